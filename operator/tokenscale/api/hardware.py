@@ -1,0 +1,76 @@
+"""``spec.hardware``: the accelerator, tensor parallelism and memory reservation."""
+
+from typing import Literal, Self
+
+from pydantic import Field, model_validator
+
+from tokenscale.api.base import ApiModel
+
+TensorParallelSize = Literal["auto", 1, 2, 4, 8]
+TP_CHOICES: tuple[int, ...] = (1, 2, 4, 8)
+
+
+class GpuSpec(ApiModel):
+    """One accelerator's datasheet figures (dense peaks, no sparsity)."""
+
+    name: str = Field(default="custom", min_length=1, description="Product name, for reports.")
+    memory_gib: float = Field(
+        alias="memoryGiB", gt=0, description="Device memory vLLM sees as total, GiB."
+    )
+    hbm_bandwidth_gbps: float = Field(
+        alias="hbmBandwidthGBps", gt=0, description="Memory bandwidth, GB/s (1e9 bytes/s)."
+    )
+    bf16_tflops: float = Field(gt=0, description="Dense BF16/FP16 tensor peak, TFLOPS.")
+    fp8_tflops: float | None = Field(
+        default=None, gt=0, description="Dense FP8 tensor peak, TFLOPS; absent = no FP8 cores."
+    )
+    int8_tops: float | None = Field(default=None, gt=0, description="Dense INT8 peak, TOPS.")
+    interconnect_gbps: float | None = Field(
+        default=None,
+        alias="interconnectGBps",
+        gt=0,
+        description="GPU-to-GPU bandwidth per GPU, GB/s (NVLink); absent means PCIe only.",
+    )
+    pcie_gbps: float = Field(
+        default=64.0, alias="pcieGBps", gt=0, description="Host link bandwidth, GB/s."
+    )
+    product_label: str | None = Field(
+        default=None, description="Node label nvidia.com/gpu.product value for scheduling."
+    )
+    resource_name: str = Field(
+        default="nvidia.com/gpu", description="Kubernetes extended resource for this GPU."
+    )
+
+
+class HardwareSpec(ApiModel):
+    """Where a replica runs: one GPU type, ``tensorParallelSize`` GPUs per replica."""
+
+    gpu: str | None = Field(
+        default=None, description="GPU catalog key, e.g. H100-SXM-80GB (see `tokenscale catalog`)."
+    )
+    gpu_spec: GpuSpec | None = Field(default=None, description="Inline GPU figures.")
+    tensor_parallel_size: TensorParallelSize = Field(
+        default="auto", description="GPUs per replica: auto, 1, 2, 4 or 8."
+    )
+    gpus_per_node: int = Field(
+        default=8, ge=1, description="GPUs on one node; tensor parallelism stays inside a node."
+    )
+    gpu_memory_utilization: float = Field(
+        default=0.92,
+        gt=0.0,
+        le=1.0,
+        description="Fraction of total GPU memory vLLM may use (--gpu-memory-utilization).",
+    )
+
+    @model_validator(mode="after")
+    def _one_gpu(self) -> Self:
+        if (self.gpu is None) == (self.gpu_spec is None):
+            raise ValueError("give exactly one of gpu (a catalog key) or gpuSpec (inline figures)")
+        if isinstance(self.tensor_parallel_size, int) and (
+            self.tensor_parallel_size > self.gpus_per_node
+        ):
+            raise ValueError(
+                f"tensorParallelSize={self.tensor_parallel_size} exceeds gpusPerNode="
+                f"{self.gpus_per_node}; tensor parallelism must stay inside one node"
+            )
+        return self

@@ -1,0 +1,56 @@
+"""The ``InferenceService`` resource: ``apiVersion: tokenscale.io/v1alpha1``."""
+
+from typing import Literal
+
+from pydantic import Field
+
+from tokenscale.api.assumptions import Assumptions
+from tokenscale.api.base import ApiModel
+from tokenscale.api.cost import Cost
+from tokenscale.api.hardware import HardwareSpec
+from tokenscale.api.model import ModelSpec
+from tokenscale.api.scaling import Scaling
+from tokenscale.api.serving import Serving
+from tokenscale.api.slo import Slo
+from tokenscale.api.workload import Workload
+
+API_GROUP = "tokenscale.io"
+API_VERSION = "v1alpha1"
+KIND = "InferenceService"
+
+
+class InferenceServiceSpec(ApiModel):
+    """What to serve, on what, for which traffic and objectives."""
+
+    model: ModelSpec = Field(description="The served model.")
+    hardware: HardwareSpec = Field(description="GPU type and parallelism.")
+    workload: Workload = Field(description="Forecast traffic.")
+    slo: Slo = Field(default_factory=Slo, description="Latency objectives.")
+    scaling: Scaling = Field(default_factory=Scaling, description="Replica bounds and policy.")
+    serving: Serving = Field(default_factory=Serving, description="vLLM engine settings.")
+    cost: Cost = Field(default_factory=Cost, description="Prices.")
+    assumptions: Assumptions = Field(
+        default_factory=Assumptions, description="Planner efficiencies and overheads."
+    )
+
+
+class ObjectMeta(ApiModel):
+    """The part of Kubernetes metadata the planner reads; other keys are kept, not checked."""
+
+    model_config = ApiModel.model_config | {"extra": "allow"}
+
+    name: str = Field(default="unnamed", description="Object name.")
+    namespace: str | None = Field(default=None, description="Namespace.")
+
+
+class InferenceService(ApiModel):
+    """A whole manifest as a user writes it for ``kubectl apply``."""
+
+    model_config = ApiModel.model_config | {"extra": "ignore"}
+
+    api_version: Literal["tokenscale.io/v1alpha1"] = Field(
+        default="tokenscale.io/v1alpha1", alias="apiVersion"
+    )
+    kind: Literal["InferenceService"] = "InferenceService"
+    metadata: ObjectMeta = Field(default_factory=ObjectMeta)
+    spec: InferenceServiceSpec

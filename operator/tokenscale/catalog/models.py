@@ -1,0 +1,176 @@
+"""Built-in model catalog: the architecture fields of each model's published ``config.json``.
+
+Entries go through the same loader as a user's ``hfConfig`` so one code path is tested against
+the published parameter counts (``published_params``, from each model card).
+"""
+
+from dataclasses import dataclass, field
+from functools import cached_property
+from typing import Any
+
+from tokenscale.api.model import Architecture, WeightDtype
+from tokenscale.catalog.hf_config import architecture_from_hf_config
+
+
+@dataclass(frozen=True)
+class ModelEntry:
+    """A catalog model: its config fields, names it is known by, and published counts."""
+
+    key: str
+    config: dict[str, Any]
+    source: str
+    published_params: float
+    published_active_params: float | None = None
+    aliases: tuple[str, ...] = field(default=())
+    default_dtype: WeightDtype = "bf16"
+
+    @cached_property
+    def architecture(self) -> Architecture:
+        return architecture_from_hf_config(self.config)
+
+
+def _llama(layers: int, hidden: int, heads: int, kv: int, inter: int, vocab: int,
+           ctx: int, *, tied: bool = False, head_dim: int | None = None) -> dict[str, Any]:
+    cfg: dict[str, Any] = {
+        "model_type": "llama",
+        "num_hidden_layers": layers,
+        "hidden_size": hidden,
+        "num_attention_heads": heads,
+        "num_key_value_heads": kv,
+        "intermediate_size": inter,
+        "vocab_size": vocab,
+        "max_position_embeddings": ctx,
+        "tie_word_embeddings": tied,
+        "torch_dtype": "bfloat16",
+    }
+    if head_dim is not None:
+        cfg["head_dim"] = head_dim
+    return cfg
+
+
+_HF = "config.json of {} on the Hugging Face Hub; parameter count from its model card"
+
+MODEL_CATALOG: dict[str, ModelEntry] = {
+    e.key: e
+    for e in (
+        ModelEntry(
+            "llama-2-7b",
+            _llama(32, 4096, 32, 32, 11008, 32000, 4096) | {"torch_dtype": "float16"},
+            _HF.format("meta-llama/Llama-2-7b-hf"),
+            6.74e9,
+            aliases=("meta-llama/Llama-2-7b-hf", "meta-llama/Llama-2-7b-chat-hf"),
+            default_dtype="fp16",
+        ),
+        ModelEntry(
+            "llama-3.2-1b",
+            _llama(16, 2048, 32, 8, 8192, 128256, 131072, tied=True, head_dim=64),
+            _HF.format("meta-llama/Llama-3.2-1B"),
+            1.24e9,
+            aliases=("meta-llama/Llama-3.2-1B", "meta-llama/Llama-3.2-1B-Instruct"),
+        ),
+        ModelEntry(
+            "llama-3.1-8b",
+            _llama(32, 4096, 32, 8, 14336, 128256, 131072),
+            _HF.format("meta-llama/Llama-3.1-8B"),
+            8.03e9,
+            aliases=("meta-llama/Llama-3.1-8B", "meta-llama/Llama-3.1-8B-Instruct",
+                     "meta-llama/Meta-Llama-3.1-8B-Instruct"),
+        ),
+        ModelEntry(
+            "llama-3.1-70b",
+            _llama(80, 8192, 64, 8, 28672, 128256, 131072),
+            _HF.format("meta-llama/Llama-3.1-70B"),
+            70.6e9,
+            aliases=("meta-llama/Llama-3.1-70B", "meta-llama/Llama-3.1-70B-Instruct",
+                     "meta-llama/Meta-Llama-3.1-70B-Instruct", "meta-llama/Llama-3.3-70B-Instruct"),
+        ),
+        ModelEntry(
+            "llama-3.1-405b",
+            _llama(126, 16384, 128, 8, 53248, 128256, 131072),
+            _HF.format("meta-llama/Llama-3.1-405B"),
+            405.9e9,
+            aliases=("meta-llama/Llama-3.1-405B", "meta-llama/Llama-3.1-405B-Instruct"),
+        ),
+        ModelEntry(
+            "qwen2.5-7b",
+            {
+                "model_type": "qwen2", "num_hidden_layers": 28, "hidden_size": 3584,
+                "num_attention_heads": 28, "num_key_value_heads": 4, "intermediate_size": 18944,
+                "vocab_size": 152064, "max_position_embeddings": 32768,
+                "sliding_window": 131072, "use_sliding_window": False,
+                "tie_word_embeddings": False, "torch_dtype": "bfloat16",
+            },
+            _HF.format("Qwen/Qwen2.5-7B-Instruct"),
+            7.62e9,
+            aliases=("Qwen/Qwen2.5-7B", "Qwen/Qwen2.5-7B-Instruct"),
+        ),
+        ModelEntry(
+            "qwen2.5-72b",
+            {
+                "model_type": "qwen2", "num_hidden_layers": 80, "hidden_size": 8192,
+                "num_attention_heads": 64, "num_key_value_heads": 8, "intermediate_size": 29568,
+                "vocab_size": 152064, "max_position_embeddings": 32768,
+                "sliding_window": 131072, "use_sliding_window": False,
+                "tie_word_embeddings": False, "torch_dtype": "bfloat16",
+            },
+            _HF.format("Qwen/Qwen2.5-72B-Instruct"),
+            72.7e9,
+            aliases=("Qwen/Qwen2.5-72B", "Qwen/Qwen2.5-72B-Instruct"),
+        ),
+        ModelEntry(
+            "mistral-7b-v0.1",
+            {
+                "model_type": "mistral", "num_hidden_layers": 32, "hidden_size": 4096,
+                "num_attention_heads": 32, "num_key_value_heads": 8, "intermediate_size": 14336,
+                "vocab_size": 32000, "max_position_embeddings": 32768, "sliding_window": 4096,
+                "tie_word_embeddings": False, "torch_dtype": "bfloat16",
+            },
+            _HF.format("mistralai/Mistral-7B-v0.1"),
+            7.24e9,
+            aliases=("mistralai/Mistral-7B-v0.1", "mistralai/Mistral-7B-Instruct-v0.1"),
+        ),
+        ModelEntry(
+            "mixtral-8x7b",
+            {
+                "model_type": "mixtral", "num_hidden_layers": 32, "hidden_size": 4096,
+                "num_attention_heads": 32, "num_key_value_heads": 8, "intermediate_size": 14336,
+                "vocab_size": 32000, "max_position_embeddings": 32768,
+                "num_local_experts": 8, "num_experts_per_tok": 2,
+                "tie_word_embeddings": False, "torch_dtype": "bfloat16",
+            },
+            _HF.format("mistralai/Mixtral-8x7B-v0.1"),
+            46.7e9,
+            published_active_params=12.9e9,
+            aliases=("mistralai/Mixtral-8x7B-v0.1", "mistralai/Mixtral-8x7B-Instruct-v0.1"),
+        ),
+        ModelEntry(
+            "deepseek-v3",
+            {
+                "model_type": "deepseek_v3", "num_hidden_layers": 61, "hidden_size": 7168,
+                "num_attention_heads": 128, "num_key_value_heads": 128,
+                "intermediate_size": 18432, "moe_intermediate_size": 2048,
+                "vocab_size": 129280, "max_position_embeddings": 163840,
+                "n_routed_experts": 256, "n_shared_experts": 1, "num_experts_per_tok": 8,
+                "first_k_dense_replace": 3, "kv_lora_rank": 512, "q_lora_rank": 1536,
+                "qk_rope_head_dim": 64, "qk_nope_head_dim": 128, "v_head_dim": 128,
+                "tie_word_embeddings": False, "torch_dtype": "bfloat16",
+                "quantization_config": {"quant_method": "fp8", "fmt": "e4m3"},
+            },
+            _HF.format("deepseek-ai/DeepSeek-V3") + " (671B main model, MTP module excluded)",
+            671e9,
+            published_active_params=37e9,
+            aliases=("deepseek-ai/DeepSeek-V3", "deepseek-ai/DeepSeek-V3-0324",
+                     "deepseek-ai/DeepSeek-R1"),
+            default_dtype="fp8",
+        ),
+    )
+}
+
+
+def find_model(name: str) -> ModelEntry | None:
+    """Look a model up by catalog key or by any HF repo id alias (case-insensitive)."""
+    lowered = name.lower()
+    for entry in MODEL_CATALOG.values():
+        if lowered == entry.key or lowered in (a.lower() for a in entry.aliases):
+            return entry
+    return None

@@ -1,0 +1,1 @@
+"""The ``tokenscale`` command line."""

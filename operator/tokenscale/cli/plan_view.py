@@ -1,0 +1,148 @@
+"""Render a Plan for people (rich tables) and for programs (JSON/YAML)."""
+
+import json
+from typing import Any
+
+import yaml
+from rich.console import Console, Group
+from rich.panel import Panel
+from rich.table import Table
+from rich.text import Text
+
+from tokenscale.planning.formulas import GIB
+from tokenscale.planning.result import Plan
+from tokenscale.planning.sweep import SweepRow
+
+
+def _gib(v: float) -> str:
+    return f"{v / GIB:,.2f} GiB"
+
+
+def _num(v: float | None, fmt: str = ",.2f", unit: str = "") -> str:
+    return "—" if v is None else f"{v:{fmt}}{unit}"
+
+
+def _kv_table(rows: list[tuple[str, str]], title: str) -> Table:
+    t = Table(title=title, title_justify="left", show_header=False, box=None, pad_edge=False)
+    t.add_column(style="bold")
+    t.add_column()
+    for k, v in rows:
+        t.add_row(k, v)
+    return t
+
+
+def plan_renderable(p: Plan) -> Panel:
+    m = p.memory_per_gpu
+    header = (
+        f"{p.model} on {p.gpu} · {p.weight_dtype} weights · KV {p.kv_cache_dtype} · "
+        f"TP {p.tensor_parallel_size} · max model len {p.max_model_len:,}"
+    )
+    memory = _kv_table(
+        [
+            ("GPU total", _gib(m.gpu_total_bytes)),
+            ("usable (× utilization)", _gib(m.usable_bytes)),
+            ("weights (÷ TP)", _gib(m.weights_bytes)),
+            ("activation peak", _gib(m.activation_bytes)),
+            ("CUDA graphs", _gib(m.cuda_graph_bytes)),
+            ("NCCL buffers", _gib(m.nccl_bytes)),
+            ("runtime", _gib(m.runtime_bytes)),
+            ("KV pool", _gib(m.kv_pool_bytes)),
+        ],
+        "Memory per GPU",
+    )
+    lim = p.concurrency_limits
+    kv = _kv_table(
+        [
+            ("params (total / active)", f"{p.params / 1e9:,.2f} B / {p.active_params / 1e9:,.2f} B"),
+            ("weights (whole model)", f"{p.weight_bytes / 1e9:,.1f} GB"),
+            ("KV per token (all layers)", f"{p.kv_bytes_per_token:,.0f} B"),
+            ("KV capacity per replica", f"{p.kv_capacity_tokens_per_replica:,.0f} tokens "
+             f"({p.kv_capacity_blocks_per_replica:,} blocks)"),
+            ("KV per request mean / P99", f"{p.kv_bytes_per_request_mean / 1e6:,.1f} MB / "
+             f"{p.kv_bytes_per_request_p99 / 1e6:,.1f} MB"),
+            ("concurrency limits", f"maxNumSeqs {lim.max_num_seqs} · SLO {_num(lim.slo, ',.0f')} · "
+             f"knee {lim.knee:,.0f} · KV(mean) {lim.kv_mean_context:,.0f} · "
+             f"KV(P99) {lim.kv_p99_context:,.0f}"),
+            ("operating batch", f"{p.operating_batch:,.0f} "
+             f"(limited by {p.assumptions.get('operating_point_limited_by')})"),
+        ],
+        "Model and KV cache",
+    )
+    perf = Table(title="Estimates vs SLO", title_justify="left")
+    for col in ("metric", "estimate", "target", "ok"):
+        perf.add_column(col)
+    perf.add_row("TTFT P99", f"{p.ttft_p99_estimate_s * 1e3:,.1f} ms", "", "")
+    perf.add_row("TPOT", f"{p.tpot_estimate_s * 1e3:,.2f} ms", "", "")
+    perf.add_row("E2E P99", f"{p.e2e_p99_estimate_s:,.2f} s", "", "")
+    for c in p.slo_checks:
+        perf.add_row(c.name, f"{c.estimate_s * 1e3:,.1f} ms", f"{c.target_s * 1e3:,.1f} ms",
+                     "[green]yes[/]" if c.met else "[red]NO[/]")
+    perf.add_row("output tok/s per replica", f"{p.output_tps_per_replica:,.0f}", "", "")
+    perf.add_row("requests/s per replica", f"{p.rps_per_replica:,.2f}", "", "")
+    cons = Table(title=f"Replicas (design {p.design_rps:,.2f} RPS: {p.input_tps:,.0f} in / "
+                 f"{p.output_tps:,.0f} out tok/s)", title_justify="left")
+    cons.add_column("constraint")
+    cons.add_column("replicas", justify="right")
+    cons.add_column("how")
+    for c in p.constraints:
+        name = f"[bold]{c.name} ◀ binding[/]" if c.name == p.binding_constraint else c.name
+        cons.add_row(name, f"{c.replicas:,.2f}", c.formula)
+    r = p.replicas
+    cons.add_row("total", f"[bold]{r.total}[/]",
+                 f"ceil({r.needed:,.2f} × redundancy) + spares = {r.with_redundancy}, "
+                 f"within bounds → {r.total} replicas, {p.gpus_total} GPUs")
+    cost = _kv_table(
+        [
+            ("fleet per hour", _num(p.cost_per_hour, ",.2f", f" {p.currency}")),
+            ("per 1M output tokens", _num(p.cost_per_million_output_tokens, ",.3f", f" {p.currency}")),
+            ("per 1M input tokens", _num(p.cost_per_million_input_tokens, ",.3f", f" {p.currency}")),
+            ("per 1M tokens (blended)", _num(p.cost_per_million_tokens, ",.3f", f" {p.currency}")),
+            ("per request", _num(p.cost_per_request, ",.5f", f" {p.currency}")),
+            ("GPU-hours per 1M output", _num(p.gpu_hours_per_million_output_tokens, ",.3f")),
+        ],
+        "Cost (at the operating point)",
+    )
+    parts: list[Any] = [Text(header, style="bold"), memory, kv, perf, cons, cost]
+    if p.infeasible_reasons:
+        parts.append(Text("\n".join(f"✗ {r}" for r in p.infeasible_reasons), style="red"))
+    if p.warnings:
+        parts.append(Text("\n".join(f"! {w}" for w in p.warnings), style="yellow"))
+    status = "[green]feasible[/]" if p.feasible else "[red]INFEASIBLE[/]"
+    return Panel(Group(*parts), title=f"plan {p.name} — {status}", title_align="left")
+
+
+def sweep_table(rows: list[SweepRow], limit: int) -> Table:
+    t = Table(title="Sweep: GPU × TP × weight dtype (feasible first, cheapest first)")
+    for col in ("gpu", "TP", "dtype", "feasible", "replicas", "GPUs", "tok/s/replica",
+                "TPOT ms", "TTFT P99 ms", "$/1M out", "GPU-h/1M out", "binding / why not"):
+        t.add_column(col)
+    for row in rows[:limit]:
+        p = row.plan
+        if p is None:
+            t.add_row(row.gpu, str(row.tensor_parallel_size), row.weight_dtype, "invalid",
+                      "", "", "", "", "", "", "", row.error or "")
+            continue
+        why = p.binding_constraint if p.feasible else "; ".join(p.infeasible_reasons)[:80]
+        t.add_row(row.gpu, str(p.tensor_parallel_size), p.weight_dtype,
+                  "yes" if p.feasible else "no", str(p.replicas.total), str(p.gpus_total),
+                  f"{p.output_tps_per_replica:,.0f}", f"{p.tpot_estimate_s * 1e3:,.1f}",
+                  f"{p.ttft_p99_estimate_s * 1e3:,.0f}",
+                  _num(p.cost_per_million_output_tokens, ",.3f"),
+                  _num(p.gpu_hours_per_million_output_tokens, ",.3f"), why)
+    return t
+
+
+def to_data(plans: list[Plan]) -> Any:
+    data = [p.model_dump(mode="json") for p in plans]
+    return data[0] if len(data) == 1 else data
+
+
+def dumps(data: Any, fmt: str) -> str:
+    if fmt == "json":
+        return json.dumps(data, indent=2)
+    return yaml.safe_dump(data, sort_keys=False)
+
+
+def print_plans(console: Console, plans: list[Plan]) -> None:
+    for p in plans:
+        console.print(plan_renderable(p))

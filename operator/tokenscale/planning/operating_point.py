@@ -1,0 +1,129 @@
+"""The per-replica operating point: the largest batch that meets the SLOs, before the knee.
+
+TPOT, TTFT and E2E all grow with the batch B, so the SLO batch is found by bisection over
+integers. The knee is the largest B at which doubling the batch still raises output TPS by at
+least √2, i.e. where throughput stops rising faster than TPOT (elasticity ½); beyond it
+latency is bought for little throughput (inference-formulas.md: "the operating point belongs
+before the throughput knee").
+"""
+
+import math
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from tokenscale.api.slo import Slo
+from tokenscale.api.workload import TokenDistribution
+from tokenscale.planning.performance import PerfModel
+
+
+@dataclass(frozen=True)
+class SloEstimate:
+    name: str
+    target_s: float
+    estimate_s: float
+
+    @property
+    def met(self) -> bool:
+        return self.estimate_s <= self.target_s
+
+
+@dataclass(frozen=True)
+class OperatingPoint:
+    batch: int
+    slo_batch: int | None
+    """None when no SLO is set; 0 when even batch 1 misses an SLO."""
+    knee: int
+    limited_by: str
+    safe_concurrency: int
+    """Most sequences in flight that still meet the SLOs: min(maxNumSeqs, SLO batch)."""
+
+
+def _largest(lo: int, hi: int, ok: Callable[[int], bool]) -> int:
+    """Largest n in [lo, hi] with ok(n), assuming ok is monotone (true then false); lo-1 if none."""
+    if not ok(lo):
+        return lo - 1
+    while lo < hi:
+        mid = (lo + hi + 1) // 2
+        if ok(mid):
+            lo = mid
+        else:
+            hi = mid - 1
+    return lo
+
+
+def slo_estimates(
+    perf: PerfModel, slo: Slo, batch: float, inputs: TokenDistribution, outputs: TokenDistribution
+) -> list[SloEstimate]:
+    """Estimates at batch B for every SLO that is set (P99 uses P99 tokens, P95 uses P95)."""
+    tpot = perf.tpot_seconds(batch)
+    out: list[SloEstimate] = []
+    for pct, ttft_t, tpot_t, e2e_t, in_tok, out_tok in (
+        ("p99", slo.ttft_p99_seconds, slo.tpot_p99_seconds, slo.e2e_p99_seconds,
+         inputs.p99_or_mean, outputs.p99_or_mean),
+        ("p95", slo.ttft_p95_seconds, slo.tpot_p95_seconds, slo.e2e_p95_seconds,
+         inputs.p95 or inputs.mean, outputs.p95 or outputs.mean),
+    ):
+        ttft = perf.ttft_seconds(batch, in_tok) if (ttft_t or e2e_t) else 0.0
+        if ttft_t is not None:
+            out.append(SloEstimate(f"ttft_{pct}", ttft_t, ttft))
+        if tpot_t is not None:
+            out.append(SloEstimate(f"tpot_{pct}", tpot_t, tpot))
+        if e2e_t is not None:
+            out.append(SloEstimate(f"e2e_{pct}", e2e_t, ttft + out_tok * tpot))
+    return out
+
+
+def knee_batch(perf: PerfModel, max_batch: int, elasticity: float) -> int:
+    """Largest B with ``T(2B) ≥ 2^elasticity × T(B)``; ``max_batch`` when elasticity is 0.
+
+    Scanned over doublings first (MoE throughput is not concave at small batches: more
+    experts are read as the batch grows), then refined by bisection inside the last doubling.
+    """
+    if elasticity <= 0:
+        return max_batch
+    gain = math.pow(2.0, elasticity)
+
+    def rising(b: int) -> bool:
+        return perf.output_tps(2 * b) >= gain * perf.output_tps(b)
+
+    last_ok = 0
+    b = 1
+    while b <= max_batch:
+        if rising(b):
+            last_ok = b
+        b *= 2
+    if last_ok == 0:
+        return 1
+    return max(1, _largest(last_ok, min(2 * last_ok - 1, max_batch), rising))
+
+
+def find_operating_point(
+    perf: PerfModel,
+    slo: Slo,
+    inputs: TokenDistribution,
+    outputs: TokenDistribution,
+    max_num_seqs: int,
+) -> OperatingPoint:
+    knee = min(knee_batch(perf, max_num_seqs, perf.assumptions.knee_elasticity), max_num_seqs)
+    has_slo = any(
+        v is not None
+        for v in (slo.ttft_p99_seconds, slo.tpot_p99_seconds, slo.e2e_p99_seconds,
+                  slo.ttft_p95_seconds, slo.tpot_p95_seconds, slo.e2e_p95_seconds)
+    )
+    slo_batch: int | None = None
+    if has_slo:
+        slo_batch = _largest(
+            1, max_num_seqs, lambda b: all(e.met for e in slo_estimates(perf, slo, b, inputs, outputs))
+        )
+    limits = {"maxNumSeqs": max_num_seqs, "knee": knee}
+    if slo_batch is not None:
+        limits["SLO"] = max(slo_batch, 1)
+    limited_by = min(limits, key=lambda k: limits[k])
+    safe = min(max_num_seqs, max(slo_batch, 1)) if slo_batch is not None else max_num_seqs
+    return OperatingPoint(
+        batch=limits[limited_by],
+        slo_batch=slo_batch,
+        knee=knee,
+        limited_by=limited_by,
+        safe_concurrency=safe,
+    )

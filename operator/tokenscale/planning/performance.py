@@ -1,0 +1,204 @@
+"""Prefill and decode timing for one replica (TP GPUs): a roofline with explicit efficiencies.
+
+Prefill of N prompt tokens (compute-bound, inference-formulas.md "Compute and bandwidth"):
+``t = max(FLOPs / (TP·peak·η_prefill), weights/TP / (BW·η_bw)) + 2·L all-reduces + overhead``
+with ``FLOPs = 2·P_linear·N + attention`` (causal ``2·L·N²·d_attn``; windowed layers attend to at
+most W tokens) and the LM head applied to the last token only.
+
+Decode step at batch B (bandwidth-bound until the ridge):
+``t = max(bytes / (BW·η_bw), FLOPs / (peak·η_decode)) + 2·L all-reduces(B·d) + overhead``,
+``bytes = weights read (MoE: experts touched by B tokens, E·(1−(1−k/E)^B)) / TP
++ B × KV of the mean in-flight context per rank``.
+
+Prefill interference: with continuous batching and chunked prefill, prompts share the GPU
+with decode. Per replica at arrival rate λ the prefill share is ``ρ = λ·t_prefill(mean)``;
+with Little's law ``B = λ·out·TPOT`` the per-request TPOT becomes
+``TPOT(B) = t_step(B) + B·t_prefill(mean)/out_mean``.
+"""
+
+import math
+from dataclasses import dataclass
+
+from tokenscale.api.assumptions import Assumptions
+from tokenscale.api.hardware import GpuSpec
+from tokenscale.api.model import Architecture, WeightDtype
+from tokenscale.catalog.params import ParamCount
+from tokenscale.planning.formulas import GB, chunk_count, ring_allreduce_seconds
+from tokenscale.planning.memory import KvGeometry
+
+
+def peak_flops(gpu: GpuSpec, dtype: WeightDtype) -> tuple[float, str]:
+    """Tensor peak (FLOP/s) the GEMMs run at for this weight dtype, and why.
+
+    FP8 uses FP8 cores where present (W8A8), INT8 uses INT8 cores (W8A8); INT4 and the
+    Marlin FP8 fallback on GPUs without FP8 cores dequantize to BF16; FP32 runs at TF32 ≈ BF16/2.
+    """
+    if dtype == "fp8" and gpu.fp8_tflops:
+        return gpu.fp8_tflops * 1e12, "FP8 tensor cores"
+    if dtype == "int8" and gpu.int8_tops:
+        return gpu.int8_tops * 1e12, "INT8 tensor cores"
+    if dtype == "fp32":
+        return gpu.bf16_tflops * 0.5e12, "TF32 (half the BF16 peak)"
+    note = "BF16 tensor cores"
+    if dtype in ("fp8", "int8", "int4"):
+        note += f" ({dtype} weights dequantized: weight-only kernels)"
+    return gpu.bf16_tflops * 1e12, note
+
+
+@dataclass(frozen=True)
+class PerfModel:
+    """Timing model for one replica. Pure arithmetic; all inputs explicit."""
+
+    arch: Architecture
+    params: ParamCount
+    geometry: KvGeometry
+    weight_bytes_per_param: float
+    tp: int
+    hbm_bytes_per_s: float
+    link_bytes_per_s: float
+    flops_per_s: float
+    assumptions: Assumptions
+    max_num_batched_tokens: int
+    chunked_prefill: bool
+    mean_input_tokens: float
+    mean_output_tokens: float
+    prefix_cache_hit_rate: float
+
+    # -- prefill -----------------------------------------------------------------------------
+    def _attention_dim(self) -> int:
+        a = self.arch
+        if a.is_mla:
+            qk = (a.qk_nope_head_dim or a.effective_head_dim) + (a.qk_rope_head_dim or 0)
+            v = a.v_head_dim or a.qk_nope_head_dim or a.effective_head_dim
+            return a.attention_heads * (qk + v) // 2
+        return a.attention_heads * a.effective_head_dim
+
+    def prefill_flops(self, tokens: float, context_before: float = 0.0) -> float:
+        """FLOPs to prefill ``tokens`` new tokens after ``context_before`` cached ones."""
+        p = self.params
+        linear_params = p.active - p.embedding - p.lm_head
+        linear = 2.0 * linear_params * tokens + 2.0 * p.lm_head
+        d_attn = self._attention_dim()
+        g = self.geometry
+        end = context_before + tokens
+        # causal: token i attends to i earlier tokens -> sum = (end² − start²) / 2
+        full_pairs = (end * end - context_before * context_before) / 2.0
+        win_pairs = full_pairs
+        if g.window_tokens is not None:
+            win_pairs = min(full_pairs, tokens * float(g.window_tokens))
+        pairs = g.full_layers * full_pairs + g.window_layers * win_pairs
+        return linear + 4.0 * pairs * d_attn
+
+    def _allreduce(self, tokens: float) -> float:
+        payload = tokens * self.arch.hidden_size * 2.0
+        per = ring_allreduce_seconds(
+            payload,
+            self.tp,
+            self.link_bytes_per_s * self.assumptions.interconnect_efficiency,
+            self.assumptions.allreduce_latency_seconds,
+        )
+        return 2.0 * self.arch.layers * per
+
+    def _weight_read_seconds(self, batch: float) -> float:
+        return self.weight_read_bytes(batch) / self.tp / self._bw()
+
+    def _bw(self) -> float:
+        return self.hbm_bytes_per_s * self.assumptions.decode_bandwidth_efficiency
+
+    def prefill_seconds(self, tokens: float) -> float:
+        """Time to prefill ``tokens`` uncached prompt tokens on an otherwise idle replica."""
+        if tokens <= 0:
+            return 0.0
+        compute = self.prefill_flops(tokens) / (
+            self.tp * self.flops_per_s * self.assumptions.prefill_compute_efficiency
+        )
+        steps = (
+            chunk_count(tokens, self.max_num_batched_tokens) if self.chunked_prefill else 1
+        )
+        weight_floor = steps * self._weight_read_seconds(1)
+        comm = self._allreduce(tokens) + (steps - 1) * 2 * self.arch.layers * (
+            self.assumptions.allreduce_latency_seconds if self.tp > 1 else 0.0
+        )
+        return max(compute, weight_floor) + comm + steps * self.assumptions.step_overhead_seconds
+
+    # -- decode ------------------------------------------------------------------------------
+    def weight_read_bytes(self, batch: float) -> float:
+        """Bytes of weights one decode step reads (whole replica). MoE: expected experts touched."""
+        p, a = self.params, self.arch
+        read = p.decode_read_params
+        if a.experts is not None and a.experts_per_token is not None and p.routed_experts > 0:
+            active_routed = p.routed_experts * a.experts_per_token / a.experts
+            touched = 1.0 - (1.0 - a.experts_per_token / a.experts) ** max(batch, 1.0)
+            read += p.routed_experts * touched - active_routed
+        return read * self.weight_bytes_per_param
+
+    @property
+    def decode_context_tokens(self) -> float:
+        """Mean tokens in a decoding sequence's context: the prompt plus half the output."""
+        return self.mean_input_tokens + self.mean_output_tokens / 2.0
+
+    def step_seconds(self, batch: float) -> float:
+        """One decode step for ``batch`` sequences: roofline max + all-reduce + overhead."""
+        g = self.geometry
+        ctx = self.decode_context_tokens
+        kv_bytes = batch * g.bytes_per_token_per_rank * g.tokens_held(ctx)
+        mem = self._weight_read_seconds(batch) + kv_bytes / self._bw()
+        p = self.params
+        flops = 2.0 * (p.active - p.embedding) * batch + 4.0 * batch * g.tokens_held(ctx) * (
+            self.arch.layers * self._attention_dim()
+        )
+        comp = flops / (self.tp * self.flops_per_s * self.assumptions.decode_compute_efficiency)
+        return max(mem, comp) + self._allreduce(batch) + self.assumptions.step_overhead_seconds
+
+    def compute_bound(self, batch: float) -> bool:
+        g = self.geometry
+        kv_bytes = batch * g.bytes_per_token_per_rank * g.tokens_held(self.decode_context_tokens)
+        mem = self._weight_read_seconds(batch) + kv_bytes / self._bw()
+        p = self.params
+        flops = 2.0 * (p.active - p.embedding) * batch
+        comp = flops / (self.tp * self.flops_per_s * self.assumptions.decode_compute_efficiency)
+        return comp > mem
+
+    # -- serving at batch B --------------------------------------------------------------------
+    @property
+    def mean_prefill_seconds(self) -> float:
+        return self.prefill_seconds(self.mean_input_tokens * (1.0 - self.prefix_cache_hit_rate))
+
+    def tpot_seconds(self, batch: float) -> float:
+        """Per-request TPOT at batch B with prefill interference (module docstring)."""
+        return self.step_seconds(batch) + batch * self.mean_prefill_seconds / max(
+            self.mean_output_tokens, 1.0
+        )
+
+    def output_tps(self, batch: float) -> float:
+        return batch / self.tpot_seconds(batch)
+
+    def request_rate(self, batch: float) -> float:
+        """Requests/s one replica completes at batch B: output TPS ÷ mean output tokens."""
+        return self.output_tps(batch) / max(self.mean_output_tokens, 1.0)
+
+    def prefill_utilization(self, batch: float) -> float:
+        return min(0.99, self.request_rate(batch) * self.mean_prefill_seconds)
+
+    def ttft_seconds(self, batch: float, prompt_tokens: float) -> float:
+        """TTFT of a ``prompt_tokens`` prompt arriving while B sequences decode.
+
+        Its own prefill, chunked into ``ceil(N / (budget − B))`` steps that each also carry the
+        B decodes, plus a queueing allowance ``ρ/(1−ρ) × t_prefill(mean)`` for prompts ahead.
+        """
+        n = prompt_tokens * (1.0 - self.prefix_cache_hit_rate)
+        if self.chunked_prefill:
+            budget = max(1, self.max_num_batched_tokens - math.ceil(batch))
+            steps = chunk_count(n, budget)
+        else:
+            steps = 1
+        own = self.prefill_seconds(n) + steps * (
+            self.step_seconds(batch) - self.assumptions.step_overhead_seconds
+        )
+        rho = self.prefill_utilization(batch)
+        return own + rho / (1.0 - rho) * self.mean_prefill_seconds
+
+
+def link_bytes_per_s(gpu: GpuSpec) -> float:
+    """GPU-GPU bandwidth for all-reduce: NVLink/Infinity Fabric if present, else PCIe."""
+    return (gpu.interconnect_gbps or gpu.pcie_gbps) * GB
