@@ -49,12 +49,11 @@ class Assumptions(ApiModel):
         ge=0,
         description="Per GPU activation peak of a max-num-batched-tokens step; absent = estimated.",
     )
-    knee_elasticity: float = Field(
-        default=0.5,
-        ge=0,
-        lt=1,
-        description="The knee: where doubling the batch raises throughput by less than "
-        "2^elasticity (0.5: √2, throughput rising slower than TPOT). 0 disables the knee cap.",
+    knee_tpot_ratio: float = Field(
+        default=2.0,
+        ge=1,
+        description="The knee: the largest batch whose TPOT is at most this multiple of the "
+        "weight-read floor (every weight read once per step). 2 = latency doubled.",
     )
     kv_target_utilization: float = Field(
         default=0.90,

@@ -2,11 +2,14 @@
 
 from pydantic import BaseModel, ConfigDict
 
+_UNITS = {"gib": "GiB", "gbps": "GBps"}
+
 
 def to_camel(snake: str) -> str:
-    """``e2e_p99_seconds`` → ``e2eP99Seconds`` (pydantic's own helper capitalises after digits)."""
+    """``e2e_p99_seconds`` → ``e2eP99Seconds``; unit words keep their spelling
+    (``memory_gib`` → ``memoryGiB``, ``hbm_bandwidth_gbps`` → ``hbmBandwidthGBps``)."""
     head, *rest = snake.split("_")
-    return head + "".join(part[:1].upper() + part[1:] for part in rest)
+    return head + "".join(_UNITS.get(part, part[:1].upper() + part[1:]) for part in rest)
 
 
 class ApiModel(BaseModel):

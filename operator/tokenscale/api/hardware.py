@@ -14,12 +14,8 @@ class GpuSpec(ApiModel):
     """One accelerator's datasheet figures (dense peaks, no sparsity)."""
 
     name: str = Field(default="custom", min_length=1, description="Product name, for reports.")
-    memory_gib: float = Field(
-        alias="memoryGiB", gt=0, description="Device memory vLLM sees as total, GiB."
-    )
-    hbm_bandwidth_gbps: float = Field(
-        alias="hbmBandwidthGBps", gt=0, description="Memory bandwidth, GB/s (1e9 bytes/s)."
-    )
+    memory_gib: float = Field(gt=0, description="Device memory vLLM sees as total, GiB.")
+    hbm_bandwidth_gbps: float = Field(gt=0, description="Memory bandwidth, GB/s (1e9 bytes/s).")
     bf16_tflops: float = Field(gt=0, description="Dense BF16/FP16 tensor peak, TFLOPS.")
     fp8_tflops: float | None = Field(
         default=None, gt=0, description="Dense FP8 tensor peak, TFLOPS; absent = no FP8 cores."
@@ -27,13 +23,10 @@ class GpuSpec(ApiModel):
     int8_tops: float | None = Field(default=None, gt=0, description="Dense INT8 peak, TOPS.")
     interconnect_gbps: float | None = Field(
         default=None,
-        alias="interconnectGBps",
         gt=0,
         description="GPU-to-GPU bandwidth per GPU, GB/s (NVLink); absent means PCIe only.",
     )
-    pcie_gbps: float = Field(
-        default=64.0, alias="pcieGBps", gt=0, description="Host link bandwidth, GB/s."
-    )
+    pcie_gbps: float = Field(default=64.0, gt=0, description="Host link bandwidth, GB/s.")
     product_label: str | None = Field(
         default=None, description="Node label nvidia.com/gpu.product value for scheduling."
     )

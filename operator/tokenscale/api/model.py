@@ -36,20 +36,26 @@ class Architecture(ApiModel):
         default=None, gt=0, description="Key/value heads; absent means MHA (= attentionHeads)."
     )
     head_dim: int | None = Field(
-        default=None, gt=0, description="Per-head dimension; absent means hiddenSize/attentionHeads."
+        default=None,
+        gt=0,
+        description="Per-head dimension; absent means hiddenSize/attentionHeads.",
     )
     intermediate_size: int | None = Field(
         default=None, gt=0, description="Dense MLP width (gated: gate, up and down projections)."
     )
     vocab_size: int | None = Field(default=None, gt=0, description="Vocabulary size.")
     params: float | None = Field(
-        default=None, gt=0, description="Total parameters (a count, e.g. 70.6e9); derived if absent."
+        default=None,
+        gt=0,
+        description="Total parameters (a count, e.g. 70.6e9); derived if absent.",
     )
     active_params: float | None = Field(
         default=None, gt=0, description="Parameters used per token (MoE); derived if absent."
     )
     max_context_tokens: int = Field(
-        default=8192, gt=0, description="Longest context the model supports (max_position_embeddings)."
+        default=8192,
+        gt=0,
+        description="Longest context the model supports (max_position_embeddings).",
     )
     sliding_window: int | None = Field(
         default=None, gt=0, description="Sliding-window size in tokens for windowed layers."
@@ -77,7 +83,9 @@ class Architecture(ApiModel):
         default=None, gt=0, description="MLA compressed KV latent rank (DeepSeek-V2/V3)."
     )
     qk_rope_head_dim: int | None = Field(
-        default=None, gt=0, description="MLA decoupled RoPE key dimension, cached beside the latent."
+        default=None,
+        gt=0,
+        description="MLA decoupled RoPE key dimension, cached beside the latent.",
     )
     qk_nope_head_dim: int | None = Field(default=None, gt=0, description="MLA non-RoPE q/k dim.")
     v_head_dim: int | None = Field(default=None, gt=0, description="MLA value head dimension.")

@@ -92,8 +92,7 @@ def architecture_from_hf_config(cfg: Mapping[str, Any]) -> Architecture:
         "intermediate_size": _first(c, "intermediate_size", "ffn_dim", "n_inner"),
         "vocab_size": int(required["vocab_size"]),
         "max_context_tokens": int(
-            _first(c, "max_position_embeddings", "max_seq_len", "n_positions", "seq_length")
-            or 8192
+            _first(c, "max_position_embeddings", "max_seq_len", "n_positions", "seq_length") or 8192
         ),
         "sliding_window": window,
         "sliding_window_layers": window_layers,

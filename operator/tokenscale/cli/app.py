@@ -73,11 +73,19 @@ def plan(
                 console.print(sweep_table(rows, top))
         else:
             data = [
-                {"name": s.metadata.name,
-                 "rows": [{"gpu": r.gpu, "tensor_parallel_size": r.tensor_parallel_size,
-                           "weight_dtype": r.weight_dtype, "error": r.error,
-                           "plan": r.plan.model_dump(mode="json") if r.plan else None}
-                          for r in rows]}
+                {
+                    "name": s.metadata.name,
+                    "rows": [
+                        {
+                            "gpu": r.gpu,
+                            "tensor_parallel_size": r.tensor_parallel_size,
+                            "weight_dtype": r.weight_dtype,
+                            "error": r.error,
+                            "plan": r.plan.model_dump(mode="json") if r.plan else None,
+                        }
+                        for r in rows
+                    ],
+                }
                 for s, rows in results
             ]
             typer.echo(dumps(data[0] if len(data) == 1 else data, output.value))
@@ -95,12 +103,27 @@ def catalog() -> None:
     """List the built-in GPUs and models with their sources."""
     console = Console(width=160)
     gpus = Table(title="GPUs (dense peaks)")
-    for col in ("key", "memory GiB", "HBM GB/s", "BF16 TFLOPS", "FP8 TFLOPS", "link GB/s", "source"):
+    for col in (
+        "key",
+        "memory GiB",
+        "HBM GB/s",
+        "BF16 TFLOPS",
+        "FP8 TFLOPS",
+        "link GB/s",
+        "source",
+    ):
         gpus.add_column(col)
     for key, e in GPU_CATALOG.items():
         s = e.spec
-        gpus.add_row(key, f"{s.memory_gib:g}", f"{s.hbm_bandwidth_gbps:g}", f"{s.bf16_tflops:g}",
-                     f"{s.fp8_tflops or 0:g}", f"{s.interconnect_gbps or 0:g}", e.source)
+        gpus.add_row(
+            key,
+            f"{s.memory_gib:g}",
+            f"{s.hbm_bandwidth_gbps:g}",
+            f"{s.bf16_tflops:g}",
+            f"{s.fp8_tflops or 0:g}",
+            f"{s.interconnect_gbps or 0:g}",
+            e.source,
+        )
     models = Table(title="Models")
     for col in ("key", "params (derived / published)", "active", "layers", "KV heads", "source"):
         models.add_column(col)
@@ -108,8 +131,14 @@ def catalog() -> None:
         a = m.architecture
         c = count_params(a)
         kv = "MLA" if a.is_mla else str(a.effective_kv_heads)
-        models.add_row(key, f"{c.total / 1e9:,.2f} B / {m.published_params / 1e9:,.2f} B",
-                       f"{c.active / 1e9:,.2f} B", str(a.layers), kv, m.source)
+        models.add_row(
+            key,
+            f"{c.total / 1e9:,.2f} B / {m.published_params / 1e9:,.2f} B",
+            f"{c.active / 1e9:,.2f} B",
+            str(a.layers),
+            kv,
+            m.source,
+        )
     console.print(gpus)
     console.print(models)
 

@@ -53,18 +53,33 @@ def plan_renderable(p: Plan) -> Panel:
     lim = p.concurrency_limits
     kv = _kv_table(
         [
-            ("params (total / active)", f"{p.params / 1e9:,.2f} B / {p.active_params / 1e9:,.2f} B"),
+            (
+                "params (total / active)",
+                f"{p.params / 1e9:,.2f} B / {p.active_params / 1e9:,.2f} B",
+            ),
             ("weights (whole model)", f"{p.weight_bytes / 1e9:,.1f} GB"),
             ("KV per token (all layers)", f"{p.kv_bytes_per_token:,.0f} B"),
-            ("KV capacity per replica", f"{p.kv_capacity_tokens_per_replica:,.0f} tokens "
-             f"({p.kv_capacity_blocks_per_replica:,} blocks)"),
-            ("KV per request mean / P99", f"{p.kv_bytes_per_request_mean / 1e6:,.1f} MB / "
-             f"{p.kv_bytes_per_request_p99 / 1e6:,.1f} MB"),
-            ("concurrency limits", f"maxNumSeqs {lim.max_num_seqs} · SLO {_num(lim.slo, ',.0f')} · "
-             f"knee {lim.knee:,.0f} · KV(mean) {lim.kv_mean_context:,.0f} · "
-             f"KV(P99) {lim.kv_p99_context:,.0f}"),
-            ("operating batch", f"{p.operating_batch:,.0f} "
-             f"(limited by {p.assumptions.get('operating_point_limited_by')})"),
+            (
+                "KV capacity per replica",
+                f"{p.kv_capacity_tokens_per_replica:,.0f} tokens "
+                f"({p.kv_capacity_blocks_per_replica:,} blocks)",
+            ),
+            (
+                "KV per request mean / P99",
+                f"{p.kv_bytes_per_request_mean / 1e6:,.1f} MB / "
+                f"{p.kv_bytes_per_request_p99 / 1e6:,.1f} MB",
+            ),
+            (
+                "concurrency limits",
+                f"maxNumSeqs {lim.max_num_seqs} · SLO {_num(lim.slo, ',.0f')} · "
+                f"knee {lim.knee:,.0f} · KV(mean) {lim.kv_mean_context:,.0f} · "
+                f"KV(P99) {lim.kv_p99_context:,.0f}",
+            ),
+            (
+                "operating batch",
+                f"{p.operating_batch:,.0f} "
+                f"(limited by {p.assumptions.get('operating_point_limited_by')})",
+            ),
         ],
         "Model and KV cache",
     )
@@ -75,27 +90,43 @@ def plan_renderable(p: Plan) -> Panel:
     perf.add_row("TPOT", f"{p.tpot_estimate_s * 1e3:,.2f} ms", "", "")
     perf.add_row("E2E P99", f"{p.e2e_p99_estimate_s:,.2f} s", "", "")
     for c in p.slo_checks:
-        perf.add_row(c.name, f"{c.estimate_s * 1e3:,.1f} ms", f"{c.target_s * 1e3:,.1f} ms",
-                     "[green]yes[/]" if c.met else "[red]NO[/]")
+        perf.add_row(
+            c.name,
+            f"{c.estimate_s * 1e3:,.1f} ms",
+            f"{c.target_s * 1e3:,.1f} ms",
+            "[green]yes[/]" if c.met else "[red]NO[/]",
+        )
     perf.add_row("output tok/s per replica", f"{p.output_tps_per_replica:,.0f}", "", "")
     perf.add_row("requests/s per replica", f"{p.rps_per_replica:,.2f}", "", "")
-    cons = Table(title=f"Replicas (design {p.design_rps:,.2f} RPS: {p.input_tps:,.0f} in / "
-                 f"{p.output_tps:,.0f} out tok/s)", title_justify="left")
+    cons = Table(
+        title=f"Replicas (design {p.design_rps:,.2f} RPS: {p.input_tps:,.0f} in / "
+        f"{p.output_tps:,.0f} out tok/s)",
+        title_justify="left",
+    )
     cons.add_column("constraint")
     cons.add_column("replicas", justify="right")
     cons.add_column("how")
-    for c in p.constraints:
-        name = f"[bold]{c.name} ◀ binding[/]" if c.name == p.binding_constraint else c.name
-        cons.add_row(name, f"{c.replicas:,.2f}", c.formula)
+    for con in p.constraints:
+        name = f"[bold]{con.name} ◀ binding[/]" if con.name == p.binding_constraint else con.name
+        cons.add_row(name, f"{con.replicas:,.2f}", con.formula)
     r = p.replicas
-    cons.add_row("total", f"[bold]{r.total}[/]",
-                 f"ceil({r.needed:,.2f} × redundancy) + spares = {r.with_redundancy}, "
-                 f"within bounds → {r.total} replicas, {p.gpus_total} GPUs")
+    cons.add_row(
+        "total",
+        f"[bold]{r.total}[/]",
+        f"ceil({r.needed:,.2f} × redundancy) + spares = {r.with_redundancy}, "
+        f"within bounds → {r.total} replicas, {p.gpus_total} GPUs",
+    )
     cost = _kv_table(
         [
             ("fleet per hour", _num(p.cost_per_hour, ",.2f", f" {p.currency}")),
-            ("per 1M output tokens", _num(p.cost_per_million_output_tokens, ",.3f", f" {p.currency}")),
-            ("per 1M input tokens", _num(p.cost_per_million_input_tokens, ",.3f", f" {p.currency}")),
+            (
+                "per 1M output tokens",
+                _num(p.cost_per_million_output_tokens, ",.3f", f" {p.currency}"),
+            ),
+            (
+                "per 1M input tokens",
+                _num(p.cost_per_million_input_tokens, ",.3f", f" {p.currency}"),
+            ),
             ("per 1M tokens (blended)", _num(p.cost_per_million_tokens, ",.3f", f" {p.currency}")),
             ("per request", _num(p.cost_per_request, ",.5f", f" {p.currency}")),
             ("GPU-hours per 1M output", _num(p.gpu_hours_per_million_output_tokens, ",.3f")),
@@ -113,22 +144,54 @@ def plan_renderable(p: Plan) -> Panel:
 
 def sweep_table(rows: list[SweepRow], limit: int) -> Table:
     t = Table(title="Sweep: GPU × TP × weight dtype (feasible first, cheapest first)")
-    for col in ("gpu", "TP", "dtype", "feasible", "replicas", "GPUs", "tok/s/replica",
-                "TPOT ms", "TTFT P99 ms", "$/1M out", "GPU-h/1M out", "binding / why not"):
+    for col in (
+        "gpu",
+        "TP",
+        "dtype",
+        "feasible",
+        "replicas",
+        "GPUs",
+        "tok/s/replica",
+        "TPOT ms",
+        "TTFT P99 ms",
+        "$/1M out",
+        "GPU-h/1M out",
+        "binding / why not",
+    ):
         t.add_column(col)
     for row in rows[:limit]:
         p = row.plan
         if p is None:
-            t.add_row(row.gpu, str(row.tensor_parallel_size), row.weight_dtype, "invalid",
-                      "", "", "", "", "", "", "", row.error or "")
+            t.add_row(
+                row.gpu,
+                str(row.tensor_parallel_size),
+                row.weight_dtype,
+                "invalid",
+                "",
+                "",
+                "",
+                "",
+                "",
+                "",
+                "",
+                row.error or "",
+            )
             continue
         why = p.binding_constraint if p.feasible else "; ".join(p.infeasible_reasons)[:80]
-        t.add_row(row.gpu, str(p.tensor_parallel_size), p.weight_dtype,
-                  "yes" if p.feasible else "no", str(p.replicas.total), str(p.gpus_total),
-                  f"{p.output_tps_per_replica:,.0f}", f"{p.tpot_estimate_s * 1e3:,.1f}",
-                  f"{p.ttft_p99_estimate_s * 1e3:,.0f}",
-                  _num(p.cost_per_million_output_tokens, ",.3f"),
-                  _num(p.gpu_hours_per_million_output_tokens, ",.3f"), why)
+        t.add_row(
+            row.gpu,
+            str(p.tensor_parallel_size),
+            p.weight_dtype,
+            "yes" if p.feasible else "no",
+            str(p.replicas.total),
+            str(p.gpus_total),
+            f"{p.output_tps_per_replica:,.0f}",
+            f"{p.tpot_estimate_s * 1e3:,.1f}",
+            f"{p.ttft_p99_estimate_s * 1e3:,.0f}",
+            _num(p.cost_per_million_output_tokens, ",.3f"),
+            _num(p.gpu_hours_per_million_output_tokens, ",.3f"),
+            why,
+        )
     return t
 
 

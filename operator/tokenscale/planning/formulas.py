@@ -9,7 +9,9 @@ GB = 1e9
 GIB = float(1 << 30)
 
 
-def token_rates(rps: float, mean_input_tokens: float, mean_output_tokens: float) -> tuple[float, float]:
+def token_rates(
+    rps: float, mean_input_tokens: float, mean_output_tokens: float
+) -> tuple[float, float]:
     """``input_TPS = RPS × mean_input_tokens``, ``output_TPS = RPS × mean_output_tokens``."""
     return rps * mean_input_tokens, rps * mean_output_tokens
 
@@ -24,7 +26,9 @@ def weight_bytes(params: float, bytes_per_param: float) -> float:
     return params * bytes_per_param
 
 
-def kv_bytes_per_token(layers: int, kv_heads: int, head_dim: int, bytes_per_element: float) -> float:
+def kv_bytes_per_token(
+    layers: int, kv_heads: int, head_dim: int, bytes_per_element: float
+) -> float:
     """``KV_bytes_per_token = 2 × layers × Hkv × d_head × bytes`` (K and V, every layer)."""
     return 2.0 * layers * kv_heads * head_dim * bytes_per_element
 
@@ -70,7 +74,7 @@ def cost_per_million_tokens(hourly_cost: float, tokens_per_s: float) -> float:
 def ring_allreduce_seconds(
     payload_bytes: float, ranks: int, link_bytes_per_s: float, latency_s: float
 ) -> float:
-    """Ring all-reduce: each rank moves ``2 (n−1)/n × payload`` over its link, plus a fixed latency."""
+    """Ring all-reduce: each rank moves ``2 (n−1)/n × payload`` over its link, plus a latency."""
     if ranks <= 1:
         return 0.0
     return latency_s + 2.0 * (ranks - 1) / ranks * payload_bytes / link_bytes_per_s

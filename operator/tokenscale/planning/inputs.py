@@ -114,8 +114,7 @@ def check_tp(arch: Architecture, tp: int, gpus_per_node: int) -> None:
             [
                 SpecIssue(
                     "spec.hardware.tensorParallelSize",
-                    f"{tp} is invalid for this model: {problem}; "
-                    f"use auto or one of {allowed}",
+                    f"{tp} is invalid for this model: {problem}; use auto or one of {allowed}",
                 )
             ]
         )

@@ -1,13 +1,13 @@
 """The per-replica operating point: the largest batch that meets the SLOs, before the knee.
 
 TPOT, TTFT and E2E all grow with the batch B, so the SLO batch is found by bisection over
-integers. The knee is the largest B at which doubling the batch still raises output TPS by at
-least √2, i.e. where throughput stops rising faster than TPOT (elasticity ½); beyond it
-latency is bought for little throughput (inference-formulas.md: "the operating point belongs
-before the throughput knee").
+integers. The knee is the largest B whose TPOT stays within ``kneeTpotRatio`` (default 2) of the
+weight-read floor. For the memory-bound form ``TPOT = a + b·B`` this is ``B = a/b``, exactly
+where throughput stops rising faster than TPOT (elasticity ½); beyond it latency is bought
+for little throughput (inference-formulas.md: "the operating point belongs before the
+throughput knee").
 """
 
-import math
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -58,10 +58,22 @@ def slo_estimates(
     tpot = perf.tpot_seconds(batch)
     out: list[SloEstimate] = []
     for pct, ttft_t, tpot_t, e2e_t, in_tok, out_tok in (
-        ("p99", slo.ttft_p99_seconds, slo.tpot_p99_seconds, slo.e2e_p99_seconds,
-         inputs.p99_or_mean, outputs.p99_or_mean),
-        ("p95", slo.ttft_p95_seconds, slo.tpot_p95_seconds, slo.e2e_p95_seconds,
-         inputs.p95 or inputs.mean, outputs.p95 or outputs.mean),
+        (
+            "p99",
+            slo.ttft_p99_seconds,
+            slo.tpot_p99_seconds,
+            slo.e2e_p99_seconds,
+            inputs.p99_or_mean,
+            outputs.p99_or_mean,
+        ),
+        (
+            "p95",
+            slo.ttft_p95_seconds,
+            slo.tpot_p95_seconds,
+            slo.e2e_p95_seconds,
+            inputs.p95 or inputs.mean,
+            outputs.p95 or outputs.mean,
+        ),
     ):
         ttft = perf.ttft_seconds(batch, in_tok) if (ttft_t or e2e_t) else 0.0
         if ttft_t is not None:
@@ -73,28 +85,14 @@ def slo_estimates(
     return out
 
 
-def knee_batch(perf: PerfModel, max_batch: int, elasticity: float) -> int:
-    """Largest B with ``T(2B) ≥ 2^elasticity × T(B)``; ``max_batch`` when elasticity is 0.
+def knee_batch(perf: PerfModel, max_batch: int, tpot_ratio: float) -> int:
+    """Largest B with ``TPOT(B) ≤ ratio × weight-read floor`` (at least 1).
 
-    Scanned over doublings first (MoE throughput is not concave at small batches: more
-    experts are read as the batch grows), then refined by bisection inside the last doubling.
+    The floor does not depend on the workload, and TPOT(B) grows with B and with the work per
+    sequence, so the knee only moves left as prompts grow: sizing stays monotone.
     """
-    if elasticity <= 0:
-        return max_batch
-    gain = math.pow(2.0, elasticity)
-
-    def rising(b: int) -> bool:
-        return perf.output_tps(2 * b) >= gain * perf.output_tps(b)
-
-    last_ok = 0
-    b = 1
-    while b <= max_batch:
-        if rising(b):
-            last_ok = b
-        b *= 2
-    if last_ok == 0:
-        return 1
-    return max(1, _largest(last_ok, min(2 * last_ok - 1, max_batch), rising))
+    limit = tpot_ratio * perf.weight_floor_seconds
+    return max(1, _largest(1, max_batch, lambda b: perf.tpot_seconds(b) <= limit))
 
 
 def find_operating_point(
@@ -104,16 +102,24 @@ def find_operating_point(
     outputs: TokenDistribution,
     max_num_seqs: int,
 ) -> OperatingPoint:
-    knee = min(knee_batch(perf, max_num_seqs, perf.assumptions.knee_elasticity), max_num_seqs)
+    knee = min(knee_batch(perf, max_num_seqs, perf.assumptions.knee_tpot_ratio), max_num_seqs)
     has_slo = any(
         v is not None
-        for v in (slo.ttft_p99_seconds, slo.tpot_p99_seconds, slo.e2e_p99_seconds,
-                  slo.ttft_p95_seconds, slo.tpot_p95_seconds, slo.e2e_p95_seconds)
+        for v in (
+            slo.ttft_p99_seconds,
+            slo.tpot_p99_seconds,
+            slo.e2e_p99_seconds,
+            slo.ttft_p95_seconds,
+            slo.tpot_p95_seconds,
+            slo.e2e_p95_seconds,
+        )
     )
     slo_batch: int | None = None
     if has_slo:
         slo_batch = _largest(
-            1, max_num_seqs, lambda b: all(e.met for e in slo_estimates(perf, slo, b, inputs, outputs))
+            1,
+            max_num_seqs,
+            lambda b: all(e.met for e in slo_estimates(perf, slo, b, inputs, outputs)),
         )
     limits = {"maxNumSeqs": max_num_seqs, "knee": knee}
     if slo_batch is not None:

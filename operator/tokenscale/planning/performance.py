@@ -11,13 +11,16 @@ Decode step at batch B (bandwidth-bound until the ridge):
 + B × KV of the mean in-flight context per rank``.
 
 Prefill interference: with continuous batching and chunked prefill, prompts share the GPU
-with decode. Per replica at arrival rate λ the prefill share is ``ρ = λ·t_prefill(mean)``;
-with Little's law ``B = λ·out·TPOT`` the per-request TPOT becomes
-``TPOT(B) = t_step(B) + B·t_prefill(mean)/out_mean``.
+with decode. A request's own prefill is its TTFT; while it decodes ``out`` tokens the other
+``B − 1`` running requests are each replaced once, so the TPOT it sees (first token excluded,
+as vLLM measures it) is ``TPOT(B) = t_step(B) + (B − 1)·t_prefill(mean)/out``. The GPU does
+all B prefills, so a replica completes ``λ = B / (out·t_step(B) + B·t_prefill(mean))``
+requests per second and emits ``λ·out`` output tokens per second.
 """
 
 import math
 from dataclasses import dataclass
+from functools import cached_property
 
 from tokenscale.api.assumptions import Assumptions
 from tokenscale.api.hardware import GpuSpec
@@ -65,6 +68,7 @@ class PerfModel:
     prefix_cache_hit_rate: float
 
     # -- prefill -----------------------------------------------------------------------------
+    @cached_property
     def _attention_dim(self) -> int:
         a = self.arch
         if a.is_mla:
@@ -78,7 +82,7 @@ class PerfModel:
         p = self.params
         linear_params = p.active - p.embedding - p.lm_head
         linear = 2.0 * linear_params * tokens + 2.0 * p.lm_head
-        d_attn = self._attention_dim()
+        d_attn = self._attention_dim
         g = self.geometry
         end = context_before + tokens
         # causal: token i attends to i earlier tokens -> sum = (end² − start²) / 2
@@ -100,8 +104,9 @@ class PerfModel:
         return 2.0 * self.arch.layers * per
 
     def _weight_read_seconds(self, batch: float) -> float:
-        return self.weight_read_bytes(batch) / self.tp / self._bw()
+        return self.weight_read_bytes(batch) / self.tp / self._bw
 
+    @cached_property
     def _bw(self) -> float:
         return self.hbm_bytes_per_s * self.assumptions.decode_bandwidth_efficiency
 
@@ -112,9 +117,7 @@ class PerfModel:
         compute = self.prefill_flops(tokens) / (
             self.tp * self.flops_per_s * self.assumptions.prefill_compute_efficiency
         )
-        steps = (
-            chunk_count(tokens, self.max_num_batched_tokens) if self.chunked_prefill else 1
-        )
+        steps = chunk_count(tokens, self.max_num_batched_tokens) if self.chunked_prefill else 1
         weight_floor = steps * self._weight_read_seconds(1)
         comm = self._allreduce(tokens) + (steps - 1) * 2 * self.arch.layers * (
             self.assumptions.allreduce_latency_seconds if self.tp > 1 else 0.0
@@ -132,46 +135,60 @@ class PerfModel:
             read += p.routed_experts * touched - active_routed
         return read * self.weight_bytes_per_param
 
-    @property
+    @cached_property
     def decode_context_tokens(self) -> float:
         """Mean tokens in a decoding sequence's context: the prompt plus half the output."""
         return self.mean_input_tokens + self.mean_output_tokens / 2.0
 
+    @cached_property
+    def _decode_held_tokens(self) -> float:
+        return self.geometry.tokens_held(self.decode_context_tokens)
+
+    @cached_property
+    def _decode_flops_per_seq(self) -> float:
+        p = self.params
+        return 2.0 * (p.active - p.embedding) + 4.0 * self._decode_held_tokens * (
+            self.arch.layers * self._attention_dim
+        )
+
+    @cached_property
+    def _decode_flops_rate(self) -> float:
+        return self.tp * self.flops_per_s * self.assumptions.decode_compute_efficiency
+
     def step_seconds(self, batch: float) -> float:
         """One decode step for ``batch`` sequences: roofline max + all-reduce + overhead."""
         g = self.geometry
-        ctx = self.decode_context_tokens
-        kv_bytes = batch * g.bytes_per_token_per_rank * g.tokens_held(ctx)
-        mem = self._weight_read_seconds(batch) + kv_bytes / self._bw()
-        p = self.params
-        flops = 2.0 * (p.active - p.embedding) * batch + 4.0 * batch * g.tokens_held(ctx) * (
-            self.arch.layers * self._attention_dim()
-        )
-        comp = flops / (self.tp * self.flops_per_s * self.assumptions.decode_compute_efficiency)
+        kv_bytes = batch * g.bytes_per_token_per_rank * self._decode_held_tokens
+        mem = self._weight_read_seconds(batch) + kv_bytes / self._bw
+        comp = batch * self._decode_flops_per_seq / self._decode_flops_rate
         return max(mem, comp) + self._allreduce(batch) + self.assumptions.step_overhead_seconds
 
-    def compute_bound(self, batch: float) -> bool:
-        g = self.geometry
-        kv_bytes = batch * g.bytes_per_token_per_rank * g.tokens_held(self.decode_context_tokens)
-        mem = self._weight_read_seconds(batch) + kv_bytes / self._bw()
-        p = self.params
-        flops = 2.0 * (p.active - p.embedding) * batch
-        comp = flops / (self.tp * self.flops_per_s * self.assumptions.decode_compute_efficiency)
-        return comp > mem
-
     # -- serving at batch B --------------------------------------------------------------------
-    @property
+    @cached_property
     def mean_prefill_seconds(self) -> float:
         return self.prefill_seconds(self.mean_input_tokens * (1.0 - self.prefix_cache_hit_rate))
 
     def tpot_seconds(self, batch: float) -> float:
         """Per-request TPOT at batch B with prefill interference (module docstring)."""
-        return self.step_seconds(batch) + batch * self.mean_prefill_seconds / max(
+        others = max(batch - 1.0, 0.0)
+        return self.step_seconds(batch) + others * self.mean_prefill_seconds / max(
             self.mean_output_tokens, 1.0
         )
 
+    @cached_property
+    def weight_floor_seconds(self) -> float:
+        """A decode step that only reads every weight once (all experts of an MoE model),
+        plus its all-reduces and overhead: the workload-independent reference for the knee."""
+        p = self.params
+        read = (p.total - (p.embedding if p.lm_head > 0 else 0.0)) * self.weight_bytes_per_param
+        return (
+            read / self.tp / self._bw + self._allreduce(1) + self.assumptions.step_overhead_seconds
+        )
+
     def output_tps(self, batch: float) -> float:
-        return batch / self.tpot_seconds(batch)
+        """Output tokens/s of one replica at batch B, prefills included (module docstring)."""
+        out = max(self.mean_output_tokens, 1.0)
+        return batch * out / (out * self.step_seconds(batch) + batch * self.mean_prefill_seconds)
 
     def request_rate(self, batch: float) -> float:
         """Requests/s one replica completes at batch B: output TPS ÷ mean output tokens."""

@@ -61,8 +61,9 @@ def _resolve(spec: InferenceServiceSpec, name: str) -> _Context:
     )
 
 
-def _max_model_len(ctx: _Context, capacity_tokens: float, held: float, reasons: list[str],
-                   warnings: list[str]) -> int:
+def _max_model_len(
+    ctx: _Context, capacity_tokens: float, held: float, reasons: list[str], warnings: list[str]
+) -> int:
     """``--max-model-len``: the workload's cap, else the model's max lowered to fit the KV pool
     (as vLLM's ``--max-model-len auto`` would)."""
     arch, w = ctx.model.architecture, ctx.spec.workload
@@ -109,9 +110,10 @@ def _plan_at(ctx: _Context, tp: int) -> Plan:
     blocks = kv_capacity_blocks(budget.kv_pool_bytes, geom, serving.block_size)
     capacity = float(blocks * serving.block_size)
     if budget.kv_pool_bytes <= 0:
+        overheads = budget.usable_bytes - budget.weights_bytes - budget.kv_pool_bytes
         reasons.append(
             f"does not fit at TP={tp}: weights {budget.weights_bytes / GIB:,.1f} GiB + "
-            f"overheads {(budget.activation_bytes + budget.cuda_graph_bytes + budget.nccl_bytes + budget.runtime_bytes) / GIB:,.1f} GiB "
+            f"overheads {overheads / GIB:,.1f} GiB "
             f"per GPU exceed the usable {budget.usable_bytes / GIB:,.1f} GiB "
             f"({spec.hardware.gpu_memory_utilization:.2f} × {gpu.memory_gib:,.1f} GiB)"
         )
@@ -149,12 +151,16 @@ def _plan_at(ctx: _Context, tp: int) -> Plan:
     )
     op = find_operating_point(perf, spec.slo, w.input_tokens, w.output_tokens, seqs)
     if op.slo_batch == 0:
-        misses = [e for e in slo_estimates(perf, spec.slo, 1, w.input_tokens, w.output_tokens)
-                  if not e.met]
+        misses = [
+            e
+            for e in slo_estimates(perf, spec.slo, 1, w.input_tokens, w.output_tokens)
+            if not e.met
+        ]
         reasons.append(
             "SLO unreachable even at batch 1: "
-            + "; ".join(f"{e.name} estimate {e.estimate_s:.3f}s > target {e.target_s:.3f}s"
-                        for e in misses)
+            + "; ".join(
+                f"{e.name} estimate {e.estimate_s:.3f}s > target {e.target_s:.3f}s" for e in misses
+            )
         )
     batch = float(op.batch)
     tpot = perf.tpot_seconds(batch)
@@ -192,8 +198,12 @@ def _plan_at(ctx: _Context, tp: int) -> Plan:
         warnings.append("chunked prefill is off: long prompts stall every decode (TPOT P99)")
     prices = Pricing.for_gpu(spec.cost, ctx.gpu_key)
     costs = price_plan(
-        prices, tp, sizing.replicas.total, out_tps_replica,
-        rps_replica * w.input_tokens.mean, rps_replica,
+        prices,
+        tp,
+        sizing.replicas.total,
+        out_tps_replica,
+        rps_replica * w.input_tokens.mean,
+        rps_replica,
     )
     if prices.gpu_hour_price is None:
         warnings.append("no spec.cost.gpuHourPrice: cost figures are omitted")
@@ -284,8 +294,10 @@ def _plan_at(ctx: _Context, tp: int) -> Plan:
 
 
 def _candidate(p: Plan) -> TpCandidate:
-    reason = "; ".join(p.infeasible_reasons) if not p.feasible else (
-        f"{p.replicas.total} replicas × TP {p.tensor_parallel_size}"
+    reason = (
+        "; ".join(p.infeasible_reasons)
+        if not p.feasible
+        else (f"{p.replicas.total} replicas × TP {p.tensor_parallel_size}")
     )
     return TpCandidate(
         tensor_parallel_size=p.tensor_parallel_size,

@@ -58,8 +58,12 @@ def sweep(
                 candidate = spec.model_copy(
                     update={
                         "hardware": spec.hardware.model_copy(
-                            update={"gpu": gpu, "gpu_spec": None, "tensor_parallel_size": tp,
-                                    "gpus_per_node": max(spec.hardware.gpus_per_node, tp)}
+                            update={
+                                "gpu": gpu,
+                                "gpu_spec": None,
+                                "tensor_parallel_size": tp,
+                                "gpus_per_node": max(spec.hardware.gpus_per_node, tp),
+                            }
                         ),
                         "model": spec.model.model_copy(update={"weight_dtype": dtype}),
                     }
@@ -67,9 +71,17 @@ def sweep(
                 try:
                     plan = plan_service(candidate, name)
                 except SpecError as exc:
-                    rows.append(SweepRow(gpu=gpu, tensor_parallel_size=tp, weight_dtype=dtype,
-                                         plan=None, error=str(exc)))
+                    rows.append(
+                        SweepRow(
+                            gpu=gpu,
+                            tensor_parallel_size=tp,
+                            weight_dtype=dtype,
+                            plan=None,
+                            error=str(exc),
+                        )
+                    )
                     continue
-                rows.append(SweepRow(gpu=gpu, tensor_parallel_size=tp, weight_dtype=dtype,
-                                     plan=plan))
+                rows.append(
+                    SweepRow(gpu=gpu, tensor_parallel_size=tp, weight_dtype=dtype, plan=plan)
+                )
     return sorted(rows, key=lambda r: r.sort_key)

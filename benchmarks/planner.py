@@ -1,0 +1,46 @@
+"""Planner speed: median time of one plan and of a full sweep (targets < 1 ms and < 1 s).
+
+Run: ``python benchmarks/planner.py``. Medians over repeated runs in one process; this
+machine is noisy, so compare ratios measured in one run rather than absolute numbers.
+"""
+
+import statistics
+import sys
+import time
+from pathlib import Path
+
+from tokenscale.api.manifest import parse_manifests
+from tokenscale.catalog import GPU_CATALOG
+from tokenscale.planning import plan_service, sweep
+
+EXAMPLE = Path(__file__).resolve().parents[1] / "deploy/examples/llama-3.1-70b-h100-bf16-tp4.yaml"
+
+
+def _median_seconds(fn: object, repeat: int) -> float:
+    samples = []
+    for _ in range(repeat):
+        start = time.perf_counter()
+        fn()  # type: ignore[operator]
+        samples.append(time.perf_counter() - start)
+    return statistics.median(samples)
+
+
+def main() -> int:
+    service = parse_manifests(EXAMPLE.read_text())[0]
+    fixed = service.spec
+    auto = fixed.model_copy(
+        update={"hardware": fixed.hardware.model_copy(update={"tensor_parallel_size": "auto"})}
+    )
+    one = _median_seconds(lambda: plan_service(fixed), 500)
+    four = _median_seconds(lambda: plan_service(auto), 200)
+    full = _median_seconds(lambda: sweep(fixed), 9)
+    combos = len(GPU_CATALOG) * 4 * 4
+    print(f"one plan (fixed TP)          median {one * 1e3:8.3f} ms   target < 1 ms")
+    print(f"one plan (TP auto, 4 sizes)  median {four * 1e3:8.3f} ms")
+    print(f"sweep {combos} combinations     median {full:8.3f} s    target < 1 s")
+    print(f"ratio auto/fixed {four / one:.2f}; sweep per combination {full / combos * 1e3:.3f} ms")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,16 @@
+#!/usr/bin/env bash
+# Install everything the tests need on a fresh machine, then run lint, types, layering and tests.
+# This is the README's test command and the only thing .ci/run calls.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+python3 -m venv .venv
+# shellcheck disable=SC1091
+. .venv/bin/activate
+python -m pip install --quiet --upgrade pip
+python -m pip install --quiet -e '.[test]'
+
+echo "== ruff";          ruff check operator tests benchmarks && ruff format --check operator
+echo "== mypy --strict"; mypy
+echo "== import layers"; lint-imports
+echo "== pytest";        python -m pytest "$@"

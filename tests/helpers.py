@@ -1,0 +1,50 @@
+"""Spec builders shared by the tests."""
+
+import copy
+from pathlib import Path
+from typing import Any
+
+from tokenscale.api import InferenceService, InferenceServiceSpec
+
+ROOT = Path(__file__).resolve().parents[1]
+EXAMPLES = sorted((ROOT / "deploy" / "examples").glob("*.yaml"))
+HF_CONFIGS = Path(__file__).resolve().parent / "fixtures" / "hf_configs"
+
+BASE: dict[str, Any] = {
+    "apiVersion": "tokenscale.io/v1alpha1",
+    "kind": "InferenceService",
+    "metadata": {"name": "test"},
+    "spec": {
+        "model": {"name": "meta-llama/Llama-3.1-8B-Instruct", "catalog": "llama-3.1-8b"},
+        "hardware": {"gpu": "H100-SXM-80GB", "tensorParallelSize": 1},
+        "workload": {
+            "rps": {"mean": 10},
+            "inputTokens": {"mean": 1000, "p99": 4000},
+            "outputTokens": {"mean": 200, "p99": 800},
+            "maxContextTokens": 16384,
+        },
+        "slo": {"ttftP99Seconds": 2.0, "tpotP99Seconds": 0.05},
+        "cost": {"gpuHourPrice": 3.0},
+    },
+}
+
+
+def deep_merge(base: dict[str, Any], patch: dict[str, Any]) -> dict[str, Any]:
+    out = copy.deepcopy(base)
+    for key, value in patch.items():
+        if isinstance(value, dict) and isinstance(out.get(key), dict):
+            out[key] = deep_merge(out[key], value)
+        elif value is None:
+            out.pop(key, None)
+        else:
+            out[key] = value
+    return out
+
+
+def manifest(**spec_patch: Any) -> dict[str, Any]:
+    """The base manifest with ``spec`` sections deep-merged (None deletes a key)."""
+    return deep_merge(BASE, {"spec": spec_patch})
+
+
+def spec(**spec_patch: Any) -> InferenceServiceSpec:
+    return InferenceService.model_validate(manifest(**spec_patch)).spec

@@ -1,0 +1,56 @@
+"""Every worked example in shared/reference/inference-formulas.md, reproduced exactly."""
+
+import math
+
+import pytest
+
+from tests.helpers import spec
+from tokenscale.api.model import BYTES_PER_ELEMENT
+from tokenscale.catalog import MODEL_CATALOG
+from tokenscale.planning import formulas, plan_service
+from tokenscale.planning.memory import kv_geometry
+
+
+def test_input_and_output_tps() -> None:
+    assert formulas.token_rates(100, 1200, 300) == (120_000, 30_000)
+
+
+def test_input_and_output_tps_through_the_planner() -> None:
+    s = spec(workload={"rps": {"mean": 100}, "inputTokens": {"mean": 1200, "p99": 1200},
+                       "outputTokens": {"mean": 300, "p99": 300}})
+    p = plan_service(s)
+    assert (p.input_tps, p.output_tps) == (120_000, 30_000)
+
+
+def test_attention_growth() -> None:
+    assert formulas.attention_growth(0.20) == pytest.approx(1.44)
+
+
+@pytest.mark.parametrize(("dtype", "gb"), [("fp32", 280), ("bf16", 140), ("fp8", 70), ("int4", 35)])
+def test_weights_70b(dtype: str, gb: float) -> None:
+    assert formulas.weight_bytes(70e9, BYTES_PER_ELEMENT[dtype]) == gb * 1e9
+
+
+def test_prefill_flops_70b_4000_tokens() -> None:
+    assert formulas.prefill_linear_flops(70e9, 4_000) == 560e12
+
+
+def test_decode_bound() -> None:
+    bound = formulas.decode_tokens_per_s_bound(3_000e9, 70e9)
+    assert math.floor(bound * 10) / 10 == 42.8
+
+
+def test_chunks() -> None:
+    assert formulas.chunk_count(100_000, 4_000) == 25
+
+
+def test_kv_per_token_llama_70b_formula() -> None:
+    assert formulas.kv_bytes_per_token(80, 8, 128, 2) == 327_680
+
+
+def test_kv_per_token_llama_70b_from_catalog_and_plan() -> None:
+    arch = MODEL_CATALOG["llama-3.1-70b"].architecture
+    assert kv_geometry(arch, 2.0, tp=1).bytes_per_token == 327_680
+    p = plan_service(spec(model={"name": "meta-llama/Llama-3.1-70B", "catalog": "llama-3.1-70b"},
+                          hardware={"tensorParallelSize": 4}))
+    assert p.kv_bytes_per_token == 327_680
