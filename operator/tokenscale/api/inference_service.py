@@ -7,6 +7,7 @@ from pydantic import Field
 from tokenscale.api.assumptions import Assumptions
 from tokenscale.api.base import ApiModel
 from tokenscale.api.cost import Cost
+from tokenscale.api.deployment import DeploymentOverrides
 from tokenscale.api.hardware import HardwareSpec
 from tokenscale.api.model import ModelSpec
 from tokenscale.api.scaling import Scaling
@@ -31,6 +32,9 @@ class InferenceServiceSpec(ApiModel):
     cost: Cost = Field(default_factory=Cost, description="Prices.")
     assumptions: Assumptions = Field(
         default_factory=Assumptions, description="Planner efficiencies and overheads."
+    )
+    deployment: DeploymentOverrides = Field(
+        default_factory=DeploymentOverrides, description="Pod-level overrides."
     )
 
 

@@ -31,6 +31,7 @@ class ResolvedModel:
     architecture: Architecture
     params: ParamCount
     weight_dtype: WeightDtype
+    checkpoint_dtype: WeightDtype | None
     kv_bytes_per_element: float
     source: str
 
@@ -85,7 +86,7 @@ def resolve_model(spec: InferenceServiceSpec) -> ResolvedModel:
     dtype: WeightDtype = m.weight_dtype or checkpoint_dtype or "bf16"
     activation_bytes = 4.0 if dtype == "fp32" else 2.0
     kv_bytes = 1.0 if m.kv_cache_dtype == "fp8" else activation_bytes
-    return ResolvedModel(arch, count_params(arch), dtype, kv_bytes, source)
+    return ResolvedModel(arch, count_params(arch), dtype, checkpoint_dtype, kv_bytes, source)
 
 
 def tp_problem(arch: Architecture, tp: int) -> str | None:

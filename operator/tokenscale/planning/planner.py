@@ -213,6 +213,7 @@ def _plan_at(ctx: _Context, tp: int) -> Plan:
         model_source=model.source,
         gpu=ctx.gpu_key,
         weight_dtype=model.weight_dtype,
+        checkpoint_weight_dtype=model.checkpoint_dtype,
         kv_cache_dtype="fp8" if model.kv_bytes_per_element == 1.0 else "auto",
         params=model.params.total,
         active_params=model.params.active,

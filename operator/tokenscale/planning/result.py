@@ -83,6 +83,9 @@ class Plan(_Frozen):
     model_source: str
     gpu: str
     weight_dtype: str
+    checkpoint_weight_dtype: str | None = Field(
+        description="The checkpoint's stored precision, when known (catalog or hfConfig)"
+    )
     kv_cache_dtype: str
 
     params: float

@@ -1,0 +1,1 @@
+"""The thin Kopf shell: parse → observe → decide → render → apply → report."""

@@ -1,0 +1,137 @@
+"""Kopf handlers, registered on a registry built at start-up from the settings.
+
+Every entry point (create, update, resume, timer, a change to an owned Deployment) calls the
+same :func:`reconcile`. Kopf keeps its own state in annotations (works on a 1.20 API server
+with a structural status schema) and runs standalone unless peering is asked for.
+"""
+
+import logging
+from datetime import UTC, datetime
+from typing import Any
+
+import kopf
+from kubernetes.client.exceptions import ApiException
+
+from tokenscale.api.crd import PLURAL
+from tokenscale.api.inference_service import API_GROUP, API_VERSION, KIND
+from tokenscale.controller.reconcile import reconcile
+from tokenscale.controller.settings import Settings
+from tokenscale.kube.client import Kube
+from tokenscale.kube.connect import bearer_token, connect
+from tokenscale.render.labels import MANAGED_BY
+
+log = logging.getLogger(__name__)
+KOPF_PREFIX = "kopf.tokenscale.io"
+
+
+def _now() -> str:
+    return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def _emitter(body: Any) -> Any:
+    def emit(type_: str, reason: str, message: str) -> None:
+        kopf.event(body, type=type_, reason=reason, message=message[:1000])
+
+    return emit
+
+
+def build_registry(settings: Settings, kube: Kube) -> kopf.OperatorRegistry:
+    registry = kopf.OperatorRegistry()
+    resource = (API_GROUP, API_VERSION, PLURAL)
+
+    def run(body: Any) -> None:
+        try:
+            outcome = reconcile(kube, body, _now(), _emitter(body))
+        except ApiException as exc:
+            kopf.event(
+                body,
+                type="Warning",
+                reason="ApplyFailed",
+                message=f"{exc.status} {exc.reason}: {str(exc.body)[:500]}",
+            )
+            raise kopf.TemporaryError(f"API error {exc.status}", delay=5) from exc
+        if outcome.applied:
+            log.info(
+                "%s/%s: applied %s",
+                body["metadata"]["namespace"],
+                body["metadata"]["name"],
+                ", ".join(outcome.applied),
+            )
+
+    @kopf.on.startup(registry=registry)
+    def configure(settings: kopf.OperatorSettings, **_: Any) -> None:
+        settings.persistence.progress_storage = kopf.AnnotationsProgressStorage(prefix=KOPF_PREFIX)
+        settings.persistence.diffbase_storage = kopf.AnnotationsDiffBaseStorage(
+            prefix=KOPF_PREFIX, key="last-handled-configuration"
+        )
+        settings.posting.level = logging.INFO
+        settings.watching.server_timeout = 300
+        settings.execution.max_workers = 16
+
+    @kopf.on.login(registry=registry)
+    def login(**_: Any) -> kopf.ConnectionInfo:
+        cfg = kube.api.configuration
+        return kopf.ConnectionInfo(
+            server=cfg.host,
+            ca_path=cfg.ssl_ca_cert,
+            insecure=not cfg.verify_ssl,
+            token=bearer_token(kube.api),
+            certificate_path=cfg.cert_file,
+            private_key_path=cfg.key_file,
+        )
+
+    @kopf.on.resume(*resource, registry=registry)
+    def resumed(body: Any, **_: Any) -> None:
+        run(body)
+
+    @kopf.on.create(*resource, registry=registry)
+    def created(body: Any, **_: Any) -> None:
+        run(body)
+
+    @kopf.on.update(*resource, registry=registry)
+    def updated(body: Any, **_: Any) -> None:
+        run(body)
+
+    @kopf.timer(*resource, interval=settings.interval_seconds, registry=registry)
+    def periodic(body: Any, **_: Any) -> None:
+        run(body)
+
+    @kopf.on.event(
+        "apps",
+        "v1",
+        "deployments",
+        registry=registry,
+        labels={"app.kubernetes.io/managed-by": MANAGED_BY},
+    )
+    def owned_deployment_changed(event: kopf.RawEvent, body: kopf.Body, **_: Any) -> None:
+        if event.get("type") is None:  # the initial listing: resume handles those
+            return
+        meta = body.get("metadata") or {}
+        owner = next(
+            (
+                o
+                for o in meta.get("ownerReferences") or []
+                if o.get("kind") == KIND and o.get("apiVersion", "").startswith(API_GROUP)
+            ),
+            None,
+        )
+        if owner is None:
+            return
+        current = kube.read_inference_service(meta["namespace"], owner["name"])
+        if current is None or (current.get("metadata") or {}).get("deletionTimestamp"):
+            return  # being garbage-collected with its owner
+        run(current)
+
+    return registry
+
+
+def run_operator(settings: Settings) -> None:
+    """Connect once, then block running the operator until a signal stops it."""
+    registry = build_registry(settings, Kube(connect(settings.kubeconfig)))
+    kopf.run(
+        registry=registry,
+        standalone=settings.standalone,
+        clusterwide=settings.all_namespaces,
+        namespaces=list(settings.namespaces),
+        liveness_endpoint=settings.liveness_endpoint,
+    )

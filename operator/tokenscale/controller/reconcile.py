@@ -1,0 +1,208 @@
+"""One level-triggered, idempotent reconcile of one InferenceService.
+
+parse → plan → decide → render → apply what drifted → report. It re-reads the world every
+time and never branches on what changed in the event that woke it. Bad or infeasible input
+sets ``PlanFeasible=False`` (a Warning event only when that verdict changes: no storm) and
+leaves the Deployment alone.
+"""
+
+import logging
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from tokenscale.api.errors import SpecError
+from tokenscale.api.inference_service import InferenceService
+from tokenscale.api.manifest import parse_inference_service
+from tokenscale.controller.status import (
+    condition,
+    deployment_condition,
+    metrics_condition,
+    observe_deployment,
+    plan_summary,
+    ready_condition,
+)
+from tokenscale.kube.client import Kube
+from tokenscale.kube.drift import differences
+from tokenscale.planning import Plan, plan_service
+from tokenscale.render import Owner, render_bundle, selector_string
+from tokenscale.render.labels import CONFIG_HASH_ANNOTATION
+from tokenscale.scaling import decide_plan_only
+
+log = logging.getLogger(__name__)
+
+
+class EventSink(Protocol):
+    def __call__(self, type_: str, reason: str, message: str) -> None: ...
+
+
+@dataclass
+class Outcome:
+    """What one reconcile did (for logs, tests and the operator's metrics)."""
+
+    feasible: bool
+    replicas: int | None = None
+    applied: list[str] = field(default_factory=list)
+    events: list[tuple[str, str, str]] = field(default_factory=list)
+
+
+def _previous(body: Mapping[str, Any]) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    status = dict(body.get("status") or {})
+    return status, list(status.get("conditions") or [])
+
+
+def _reject(
+    kube: Kube,
+    body: Mapping[str, Any],
+    reason: str,
+    message: str,
+    now: str,
+    emit: EventSink,
+    outcome: Outcome,
+    plan: Plan | None = None,
+    service: InferenceService | None = None,
+) -> Outcome:
+    meta = body["metadata"]
+    ns, name, gen = meta["namespace"], meta["name"], meta.get("generation")
+    status, previous = _previous(body)
+    old = next((c for c in previous if c.get("type") == "PlanFeasible"), {})
+    if old.get("status") != "False" or old.get("message") != message:
+        emit("Warning", reason, message)
+        outcome.events.append(("Warning", reason, message))
+    live = kube.read_deployment(ns, name)
+    observed = observe_deployment(live)
+    new_status: dict[str, Any] = {
+        "observedGeneration": gen,
+        "replicas": observed.replicas if observed else 0,
+        "readyReplicas": observed.ready_replicas if observed else 0,
+        "selector": selector_string(name),
+        "conditions": [
+            ready_condition(previous, False, observed, now, gen),
+            condition(previous, "PlanFeasible", "False", reason, message, now, gen),
+            deployment_condition(previous, observed, now, gen),
+            metrics_condition(previous, now, gen),
+        ],
+    }
+    if plan is not None and service is not None:
+        new_status["plan"] = plan_summary(
+            plan, service.spec.slo.ttft_p99_seconds, service.spec.slo.tpot_p99_seconds
+        )
+    if _status_changed(status, new_status):
+        kube.patch_status(ns, name, new_status)
+    return outcome
+
+
+def reconcile(kube: Kube, body: Mapping[str, Any], now: str, emit: EventSink) -> Outcome:
+    """Bring the owned objects of ``body`` to the rendered state and write its status."""
+    meta = body["metadata"]
+    ns, name, uid, gen = meta["namespace"], meta["name"], meta["uid"], meta.get("generation")
+    try:
+        service = parse_inference_service(dict(body))
+        plan = plan_service(service.spec, name)
+    except SpecError as err:
+        return _reject(kube, body, "InvalidSpec", str(err), now, emit, Outcome(feasible=False))
+    if not plan.feasible:
+        message = "; ".join(plan.infeasible_reasons)
+        return _reject(
+            kube, body, "Infeasible", message, now, emit, Outcome(feasible=False), plan, service
+        )
+
+    decision = decide_plan_only(plan, service.spec.scaling.replicas)
+    bundle = render_bundle(name, ns, service.spec, plan, decision.replicas, Owner(name, uid))
+    outcome = Outcome(feasible=True, replicas=decision.replicas)
+    live_deployment = None
+    for obj in bundle.objects:
+        kind = obj["kind"]
+        reader = {
+            "Deployment": kube.read_deployment,
+            "Service": kube.read_service,
+            "PodDisruptionBudget": kube.read_pdb,
+        }[kind]
+        live = reader(ns, name)
+        diff = differences(obj, live) if live is not None else ["(missing)"]
+        if diff:
+            applied = kube.apply(obj)
+            outcome.applied.append(kind)
+            _announce(kind, obj, live, diff, decision.reason, emit, outcome)
+            live = applied
+        if kind == "Deployment":
+            live_deployment = live
+
+    status, previous = _previous(body)
+    observed = observe_deployment(live_deployment)
+    scaled = status.get("decidedReplicas") != decision.replicas
+    new_status = {
+        "observedGeneration": gen,
+        "replicas": decision.replicas,
+        "decidedReplicas": decision.replicas,
+        "readyReplicas": observed.ready_replicas if observed else 0,
+        "availableReplicas": observed.available_replicas if observed else 0,
+        "selector": selector_string(name),
+        "tensorParallelSize": plan.tensor_parallel_size,
+        "plan": plan_summary(
+            plan, service.spec.slo.ttft_p99_seconds, service.spec.slo.tpot_p99_seconds
+        ),
+        "conditions": [
+            ready_condition(previous, True, observed, now, gen),
+            condition(
+                previous,
+                "PlanFeasible",
+                "True",
+                "Planned",
+                f"{decision.replicas} × TP {plan.tensor_parallel_size}: {decision.reason}",
+                now,
+                gen,
+            ),
+            deployment_condition(previous, observed, now, gen),
+            metrics_condition(previous, now, gen),
+        ],
+        "lastScaleTime": now if scaled else status.get("lastScaleTime", now),
+    }
+    if _status_changed(status, new_status):
+        kube.patch_status(ns, name, new_status)
+    return outcome
+
+
+def _status_changed(old: Mapping[str, Any], new: Mapping[str, Any]) -> bool:
+    return bool(differences(dict(new), dict(old)))
+
+
+def _announce(
+    kind: str,
+    desired: dict[str, Any],
+    live: dict[str, Any] | None,
+    diff: list[str],
+    reason: str,
+    emit: EventSink,
+    outcome: Outcome,
+) -> None:
+    def say(type_: str, why: str, message: str) -> None:
+        emit(type_, why, message)
+        outcome.events.append((type_, why, message))
+
+    if live is None:
+        extra = f" with {desired['spec']['replicas']} replicas" if kind == "Deployment" else ""
+        say("Normal", "Created", f"Created {kind} {desired['metadata']['name']}{extra}")
+        return
+    if kind != "Deployment":
+        say("Normal", "Updated", f"Updated {kind}: {', '.join(diff[:5])}")
+        return
+    old_replicas = (live.get("spec") or {}).get("replicas")
+    new_replicas = desired["spec"]["replicas"]
+    old_hash = ((live.get("metadata") or {}).get("annotations") or {}).get(CONFIG_HASH_ANNOTATION)
+    if old_hash != desired["metadata"]["annotations"][CONFIG_HASH_ANNOTATION]:
+        say(
+            "Normal",
+            "ConfigChanged",
+            "Rolling out a new vLLM configuration "
+            f"({old_hash} → {desired['metadata']['annotations'][CONFIG_HASH_ANNOTATION]})",
+        )
+    elif old_replicas != new_replicas:
+        say("Normal", "Scaled", f"Scaled {old_replicas}→{new_replicas}: {reason}")
+    else:
+        say("Warning", "DriftCorrected", f"Undid manual changes to {', '.join(diff[:5])}")
+    if (
+        old_replicas != new_replicas
+        and old_hash != desired["metadata"]["annotations"][CONFIG_HASH_ANNOTATION]
+    ):
+        say("Normal", "Scaled", f"Scaled {old_replicas}→{new_replicas}: {reason}")

@@ -1,0 +1,185 @@
+"""PURE: the status the operator writes, from what it planned, decided and observed."""
+
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from tokenscale.api.status import Condition, PlanSummary
+from tokenscale.planning.result import Plan
+
+ConditionStatus = Literal["True", "False", "Unknown"]
+
+
+@dataclass(frozen=True)
+class Observed:
+    """What the Deployment says about itself (None: it does not exist)."""
+
+    replicas: int
+    ready_replicas: int
+    available_replicas: int
+    available: bool
+    available_message: str
+
+
+def observe_deployment(live: dict[str, Any] | None) -> Observed | None:
+    if live is None:
+        return None
+    status = live.get("status") or {}
+    available = next(
+        (c for c in status.get("conditions") or [] if c.get("type") == "Available"), None
+    )
+    return Observed(
+        replicas=int((live.get("spec") or {}).get("replicas") or 0),
+        ready_replicas=int(status.get("readyReplicas") or 0),
+        available_replicas=int(status.get("availableReplicas") or 0),
+        available=bool(available and available.get("status") == "True"),
+        available_message=(available or {}).get("message", "no Available condition yet"),
+    )
+
+
+def condition(
+    previous: list[dict[str, Any]],
+    ctype: str,
+    status: ConditionStatus,
+    reason: str,
+    message: str,
+    now: str,
+    generation: int | None,
+) -> dict[str, Any]:
+    """A condition; its lastTransitionTime moves only when its status changes."""
+    old = next((c for c in previous if c.get("type") == ctype), None)
+    since = old["lastTransitionTime"] if old and old.get("status") == status else now
+    return Condition(
+        type=ctype,
+        status=status,
+        reason=reason,
+        message=message,
+        last_transition_time=since,
+        observed_generation=generation,
+    ).model_dump(by_alias=True, exclude_none=True)
+
+
+def plan_summary(plan: Plan, ttft_slo: float | None, tpot_slo: float | None) -> dict[str, Any]:
+    r = plan.replicas
+    return PlanSummary(
+        feasible=plan.feasible,
+        tensor_parallel_size=plan.tensor_parallel_size,
+        replicas=r.total,
+        binding_constraint=plan.binding_constraint,
+        throughput_replicas=round(r.throughput, 4),
+        concurrency_replicas=round(r.concurrency, 4),
+        kv_replicas=round(r.kv, 4),
+        kv_capacity_tokens_per_replica=plan.kv_capacity_tokens_per_replica,
+        max_concurrency_per_replica=plan.max_concurrency_per_replica,
+        max_model_len=plan.max_model_len,
+        ttft_p99_estimate_seconds=round(plan.ttft_p99_estimate_s, 6),
+        tpot_estimate_seconds=round(plan.tpot_estimate_s, 6),
+        ttft_p99_slo_seconds=ttft_slo,
+        tpot_p99_slo_seconds=tpot_slo,
+        output_tps_per_replica=round(plan.output_tps_per_replica, 3),
+        gpus_total=plan.gpus_total,
+        cost_per_million_output_tokens=(
+            round(plan.cost_per_million_output_tokens, 6)
+            if plan.cost_per_million_output_tokens is not None
+            else None
+        ),
+        cost_per_hour=plan.cost_per_hour,
+        reasons=plan.infeasible_reasons,
+        warnings=plan.warnings,
+    ).model_dump(by_alias=True)
+
+
+def ready_condition(
+    previous: list[dict[str, Any]],
+    plan_ok: bool,
+    observed: Observed | None,
+    now: str,
+    generation: int | None,
+) -> dict[str, Any]:
+    if not plan_ok:
+        return condition(
+            previous,
+            "Ready",
+            "False",
+            "PlanNotFeasible",
+            "see the PlanFeasible condition",
+            now,
+            generation,
+        )
+    if observed is None:
+        return condition(
+            previous,
+            "Ready",
+            "False",
+            "DeploymentMissing",
+            "the Deployment does not exist yet",
+            now,
+            generation,
+        )
+    if not observed.available:
+        return condition(
+            previous,
+            "Ready",
+            "False",
+            "DeploymentUnavailable",
+            f"{observed.ready_replicas}/{observed.replicas} replicas ready",
+            now,
+            generation,
+        )
+    return condition(
+        previous,
+        "Ready",
+        "True",
+        "Serving",
+        f"{observed.ready_replicas}/{observed.replicas} replicas ready",
+        now,
+        generation,
+    )
+
+
+def deployment_condition(
+    previous: list[dict[str, Any]], observed: Observed | None, now: str, generation: int | None
+) -> dict[str, Any]:
+    if observed is None:
+        return condition(
+            previous,
+            "DeploymentAvailable",
+            "False",
+            "NotCreated",
+            "no Deployment (the plan is not feasible or not applied yet)",
+            now,
+            generation,
+        )
+    if observed.available:
+        return condition(
+            previous,
+            "DeploymentAvailable",
+            "True",
+            "MinimumReplicasAvailable",
+            observed.available_message,
+            now,
+            generation,
+        )
+    return condition(
+        previous,
+        "DeploymentAvailable",
+        "False",
+        "ReplicasUnavailable",
+        f"{observed.available_replicas}/{observed.replicas} available: "
+        f"{observed.available_message}",
+        now,
+        generation,
+    )
+
+
+def metrics_condition(
+    previous: list[dict[str, Any]], now: str, generation: int | None
+) -> dict[str, Any]:
+    return condition(
+        previous,
+        "MetricsAvailable",
+        "Unknown",
+        "NoMetricsSource",
+        "no Prometheus configured: replicas follow the forecast plan",
+        now,
+        generation,
+    )

@@ -1,0 +1,134 @@
+"""Typed wrappers over the kubernetes client for what the operator does, with 409 retries."""
+
+import logging
+import time
+from collections.abc import Callable
+from typing import Any, TypeVar, cast
+
+from kubernetes import client
+from kubernetes.client.exceptions import ApiException
+
+from tokenscale.api.crd import PLURAL
+from tokenscale.api.inference_service import API_GROUP, API_VERSION
+
+FIELD_MANAGER = "tokenscale"
+APPLY = "application/apply-patch+yaml"
+MERGE = "application/merge-patch+json"
+log = logging.getLogger(__name__)
+T = TypeVar("T")
+
+
+def retry_on_conflict(fn: Callable[[], T], attempts: int = 5, backoff_s: float = 0.1) -> T:
+    """Run ``fn``; on HTTP 409 (a stale resourceVersion) run it again, re-reading inside ``fn``."""
+    for attempt in range(1, attempts + 1):
+        try:
+            return fn()
+        except ApiException as exc:
+            if exc.status != 409 or attempt == attempts:
+                raise
+            log.info("409 conflict, retrying (%d/%d)", attempt, attempts)
+            time.sleep(backoff_s * attempt)
+    raise AssertionError("unreachable")  # pragma: no cover
+
+
+class Kube:
+    """The operator's API calls. Each method is one verb on one resource (see RBAC)."""
+
+    def __init__(self, api: client.ApiClient) -> None:
+        self.api = api
+        self.apps = client.AppsV1Api(api)
+        self.core = client.CoreV1Api(api)
+        self.policy = client.PolicyV1Api(api)
+        self.custom = client.CustomObjectsApi(api)
+
+    def _plain(self, obj: object) -> dict[str, Any]:
+        """A client model as the plain JSON-shaped dict the API server sent."""
+        data = self.api.sanitize_for_serialization(obj)  # type: ignore[no-untyped-call]
+        return cast(dict[str, Any], data)
+
+    # -- owned objects ----------------------------------------------------------------------
+    def read_deployment(self, namespace: str, name: str) -> dict[str, Any] | None:
+        try:
+            obj = self.apps.read_namespaced_deployment(name, namespace)
+        except ApiException as exc:
+            if exc.status == 404:
+                return None
+            raise
+        return self._plain(obj)
+
+    def read_service(self, namespace: str, name: str) -> dict[str, Any] | None:
+        try:
+            obj = self.core.read_namespaced_service(name, namespace)
+        except ApiException as exc:
+            if exc.status == 404:
+                return None
+            raise
+        return self._plain(obj)
+
+    def read_pdb(self, namespace: str, name: str) -> dict[str, Any] | None:
+        try:
+            obj = self.policy.read_namespaced_pod_disruption_budget(name, namespace)
+        except ApiException as exc:
+            if exc.status == 404:
+                return None
+            raise
+        return self._plain(obj)
+
+    def apply(self, obj: dict[str, Any]) -> dict[str, Any]:
+        """Server-side apply as field manager ``tokenscale`` (force: we own these fields)."""
+        kind, ns, name = obj["kind"], obj["metadata"]["namespace"], obj["metadata"]["name"]
+        kwargs: dict[str, Any] = {
+            "field_manager": FIELD_MANAGER,
+            "force": True,
+            "_content_type": APPLY,
+        }
+        out: object
+        if kind == "Deployment":
+            out = self.apps.patch_namespaced_deployment(name, ns, obj, **kwargs)
+        elif kind == "Service":
+            out = self.core.patch_namespaced_service(name, ns, obj, **kwargs)
+        elif kind == "PodDisruptionBudget":
+            out = self.policy.patch_namespaced_pod_disruption_budget(name, ns, obj, **kwargs)
+        else:  # pragma: no cover - the renderer makes only these
+            raise ValueError(f"cannot apply {kind}")
+        return self._plain(out)
+
+    # -- the InferenceService ----------------------------------------------------------------
+    def read_inference_service(self, namespace: str, name: str) -> dict[str, Any] | None:
+        try:
+            obj = self.custom.get_namespaced_custom_object(
+                API_GROUP, API_VERSION, namespace, PLURAL, name
+            )
+        except ApiException as exc:
+            if exc.status == 404:
+                return None
+            raise
+        return cast(dict[str, Any], obj)
+
+    def patch_status(
+        self,
+        namespace: str,
+        name: str,
+        status: dict[str, Any],
+        resource_version: str | None = None,
+    ) -> dict[str, Any]:
+        """Merge-patch ``status``; with ``resource_version`` the write is conditional (409 when
+        someone wrote since) and is retried after re-reading the current version."""
+        version = [resource_version]
+
+        def write() -> dict[str, Any]:
+            body: dict[str, Any] = {"status": status}
+            if version[0] is not None:
+                body["metadata"] = {"resourceVersion": version[0]}
+            try:
+                out = self.custom.patch_namespaced_custom_object_status(
+                    API_GROUP, API_VERSION, namespace, PLURAL, name, body, _content_type=MERGE
+                )
+                return cast(dict[str, Any], out)
+            except ApiException as exc:
+                if exc.status == 409:
+                    current = self.read_inference_service(namespace, name)
+                    version[0] = current["metadata"]["resourceVersion"] if current else None
+                raise
+
+        return retry_on_conflict(write)

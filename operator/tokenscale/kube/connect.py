@@ -1,0 +1,26 @@
+"""Build the API client once at start-up: a kubeconfig file, else the in-cluster account."""
+
+from typing import cast
+
+from kubernetes import client, config
+
+
+def connect(kubeconfig: str | None) -> client.ApiClient:
+    if kubeconfig:
+        return cast(
+            client.ApiClient,
+            config.new_client_from_config(config_file=kubeconfig),  # type: ignore[no-untyped-call]
+        )
+    try:
+        config.load_incluster_config()  # type: ignore[no-untyped-call]
+    except config.ConfigException:
+        return cast(client.ApiClient, config.new_client_from_config())  # type: ignore[no-untyped-call]
+    return client.ApiClient()
+
+
+def bearer_token(api: client.ApiClient) -> str | None:
+    cfg = api.configuration
+    raw = (cfg.api_key or {}).get("authorization") or (cfg.api_key or {}).get("BearerToken")
+    if not raw:
+        return None
+    return str(raw).removeprefix("Bearer ").strip() or None

@@ -1,0 +1,69 @@
+"""Everything one InferenceService renders to, with owner references and a config hash."""
+
+import hashlib
+import json
+from dataclasses import dataclass, field
+from typing import Any
+
+from tokenscale.api.inference_service import API_GROUP, API_VERSION, KIND, InferenceServiceSpec
+from tokenscale.planning.inputs import resolve_gpu
+from tokenscale.planning.result import Plan
+from tokenscale.render.deployment import deployment, pod_template
+from tokenscale.render.service import pdb_min_available, pod_disruption_budget, service
+
+
+@dataclass(frozen=True)
+class Owner:
+    """The InferenceService that owns the rendered objects (garbage collection)."""
+
+    name: str
+    uid: str
+
+    def reference(self) -> dict[str, Any]:
+        return {
+            "apiVersion": f"{API_GROUP}/{API_VERSION}",
+            "kind": KIND,
+            "name": self.name,
+            "uid": self.uid,
+            "controller": True,
+            "blockOwnerDeletion": True,
+        }
+
+
+@dataclass(frozen=True)
+class RenderedBundle:
+    deployment: dict[str, Any]
+    service: dict[str, Any]
+    pdb: dict[str, Any]
+    config_hash: str
+    objects: list[dict[str, Any]] = field(default_factory=list)
+
+
+def config_hash(template: dict[str, Any]) -> str:
+    """sha256 of the pod template (canonical JSON): changes roll pods, replica changes do not."""
+    canonical = json.dumps(template, sort_keys=True, separators=(",", ":"))
+    return hashlib.sha256(canonical.encode()).hexdigest()[:16]
+
+
+def render_bundle(
+    name: str,
+    namespace: str,
+    spec: InferenceServiceSpec,
+    plan: Plan,
+    replicas: int,
+    owner: Owner | None = None,
+) -> RenderedBundle:
+    """Deployment, Service and PDB for ``replicas`` replicas of ``plan``."""
+    template = pod_template(name, spec, plan, resolve_gpu(spec))
+    digest = config_hash(template)
+    objs = [
+        deployment(name, namespace, replicas, template, digest),
+        service(name, namespace),
+        pod_disruption_budget(name, namespace, pdb_min_available(replicas, plan.replicas.needed)),
+    ]
+    if owner is not None:
+        for obj in objs:
+            obj["metadata"]["ownerReferences"] = [owner.reference()]
+    return RenderedBundle(
+        deployment=objs[0], service=objs[1], pdb=objs[2], config_hash=digest, objects=objs
+    )

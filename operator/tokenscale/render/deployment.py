@@ -1,0 +1,169 @@
+"""The vLLM Deployment."""
+
+import math
+from typing import Any
+
+from tokenscale.api.hardware import GpuSpec
+from tokenscale.api.inference_service import InferenceServiceSpec
+from tokenscale.planning.formulas import GIB
+from tokenscale.planning.result import Plan
+from tokenscale.render.engine_args import VLLM_PORT, engine_args
+from tokenscale.render.labels import CONFIG_HASH_ANNOTATION, common_labels, selector_labels
+
+GPU_PRODUCT_LABEL = "nvidia.com/gpu.product"
+#: Bytes/s a replica is assumed to load weights at (object store or PVC to host to GPU).
+LOAD_BYTES_PER_S = 400e6
+#: Engine start, profiling and CUDA-graph capture on top of the weight load.
+START_OVERHEAD_S = 180
+PROBE_PERIOD_S = 10
+
+
+def startup_budget_seconds(spec: InferenceServiceSpec, plan: Plan) -> int:
+    """Seconds the startup probe allows: ``weights / 400 MB/s + 180 s`` unless overridden."""
+    if spec.deployment.model_load_seconds is not None:
+        return spec.deployment.model_load_seconds
+    return math.ceil(plan.weight_bytes / LOAD_BYTES_PER_S) + START_OVERHEAD_S
+
+
+def _resources(spec: InferenceServiceSpec, plan: Plan, gpu: GpuSpec) -> dict[str, Any]:
+    """CPU 4 per GPU, host memory ``8 GiB × TP + 10 % of the weights``; GPUs = TP exactly."""
+    tp = plan.tensor_parallel_size
+    host_gib = 8 * tp + math.ceil(plan.weight_bytes / GIB * 0.1)
+    requests: dict[str, str] = {"cpu": str(4 * tp), "memory": f"{host_gib}Gi"}
+    limits: dict[str, str] = {}
+    user = spec.deployment.resources or {}
+    requests.update({k: str(v) for k, v in dict(user.get("requests", {})).items()})
+    limits.update({k: str(v) for k, v in dict(user.get("limits", {})).items()})
+    requests[gpu.resource_name] = str(tp)
+    limits[gpu.resource_name] = str(tp)
+    return {"requests": requests, "limits": limits}
+
+
+def _probe(path: str, period: int, failures: int) -> dict[str, Any]:
+    return {
+        "httpGet": {"path": path, "port": "http"},
+        "periodSeconds": period,
+        "timeoutSeconds": 5,
+        "failureThreshold": failures,
+    }
+
+
+def pod_template(name: str, spec: InferenceServiceSpec, plan: Plan, gpu: GpuSpec) -> dict[str, Any]:
+    """The pod template, without the config-hash annotation (it is computed over this)."""
+    d = spec.deployment
+    tp = plan.tensor_parallel_size
+    env: list[dict[str, Any]] = []
+    volumes: list[dict[str, Any]] = []
+    mounts: list[dict[str, Any]] = []
+    if d.hf_token_secret:
+        env.append(
+            {
+                "name": "HF_TOKEN",
+                "valueFrom": {"secretKeyRef": {"name": d.hf_token_secret, "key": "HF_TOKEN"}},
+            }
+        )
+    if d.model_cache_claim:
+        env.append({"name": "HF_HOME", "value": "/models"})
+        volumes.append(
+            {"name": "model-cache", "persistentVolumeClaim": {"claimName": d.model_cache_claim}}
+        )
+        mounts.append({"name": "model-cache", "mountPath": "/models"})
+    if tp > 1:
+        volumes.append(
+            {"name": "dshm", "emptyDir": {"medium": "Memory", "sizeLimit": f"{d.shm_size_gib:g}Gi"}}
+        )
+        mounts.append({"name": "dshm", "mountPath": "/dev/shm"})
+    env.extend(d.env)
+    container: dict[str, Any] = {
+        "name": "vllm",
+        "image": spec.serving.image,
+        "command": ["vllm", "serve"],
+        "args": engine_args(spec, plan),
+        "ports": [{"name": "http", "containerPort": VLLM_PORT, "protocol": "TCP"}],
+        "env": env,
+        "resources": _resources(spec, plan, gpu),
+        "startupProbe": _probe(
+            "/health",
+            PROBE_PERIOD_S,
+            max(30, math.ceil(startup_budget_seconds(spec, plan) / PROBE_PERIOD_S)),
+        ),
+        "readinessProbe": _probe("/health", 5, 3),
+        "livenessProbe": _probe("/health", 10, 3),
+    }
+    if mounts:
+        container["volumeMounts"] = mounts
+    node_selector: dict[str, str] = {}
+    if gpu.product_label:
+        node_selector[GPU_PRODUCT_LABEL] = gpu.product_label
+    node_selector.update(d.node_selector)
+    tolerations = [{"key": gpu.resource_name, "operator": "Exists", "effect": "NoSchedule"}]
+    tolerations.extend(d.tolerations)
+    pod: dict[str, Any] = {
+        "containers": [container],
+        "tolerations": tolerations,
+        "terminationGracePeriodSeconds": 60,
+    }
+    if node_selector:
+        pod["nodeSelector"] = node_selector
+    if volumes:
+        pod["volumes"] = volumes
+    for key, value in (
+        ("affinity", d.affinity),
+        ("serviceAccountName", d.service_account_name),
+        ("priorityClassName", d.priority_class_name),
+        ("runtimeClassName", d.runtime_class_name),
+    ):
+        if value:
+            pod[key] = value
+    if d.image_pull_secrets:
+        pod["imagePullSecrets"] = [{"name": n} for n in d.image_pull_secrets]
+    annotations = {
+        "prometheus.io/scrape": "true",
+        "prometheus.io/port": str(VLLM_PORT),
+        "prometheus.io/path": "/metrics",
+        **d.annotations,
+    }
+    return {
+        "metadata": {"labels": {**d.labels, **common_labels(name)}, "annotations": annotations},
+        "spec": pod,
+    }
+
+
+def deployment(
+    name: str,
+    namespace: str,
+    replicas: int,
+    template: dict[str, Any],
+    config_hash: str,
+) -> dict[str, Any]:
+    tmpl = {
+        "metadata": {
+            "labels": template["metadata"]["labels"],
+            "annotations": {
+                **template["metadata"]["annotations"],
+                CONFIG_HASH_ANNOTATION: config_hash,
+            },
+        },
+        "spec": template["spec"],
+    }
+    return {
+        "apiVersion": "apps/v1",
+        "kind": "Deployment",
+        "metadata": {
+            "name": name,
+            "namespace": namespace,
+            "labels": common_labels(name),
+            "annotations": {CONFIG_HASH_ANNOTATION: config_hash},
+        },
+        "spec": {
+            "replicas": replicas,
+            "selector": {"matchLabels": selector_labels(name)},
+            "strategy": {
+                "type": "RollingUpdate",
+                "rollingUpdate": {"maxUnavailable": 0, "maxSurge": 1},
+            },
+            "revisionHistoryLimit": 5,
+            "progressDeadlineSeconds": 3600,
+            "template": tmpl,
+        },
+    }

@@ -1,0 +1,47 @@
+"""The ``vllm serve`` arguments for a plan (flag names and defaults: vLLM 0.33 arg_utils)."""
+
+from tokenscale.api.inference_service import InferenceServiceSpec
+from tokenscale.planning.result import Plan
+
+VLLM_PORT = 8000
+
+
+def quantization_flag(plan: Plan) -> str | None:
+    """``--quantization fp8`` when FP8 weights are asked of a checkpoint stored wider (vLLM then
+    quantizes on load); pre-quantized checkpoints (FP8/AWQ/GPTQ) are detected by vLLM itself."""
+    if plan.weight_dtype == "fp8" and plan.checkpoint_weight_dtype != "fp8":
+        return "fp8"
+    return None
+
+
+def engine_args(spec: InferenceServiceSpec, plan: Plan) -> list[str]:
+    """Flags in a fixed order (so the config hash is stable), then ``serving.extraArgs``."""
+    s = spec.serving
+    args = [
+        "--model",
+        spec.model.name,
+        "--served-model-name",
+        spec.model.name,
+        "--port",
+        str(VLLM_PORT),
+        "--tensor-parallel-size",
+        str(plan.tensor_parallel_size),
+        "--max-model-len",
+        str(plan.max_model_len),
+        "--max-num-seqs",
+        str(plan.max_num_seqs),
+        "--max-num-batched-tokens",
+        str(plan.max_num_batched_tokens),
+        "--gpu-memory-utilization",
+        f"{spec.hardware.gpu_memory_utilization:g}",
+        "--kv-cache-dtype",
+        plan.kv_cache_dtype,
+        "--block-size",
+        str(s.block_size),
+        "--enable-chunked-prefill" if s.enable_chunked_prefill else "--no-enable-chunked-prefill",
+        "--enable-prefix-caching" if s.enable_prefix_caching else "--no-enable-prefix-caching",
+    ]
+    quant = quantization_flag(plan)
+    if quant:
+        args += ["--quantization", quant]
+    return args + list(s.extra_args)

@@ -1,0 +1,38 @@
+"""The ClusterIP Service and the PodDisruptionBudget."""
+
+import math
+from typing import Any
+
+from tokenscale.render.engine_args import VLLM_PORT
+from tokenscale.render.labels import common_labels, selector_labels
+
+
+def service(name: str, namespace: str) -> dict[str, Any]:
+    return {
+        "apiVersion": "v1",
+        "kind": "Service",
+        "metadata": {"name": name, "namespace": namespace, "labels": common_labels(name)},
+        "spec": {
+            "type": "ClusterIP",
+            "selector": selector_labels(name),
+            "ports": [{"name": "http", "port": VLLM_PORT, "targetPort": "http", "protocol": "TCP"}],
+        },
+    }
+
+
+def pdb_min_available(replicas: int, needed: float) -> int:
+    """Keep the capacity the plan needs before redundancy, ``ceil(needed)``; a voluntary
+    disruption may take only the headroom. With no headroom one pod may still go at a time
+    (so node drains can proceed), never all of them."""
+    if replicas <= 1:
+        return 0
+    return max(1, min(math.ceil(needed - 1e-9), replicas - 1))
+
+
+def pod_disruption_budget(name: str, namespace: str, min_available: int) -> dict[str, Any]:
+    return {
+        "apiVersion": "policy/v1",
+        "kind": "PodDisruptionBudget",
+        "metadata": {"name": name, "namespace": namespace, "labels": common_labels(name)},
+        "spec": {"minAvailable": min_available, "selector": {"matchLabels": selector_labels(name)}},
+    }

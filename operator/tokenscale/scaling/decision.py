@@ -1,0 +1,37 @@
+"""The replica decision. Today: plan-only (no metrics source); the seam for live metrics.
+
+With no metrics the replicas follow the forecast plan: ``plan.replicas.total`` is already
+``ceil(max(throughput, concurrency, KV) × redundancy) + spares`` within
+``[minReplicas, maxReplicas]``, or the ``scaling.replicas`` pin.
+"""
+
+from pydantic import BaseModel, ConfigDict
+
+from tokenscale.planning.result import Plan
+
+
+class Decision(BaseModel):
+    """How many replicas to run and why; the reason is written to status and events."""
+
+    model_config = ConfigDict(frozen=True)
+
+    replicas: int
+    reason: str
+    source: str
+
+
+def decide_plan_only(plan: Plan, pinned: int | None) -> Decision:
+    if pinned is not None:
+        return Decision(
+            replicas=pinned, reason=f"pinned by spec.scaling.replicas={pinned}", source="pin"
+        )
+    r = plan.replicas
+    return Decision(
+        replicas=r.total,
+        reason=(
+            f"plan: {plan.binding_constraint} needs {r.needed:.2f} replicas "
+            f"(throughput {r.throughput:.2f}, concurrency {r.concurrency:.2f}, KV {r.kv:.2f}); "
+            f"with redundancy {r.with_redundancy}, within bounds {r.total}"
+        ),
+        source="plan",
+    )
