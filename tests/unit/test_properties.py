@@ -1,6 +1,7 @@
 """Invariants over random valid inputs (hypothesis)."""
 
 import math
+import os
 from typing import Any
 
 from hypothesis import HealthCheck, given, settings
@@ -15,7 +16,7 @@ from tokenscale.planning.memory import kv_geometry
 from tokenscale.planning.result import Plan
 
 SMALL_MODELS = ["llama-3.1-8b", "qwen2.5-7b", "mistral-7b-v0.1", "llama-2-7b", "llama-3.2-1b"]
-FAST = settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+FAST = settings(max_examples=int(os.environ.get("TOKENSCALE_HYPOTHESIS_EXAMPLES", "60")), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
 
 @st.composite

@@ -131,7 +131,7 @@ def run_operator(settings: Settings) -> None:
     kopf.run(
         registry=registry,
         standalone=settings.standalone,
-        clusterwide=settings.all_namespaces,
+        clusterwide=settings.clusterwide,
         namespaces=list(settings.namespaces),
         liveness_endpoint=settings.liveness_endpoint,
     )

@@ -24,6 +24,9 @@ class Settings(BaseModel):
     def _scope(self) -> Self:
         if self.namespaces and self.all_namespaces:
             raise ValueError("give --namespace or --all-namespaces, not both")
-        if not self.namespaces and not self.all_namespaces:
-            return self.model_copy(update={"all_namespaces": True})
         return self
+
+    @property
+    def clusterwide(self) -> bool:
+        """Watch every namespace: asked for, or no namespace named."""
+        return self.all_namespaces or not self.namespaces

@@ -36,7 +36,7 @@ from tokenscale.planning.result import (
     SloCheck,
     TpCandidate,
 )
-from tokenscale.planning.sizing import SizingInputs, size
+from tokenscale.planning.sizing import ConstraintInput, SizingInputs, size
 
 
 @dataclass(frozen=True)
@@ -165,8 +165,18 @@ def _plan_at(ctx: _Context, tp: int) -> Plan:
     batch = float(op.batch)
     tpot = perf.tpot_seconds(batch)
     ttft99 = perf.ttft_seconds(batch, w.input_tokens.p99_or_mean)
-    ttft_mean = perf.ttft_seconds(batch, w.input_tokens.mean)
-    mean_request_s = ttft_mean + w.output_tokens.mean * tpot
+
+    def request_s(b: float) -> float:
+        """In-flight time of a mean request at batch b: TTFT (with queueing) + decode."""
+        return perf.ttft_seconds(b, w.input_tokens.mean) + w.output_tokens.mean * (
+            perf.tpot_seconds(b)
+        )
+
+    def running_s(b: float) -> float:
+        """Time a mean request holds a batch slot and KV at batch b: b / completions per s."""
+        return b / perf.request_rate(b)
+
+    mean_request_s = request_s(batch)
     design_rps = w.rps.design_rps
     input_tps, output_tps = token_rates(design_rps, w.input_tokens.mean, w.output_tokens.mean)
     concurrency = littles_law_concurrency(design_rps, mean_request_s)
@@ -174,27 +184,32 @@ def _plan_at(ctx: _Context, tp: int) -> Plan:
     rps_replica = perf.request_rate(batch)
     held_mean = geom.tokens_held(w.input_tokens.mean + w.output_tokens.mean / 2.0)
     held_p99 = geom.tokens_held(min(p99_ctx, float(max_len)))
-    if capacity > 0 and held_p99 >= capacity * a.kv_target_utilization:
+    reserve = max(0.0, held_p99 - held_mean)
+    kv_batch = (capacity * a.kv_target_utilization - reserve) / held_mean
+    if capacity > 0 and kv_batch < 1:
         reasons.append(
-            f"one P99 request needs {held_p99:,.0f} KV tokens, more than "
-            f"{a.kv_target_utilization:.2f} of a replica's {capacity:,.0f}"
+            f"one P99 request needs {held_p99:,.0f} KV tokens; with it a replica's "
+            f"{capacity:,.0f} × {a.kv_target_utilization:.2f} leaves no room for a mean request"
         )
-    feasible_memory = capacity > 0 and not any("KV tokens" in r for r in reasons)
+    safe = float(op.safe_concurrency)
     sizing = size(
         SizingInputs(
-            output_tps=output_tps,
-            output_tps_per_replica=out_tps_replica,
-            concurrency=concurrency,
-            concurrency_per_replica=float(op.safe_concurrency),
+            design_rps=design_rps,
+            output_tokens_mean=w.output_tokens.mean,
+            throughput=ConstraintInput(batch, running_s(batch)),
+            slots=ConstraintInput(safe, request_s(safe)),
+            kv=ConstraintInput(kv_batch, running_s(kv_batch))
+            if kv_batch >= 1
+            else ConstraintInput(1.0, 0.0),
             kv_tokens_mean_request=held_mean,
-            kv_tokens_p99_request=held_p99,
-            kv_capacity_tokens=capacity if feasible_memory else float("inf"),
+            kv_tokens_reserve=reserve,
+            kv_capacity_tokens=capacity,
             kv_target_utilization=a.kv_target_utilization,
         ),
         spec.scaling,
     )
     warnings.extend(sizing.warnings)
-    if not serving.enable_chunked_prefill and w.input_tokens.p99_or_mean > 4 * batched // 4:
+    if not serving.enable_chunked_prefill and w.input_tokens.p99_or_mean > 2048:
         warnings.append("chunked prefill is off: long prompts stall every decode (TPOT P99)")
     prices = Pricing.for_gpu(spec.cost, ctx.gpu_key)
     costs = price_plan(

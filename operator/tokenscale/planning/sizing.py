@@ -1,12 +1,18 @@
 """Replica count: ``max(throughput, concurrency, KV) × redundancy`` within bounds.
 
-- throughput (work): ``design output TPS / output TPS per replica at the operating point``
-  (the batch before the knee, or less if the SLOs or ``maxNumSeqs`` say so)
-- concurrency (slots): ``Little's-law concurrency / safe concurrency per replica``, where the
-  safe concurrency is the most sequences in flight that still meet the SLOs, capped by
-  ``maxNumSeqs``; it binds when the SLOs, not efficiency, limit the batch
-- KV: ``concurrency × KV tokens of a mean request / (pool × target − reserve for one P99
-  request)``; a mean request holds its prompt plus half its output on average while running.
+Each constraint is the knowledge map's formula evaluated self-consistently at the batch that
+limits it (so the plan is monotone: more traffic or longer requests never need fewer replicas):
+
+- throughput (work): ``design output TPS / output TPS per replica`` at the operating batch
+  (before the knee, within the SLOs and ``maxNumSeqs``);
+- concurrency (slots): ``Little's-law concurrency / safe concurrency``, where the safe
+  concurrency ``B_safe = min(maxNumSeqs, SLO batch)`` is the most sequences a replica holds
+  while meeting the SLOs and the concurrency is ``design RPS × (TTFT + out × TPOT)`` at
+  ``B_safe``; it binds when the SLOs, not efficiency, limit the batch;
+- KV (memory): ``concurrency × KV tokens of a mean request / (pool × target − reserve for one
+  P99 request)``, the concurrency taken at the batch the pool holds, ``B_kv``, over the time a
+  request holds KV (its prefill and decode; queued requests hold none). A mean request holds its
+  prompt plus half its output on average.
 """
 
 from dataclasses import dataclass
@@ -17,13 +23,31 @@ from tokenscale.planning.result import Constraint, ConstraintName, Replicas
 
 
 @dataclass(frozen=True)
+class ConstraintInput:
+    """One constraint: at ``batch`` in-flight requests a replica takes ``request_s`` per request."""
+
+    batch: float
+    request_s: float
+
+    def replicas(self, design_rps: float) -> float:
+        """``λ × request_s / batch``: Little's law concurrency over what one replica holds."""
+        if design_rps <= 0:
+            return 0.0
+        return design_rps * self.request_s / self.batch
+
+    def concurrency(self, design_rps: float) -> float:
+        return design_rps * self.request_s
+
+
+@dataclass(frozen=True)
 class SizingInputs:
-    output_tps: float
-    output_tps_per_replica: float
-    concurrency: float
-    concurrency_per_replica: float
+    design_rps: float
+    output_tokens_mean: float
+    throughput: ConstraintInput
+    slots: ConstraintInput
+    kv: ConstraintInput
     kv_tokens_mean_request: float
-    kv_tokens_p99_request: float
+    kv_tokens_reserve: float
     kv_capacity_tokens: float
     kv_target_utilization: float
 
@@ -36,41 +60,38 @@ class Sizing:
     warnings: list[str]
 
 
-def kv_replicas(s: SizingInputs) -> float:
-    usable = s.kv_capacity_tokens * s.kv_target_utilization
-    reserve = max(0.0, s.kv_tokens_p99_request - s.kv_tokens_mean_request)
-    room = usable - reserve
-    if s.concurrency <= 0:
-        return 0.0
-    return s.concurrency * s.kv_tokens_mean_request / room
-
-
-def size(s: SizingInputs, scaling: Scaling) -> Sizing:
-    by_tps = s.output_tps / s.output_tps_per_replica if s.output_tps > 0 else 0.0
-    by_conc = s.concurrency / s.concurrency_per_replica if s.concurrency > 0 else 0.0
-    by_kv = kv_replicas(s)
-    constraints = [
+def _explain(s: SizingInputs) -> list[Constraint]:
+    lam = s.design_rps
+    t, c, k = s.throughput, s.slots, s.kv
+    out_tps = lam * s.output_tokens_mean
+    per_replica = t.batch / t.request_s * s.output_tokens_mean
+    return [
         Constraint(
             name="throughput",
-            replicas=by_tps,
-            formula=f"{s.output_tps:,.0f} output tok/s ÷ {s.output_tps_per_replica:,.1f} "
-            "per replica at the operating point",
+            replicas=t.replicas(lam),
+            formula=f"{out_tps:,.0f} output tok/s ÷ {per_replica:,.1f} per replica "
+            f"at the operating batch {t.batch:,.0f}",
         ),
         Constraint(
             name="concurrency",
-            replicas=by_conc,
-            formula=f"{s.concurrency:,.1f} in flight (Little's law) ÷ "
-            f"{s.concurrency_per_replica:,.0f} safe per replica",
+            replicas=c.replicas(lam),
+            formula=f"{c.concurrency(lam):,.1f} in flight ({lam:,.2f} RPS × {c.request_s:,.2f} s, "
+            f"Little's law) ÷ {c.batch:,.0f} safe per replica",
         ),
         Constraint(
             name="kv",
-            replicas=by_kv,
-            formula=f"{s.concurrency:,.1f} in flight × {s.kv_tokens_mean_request:,.0f} KV tokens "
-            f"each ÷ ({s.kv_capacity_tokens:,.0f} × {s.kv_target_utilization:.2f} − "
-            f"{max(0.0, s.kv_tokens_p99_request - s.kv_tokens_mean_request):,.0f} reserved "
-            "for one P99 request)",
+            replicas=k.replicas(lam),
+            formula=f"{k.concurrency(lam):,.1f} holding KV × {s.kv_tokens_mean_request:,.0f} "
+            f"tokens each ÷ ({s.kv_capacity_tokens:,.0f} × {s.kv_target_utilization:.2f} − "
+            f"{s.kv_tokens_reserve:,.0f} kept for one P99 request) = room for {k.batch:,.1f} "
+            "per replica",
         ),
     ]
+
+
+def size(s: SizingInputs, scaling: Scaling) -> Sizing:
+    constraints = _explain(s)
+    by_tps, by_conc, by_kv = (c.replicas for c in constraints)
     needed = max(by_tps, by_conc, by_kv)
     binding: ConstraintName = "none"
     if needed > 0:
