@@ -13,10 +13,14 @@ from typing import Any
 from tokenscale.api import InferenceService
 from tokenscale.planning import Plan, plan_service
 
-MUSGRAVE = ("johnmusgrave.com/p/vllm-throughput-latency-sweep-on — vLLM 0.23.0, A100 40GB, "
-            "Llama-3.1-8B-Instruct BF16, 1024 in / 128 out, ignore-eos")
-INFERENCEBENCH = ("yobitelcomm.github.io/bench/recipes/concurrency-sweep — vLLM 0.21.0, "
-                  "H100-80GB-HBM3, Llama-3.1-8B-Instruct fp16, chatbot-short")
+MUSGRAVE = (
+    "johnmusgrave.com/p/vllm-throughput-latency-sweep-on — vLLM 0.23.0, A100 40GB, "
+    "Llama-3.1-8B-Instruct BF16, 1024 in / 128 out, ignore-eos"
+)
+INFERENCEBENCH = (
+    "yobitelcomm.github.io/bench/recipes/concurrency-sweep — vLLM 0.21.0, "
+    "H100-80GB-HBM3, Llama-3.1-8B-Instruct fp16, chatbot-short"
+)
 
 
 @dataclass(frozen=True)
@@ -32,8 +36,7 @@ class Case:
 
 
 CASES = [
-    Case("TPOT at C=1 (75 tok/s decode)", "A100-SXM-40GB", 1, 1024, 128, 1000 / 75, "ms",
-         MUSGRAVE),
+    Case("TPOT at C=1 (75 tok/s decode)", "A100-SXM-40GB", 1, 1024, 128, 1000 / 75, "ms", MUSGRAVE),
     Case("throughput gain C=1 → C=8", "A100-SXM-40GB", 8, 1024, 128, 6.6, "×", MUSGRAVE),
     Case("TPOT p50 at C=1", "H100-SXM-80GB", 1, 256, 256, 6.48, "ms", INFERENCEBENCH),
 ]
@@ -41,13 +44,18 @@ CASES = [
 
 def _plan(gpu: str, concurrency: int, inp: int, out: int) -> Plan:
     doc: dict[str, Any] = {
-        "apiVersion": "tokenscale.io/v1alpha1", "kind": "InferenceService",
+        "apiVersion": "tokenscale.io/v1alpha1",
+        "kind": "InferenceService",
         "metadata": {"name": "accuracy"},
         "spec": {
             "model": {"name": "meta-llama/Llama-3.1-8B-Instruct", "catalog": "llama-3.1-8b"},
             "hardware": {"gpu": gpu, "tensorParallelSize": 1},
-            "workload": {"rps": {"mean": 1}, "inputTokens": {"mean": inp},
-                         "outputTokens": {"mean": out}, "maxContextTokens": 8192},
+            "workload": {
+                "rps": {"mean": 1},
+                "inputTokens": {"mean": inp},
+                "outputTokens": {"mean": out},
+                "maxContextTokens": 8192,
+            },
             "serving": {"maxNumSeqs": concurrency},
             "assumptions": {"kneeTpotRatio": 100},
         },
@@ -76,8 +84,7 @@ def main() -> int:
         est = estimate(c)
         err = est / c.measured - 1
         errors.append(abs(err))
-        print(f"{c.name:38} {c.gpu:15} {c.measured:9.2f}{c.unit} {est:9.2f}{c.unit} "
-              f"{err:+8.1%}")
+        print(f"{c.name:38} {c.gpu:15} {c.measured:9.2f}{c.unit} {est:9.2f}{c.unit} {err:+8.1%}")
     print(f"mean absolute error {sum(errors) / len(errors):.1%}")
     for source in dict.fromkeys(c.source for c in CASES):
         print(f"source: {source}")

@@ -12,7 +12,8 @@ set -euo pipefail
 
 CACHE="${TOKENSCALE_KUBE_CACHE:-$HOME/.cache/tokenscale/kube}"
 BIN="$CACHE/bin"
-if [[ -x "$BIN/kube-apiserver" && -x "$BIN/kube-controller-manager" ]] && command -v etcd >/dev/null; then
+if [[ -x "$BIN/kube-apiserver" && -x "$BIN/kube-controller-manager" && -f "$CACHE/.openapi-v2" ]] \
+   && command -v etcd >/dev/null; then
   echo "$BIN"
   exit 0
 fi
@@ -61,10 +62,13 @@ fi
 
 cd "$K8S"
 export GOFLAGS=""
-if [[ ! -f pkg/generated/openapi/zz_generated.openapi.go ]]; then
+if [[ ! -f "$CACHE/.openapi-v2" ]]; then
+  rm -f pkg/generated/openapi/zz_generated.openapi.go "$BIN/kube-apiserver"
   log "generating OpenAPI definitions"
   go build -o "$CACHE/openapi-gen" ./vendor/k8s.io/kube-openapi/cmd/openapi-gen
-  pkgs=$(grep -rl --include=doc.go '+k8s:openapi-gen=' pkg vendor/k8s.io staging/src/k8s.io 2>/dev/null \
+  # every package with the tag on its doc.go or on a type (resource.Quantity is tagged per type)
+  pkgs=$(grep -rlE --include='*.go' --exclude='*_test.go' '\+k8s:openapi-gen=(true|package)' \
+      pkg staging/src/k8s.io vendor/github.com vendor/sigs.k8s.io 2>/dev/null \
     | xargs -n1 dirname | sort -u \
     | sed -e 's#^vendor/##' -e 's#^staging/src/##' -e 's#^pkg/#k8s.io/kubernetes/pkg/#' \
     | paste -sd, -)
@@ -73,6 +77,7 @@ if [[ ! -f pkg/generated/openapi/zz_generated.openapi.go ]]; then
     --output-base "$GOPATH/src" -O zz_generated.openapi \
     --go-header-file hack/boilerplate/boilerplate.generatego.txt \
     --report-filename /dev/null >&2
+  touch "$CACHE/.openapi-v2"
 fi
 for cmd in kube-apiserver kube-controller-manager; do
   if [[ ! -x "$BIN/$cmd" ]]; then

@@ -10,7 +10,7 @@ python3 -m venv .venv
 python -m pip install --quiet --upgrade pip
 python -m pip install --quiet -e '.[test]'
 
-echo "== ruff";          ruff check operator tests benchmarks && ruff format --check operator
+echo "== ruff";          ruff check operator tests benchmarks && ruff format --check operator tests benchmarks
 echo "== mypy --strict"; mypy
 echo "== import layers"; lint-imports
 echo "== pytest";        python -m pytest "$@"

@@ -71,9 +71,15 @@ def test_gqa_kv_heads_read_and_mha_default() -> None:
 
 
 def test_mqa_multi_query_flag() -> None:
-    cfg = {"model_type": "falcon", "num_hidden_layers": 32, "hidden_size": 4544,
-           "num_attention_heads": 71, "multi_query": True, "vocab_size": 65024,
-           "intermediate_size": 18176}
+    cfg = {
+        "model_type": "falcon",
+        "num_hidden_layers": 32,
+        "hidden_size": 4544,
+        "num_attention_heads": 71,
+        "multi_query": True,
+        "vocab_size": 65024,
+        "intermediate_size": 18176,
+    }
     arch = architecture_from_hf_config(cfg)
     assert arch.effective_kv_heads == 1
     assert kv_geometry(arch, 2, 1).bytes_per_token == 2 * 32 * 1 * 64 * 2
@@ -110,9 +116,17 @@ def test_sliding_window_caps_kv_and_disabled_window_is_ignored() -> None:
 
 
 def test_alternating_sliding_window_layers() -> None:
-    cfg = {"model_type": "gemma2", "num_hidden_layers": 42, "hidden_size": 3584,
-           "num_attention_heads": 16, "num_key_value_heads": 8, "head_dim": 256,
-           "intermediate_size": 14336, "vocab_size": 256000, "sliding_window": 4096}
+    cfg = {
+        "model_type": "gemma2",
+        "num_hidden_layers": 42,
+        "hidden_size": 3584,
+        "num_attention_heads": 16,
+        "num_key_value_heads": 8,
+        "head_dim": 256,
+        "intermediate_size": 14336,
+        "vocab_size": 256000,
+        "sliding_window": 4096,
+    }
     arch = architecture_from_hf_config(cfg)
     assert arch.sliding_window_layers == 21
     assert arch.tie_word_embeddings  # Gemma ties its embeddings by default
@@ -121,10 +135,20 @@ def test_alternating_sliding_window_layers() -> None:
 
 
 def test_layer_types_list_counts_windowed_layers() -> None:
-    cfg = {"num_hidden_layers": 4, "hidden_size": 256, "num_attention_heads": 4,
-           "vocab_size": 1000, "intermediate_size": 512, "sliding_window": 128,
-           "layer_types": ["sliding_attention", "full_attention", "sliding_attention",
-                           "full_attention"]}
+    cfg = {
+        "num_hidden_layers": 4,
+        "hidden_size": 256,
+        "num_attention_heads": 4,
+        "vocab_size": 1000,
+        "intermediate_size": 512,
+        "sliding_window": 128,
+        "layer_types": [
+            "sliding_attention",
+            "full_attention",
+            "sliding_attention",
+            "full_attention",
+        ],
+    }
     assert architecture_from_hf_config(cfg).sliding_window_layers == 2
 
 

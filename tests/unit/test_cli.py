@@ -28,8 +28,14 @@ def test_every_example_plans_feasibly(example: Path) -> None:
 
 def test_examples_cover_the_issue_list() -> None:
     names = {e.stem for e in EXAMPLES}
-    assert {"llama-3.1-8b-l4", "llama-3.1-70b-h100-bf16-tp4", "llama-3.1-70b-h100-fp8",
-            "qwen2.5-72b-h200", "mixtral-8x7b-h100", "qwen2.5-7b-hfconfig"} <= names
+    assert {
+        "llama-3.1-8b-l4",
+        "llama-3.1-70b-h100-bf16-tp4",
+        "llama-3.1-70b-h100-fp8",
+        "qwen2.5-72b-h200",
+        "mixtral-8x7b-h100",
+        "qwen2.5-7b-hfconfig",
+    } <= names
     hf = yaml.safe_load((EXAMPLES[0].parent / "qwen2.5-7b-hfconfig.yaml").read_text())
     assert "hfConfig" in hf["spec"]["model"]
 
@@ -50,8 +56,9 @@ def test_yaml_output_round_trips() -> None:
 def test_multi_document_file_plans_each(tmp_path: Path) -> None:
     second = deep_merge(manifest(), {"metadata": {"name": "second"}})
     f = tmp_path / "two.yaml"
-    f.write_text(yaml.safe_dump_all([manifest(), {"kind": "ConfigMap", "apiVersion": "v1"},
-                                     second]))
+    f.write_text(
+        yaml.safe_dump_all([manifest(), {"kind": "ConfigMap", "apiVersion": "v1"}, second])
+    )
     result = runner.invoke(app, ["plan", str(f), "-o", "json"])
     assert result.exit_code == 0, result.output
     assert [p["name"] for p in json.loads(result.output)] == ["test", "second"]
@@ -89,11 +96,15 @@ def test_sweep_sorts_feasible_by_cost() -> None:
     assert len(rows) == 10 * 4 * 4
     plans = [r["plan"] for r in rows if r["plan"] and r["plan"]["feasible"]]
     assert plans, "something must fit"
-    costs = [p["cost_per_million_output_tokens"] for p in plans
-             if p["cost_per_million_output_tokens"] is not None]
+    costs = [
+        p["cost_per_million_output_tokens"]
+        for p in plans
+        if p["cost_per_million_output_tokens"] is not None
+    ]
     assert costs == sorted(costs)
-    first_infeasible = next(i for i, r in enumerate(rows)
-                            if not (r["plan"] and r["plan"]["feasible"]))
+    first_infeasible = next(
+        i for i, r in enumerate(rows) if not (r["plan"] and r["plan"]["feasible"])
+    )
     assert all(not (r["plan"] and r["plan"]["feasible"]) for r in rows[first_infeasible:])
     table = runner.invoke(app, ["plan", str(example), "--sweep", "--top", "5"])
     assert table.exit_code == 0
@@ -109,7 +120,12 @@ def test_catalog_lists_gpus_and_models() -> None:
 
 def test_console_script_runs_from_stdin() -> None:
     text = yaml.safe_dump(manifest())
-    done = subprocess.run([sys.executable, "-m", "tokenscale", "plan", "-", "-o", "json"],
-                          input=text, capture_output=True, text=True, check=False)
+    done = subprocess.run(
+        [sys.executable, "-m", "tokenscale", "plan", "-", "-o", "json"],
+        input=text,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
     assert done.returncode == 0, done.stderr
     assert json.loads(done.stdout)["model"] == "meta-llama/Llama-3.1-8B-Instruct"

@@ -11,8 +11,12 @@ from tokenscale.planning import plan_service
 from tokenscale.planning.formulas import GIB
 
 LLAMA70 = {"name": "meta-llama/Llama-3.1-70B-Instruct", "catalog": "llama-3.1-70b"}
-FIXED_OVERHEADS = {"activationPeakGiB": 2.0, "cudaGraphGiB": 0.5, "runtimeOverheadGiB": 1.0,
-                   "ncclBufferGiB": 0.5}
+FIXED_OVERHEADS = {
+    "activationPeakGiB": 2.0,
+    "cudaGraphGiB": 0.5,
+    "runtimeOverheadGiB": 1.0,
+    "ncclBufferGiB": 0.5,
+}
 
 
 def test_kv_capacity_follows_vllms_arithmetic() -> None:
@@ -47,8 +51,9 @@ def test_fp8_kv_doubles_the_tokens_a_pool_holds() -> None:
 
 
 def test_tp_auto_picks_the_fleet_with_fewest_gpus() -> None:
-    p = plan_service(spec(model=LLAMA70, hardware={"tensorParallelSize": "auto"},
-                          workload={"rps": {"mean": 20}}))
+    p = plan_service(
+        spec(model=LLAMA70, hardware={"tensorParallelSize": "auto"}, workload={"rps": {"mean": 20}})
+    )
     by_tp = {c.tensor_parallel_size: c for c in p.tp_candidates}
     assert set(by_tp) == {1, 2, 4, 8}
     assert not by_tp[1].feasible
@@ -61,14 +66,22 @@ def test_tp_auto_picks_the_fleet_with_fewest_gpus() -> None:
 
 
 def test_tp_auto_skips_sizes_vllm_would_reject() -> None:
-    p = plan_service(spec(model={"name": "Qwen/Qwen2.5-7B-Instruct", "catalog": "qwen2.5-7b"},
-                          hardware={"tensorParallelSize": "auto"}))
+    p = plan_service(
+        spec(
+            model={"name": "Qwen/Qwen2.5-7B-Instruct", "catalog": "qwen2.5-7b"},
+            hardware={"tensorParallelSize": "auto"},
+        )
+    )
     assert {c.tensor_parallel_size for c in p.tp_candidates} == {1, 2, 4}
 
 
 def test_model_that_fits_nowhere_is_an_answer() -> None:
-    p = plan_service(spec(model={"name": "meta-llama/Llama-3.1-405B", "catalog": "llama-3.1-405b"},
-                          hardware={"gpu": "L4-24GB", "tensorParallelSize": "auto"}))
+    p = plan_service(
+        spec(
+            model={"name": "meta-llama/Llama-3.1-405B", "catalog": "llama-3.1-405b"},
+            hardware={"gpu": "L4-24GB", "tensorParallelSize": "auto"},
+        )
+    )
     assert not p.feasible
     assert p.infeasible_reasons[0].startswith("does not fit at any TP (1, 2, 4, 8)")
     assert "GiB of weights" in p.infeasible_reasons[0]
@@ -85,13 +98,20 @@ def test_ttft_slo_unreachable_even_at_batch_one() -> None:
 
 def test_context_beyond_the_models_max() -> None:
     p = plan_service(spec(workload={"maxContextTokens": 200_000}))
-    assert any("context exceeds the model's max" in r and "131,072" in r
-               for r in p.infeasible_reasons)
+    assert any(
+        "context exceeds the model's max" in r and "131,072" in r for r in p.infeasible_reasons
+    )
 
 
 def test_p99_request_longer_than_the_context() -> None:
-    p = plan_service(spec(workload={"inputTokens": {"mean": 4000, "p99": 15000},
-                                    "outputTokens": {"mean": 500, "p99": 2000}}))
+    p = plan_service(
+        spec(
+            workload={
+                "inputTokens": {"mean": 4000, "p99": 15000},
+                "outputTokens": {"mean": 500, "p99": 2000},
+            }
+        )
+    )
     assert any("exceeds the max context 16,384" in r for r in p.infeasible_reasons)
 
 
@@ -104,29 +124,43 @@ def test_max_model_len_is_fitted_to_the_pool_when_not_given() -> None:
 
 def test_long_contexts_make_kv_the_binding_constraint() -> None:
     # KV binds when a replica's KV pool is small next to its weights (8B BF16 on a 24 GB L4)
-    p = plan_service(spec(
-        hardware={"gpu": "L4-24GB"},
-        workload={"rps": {"mean": 2}, "inputTokens": {"mean": 4000, "p99": 6000},
-                  "outputTokens": {"mean": 500, "p99": 1500}, "maxContextTokens": 8192},
-        slo={"ttftP99Seconds": 30, "tpotP99Seconds": 1.0}))
+    p = plan_service(
+        spec(
+            hardware={"gpu": "L4-24GB"},
+            workload={
+                "rps": {"mean": 2},
+                "inputTokens": {"mean": 4000, "p99": 6000},
+                "outputTokens": {"mean": 500, "p99": 1500},
+                "maxContextTokens": 8192,
+            },
+            slo={"ttftP99Seconds": 30, "tpotP99Seconds": 1.0},
+        )
+    )
     assert p.feasible
     assert p.binding_constraint == "kv"
     assert p.replicas.kv > max(p.replicas.throughput, p.replicas.concurrency)
 
 
 def test_tight_tpot_makes_concurrency_bind() -> None:
-    p = plan_service(spec(hardware={"gpu": "L4-24GB"},
-                          workload={"maxContextTokens": 8192,
-                                    "inputTokens": {"mean": 500, "p99": 2000}},
-                          slo={"tpotP99Seconds": 0.075, "ttftP99Seconds": 3}))
+    p = plan_service(
+        spec(
+            hardware={"gpu": "L4-24GB"},
+            workload={"maxContextTokens": 8192, "inputTokens": {"mean": 500, "p99": 2000}},
+            slo={"tpotP99Seconds": 0.075, "ttftP99Seconds": 3},
+        )
+    )
     assert p.assumptions["operating_point_limited_by"] == "SLO"
     assert p.binding_constraint == "concurrency"
 
 
 def test_redundancy_spares_and_bounds() -> None:
     base = plan_service(spec(workload={"rps": {"mean": 40}}))
-    red = plan_service(spec(workload={"rps": {"mean": 40}},
-                            scaling={"redundancy": {"factor": 1.5, "spareReplicas": 2}}))
+    red = plan_service(
+        spec(
+            workload={"rps": {"mean": 40}},
+            scaling={"redundancy": {"factor": 1.5, "spareReplicas": 2}},
+        )
+    )
     assert red.replicas.with_redundancy == math.ceil(base.replicas.needed * 1.5 - 1e-9) + 2
     capped = plan_service(spec(workload={"rps": {"mean": 40}}, scaling={"maxReplicas": 1}))
     assert capped.replicas.total == 1
@@ -150,11 +184,13 @@ def test_burst_factor_sizes_for_the_peak() -> None:
 
 
 def test_cost_per_million_tokens_formula() -> None:
-    p = plan_service(spec(model=LLAMA70, hardware={"tensorParallelSize": 4},
-                          cost={"gpuHourPrice": 2.5}))
+    p = plan_service(
+        spec(model=LLAMA70, hardware={"tensorParallelSize": 4}, cost={"gpuHourPrice": 2.5})
+    )
     hourly = 2.5 * 4
     assert p.cost_per_million_output_tokens == pytest.approx(
-        hourly / (p.output_tps_per_replica * 3600) * 1e6)
+        hourly / (p.output_tps_per_replica * 3600) * 1e6
+    )
     assert p.cost_per_hour == pytest.approx(hourly * p.replicas.total)
     assert p.cost_per_million_tokens is not None
     assert p.cost_per_million_output_tokens is not None
@@ -173,14 +209,20 @@ def test_prefix_cache_hits_lower_ttft() -> None:
     warm = plan_service(spec(workload={"prefixCacheHitRate": 0.6}))
     assert warm.ttft_p99_estimate_s < cold.ttft_p99_estimate_s
     assert warm.prefill_p99_s == pytest.approx(
-        plan_service(spec(workload={"inputTokens": {"mean": 1000, "p99": 1600}})).prefill_p99_s)
+        plan_service(spec(workload={"inputTokens": {"mean": 1000, "p99": 1600}})).prefill_p99_s
+    )
 
 
 def test_decode_is_bandwidth_bound_at_batch_one() -> None:
-    s = spec(workload={"rps": {"mean": 0.01}, "inputTokens": {"mean": 1, "p99": 1},
-                       "outputTokens": {"mean": 1000, "p99": 1000}},
-             slo={"tpotP99Seconds": None, "ttftP99Seconds": None},
-             serving={"maxNumSeqs": 1})
+    s = spec(
+        workload={
+            "rps": {"mean": 0.01},
+            "inputTokens": {"mean": 1, "p99": 1},
+            "outputTokens": {"mean": 1000, "p99": 1000},
+        },
+        slo={"tpotP99Seconds": None, "ttftP99Seconds": None},
+        serving={"maxNumSeqs": 1},
+    )
     p = plan_service(s)
     # the knowledge map's bound: tokens/s per sequence ≤ BW / weight bytes read
     params = count_params(MODEL_CATALOG["llama-3.1-8b"].architecture)
@@ -198,9 +240,14 @@ def test_assumption_overrides_are_used_and_reported() -> None:
 
 
 def test_moe_reads_more_experts_as_the_batch_grows() -> None:
-    p1 = plan_service(spec(model={"name": "mixtral", "catalog": "mixtral-8x7b"},
-                           hardware={"tensorParallelSize": 2}, scaling={"replicas": 1},
-                           serving={"maxNumSeqs": 1}))
+    p1 = plan_service(
+        spec(
+            model={"name": "mixtral", "catalog": "mixtral-8x7b"},
+            hardware={"tensorParallelSize": 2},
+            scaling={"replicas": 1},
+            serving={"maxNumSeqs": 1},
+        )
+    )
     arch = MODEL_CATALOG["mixtral-8x7b"].architecture
     count = count_params(arch)
     assert p1.active_params == count.active
@@ -223,17 +270,39 @@ def test_vllm_defaults_depend_on_the_gpu() -> None:
 
 
 def test_inline_gpu_spec() -> None:
-    p = plan_service(spec(hardware={"gpu": None, "gpuSpec": {
-        "name": "RTX 4090", "memoryGiB": 23.99, "hbmBandwidthGBps": 1008, "bf16Tflops": 165}},
-        workload={"maxContextTokens": 8192}))
+    p = plan_service(
+        spec(
+            hardware={
+                "gpu": None,
+                "gpuSpec": {
+                    "name": "RTX 4090",
+                    "memoryGiB": 23.99,
+                    "hbmBandwidthGBps": 1008,
+                    "bf16Tflops": 165,
+                },
+            },
+            workload={"maxContextTokens": 8192},
+        )
+    )
     assert p.gpu == "RTX 4090"
     assert p.feasible
 
 
-JSON_NUMBERS = ["weight_bytes", "kv_bytes_per_token", "params", "active_params",
-                "tensor_parallel_size", "kv_capacity_tokens_per_replica",
-                "max_concurrency_per_replica", "input_tps", "output_tps", "ttft_p99_estimate_s",
-                "tpot_estimate_s", "output_tps_per_replica", "cost_per_million_output_tokens"]
+JSON_NUMBERS = [
+    "weight_bytes",
+    "kv_bytes_per_token",
+    "params",
+    "active_params",
+    "tensor_parallel_size",
+    "kv_capacity_tokens_per_replica",
+    "max_concurrency_per_replica",
+    "input_tps",
+    "output_tps",
+    "ttft_p99_estimate_s",
+    "tpot_estimate_s",
+    "output_tps_per_replica",
+    "cost_per_million_output_tokens",
+]
 
 
 def test_json_contract() -> None:

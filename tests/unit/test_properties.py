@@ -16,7 +16,8 @@ from tokenscale.planning.memory import kv_geometry
 from tokenscale.planning.result import Plan
 
 SMALL_MODELS = ["llama-3.1-8b", "qwen2.5-7b", "mistral-7b-v0.1", "llama-2-7b", "llama-3.2-1b"]
-FAST = settings(max_examples=int(os.environ.get("TOKENSCALE_HYPOTHESIS_EXAMPLES", "60")), deadline=None, suppress_health_check=[HealthCheck.too_slow])
+EXAMPLES = int(os.environ.get("TOKENSCALE_HYPOTHESIS_EXAMPLES", "60"))
+FAST = settings(max_examples=EXAMPLES, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
 
 @st.composite
@@ -37,11 +38,15 @@ def specs(draw: st.DrawFn) -> dict[str, Any]:
     key = draw(st.sampled_from(SMALL_MODELS))
     return {
         "model": {"name": key, "catalog": key},
-        "hardware": {"gpu": draw(st.sampled_from(sorted(GPU_CATALOG))),
-                     "tensorParallelSize": draw(st.sampled_from(["auto", 1, 2, 4]))},
+        "hardware": {
+            "gpu": draw(st.sampled_from(sorted(GPU_CATALOG))),
+            "tensorParallelSize": draw(st.sampled_from(["auto", 1, 2, 4])),
+        },
         "workload": draw(workloads()),
-        "slo": {"ttftP99Seconds": draw(st.floats(0.05, 20)),
-                "tpotP99Seconds": draw(st.floats(0.005, 0.5))},
+        "slo": {
+            "ttftP99Seconds": draw(st.floats(0.05, 20)),
+            "tpotP99Seconds": draw(st.floats(0.005, 0.5)),
+        },
         "scaling": {"minReplicas": 0, "maxReplicas": 10_000},
     }
 
@@ -79,8 +84,10 @@ def test_more_rps_never_fewer_replicas(patch: dict[str, Any], factor: float) -> 
     base = _plan(patch)
     if base is None or not base.feasible:
         return
-    more = dict(patch, workload=dict(patch["workload"],
-                                     rps={"mean": patch["workload"]["rps"]["mean"] * factor}))
+    more = dict(
+        patch,
+        workload=dict(patch["workload"], rps={"mean": patch["workload"]["rps"]["mean"] * factor}),
+    )
     bigger = _plan(more)
     assert bigger is not None
     if bigger.tensor_parallel_size == base.tensor_parallel_size:
@@ -98,8 +105,7 @@ def test_longer_prompts_never_fewer_replicas(patch: dict[str, Any], factor: floa
     if base is None or not base.feasible:
         return
     w = patch["workload"]
-    longer_in = {"mean": w["inputTokens"]["mean"] * factor,
-                 "p99": w["inputTokens"]["p99"] * factor}
+    longer_in = {"mean": w["inputTokens"]["mean"] * factor, "p99": w["inputTokens"]["p99"] * factor}
     longer = _plan(dict(patch, workload=dict(w, inputTokens=longer_in)))
     assert longer is not None
     assert longer.replicas.needed >= base.replicas.needed * (1 - 1e-9)
@@ -113,25 +119,33 @@ def test_more_kv_heads_never_less_kv(groups_a: int, groups_b: int, tp: int) -> N
     heads = 64
 
     def arch(kv: int) -> Architecture:
-        return Architecture(layers=8, hidden_size=4096, attention_heads=heads, kv_heads=kv,
-                            params=1e9)
+        return Architecture(
+            layers=8, hidden_size=4096, attention_heads=heads, kv_heads=kv, params=1e9
+        )
 
     small, big = arch(2 ** (lo - 1)), arch(2 ** (hi - 1))
     assert kv_geometry(big, 2, tp).bytes_per_token >= kv_geometry(small, 2, tp).bytes_per_token
-    assert (kv_geometry(big, 2, tp).bytes_per_token_per_rank
-            >= kv_geometry(small, 2, tp).bytes_per_token_per_rank)
+    assert (
+        kv_geometry(big, 2, tp).bytes_per_token_per_rank
+        >= kv_geometry(small, 2, tp).bytes_per_token_per_rank
+    )
 
 
 @FAST
 @given(specs(), st.floats(1.0, 3.0), st.integers(0, 3))
-def test_redundancy_never_lowers_the_total(patch: dict[str, Any], factor: float,
-                                           spares: int) -> None:
+def test_redundancy_never_lowers_the_total(
+    patch: dict[str, Any], factor: float, spares: int
+) -> None:
     patch = dict(patch, hardware=dict(patch["hardware"], tensorParallelSize=1))
     base = _plan(patch)
     if base is None:
         return
-    red = _plan(dict(patch, scaling=dict(patch["scaling"],
-                                         redundancy={"factor": factor, "spareReplicas": spares})))
+    red = _plan(
+        dict(
+            patch,
+            scaling=dict(patch["scaling"], redundancy={"factor": factor, "spareReplicas": spares}),
+        )
+    )
     assert red is not None
     assert red.replicas.total >= base.replicas.total
     assert red.replicas.with_redundancy >= math.ceil(base.replicas.needed - 1e-9) + spares

@@ -9,16 +9,16 @@ import kubernetes_validate
 import pytest
 import yaml
 
+from tests.helpers import EXAMPLES, ROOT, manifest
 from tokenscale.api import InferenceService
 from tokenscale.api.crd import build_crd
 from tokenscale.api.manifest import parse_manifests
 from tokenscale.planning import plan_service
+from tokenscale.planning.inputs import resolve_gpu
 from tokenscale.render import Owner, render_bundle
 from tokenscale.render.bundle import config_hash
 from tokenscale.render.deployment import pod_template
-from tokenscale.planning.inputs import resolve_gpu
 from tokenscale.render.service import pdb_min_available
-from tests.helpers import EXAMPLES, ROOT, manifest
 
 GOLDEN = Path(__file__).resolve().parents[1] / "golden"
 UPDATE = os.environ.get("TOKENSCALE_UPDATE_GOLDEN") == "1"
@@ -28,8 +28,14 @@ def _render(example: Path, replicas: int | None = None) -> list[dict[str, Any]]:
     service = parse_manifests(example.read_text())[0]
     plan = plan_service(service.spec, service.metadata.name)
     count = replicas if replicas is not None else plan.replicas.total
-    bundle = render_bundle(service.metadata.name, service.metadata.namespace or "default",
-                           service.spec, plan, count, Owner(service.metadata.name, "uid-1"))
+    bundle = render_bundle(
+        service.metadata.name,
+        service.metadata.namespace or "default",
+        service.spec,
+        plan,
+        count,
+        Owner(service.metadata.name, "uid-1"),
+    )
     return bundle.objects
 
 
@@ -66,7 +72,8 @@ def test_engine_flags_match_the_plan() -> None:
     assert container["resources"]["limits"]["nvidia.com/gpu"] == gpus
     assert container["resources"]["requests"]["nvidia.com/gpu"] == gpus
     assert dep["spec"]["template"]["spec"]["nodeSelector"]["nvidia.com/gpu.product"] == (
-        "NVIDIA-H100-80GB-HBM3")
+        "NVIDIA-H100-80GB-HBM3"
+    )
 
 
 def test_tp_above_one_mounts_shared_memory_and_overrides_apply() -> None:
@@ -80,8 +87,11 @@ def test_tp_above_one_mounts_shared_memory_and_overrides_apply() -> None:
     env = {e["name"]: e for e in pod["containers"][0]["env"]}
     assert env["HF_TOKEN"]["valueFrom"]["secretKeyRef"]["name"] == "hf-token"
     assert pod["containers"][0]["resources"]["requests"]["memory"] == "200Gi"
-    assert pod["containers"][0]["args"][-3:] == ["--enable-auto-tool-choice",
-                                                 "--tool-call-parser", "llama3_json"]
+    assert pod["containers"][0]["args"][-3:] == [
+        "--enable-auto-tool-choice",
+        "--tool-call-parser",
+        "llama3_json",
+    ]
     assert dep["spec"]["strategy"]["rollingUpdate"]["maxUnavailable"] == 0
     assert svc["spec"]["ports"][0]["port"] == 8000
     assert dep["metadata"]["ownerReferences"][0]["uid"] == "uid-1"
@@ -98,24 +108,33 @@ def test_replica_change_keeps_the_hash_config_change_rolls() -> None:
     example = next(e for e in EXAMPLES if e.stem == "llama-3.1-8b-l4")
     a, b = _render(example, 2)[0], _render(example, 7)[0]
     ann = "tokenscale.io/config-hash"
-    assert a["spec"]["template"]["metadata"]["annotations"][ann] == (
-        b["spec"]["template"]["metadata"]["annotations"][ann])
+    assert (
+        a["spec"]["template"]["metadata"]["annotations"][ann]
+        == (b["spec"]["template"]["metadata"]["annotations"][ann])
+    )
     s1 = InferenceService.model_validate(manifest()).spec
-    s2 = InferenceService.model_validate(manifest(serving={"image": "vllm/vllm-openai:v0.34.0"})).spec
+    s2 = InferenceService.model_validate(
+        manifest(serving={"image": "vllm/vllm-openai:v0.34.0"})
+    ).spec
     p = plan_service(s1)
     assert config_hash(pod_template("x", s1, p, resolve_gpu(s1))) != config_hash(
-        pod_template("x", s2, p, resolve_gpu(s2)))
+        pod_template("x", s2, p, resolve_gpu(s2))
+    )
 
 
-@pytest.mark.parametrize(("replicas", "needed", "expected"),
-                         [(1, 0.8, 0), (2, 1.2, 1), (5, 3.4, 4), (5, 4.9, 4), (6, 3.0, 3)])
+@pytest.mark.parametrize(
+    ("replicas", "needed", "expected"),
+    [(1, 0.8, 0), (2, 1.2, 1), (5, 3.4, 4), (5, 4.9, 4), (6, 3.0, 3)],
+)
 def test_pdb_keeps_the_planned_capacity(replicas: int, needed: float, expected: int) -> None:
     assert pdb_min_available(replicas, needed) == expected
 
 
 def test_committed_crd_is_generated_from_the_models() -> None:
     committed = yaml.safe_load((ROOT / "crds" / "inferenceservices.tokenscale.io.yaml").read_text())
-    assert committed == build_crd(), "run: tokenscale crd --out crds/inferenceservices.tokenscale.io.yaml"
+    assert committed == build_crd(), (
+        "run: tokenscale crd --out crds/inferenceservices.tokenscale.io.yaml"
+    )
 
 
 def test_crd_shape() -> None:
@@ -124,7 +143,8 @@ def test_crd_shape() -> None:
     assert version["subresources"]["scale"] == {
         "specReplicasPath": ".spec.scaling.replicas",
         "statusReplicasPath": ".status.replicas",
-        "labelSelectorPath": ".status.selector"}
+        "labelSelectorPath": ".status.selector",
+    }
     assert "isvc" not in crd["spec"]["names"]["shortNames"]
     assert crd["spec"]["names"]["categories"] == ["tokenscale"]
     spec = version["schema"]["openAPIV3Schema"]["properties"]["spec"]
@@ -132,8 +152,12 @@ def test_crd_shape() -> None:
     hw = spec["properties"]["hardware"]["properties"]
     assert hw["tensorParallelSize"]["enum"] == ["auto", 1, 2, 4, 8]
     assert hw["gpuMemoryUtilization"]["maximum"] == 1.0
-    assert spec["properties"]["model"]["properties"]["hfConfig"][
-        "x-kubernetes-preserve-unknown-fields"] is True
+    assert (
+        spec["properties"]["model"]["properties"]["hfConfig"][
+            "x-kubernetes-preserve-unknown-fields"
+        ]
+        is True
+    )
     _assert_structural(version["schema"]["openAPIV3Schema"])
 
 

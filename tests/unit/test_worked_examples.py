@@ -16,8 +16,13 @@ def test_input_and_output_tps() -> None:
 
 
 def test_input_and_output_tps_through_the_planner() -> None:
-    s = spec(workload={"rps": {"mean": 100}, "inputTokens": {"mean": 1200, "p99": 1200},
-                       "outputTokens": {"mean": 300, "p99": 300}})
+    s = spec(
+        workload={
+            "rps": {"mean": 100},
+            "inputTokens": {"mean": 1200, "p99": 1200},
+            "outputTokens": {"mean": 300, "p99": 300},
+        }
+    )
     p = plan_service(s)
     assert (p.input_tps, p.output_tps) == (120_000, 30_000)
 
@@ -51,6 +56,10 @@ def test_kv_per_token_llama_70b_formula() -> None:
 def test_kv_per_token_llama_70b_from_catalog_and_plan() -> None:
     arch = MODEL_CATALOG["llama-3.1-70b"].architecture
     assert kv_geometry(arch, 2.0, tp=1).bytes_per_token == 327_680
-    p = plan_service(spec(model={"name": "meta-llama/Llama-3.1-70B", "catalog": "llama-3.1-70b"},
-                          hardware={"tensorParallelSize": 4}))
+    p = plan_service(
+        spec(
+            model={"name": "meta-llama/Llama-3.1-70B", "catalog": "llama-3.1-70b"},
+            hardware={"tensorParallelSize": 4},
+        )
+    )
     assert p.kv_bytes_per_token == 327_680

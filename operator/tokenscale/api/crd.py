@@ -72,7 +72,7 @@ def _structural(node: Any) -> Any:
         if isinstance(node.get(strict), int | float) and not isinstance(node[strict], bool):
             node[bound] = node.pop(strict)
             node[strict] = True
-    if node.get("default") is None:
+    if node.get("default") in (None, ""):  # a 1.20 API server reads "" as null and rejects it
         node.pop("default", None)
     if node.get("type") == "object":
         if "properties" in node:
@@ -127,9 +127,17 @@ def _columns() -> list[dict[str, Any]]:
     ]
 
 
+def _without_defaults(node: Any) -> Any:
+    if isinstance(node, dict):
+        return {k: _without_defaults(v) for k, v in node.items() if k != "default"}
+    if isinstance(node, list):
+        return [_without_defaults(v) for v in node]
+    return node
+
+
 def build_crd() -> dict[str, Any]:
     """The whole CRD object (apiextensions.k8s.io/v1)."""
-    status = openapi_schema(InferenceServiceStatus)
+    status = _without_defaults(openapi_schema(InferenceServiceStatus))  # written, not defaulted
     status["properties"]["live"] = {
         "type": "object",
         "description": "Live metrics snapshot (written when metrics are available).",

@@ -1,13 +1,15 @@
 """Kopf handlers, registered on a registry built at start-up from the settings.
 
-Every entry point (create, update, resume, timer, a change to an owned Deployment) calls the
-same :func:`reconcile`. Kopf keeps its own state in annotations (works on a 1.20 API server
-with a structural status schema) and runs standalone unless peering is asked for.
+Every entry point (create, update, resume, the resync timer, a change to an owned Deployment)
+calls the same :func:`reconcile`. Kopf keeps its own state in annotations (works on a 1.20 API
+server with a structural status schema) and runs standalone unless peering is asked for.
 """
 
+import asyncio
 import logging
+import threading
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, cast
 
 import kopf
 from kubernetes.client.exceptions import ApiException
@@ -30,7 +32,7 @@ def _now() -> str:
 
 def _emitter(body: Any) -> Any:
     def emit(type_: str, reason: str, message: str) -> None:
-        kopf.event(body, type=type_, reason=reason, message=message[:1000])
+        kopf.event(cast(kopf.Body, body), type=type_, reason=reason, message=message[:1000])
 
     return emit
 
@@ -38,17 +40,28 @@ def _emitter(body: Any) -> Any:
 def build_registry(settings: Settings, kube: Kube) -> kopf.OperatorRegistry:
     registry = kopf.OperatorRegistry()
     resource = (API_GROUP, API_VERSION, PLURAL)
+    locks: dict[tuple[str, str], threading.Lock] = {}
+    locks_guard = threading.Lock()
 
     def run(body: Any) -> None:
+        """Reconcile one object: one at a time per object, from a fresh read (the handler, the
+        timer and a Deployment event may fire together; the later one sees what the earlier
+        one wrote)."""
+        key = (body["metadata"]["namespace"], body["metadata"]["name"])
+        with locks_guard:
+            lock = locks.setdefault(key, threading.Lock())
+        with lock:
+            current = kube.read_inference_service(*key)
+            if current is None or (current.get("metadata") or {}).get("deletionTimestamp"):
+                locks.pop(key, None)
+                return
+            _reconcile(current)
+
+    def _reconcile(body: dict[str, Any]) -> None:
         try:
             outcome = reconcile(kube, body, _now(), _emitter(body))
         except ApiException as exc:
-            kopf.event(
-                body,
-                type="Warning",
-                reason="ApplyFailed",
-                message=f"{exc.status} {exc.reason}: {str(exc.body)[:500]}",
-            )
+            _emitter(body)("Warning", "ApplyFailed", f"{exc.status} {exc.reason}: {exc.body}")
             raise kopf.TemporaryError(f"API error {exc.status}", delay=5) from exc
         if outcome.applied:
             log.info(
@@ -92,9 +105,35 @@ def build_registry(settings: Settings, kube: Kube) -> kopf.OperatorRegistry:
     def updated(body: Any, **_: Any) -> None:
         run(body)
 
-    @kopf.timer(*resource, interval=settings.interval_seconds, registry=registry)
-    def periodic(body: Any, **_: Any) -> None:
-        run(body)
+    # The periodic re-evaluation is our own loop, not a kopf timer: kopf puts a finalizer on
+    # every object that has a timer, and a stopped operator would then block deletions.
+    async def resync_forever() -> None:
+        while True:
+            await asyncio.sleep(settings.interval_seconds)
+            try:
+                items = await asyncio.to_thread(
+                    kube.list_inference_services,
+                    None if settings.clusterwide else list(settings.namespaces),
+                )
+            except ApiException as exc:
+                log.warning("resync: cannot list InferenceServices: %s %s", exc.status, exc.reason)
+                continue
+            for item in items:
+                try:
+                    await asyncio.to_thread(run, item)
+                except kopf.TemporaryError as exc:
+                    log.warning("resync: %s", exc)
+
+    tasks: list[asyncio.Task[None]] = []
+
+    @kopf.on.startup(registry=registry, id="resync-start")
+    async def start_resync(**_: Any) -> None:
+        tasks.append(asyncio.create_task(resync_forever(), name="tokenscale-resync"))
+
+    @kopf.on.cleanup(registry=registry)
+    async def stop_resync(**_: Any) -> None:
+        for task in tasks:
+            task.cancel()
 
     @kopf.on.event(
         "apps",
@@ -117,10 +156,7 @@ def build_registry(settings: Settings, kube: Kube) -> kopf.OperatorRegistry:
         )
         if owner is None:
             return
-        current = kube.read_inference_service(meta["namespace"], owner["name"])
-        if current is None or (current.get("metadata") or {}).get("deletionTimestamp"):
-            return  # being garbage-collected with its owner
-        run(current)
+        run({"metadata": {"namespace": meta["namespace"], "name": owner["name"]}})
 
     return registry
 

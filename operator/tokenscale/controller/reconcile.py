@@ -119,7 +119,9 @@ def reconcile(kube: Kube, body: Mapping[str, Any], now: str, emit: EventSink) ->
             "PodDisruptionBudget": kube.read_pdb,
         }[kind]
         live = reader(ns, name)
-        diff = differences(obj, live) if live is not None else ["(missing)"]
+        # the reader chose the type (a PDB may be served as policy/v1beta1 on old clusters)
+        body = {k: v for k, v in obj.items() if k not in ("apiVersion", "kind")}
+        diff = differences(body, live) if live is not None else ["(missing)"]
         if diff:
             applied = kube.apply(obj)
             outcome.applied.append(kind)

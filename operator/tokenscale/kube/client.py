@@ -1,5 +1,7 @@
 """Typed wrappers over the kubernetes client for what the operator does, with 409 retries."""
 
+import functools
+import json
 import logging
 import time
 from collections.abc import Callable
@@ -65,14 +67,65 @@ class Kube:
             raise
         return self._plain(obj)
 
+    def _raw(
+        self,
+        method: str,
+        path: str,
+        body: object = None,
+        content_type: str | None = None,
+        query: list[tuple[str, str]] | None = None,
+    ) -> dict[str, Any]:
+        """A JSON request on ``path`` with the client's credentials (for what the typed client
+        lacks); raises ApiException like the typed methods."""
+        headers = {"Accept": "application/json"}
+        if content_type:
+            headers["Content-Type"] = content_type
+        request = self.api.param_serialize(
+            method,
+            path,
+            query_params=query or [],
+            header_params=headers,
+            body=body,
+            auth_settings=["BearerToken"],
+        )
+        response = self.api.call_api(*request)
+        response.read()  # type: ignore[no-untyped-call]
+        if not 200 <= response.status < 300:
+            raise ApiException(http_resp=response)
+        return cast(dict[str, Any], json.loads(response.data or b"{}"))
+
+    @functools.cached_property
+    def pdb_api_version(self) -> str:
+        """``policy/v1`` where served (Kubernetes ≥ 1.21), else ``policy/v1beta1``."""
+        try:
+            self._raw("GET", "/apis/policy/v1")
+        except ApiException as exc:
+            if exc.status == 404:
+                return "policy/v1beta1"
+            raise
+        return "policy/v1"
+
+    def _pdb_path(self, namespace: str, name: str) -> str:
+        return f"/apis/{self.pdb_api_version}/namespaces/{namespace}/poddisruptionbudgets/{name}"
+
     def read_pdb(self, namespace: str, name: str) -> dict[str, Any] | None:
         try:
-            obj = self.policy.read_namespaced_pod_disruption_budget(name, namespace)
+            return self._raw("GET", self._pdb_path(namespace, name))
         except ApiException as exc:
             if exc.status == 404:
                 return None
             raise
-        return self._plain(obj)
+
+    def _apply_pdb(self, obj: dict[str, Any]) -> dict[str, Any]:
+        meta = obj["metadata"]
+        body = {**obj, "apiVersion": self.pdb_api_version}
+        return self._raw(
+            "PATCH",
+            self._pdb_path(meta["namespace"], meta["name"]),
+            body,
+            APPLY,
+            query=[("fieldManager", FIELD_MANAGER), ("force", "true")],
+        )
 
     def apply(self, obj: dict[str, Any]) -> dict[str, Any]:
         """Server-side apply as field manager ``tokenscale`` (force: we own these fields)."""
@@ -88,7 +141,7 @@ class Kube:
         elif kind == "Service":
             out = self.core.patch_namespaced_service(name, ns, obj, **kwargs)
         elif kind == "PodDisruptionBudget":
-            out = self.policy.patch_namespaced_pod_disruption_budget(name, ns, obj, **kwargs)
+            return self._apply_pdb(obj)
         else:  # pragma: no cover - the renderer makes only these
             raise ValueError(f"cannot apply {kind}")
         return self._plain(out)
@@ -104,6 +157,17 @@ class Kube:
                 return None
             raise
         return cast(dict[str, Any], obj)
+
+    def list_inference_services(self, namespaces: list[str] | None) -> list[dict[str, Any]]:
+        """Every InferenceService in ``namespaces`` (None: all namespaces)."""
+        if namespaces is None:
+            got = self.custom.list_cluster_custom_object(API_GROUP, API_VERSION, PLURAL)
+            return list(cast(dict[str, Any], got)["items"])
+        items: list[dict[str, Any]] = []
+        for ns in namespaces:
+            got = self.custom.list_namespaced_custom_object(API_GROUP, API_VERSION, ns, PLURAL)
+            items.extend(cast(dict[str, Any], got)["items"])
+        return items
 
     def patch_status(
         self,

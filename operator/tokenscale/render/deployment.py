@@ -80,7 +80,6 @@ def pod_template(name: str, spec: InferenceServiceSpec, plan: Plan, gpu: GpuSpec
         "command": ["vllm", "serve"],
         "args": engine_args(spec, plan),
         "ports": [{"name": "http", "containerPort": VLLM_PORT, "protocol": "TCP"}],
-        "env": env,
         "resources": _resources(spec, plan, gpu),
         "startupProbe": _probe(
             "/health",
@@ -90,6 +89,8 @@ def pod_template(name: str, spec: InferenceServiceSpec, plan: Plan, gpu: GpuSpec
         "readinessProbe": _probe("/health", 5, 3),
         "livenessProbe": _probe("/health", 10, 3),
     }
+    if env:
+        container["env"] = env
     if mounts:
         container["volumeMounts"] = mounts
     node_selector: dict[str, str] = {}

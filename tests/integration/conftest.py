@@ -1,0 +1,127 @@
+"""Fixtures: a real control plane (session), the CRD, a namespace per test, the operator."""
+
+import sys
+import uuid
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+from kubernetes import client, config
+
+from tests.support.cluster import ROOT, Cluster
+from tests.support.processes import Process
+
+CRD_FILE = ROOT / "crds" / "inferenceservices.tokenscale.io.yaml"
+GROUP, VERSION, PLURAL = "tokenscale.io", "v1alpha1", "inferenceservices"
+
+
+@pytest.fixture(scope="session")
+def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
+    c = Cluster(tmp_path_factory.mktemp("cluster"), crd_files=[CRD_FILE])
+    try:
+        c.start()
+        yield c
+    finally:
+        c.stop()
+
+
+@pytest.fixture(scope="session")
+def api(cluster: Cluster) -> client.ApiClient:
+    return config.new_client_from_config(config_file=str(cluster.kubeconfig()))
+
+
+@pytest.fixture(scope="session")
+def crd(api: client.ApiClient) -> dict[str, Any]:
+    """The committed CRD, installed by the cluster fixture before the controller manager."""
+    body: dict[str, Any] = yaml.safe_load(CRD_FILE.read_text())
+    return body
+
+
+@pytest.fixture
+def namespace(api: client.ApiClient, crd: dict[str, Any]) -> Iterator[str]:
+    name = f"t-{uuid.uuid4().hex[:8]}"
+    core = client.CoreV1Api(api)
+    core.create_namespace({"metadata": {"name": name}})
+    yield name
+    core.delete_namespace(name)
+
+
+@pytest.fixture
+def start_operator(cluster: Cluster, tmp_path: Path) -> Iterator[Callable[..., Process]]:
+    started: list[Process] = []
+
+    def start(namespace: str, *extra: str, name: str = "operator") -> Process:
+        proc = Process(
+            f"{name}-{len(started)}",
+            [
+                sys.executable,
+                "-m",
+                "tokenscale",
+                "run",
+                "--kubeconfig",
+                str(cluster.kubeconfig()),
+                "--namespace",
+                namespace,
+                "--interval",
+                "2",
+                *extra,
+            ],
+            tmp_path,
+        )
+        started.append(proc)
+        return proc
+
+    yield start
+    for proc in started:
+        proc.stop()
+
+
+class Objects:
+    """Small helpers over the API for the tests."""
+
+    def __init__(self, api: client.ApiClient, namespace: str) -> None:
+        self.ns = namespace
+        self.custom = client.CustomObjectsApi(api)
+        self.apps = client.AppsV1Api(api)
+        self.core = client.CoreV1Api(api)
+        self.policy = client.PolicyV1Api(api)
+
+    def create(self, manifest: dict[str, Any]) -> dict[str, Any]:
+        body = {**manifest, "metadata": {**manifest["metadata"], "namespace": self.ns}}
+        return dict(
+            self.custom.create_namespaced_custom_object(GROUP, VERSION, self.ns, PLURAL, body)
+        )
+
+    def get(self, name: str) -> dict[str, Any]:
+        return dict(self.custom.get_namespaced_custom_object(GROUP, VERSION, self.ns, PLURAL, name))
+
+    def patch_spec(self, name: str, spec_patch: dict[str, Any]) -> None:
+        self.custom.patch_namespaced_custom_object(
+            GROUP, VERSION, self.ns, PLURAL, name, {"spec": spec_patch}
+        )
+
+    def delete(self, name: str) -> None:
+        self.custom.delete_namespaced_custom_object(GROUP, VERSION, self.ns, PLURAL, name)
+
+    def deployment(self, name: str) -> Any:
+        try:
+            return self.apps.read_namespaced_deployment(name, self.ns)
+        except client.exceptions.ApiException as exc:
+            if exc.status == 404:
+                return None
+            raise
+
+    def condition(self, name: str, ctype: str) -> dict[str, Any] | None:
+        conditions = (self.get(name).get("status") or {}).get("conditions") or []
+        return next((c for c in conditions if c["type"] == ctype), None)
+
+    def events(self, name: str) -> list[Any]:
+        items = self.core.list_namespaced_event(self.ns).items
+        return [e for e in items if e.involved_object.name == name]
+
+
+@pytest.fixture
+def objects(api: client.ApiClient, namespace: str) -> Objects:
+    return Objects(api, namespace)

@@ -1,0 +1,280 @@
+"""The operator against a real kube-apiserver + etcd + kube-controller-manager."""
+
+import time
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+import yaml
+from kubernetes import client
+
+from tests.helpers import EXAMPLES, manifest
+from tests.integration.conftest import GROUP, PLURAL, VERSION, Objects
+from tests.support.processes import Process, wait_for
+from tokenscale.api.manifest import parse_manifests
+from tokenscale.kube.client import Kube
+from tokenscale.planning import plan_service
+
+pytestmark = pytest.mark.integration
+HASH = "tokenscale.io/config-hash"
+
+
+def _args(dep: Any) -> dict[str, str]:
+    args = dep.spec.template.spec.containers[0].args
+    return {args[i]: args[i + 1] for i in range(len(args) - 1) if args[i].startswith("--")}
+
+
+def _wait_deployment(objects: Objects, name: str, op: Process, timeout: float = 60) -> Any:
+    def exists() -> bool:
+        if not op.alive():
+            raise RuntimeError(f"operator exited:\n{op.tail()}")
+        return objects.deployment(name) is not None
+
+    wait_for(exists, timeout, f"Deployment {name}")
+    return objects.deployment(name)
+
+
+def test_crd_is_served_with_scale_subresource_and_columns(
+    api: client.ApiClient, crd: dict[str, Any]
+) -> None:
+    got = client.ApiextensionsV1Api(api).read_custom_resource_definition(crd["metadata"]["name"])
+    version = got.spec.versions[0]
+    assert version.subresources.scale.spec_replicas_path == ".spec.scaling.replicas"
+    assert "infsvc" in got.spec.names.short_names
+    assert [c.name for c in version.additional_printer_columns][:3] == ["Model", "GPU", "TP"]
+
+
+def test_every_example_reconciles_to_its_plan(
+    objects: Objects, namespace: str, start_operator: Callable[..., Process]
+) -> None:
+    op = start_operator(namespace)
+    for example in EXAMPLES:
+        objects.create(yaml.safe_load(example.read_text()))
+    for example in EXAMPLES:
+        service = parse_manifests(example.read_text())[0]
+        plan = plan_service(service.spec, service.metadata.name)
+        dep = _wait_deployment(objects, service.metadata.name, op)
+        flags = _args(dep)
+        assert flags["--tensor-parallel-size"] == str(plan.tensor_parallel_size), example.stem
+        assert flags["--max-model-len"] == str(plan.max_model_len)
+        limits = dep.spec.template.spec.containers[0].resources.limits
+        assert limits["nvidia.com/gpu"] == str(plan.tensor_parallel_size)
+        assert dep.spec.replicas == plan.replicas.total
+        assert dep.metadata.owner_references[0].kind == "InferenceService"
+        assert objects.core.read_namespaced_service(service.metadata.name, namespace)
+        wait_for(
+            lambda n=service.metadata.name: (
+                (objects.get(n).get("status") or {}).get("plan") is not None
+            ),
+            30,
+            "status.plan",
+        )
+        status = objects.get(service.metadata.name)["status"]
+        assert status["plan"]["bindingConstraint"] == plan.binding_constraint
+        assert status["replicas"] == plan.replicas.total
+        assert status["selector"].startswith("app.kubernetes.io/instance=")
+        assert {c["type"] for c in status["conditions"]} == {
+            "Ready",
+            "PlanFeasible",
+            "DeploymentAvailable",
+            "MetricsAvailable",
+        }
+        assert objects.condition(service.metadata.name, "PlanFeasible")["status"] == "True"
+        assert objects.condition(service.metadata.name, "MetricsAvailable")["status"] == "Unknown"
+    created = [
+        e for e in objects.core.list_namespaced_event(namespace).items if e.reason == "Created"
+    ]
+    assert len(created) >= len(EXAMPLES)
+
+
+@pytest.mark.parametrize(
+    ("patch", "field"),
+    [
+        ({"hardware": {"tensorParallelSize": 3}}, "spec.hardware.tensorParallelSize"),
+        ({"workload": {"rps": {"mean": -1}}}, "spec.workload.rps.mean"),
+        ({"model": {"weightDtype": "fp4"}}, "spec.model.weightDtype"),
+    ],
+)
+def test_schema_invalid_resource_is_rejected_naming_the_field(
+    objects: Objects, patch: dict[str, Any], field: str
+) -> None:
+    with pytest.raises(client.exceptions.ApiException) as exc:
+        objects.create(manifest(**patch))
+    assert exc.value.status == 422
+    assert field in exc.value.body
+
+
+@pytest.mark.parametrize(
+    ("patch", "reason", "text"),
+    [
+        (
+            {
+                "model": {"name": "Qwen/Qwen2.5-7B-Instruct", "catalog": "qwen2.5-7b"},
+                "hardware": {"tensorParallelSize": 8},
+            },
+            "InvalidSpec",
+            "spec.hardware.tensorParallelSize: 8 is invalid for this model: attentionHeads=28",
+        ),
+        (
+            {
+                "model": {"name": "meta-llama/Llama-3.1-405B", "catalog": "llama-3.1-405b"},
+                "hardware": {"gpu": "L4-24GB", "tensorParallelSize": "auto"},
+            },
+            "Infeasible",
+            "does not fit at any TP",
+        ),
+    ],
+)
+def test_plan_invalid_resource_gets_condition_event_and_no_deployment(
+    objects: Objects,
+    namespace: str,
+    start_operator: Callable[..., Process],
+    patch: dict[str, Any],
+    reason: str,
+    text: str,
+) -> None:
+    start_operator(namespace)
+    objects.create(manifest(**patch))
+    wait_for(
+        lambda: (objects.condition("test", "PlanFeasible") or {}).get("status") == "False",
+        30,
+        "PlanFeasible=False",
+    )
+    cond = objects.condition("test", "PlanFeasible")
+    assert cond is not None
+    assert cond["reason"] == reason
+    assert text in cond["message"]
+    wait_for(
+        lambda: any(e.reason == reason and e.type == "Warning" for e in objects.events("test")),
+        15,
+        "Warning event",
+    )
+    time.sleep(6)  # three timer periods: still no Deployment, and no event storm
+    assert objects.deployment("test") is None
+    warnings = [e for e in objects.events("test") if e.reason == reason]
+    assert sum(e.count or 1 for e in warnings) == 1
+
+
+def test_config_change_rolls_replica_change_does_not(
+    objects: Objects, namespace: str, start_operator: Callable[..., Process]
+) -> None:
+    op = start_operator(namespace)
+    objects.create(manifest())
+    first = _wait_deployment(objects, "test", op)
+    h1 = first.spec.template.metadata.annotations[HASH]
+    objects.patch_spec("test", {"scaling": {"replicas": 5}})
+    wait_for(lambda: objects.deployment("test").spec.replicas == 5, 30, "scaled to 5")
+    assert objects.deployment("test").spec.template.metadata.annotations[HASH] == h1
+    objects.patch_spec("test", {"serving": {"maxNumSeqs": 64}})
+    wait_for(lambda: _args(objects.deployment("test"))["--max-num-seqs"] == "64", 30, "new args")
+    dep = objects.deployment("test")
+    assert dep.spec.template.metadata.annotations[HASH] != h1
+    assert dep.spec.replicas == 5
+    reasons = {e.reason for e in objects.events("test")}
+    assert {"Created", "Scaled", "ConfigChanged"} <= reasons
+
+
+def test_kubectl_scale_pins_replicas_through_the_scale_subresource(
+    api: client.ApiClient, objects: Objects, namespace: str, start_operator: Callable[..., Process]
+) -> None:
+    op = start_operator(namespace)
+    objects.create(manifest())
+    _wait_deployment(objects, "test", op)
+    custom = client.CustomObjectsApi(api)
+    custom.patch_namespaced_custom_object_scale(
+        GROUP, VERSION, namespace, PLURAL, "test", {"spec": {"replicas": 3}}
+    )
+    wait_for(lambda: objects.deployment("test").spec.replicas == 3, 30, "scaled to 3")
+    scale = custom.get_namespaced_custom_object_scale(GROUP, VERSION, namespace, PLURAL, "test")
+    wait_for(
+        lambda: (
+            custom.get_namespaced_custom_object_scale(GROUP, VERSION, namespace, PLURAL, "test")[
+                "status"
+            ]["replicas"]
+            == 3
+        ),
+        30,
+        "status",
+    )
+    assert scale["status"]["selector"]
+
+
+def test_manual_drift_is_undone(
+    objects: Objects, namespace: str, start_operator: Callable[..., Process]
+) -> None:
+    op = start_operator(namespace)
+    objects.create(manifest())
+    dep = _wait_deployment(objects, "test", op)
+    want_replicas, want_args = dep.spec.replicas, dep.spec.template.spec.containers[0].args
+    objects.apps.patch_namespaced_deployment("test", namespace, {"spec": {"replicas": 9}})
+    wait_for(
+        lambda: objects.deployment("test").spec.replicas == want_replicas, 30, "replicas restored"
+    )
+    container = {
+        "name": "vllm",
+        "args": ["--model", "other"],
+        "resources": {"limits": {"nvidia.com/gpu": "2"}, "requests": {"nvidia.com/gpu": "2"}},
+    }
+    objects.apps.patch_namespaced_deployment(
+        "test", namespace, {"spec": {"template": {"spec": {"containers": [container]}}}}
+    )
+    wait_for(
+        lambda: objects.deployment("test").spec.template.spec.containers[0].args == want_args,
+        30,
+        "args restored",
+    )
+    limits = objects.deployment("test").spec.template.spec.containers[0].resources.limits
+    assert limits["nvidia.com/gpu"] == "1"
+    assert any(e.reason == "DriftCorrected" for e in objects.events("test"))
+
+
+def test_deleting_the_resource_garbage_collects_its_objects(
+    objects: Objects, namespace: str, start_operator: Callable[..., Process]
+) -> None:
+    op = start_operator(namespace)
+    objects.create(manifest())
+    _wait_deployment(objects, "test", op)
+    op.stop()  # garbage collection is the API's job, not the operator's
+    objects.delete("test")
+
+    kube = Kube(objects.apps.api_client)
+
+    def gone() -> bool:
+        if objects.deployment("test") is not None:
+            return False
+        services = objects.core.list_namespaced_service(namespace).items
+        return not services and kube.read_pdb(namespace, "test") is None
+
+    wait_for(gone, 60, "owned objects garbage-collected")
+
+
+def test_restarting_the_operator_changes_nothing(
+    objects: Objects, namespace: str, start_operator: Callable[..., Process]
+) -> None:
+    op = start_operator(namespace)
+    objects.create(manifest())
+    _wait_deployment(objects, "test", op)
+    wait_for(
+        lambda: (objects.get("test").get("status") or {}).get("replicas") is not None, 30, "status"
+    )
+    time.sleep(5)  # let the ReplicaSet controller settle the Deployment's status
+    before = objects.deployment("test").metadata.resource_version
+    svc_before = objects.core.read_namespaced_service("test", namespace).metadata.resource_version
+    op.stop()
+    again = start_operator(namespace, name="restarted")
+    time.sleep(8)  # resume + several timer periods
+    assert again.alive(), again.tail()
+    assert objects.deployment("test").metadata.resource_version == before
+    assert objects.core.read_namespaced_service("test", namespace).metadata.resource_version == (
+        svc_before
+    )
+
+
+def test_a_409_conflict_is_retried(api: client.ApiClient, objects: Objects) -> None:
+    objects.create(manifest())
+    stale = objects.get("test")["metadata"]["resourceVersion"]
+    objects.patch_spec("test", {"scaling": {"minReplicas": 2}})  # moves resourceVersion on
+    kube = Kube(api)
+    written = kube.patch_status(objects.ns, "test", {"replicas": 4}, resource_version=stale)
+    assert written["status"]["replicas"] == 4
+    assert objects.get("test")["status"]["replicas"] == 4

@@ -1,0 +1,197 @@
+"""A real Kubernetes control plane for the tests: etcd, kube-apiserver, kube-controller-manager.
+
+The binaries come from ``scripts/kube-test-env.sh`` (built once from Debian's Kubernetes 1.20
+source, then cached). The API server authenticates static bearer tokens; ``authorization``
+is AlwaysAllow or RBAC. The controller manager runs the garbage collector and the Deployment
+and ReplicaSet controllers (pods stay Pending: there is no scheduler or kubelet).
+"""
+
+import subprocess
+import textwrap
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import requests
+import yaml
+
+from tests.support.processes import Process, free_port, wait_for
+
+ROOT = Path(__file__).resolve().parents[2]
+ADMIN_TOKEN = "tokenscale-admin-token"
+
+
+def kube_bin_dir() -> Path:
+    out = subprocess.run(
+        ["bash", str(ROOT / "scripts" / "kube-test-env.sh")],
+        check=True,
+        capture_output=True,
+        text=True,
+    )
+    return Path(out.stdout.strip().splitlines()[-1])
+
+
+@dataclass
+class Cluster:
+    workdir: Path
+    authorization: str = "AlwaysAllow"
+    extra_tokens: dict[str, tuple[str, str]] = field(default_factory=dict)
+    """token → (user, group) for other identities (RBAC tests)."""
+    crd_files: list[Path] = field(default_factory=list)
+    """Installed before the controller manager starts, so its garbage collector knows them."""
+    processes: list[Process] = field(default_factory=list)
+    port: int = 0
+
+    @property
+    def server(self) -> str:
+        return f"https://127.0.0.1:{self.port}"
+
+    @property
+    def ca(self) -> Path:
+        """The API server's self-signed serving certificate (generated into --cert-dir)."""
+        return self.workdir / "certs" / "apiserver.crt"
+
+    def kubeconfig(self, token: str = ADMIN_TOKEN, name: str = "admin") -> Path:
+        path = self.workdir / f"kubeconfig-{name}"
+        path.write_text(
+            textwrap.dedent(f"""\
+            apiVersion: v1
+            kind: Config
+            clusters:
+            - name: test
+              cluster: {{server: "{self.server}", certificate-authority: "{self.ca}"}}
+            users:
+            - name: {name}
+              user: {{token: "{token}"}}
+            contexts:
+            - name: test
+              context: {{cluster: test, user: {name}, namespace: default}}
+            current-context: test
+            """)
+        )
+        return path
+
+    def start(self) -> "Cluster":
+        bins = kube_bin_dir()
+        w = self.workdir
+        (w / "certs").mkdir(parents=True, exist_ok=True)
+        key = w / "sa.key"
+        subprocess.run(
+            ["openssl", "genrsa", "-out", str(key), "2048"], check=True, capture_output=True
+        )
+        subprocess.run(
+            ["openssl", "rsa", "-in", str(key), "-pubout", "-out", str(w / "sa.pub")],
+            check=True,
+            capture_output=True,
+        )
+        tokens = [f"{ADMIN_TOKEN},admin,admin,system:masters"]
+        for token, (user, group) in self.extra_tokens.items():
+            tokens.append(f'{token},{user},{user},"{group}"')
+        (w / "tokens.csv").write_text("\n".join(tokens) + "\n")
+
+        client_port, peer_port = free_port(), free_port()
+        etcd_url = f"http://127.0.0.1:{client_port}"
+        etcd = Process(
+            "etcd",
+            [
+                "etcd",
+                "--data-dir",
+                str(w / "etcd"),
+                "--listen-client-urls",
+                etcd_url,
+                "--advertise-client-urls",
+                etcd_url,
+                "--listen-peer-urls",
+                f"http://127.0.0.1:{peer_port}",
+                "--initial-advertise-peer-urls",
+                f"http://127.0.0.1:{peer_port}",
+                "--initial-cluster",
+                f"default=http://127.0.0.1:{peer_port}",
+            ],
+            w,
+            env={"ETCD_UNSUPPORTED_ARCH": "", "ETCD_LOG_LEVEL": "warn"},
+        )
+        self.processes.append(etcd)
+        wait_for(lambda: requests.get(f"{etcd_url}/health", timeout=1).ok, 30, "etcd")
+
+        self.port = free_port()
+        apiserver = Process(
+            "kube-apiserver",
+            [
+                str(bins / "kube-apiserver"),
+                f"--etcd-servers={etcd_url}",
+                "--bind-address=127.0.0.1",
+                "--advertise-address=127.0.0.1",
+                f"--secure-port={self.port}",
+                f"--cert-dir={w / 'certs'}",
+                f"--token-auth-file={w / 'tokens.csv'}",
+                f"--authorization-mode={self.authorization}",
+                f"--service-account-key-file={w / 'sa.pub'}",
+                f"--service-account-signing-key-file={key}",
+                "--service-account-issuer=https://kubernetes.default.svc",
+                "--service-cluster-ip-range=10.96.0.0/24",
+                "--disable-admission-plugins=ServiceAccount",
+                "--enable-priority-and-fairness=false",
+                "--logtostderr=true",
+                "--v=1",
+            ],
+            w,
+        )
+        self.processes.append(apiserver)
+
+        def ready() -> bool:
+            if not apiserver.alive():
+                raise RuntimeError(f"kube-apiserver exited:\n{apiserver.tail()}")
+            if not self.ca.exists():
+                return False
+            r = requests.get(
+                f"{self.server}/readyz",
+                verify=str(self.ca),
+                timeout=2,
+                headers={"Authorization": f"Bearer {ADMIN_TOKEN}"},
+            )
+            return r.status_code == 200
+
+        wait_for(ready, 90, "kube-apiserver")
+        self._install_crds()
+        manager = Process(
+            "kube-controller-manager",
+            [
+                str(bins / "kube-controller-manager"),
+                f"--kubeconfig={self.kubeconfig()}",
+                "--leader-elect=false",
+                "--bind-address=127.0.0.1",
+                f"--secure-port={free_port()}",
+                "--port=0",
+                "--controllers=garbagecollector,deployment,replicaset,namespace",
+                "--concurrent-gc-syncs=5",
+                "--logtostderr=true",
+                "--v=1",
+            ],
+            w,
+        )
+        self.processes.append(manager)
+        return self
+
+    def _install_crds(self) -> None:
+        from kubernetes import client, config  # noqa: PLC0415 - only needed here
+
+        api = config.new_client_from_config(config_file=str(self.kubeconfig()))
+        ext = client.ApiextensionsV1Api(api)
+        for path in self.crd_files:
+            body = yaml.safe_load(path.read_text())
+            ext.create_custom_resource_definition(body)
+
+            def established(name: str = body["metadata"]["name"]) -> bool:
+                got = ext.read_custom_resource_definition(name)
+                return any(
+                    c.type == "Established" and c.status == "True"
+                    for c in got.status.conditions or []
+                )
+
+            wait_for(established, 30, f"CRD {path.name} established")
+
+    def stop(self) -> None:
+        # the API server before etcd: the reverse order hangs the API server
+        for process in reversed(self.processes):
+            process.stop()
+        self.processes.clear()

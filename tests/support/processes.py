@@ -1,0 +1,73 @@
+"""Start and stop real server processes for the tests; wait for readiness by polling."""
+
+import contextlib
+import os
+import signal
+import socket
+import subprocess
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+
+def free_port() -> int:
+    with contextlib.closing(socket.socket(socket.AF_INET, socket.SOCK_STREAM)) as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def wait_for(
+    check: Callable[[], bool], timeout_s: float, what: str, interval_s: float = 0.2
+) -> None:
+    deadline = time.monotonic() + timeout_s
+    last: Exception | None = None
+    while time.monotonic() < deadline:
+        try:
+            if check():
+                return
+        except Exception as exc:
+            last = exc
+        time.sleep(interval_s)
+    raise TimeoutError(f"{what} not ready after {timeout_s:.0f}s (last error: {last})")
+
+
+class Process:
+    """A child process with its output in a log file, stopped with SIGTERM then SIGKILL."""
+
+    def __init__(
+        self, name: str, args: list[str], log_dir: Path, env: dict[str, str] | None = None
+    ) -> None:
+        self.name = name
+        self.log_path = log_dir / f"{name}.log"
+        self._log = self.log_path.open("ab")
+        self.proc = subprocess.Popen(
+            args,
+            stdout=self._log,
+            stderr=subprocess.STDOUT,
+            env={**os.environ, **(env or {})},
+            start_new_session=True,
+        )
+
+    def alive(self) -> bool:
+        return self.proc.poll() is None
+
+    def tail(self, lines: int = 40) -> str:
+        return "\n".join(self.log_path.read_text(errors="replace").splitlines()[-lines:])
+
+    def stop(self, timeout_s: float = 15) -> None:
+        if self.proc.poll() is None:
+            os.killpg(self.proc.pid, signal.SIGTERM)
+            try:
+                self.proc.wait(timeout_s)
+            except subprocess.TimeoutExpired:
+                os.killpg(self.proc.pid, signal.SIGKILL)
+                self.proc.wait(5)
+        self._log.close()
+
+
+@contextlib.contextmanager
+def running(process: Process) -> Iterator[Process]:
+    try:
+        yield process
+    finally:
+        process.stop()
