@@ -21,11 +21,11 @@ mkdir -p "$CACHE" "$BIN"
 log() { echo "[kube-test-env] $*" >&2; }
 
 export DEBIAN_FRONTEND=noninteractive
-if ! command -v go >/dev/null || ! command -v etcd >/dev/null \
+if ! command -v go >/dev/null || ! command -v etcd >/dev/null || ! command -v openssl >/dev/null \
    || [[ ! -d /usr/share/gocode/src/github.com/modern-go/reflect2 ]]; then
   log "installing golang, etcd and Go sources from Debian"
   apt-get update -qq >&2
-  apt-get install -y -qq --no-install-recommends golang-go etcd-server \
+  apt-get install -y -qq --no-install-recommends golang-go etcd-server openssl ca-certificates \
     golang-github-modern-go-reflect2-dev golang-github-json-iterator-go-dev >&2
 fi
 

@@ -13,4 +13,6 @@ python -m pip install --quiet -e '.[test]'
 echo "== ruff";          ruff check operator tests benchmarks && ruff format --check operator tests benchmarks
 echo "== mypy --strict"; mypy
 echo "== import layers"; lint-imports
+echo "== test control plane (kube-apiserver, etcd, kube-controller-manager; cached)"
+bash scripts/kube-test-env.sh
 echo "== pytest";        python -m pytest "$@"
