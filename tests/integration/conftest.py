@@ -1,6 +1,5 @@
 """Fixtures: a real control plane (session), the CRD, a namespace per test, the operator."""
 
-import sys
 import uuid
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -53,23 +52,7 @@ def start_operator(cluster: Cluster, tmp_path: Path) -> Iterator[Callable[..., P
     started: list[Process] = []
 
     def start(namespace: str, *extra: str, name: str = "operator") -> Process:
-        proc = Process(
-            f"{name}-{len(started)}",
-            [
-                sys.executable,
-                "-m",
-                "tokenscale",
-                "run",
-                "--kubeconfig",
-                str(cluster.kubeconfig()),
-                "--namespace",
-                namespace,
-                "--interval",
-                "2",
-                *extra,
-            ],
-            tmp_path,
-        )
+        proc = cluster.operator(f"{name}-{len(started)}", namespace, 2, tmp_path, *extra)
         started.append(proc)
         return proc
 

@@ -61,7 +61,11 @@ def test_every_example_reconciles_to_its_plan(
         assert limits["nvidia.com/gpu"] == str(plan.tensor_parallel_size)
         assert dep.spec.replicas == plan.replicas.total
         assert dep.metadata.owner_references[0].kind == "InferenceService"
-        assert objects.core.read_namespaced_service(service.metadata.name, namespace)
+        wait_for(
+            lambda n=service.metadata.name: objects.core.read_namespaced_service(n, namespace),
+            30,
+            "Service",
+        )
         wait_for(
             lambda n=service.metadata.name: (
                 (objects.get(n).get("status") or {}).get("plan") is not None

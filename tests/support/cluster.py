@@ -7,6 +7,7 @@ and ReplicaSet controllers (pods stay Pending: there is no scheduler or kubelet)
 """
 
 import subprocess
+import sys
 import textwrap
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -189,6 +190,28 @@ class Cluster:
                 )
 
             wait_for(established, 30, f"CRD {path.name} established")
+
+    def operator(
+        self, name: str, namespace: str, interval_s: float, log_dir: Path, *extra: str
+    ) -> Process:
+        """``tokenscale run`` as a real process against this cluster, watching one namespace."""
+        return Process(
+            name,
+            [
+                sys.executable,
+                "-m",
+                "tokenscale",
+                "run",
+                "--kubeconfig",
+                str(self.kubeconfig()),
+                "--namespace",
+                namespace,
+                "--interval",
+                f"{interval_s:g}",
+                *extra,
+            ],
+            log_dir,
+        )
 
     def stop(self) -> None:
         # the API server before etcd: the reverse order hangs the API server

@@ -58,6 +58,24 @@ def _llama(
     return cfg
 
 
+def _qwen2(layers: int, hidden: int, heads: int, kv: int, inter: int) -> dict[str, Any]:
+    """Qwen2.5 dense (QKV bias, 32k context, the 128k sliding window switched off)."""
+    return {
+        "model_type": "qwen2",
+        "num_hidden_layers": layers,
+        "hidden_size": hidden,
+        "num_attention_heads": heads,
+        "num_key_value_heads": kv,
+        "intermediate_size": inter,
+        "vocab_size": 152064,
+        "max_position_embeddings": 32768,
+        "sliding_window": 131072,
+        "use_sliding_window": False,
+        "tie_word_embeddings": False,
+        "torch_dtype": "bfloat16",
+    }
+
+
 _HF = "config.json of {} on the Hugging Face Hub; parameter count from its model card"
 
 MODEL_CATALOG: dict[str, ModelEntry] = {
@@ -110,40 +128,14 @@ MODEL_CATALOG: dict[str, ModelEntry] = {
         ),
         ModelEntry(
             "qwen2.5-7b",
-            {
-                "model_type": "qwen2",
-                "num_hidden_layers": 28,
-                "hidden_size": 3584,
-                "num_attention_heads": 28,
-                "num_key_value_heads": 4,
-                "intermediate_size": 18944,
-                "vocab_size": 152064,
-                "max_position_embeddings": 32768,
-                "sliding_window": 131072,
-                "use_sliding_window": False,
-                "tie_word_embeddings": False,
-                "torch_dtype": "bfloat16",
-            },
+            _qwen2(28, 3584, 28, 4, 18944),
             _HF.format("Qwen/Qwen2.5-7B-Instruct"),
             7.62e9,
             aliases=("Qwen/Qwen2.5-7B", "Qwen/Qwen2.5-7B-Instruct"),
         ),
         ModelEntry(
             "qwen2.5-72b",
-            {
-                "model_type": "qwen2",
-                "num_hidden_layers": 80,
-                "hidden_size": 8192,
-                "num_attention_heads": 64,
-                "num_key_value_heads": 8,
-                "intermediate_size": 29568,
-                "vocab_size": 152064,
-                "max_position_embeddings": 32768,
-                "sliding_window": 131072,
-                "use_sliding_window": False,
-                "tie_word_embeddings": False,
-                "torch_dtype": "bfloat16",
-            },
+            _qwen2(80, 8192, 64, 8, 29568),
             _HF.format("Qwen/Qwen2.5-72B-Instruct"),
             72.7e9,
             aliases=("Qwen/Qwen2.5-72B", "Qwen/Qwen2.5-72B-Instruct"),

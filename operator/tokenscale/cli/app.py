@@ -213,6 +213,14 @@ def run(
             help="Kubeconfig file; in-cluster credentials otherwise.",
         ),
     ] = None,
+    log_level: Annotated[
+        str,
+        typer.Option(
+            "--log-level",
+            envvar="TOKENSCALE_LOG_LEVEL",
+            help="Level of tokenscale's own logs (kopf logs at INFO).",
+        ),
+    ] = "INFO",
     liveness: Annotated[
         str | None,
         typer.Option(
@@ -240,6 +248,7 @@ def run(
         Console(stderr=True).print(f"[red]error:[/] {exc}")
         raise typer.Exit(2) from exc
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s %(message)s")
+    logging.getLogger("tokenscale").setLevel(log_level.upper())
     run_operator(settings)
 
 

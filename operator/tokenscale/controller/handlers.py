@@ -8,6 +8,7 @@ server with a structural status schema) and runs standalone unless peering is as
 import asyncio
 import logging
 import threading
+import time
 from datetime import UTC, datetime
 from typing import Any, cast
 
@@ -58,11 +59,18 @@ def build_registry(settings: Settings, kube: Kube) -> kopf.OperatorRegistry:
             _reconcile(current)
 
     def _reconcile(body: dict[str, Any]) -> None:
+        started = time.perf_counter()
         try:
             outcome = reconcile(kube, body, _now(), _emitter(body))
         except ApiException as exc:
             _emitter(body)("Warning", "ApplyFailed", f"{exc.status} {exc.reason}: {exc.body}")
             raise kopf.TemporaryError(f"API error {exc.status}", delay=5) from exc
+        log.debug(
+            "reconciled %s/%s in %.1f ms",
+            body["metadata"]["namespace"],
+            body["metadata"]["name"],
+            (time.perf_counter() - started) * 1e3,
+        )
         if outcome.applied:
             log.info(
                 "%s/%s: applied %s",

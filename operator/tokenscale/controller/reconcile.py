@@ -27,7 +27,7 @@ from tokenscale.kube.drift import differences
 from tokenscale.planning import Plan, plan_service
 from tokenscale.render import Owner, render_bundle, selector_string
 from tokenscale.render.labels import CONFIG_HASH_ANNOTATION
-from tokenscale.scaling import decide_plan_only
+from tokenscale.scaling import Decision, decide_plan_only
 
 log = logging.getLogger(__name__)
 
@@ -110,6 +110,8 @@ def reconcile(kube: Kube, body: Mapping[str, Any], now: str, emit: EventSink) ->
     decision = decide_plan_only(plan, service.spec.scaling.replicas)
     bundle = render_bundle(name, ns, service.spec, plan, decision.replicas, Owner(name, uid))
     outcome = Outcome(feasible=True, replicas=decision.replicas)
+    status, previous = _previous(body)
+    previous_decision = status.get("decidedReplicas")
     live_deployment = None
     for obj in bundle.objects:
         kind = obj["kind"]
@@ -125,14 +127,13 @@ def reconcile(kube: Kube, body: Mapping[str, Any], now: str, emit: EventSink) ->
         if diff:
             applied = kube.apply(obj)
             outcome.applied.append(kind)
-            _announce(kind, obj, live, diff, decision.reason, emit, outcome)
+            _announce(kind, obj, live, diff, decision, previous_decision, emit, outcome)
             live = applied
         if kind == "Deployment":
             live_deployment = live
 
-    status, previous = _previous(body)
     observed = observe_deployment(live_deployment)
-    scaled = status.get("decidedReplicas") != decision.replicas
+    scaled = previous_decision != decision.replicas
     new_status = {
         "observedGeneration": gen,
         "replicas": decision.replicas,
@@ -174,37 +175,38 @@ def _announce(
     desired: dict[str, Any],
     live: dict[str, Any] | None,
     diff: list[str],
-    reason: str,
+    decision: Decision,
+    previous_decision: int | None,
     emit: EventSink,
     outcome: Outcome,
 ) -> None:
+    """One event per reason: created, configuration rolled, scaled by a new decision, or a
+    manual change undone (live replicas that differ from an unchanged decision are drift)."""
+
     def say(type_: str, why: str, message: str) -> None:
         emit(type_, why, message)
         outcome.events.append((type_, why, message))
 
     if live is None:
-        extra = f" with {desired['spec']['replicas']} replicas" if kind == "Deployment" else ""
+        extra = f" with {decision.replicas} replicas" if kind == "Deployment" else ""
         say("Normal", "Created", f"Created {kind} {desired['metadata']['name']}{extra}")
         return
     if kind != "Deployment":
-        say("Normal", "Updated", f"Updated {kind}: {', '.join(diff[:5])}")
+        say("Warning", "DriftCorrected", f"Undid changes to {kind}: {', '.join(diff[:5])}")
         return
-    old_replicas = (live.get("spec") or {}).get("replicas")
-    new_replicas = desired["spec"]["replicas"]
     old_hash = ((live.get("metadata") or {}).get("annotations") or {}).get(CONFIG_HASH_ANNOTATION)
-    if old_hash != desired["metadata"]["annotations"][CONFIG_HASH_ANNOTATION]:
+    new_hash = desired["metadata"]["annotations"][CONFIG_HASH_ANNOTATION]
+    reconfigured = old_hash != new_hash
+    rescaled = previous_decision is not None and previous_decision != decision.replicas
+    if reconfigured:
         say(
             "Normal",
             "ConfigChanged",
-            "Rolling out a new vLLM configuration "
-            f"({old_hash} → {desired['metadata']['annotations'][CONFIG_HASH_ANNOTATION]})",
+            f"Rolling out a new vLLM configuration ({old_hash} → {new_hash})",
         )
-    elif old_replicas != new_replicas:
-        say("Normal", "Scaled", f"Scaled {old_replicas}→{new_replicas}: {reason}")
-    else:
+    if rescaled:
+        say(
+            "Normal", "Scaled", f"Scaled {previous_decision}→{decision.replicas}: {decision.reason}"
+        )
+    if not reconfigured and not rescaled:
         say("Warning", "DriftCorrected", f"Undid manual changes to {', '.join(diff[:5])}")
-    if (
-        old_replicas != new_replicas
-        and old_hash != desired["metadata"]["annotations"][CONFIG_HASH_ANNOTATION]
-    ):
-        say("Normal", "Scaled", f"Scaled {old_replicas}→{new_replicas}: {reason}")

@@ -33,6 +33,16 @@ def retry_on_conflict(fn: Callable[[], T], attempts: int = 5, backoff_s: float =
     raise AssertionError("unreachable")  # pragma: no cover
 
 
+def _or_none(read: Callable[[], dict[str, Any]]) -> dict[str, Any] | None:
+    """The object, or None when it does not exist (404); other errors propagate."""
+    try:
+        return read()
+    except ApiException as exc:
+        if exc.status == 404:
+            return None
+        raise
+
+
 class Kube:
     """The operator's API calls. Each method is one verb on one resource (see RBAC)."""
 
@@ -50,22 +60,10 @@ class Kube:
 
     # -- owned objects ----------------------------------------------------------------------
     def read_deployment(self, namespace: str, name: str) -> dict[str, Any] | None:
-        try:
-            obj = self.apps.read_namespaced_deployment(name, namespace)
-        except ApiException as exc:
-            if exc.status == 404:
-                return None
-            raise
-        return self._plain(obj)
+        return _or_none(lambda: self._plain(self.apps.read_namespaced_deployment(name, namespace)))
 
     def read_service(self, namespace: str, name: str) -> dict[str, Any] | None:
-        try:
-            obj = self.core.read_namespaced_service(name, namespace)
-        except ApiException as exc:
-            if exc.status == 404:
-                return None
-            raise
-        return self._plain(obj)
+        return _or_none(lambda: self._plain(self.core.read_namespaced_service(name, namespace)))
 
     def _raw(
         self,
@@ -109,12 +107,7 @@ class Kube:
         return f"/apis/{self.pdb_api_version}/namespaces/{namespace}/poddisruptionbudgets/{name}"
 
     def read_pdb(self, namespace: str, name: str) -> dict[str, Any] | None:
-        try:
-            return self._raw("GET", self._pdb_path(namespace, name))
-        except ApiException as exc:
-            if exc.status == 404:
-                return None
-            raise
+        return _or_none(lambda: self._raw("GET", self._pdb_path(namespace, name)))
 
     def _apply_pdb(self, obj: dict[str, Any]) -> dict[str, Any]:
         meta = obj["metadata"]
@@ -148,15 +141,14 @@ class Kube:
 
     # -- the InferenceService ----------------------------------------------------------------
     def read_inference_service(self, namespace: str, name: str) -> dict[str, Any] | None:
-        try:
-            obj = self.custom.get_namespaced_custom_object(
-                API_GROUP, API_VERSION, namespace, PLURAL, name
+        return _or_none(
+            lambda: cast(
+                dict[str, Any],
+                self.custom.get_namespaced_custom_object(
+                    API_GROUP, API_VERSION, namespace, PLURAL, name
+                ),
             )
-        except ApiException as exc:
-            if exc.status == 404:
-                return None
-            raise
-        return cast(dict[str, Any], obj)
+        )
 
     def list_inference_services(self, namespaces: list[str] | None) -> list[dict[str, Any]]:
         """Every InferenceService in ``namespaces`` (None: all namespaces)."""
