@@ -61,7 +61,7 @@ def build_registry(settings: Settings, kube: Kube) -> kopf.OperatorRegistry:
     def _reconcile(body: dict[str, Any]) -> None:
         started = time.perf_counter()
         try:
-            outcome = reconcile(kube, body, _now(), _emitter(body))
+            outcome = reconcile(kube, body, _now(), _emitter(body), settings.prometheus_url)
         except ApiException as exc:
             _emitter(body)("Warning", "ApplyFailed", f"{exc.status} {exc.reason}: {exc.body}")
             raise kopf.TemporaryError(f"API error {exc.status}", delay=5) from exc

@@ -61,6 +61,7 @@ def _reject(
     outcome: Outcome,
     plan: Plan | None = None,
     service: InferenceService | None = None,
+    prometheus_url: str | None = None,
 ) -> Outcome:
     meta = body["metadata"]
     ns, name, gen = meta["namespace"], meta["name"], meta.get("generation")
@@ -80,7 +81,7 @@ def _reject(
             ready_condition(previous, False, observed, now, gen),
             condition(previous, "PlanFeasible", "False", reason, message, now, gen),
             deployment_condition(previous, observed, now, gen),
-            metrics_condition(previous, now, gen),
+            metrics_condition(previous, now, gen, prometheus_url),
         ],
     }
     if plan is not None and service is not None:
@@ -92,7 +93,13 @@ def _reject(
     return outcome
 
 
-def reconcile(kube: Kube, body: Mapping[str, Any], now: str, emit: EventSink) -> Outcome:
+def reconcile(
+    kube: Kube,
+    body: Mapping[str, Any],
+    now: str,
+    emit: EventSink,
+    prometheus_url: str | None = None,
+) -> Outcome:
     """Bring the owned objects of ``body`` to the rendered state and write its status."""
     meta = body["metadata"]
     ns, name, uid, gen = meta["namespace"], meta["name"], meta["uid"], meta.get("generation")
@@ -100,7 +107,16 @@ def reconcile(kube: Kube, body: Mapping[str, Any], now: str, emit: EventSink) ->
         service = parse_inference_service(dict(body))
         plan = plan_service(service.spec, name)
     except SpecError as err:
-        return _reject(kube, body, "InvalidSpec", str(err), now, emit, Outcome(feasible=False))
+        return _reject(
+            kube,
+            body,
+            "InvalidSpec",
+            str(err),
+            now,
+            emit,
+            Outcome(feasible=False),
+            prometheus_url=prometheus_url,
+        )
     if not plan.feasible:
         message = "; ".join(plan.infeasible_reasons)
         return _reject(
@@ -157,7 +173,7 @@ def reconcile(kube: Kube, body: Mapping[str, Any], now: str, emit: EventSink) ->
                 gen,
             ),
             deployment_condition(previous, observed, now, gen),
-            metrics_condition(previous, now, gen),
+            metrics_condition(previous, now, gen, prometheus_url),
         ],
         "lastScaleTime": now if scaled else status.get("lastScaleTime", now),
     }

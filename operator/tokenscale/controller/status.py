@@ -172,8 +172,20 @@ def deployment_condition(
 
 
 def metrics_condition(
-    previous: list[dict[str, Any]], now: str, generation: int | None
+    previous: list[dict[str, Any]],
+    now: str,
+    generation: int | None,
+    prometheus_url: str | None = None,
 ) -> dict[str, Any]:
+    """Unknown until live metrics are read; replicas follow the forecast plan meanwhile."""
+    if prometheus_url:
+        message = (
+            f"{prometheus_url} is configured but this version does not read live metrics yet: "
+            "replicas follow the forecast plan"
+        )
+        return condition(
+            previous, "MetricsAvailable", "Unknown", "MetricsNotRead", message, now, generation
+        )
     return condition(
         previous,
         "MetricsAvailable",
