@@ -129,7 +129,7 @@ class Cluster:
                 f"--service-account-key-file={w / 'sa.pub'}",
                 f"--service-account-signing-key-file={key}",
                 "--service-account-issuer=https://kubernetes.default.svc",
-                "--service-cluster-ip-range=10.96.0.0/24",
+                "--service-cluster-ip-range=10.96.0.0/16",
                 "--disable-admission-plugins=ServiceAccount",
                 "--enable-priority-and-fairness=false",
                 "--logtostderr=true",

@@ -42,6 +42,7 @@ def build_registry(settings: Settings, kube: Kube) -> kopf.OperatorRegistry:
     registry = kopf.OperatorRegistry()
     resource = (API_GROUP, API_VERSION, PLURAL)
     locks: dict[tuple[str, str], threading.Lock] = {}
+    last_error: dict[tuple[str, str], str] = {}
     locks_guard = threading.Lock()
 
     def run(body: Any) -> None:
@@ -59,12 +60,17 @@ def build_registry(settings: Settings, kube: Kube) -> kopf.OperatorRegistry:
             _reconcile(current)
 
     def _reconcile(body: dict[str, Any]) -> None:
+        key = (body["metadata"]["namespace"], body["metadata"]["name"])
         started = time.perf_counter()
         try:
             outcome = reconcile(kube, body, _now(), _emitter(body), settings.prometheus_url)
         except ApiException as exc:
-            _emitter(body)("Warning", "ApplyFailed", f"{exc.status} {exc.reason}: {exc.body}")
-            raise kopf.TemporaryError(f"API error {exc.status}", delay=5) from exc
+            message = f"{exc.status} {exc.reason}: {exc.body}"
+            if last_error.get(key) != message:  # one event per distinct error, not per retry
+                _emitter(body)("Warning", "ApplyFailed", message)
+                last_error[key] = message
+            raise kopf.TemporaryError(f"API error {exc.status}", delay=10) from exc
+        last_error.pop(key, None)
         log.debug(
             "reconciled %s/%s in %.1f ms",
             body["metadata"]["namespace"],
