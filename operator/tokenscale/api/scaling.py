@@ -1,6 +1,6 @@
 """``spec.scaling``: bounds, redundancy and an optional pin."""
 
-from typing import Self
+from typing import Literal, Self
 
 from pydantic import Field, model_validator
 
@@ -14,6 +14,58 @@ class Redundancy(ApiModel):
     spare_replicas: int = Field(default=0, ge=0, description="Extra replicas for N+k.")
 
 
+WorkloadSource = Literal["max", "observed", "forecast"]
+
+
+class ScalingPolicy(ApiModel):
+    """How live metrics move the replica count: fast up, careful down, never blind."""
+
+    kv_high_watermark: float = Field(
+        default=0.90, gt=0, le=1, description="KV usage at or above this scales up."
+    )
+    kv_low_watermark: float = Field(
+        default=0.60, ge=0, lt=1, description="KV usage below this counts as low."
+    )
+    waiting_per_replica_high: float = Field(
+        default=2.0, gt=0, description="Waiting requests per replica at or above this scale up."
+    )
+    waiting_per_replica_low: float = Field(
+        default=0.5, ge=0, description="Waiting requests per replica below this count as low."
+    )
+    latency_low_ratio: float = Field(
+        default=0.7, gt=0, le=1, description="TTFT/TPOT P99 below this share of the SLO is low."
+    )
+    max_scale_up_step: int = Field(default=4, ge=1, description="Most replicas added at once.")
+    max_scale_down_step: int = Field(default=1, ge=1, description="Most replicas removed at once.")
+    scale_up_stabilization_seconds: int = Field(
+        default=0, ge=0, description="Pressure must persist this long before scaling up."
+    )
+    scale_down_stabilization_seconds: int = Field(
+        default=300, ge=0, description="Every signal must stay low this long before scaling down."
+    )
+    workload_source: WorkloadSource = Field(
+        default="max",
+        description="Re-plan with max(forecast, observed) workload, only observed, or forecast.",
+    )
+    calibrate: bool = Field(
+        default=True, description="Adjust efficiencies from observed vs predicted TPOT (bounded)."
+    )
+
+    @model_validator(mode="after")
+    def _ordered(self) -> Self:
+        if self.kv_low_watermark >= self.kv_high_watermark:
+            raise ValueError(
+                f"kvLowWatermark={self.kv_low_watermark} must be below "
+                f"kvHighWatermark={self.kv_high_watermark}"
+            )
+        if self.waiting_per_replica_low >= self.waiting_per_replica_high:
+            raise ValueError(
+                f"waitingPerReplicaLow={self.waiting_per_replica_low} must be below "
+                f"waitingPerReplicaHigh={self.waiting_per_replica_high}"
+            )
+        return self
+
+
 class Scaling(ApiModel):
     """Replica bounds and policy."""
 
@@ -22,6 +74,9 @@ class Scaling(ApiModel):
     redundancy: Redundancy = Field(default_factory=Redundancy, description="Headroom.")
     replicas: int | None = Field(
         default=None, ge=0, description="Pin the replica count; autoscaling is off when set."
+    )
+    policy: ScalingPolicy = Field(
+        default_factory=ScalingPolicy, description="How live metrics move the replica count."
     )
 
     @model_validator(mode="after")

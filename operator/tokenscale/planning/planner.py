@@ -61,6 +61,34 @@ def _resolve(spec: InferenceServiceSpec, name: str) -> _Context:
     )
 
 
+def _perf_model(ctx: _Context, tp: int, max_num_batched_tokens: int) -> PerfModel:
+    spec, model, gpu = ctx.spec, ctx.model, ctx.gpu
+    w, serving = spec.workload, spec.serving
+    return PerfModel(
+        arch=model.architecture,
+        params=model.params,
+        geometry=kv_geometry(model.architecture, model.kv_bytes_per_element, tp),
+        weight_bytes_per_param=bytes_per_param(model.weight_dtype),
+        tp=tp,
+        hbm_bytes_per_s=gpu.hbm_bandwidth_gbps * 1e9,
+        link_bytes_per_s=link_bytes_per_s(gpu),
+        flops_per_s=peak_flops(gpu, model.weight_dtype)[0],
+        assumptions=spec.assumptions,
+        max_num_batched_tokens=max_num_batched_tokens,
+        chunked_prefill=serving.enable_chunked_prefill,
+        mean_input_tokens=w.input_tokens.mean,
+        mean_output_tokens=w.output_tokens.mean,
+        prefix_cache_hit_rate=w.prefix_cache_hit_rate if serving.enable_prefix_caching else 0.0,
+    )
+
+
+def predict_tpot(spec: InferenceServiceSpec, tensor_parallel_size: int, batch: float) -> float:
+    """The planner's TPOT for ``batch`` running sequences per replica (for calibration)."""
+    ctx = _resolve(spec, "")
+    batched = spec.serving.max_num_batched_tokens or ctx.defaults.max_num_batched_tokens
+    return _perf_model(ctx, tensor_parallel_size, batched).tpot_seconds(max(batch, 1.0))
+
+
 def _max_model_len(
     ctx: _Context, capacity_tokens: float, held: float, reasons: list[str], warnings: list[str]
 ) -> int:
@@ -133,22 +161,7 @@ def _plan_at(ctx: _Context, tp: int) -> Plan:
         if tokens.p99 is None:
             warnings.append(f"no spec.workload.{label}Tokens.p99: the mean is used as P99")
     flops, flops_note = peak_flops(gpu, model.weight_dtype)
-    perf = PerfModel(
-        arch=arch,
-        params=model.params,
-        geometry=geom,
-        weight_bytes_per_param=bpp,
-        tp=tp,
-        hbm_bytes_per_s=gpu.hbm_bandwidth_gbps * 1e9,
-        link_bytes_per_s=link_bytes_per_s(gpu),
-        flops_per_s=flops,
-        assumptions=a,
-        max_num_batched_tokens=batched,
-        chunked_prefill=serving.enable_chunked_prefill,
-        mean_input_tokens=w.input_tokens.mean,
-        mean_output_tokens=w.output_tokens.mean,
-        prefix_cache_hit_rate=w.prefix_cache_hit_rate if serving.enable_prefix_caching else 0.0,
-    )
+    perf = _perf_model(ctx, tp, batched)
     op = find_operating_point(perf, spec.slo, w.input_tokens, w.output_tokens, seqs)
     if op.slo_batch == 0:
         misses = [

@@ -5,9 +5,26 @@ With no metrics the replicas follow the forecast plan: ``plan.replicas.total`` i
 ``[minReplicas, maxReplicas]``, or the ``scaling.replicas`` pin.
 """
 
-from pydantic import BaseModel, ConfigDict
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
 
 from tokenscale.planning.result import Plan
+from tokenscale.scaling.state import ScalingState
+
+
+class Signal(BaseModel):
+    """One pressure signal and the replicas it recommends."""
+
+    model_config = ConfigDict(frozen=True)
+
+    name: str
+    value: float | None
+    high: float
+    low: float
+    level: Literal["high", "normal", "low", "missing"]
+    replicas: int
+    reason: str
 
 
 class Decision(BaseModel):
@@ -17,7 +34,14 @@ class Decision(BaseModel):
 
     replicas: int
     reason: str
-    source: str
+    source: Literal["plan", "pin", "metrics", "hold"]
+    signals: list[Signal] = Field(default_factory=list)
+    diagnosis: list[str] = Field(default_factory=list)
+    model_replicas: int | None = None
+    calibration: float = 1.0
+    metrics_available: bool = False
+    metrics_reason: str = "no metrics source"
+    state: ScalingState = Field(default_factory=ScalingState)
 
 
 def decide_plan_only(plan: Plan, pinned: int | None) -> Decision:

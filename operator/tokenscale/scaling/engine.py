@@ -1,0 +1,353 @@
+"""PURE decision engine: (spec, forecast plan, snapshot, state, now) → Decision.
+
+- **Model**: re-plan with the observed workload (default ``max(forecast, observed)`` RPS and
+  token means) and the calibrated efficiencies; the three constraints track real traffic.
+- **Pressure, fast up**: KV usage ≥ high watermark, waiting per replica ≥ threshold, TTFT P99 >
+  SLO or TPOT P99 > SLO each recommend ``ceil(n × value / threshold)`` replicas for the
+  ``n`` replicas that report; the largest wins, at most ``maxScaleUpStep`` more at once.
+  Pressure is measured on reporting (ready) replicas while the decision is compared with
+  the replicas already asked for, so pods that are still loading count as supply.
+- **Careful down**: only when every signal has stayed below its low watermark for the
+  stabilisation window, the model asks for fewer, and the window's peak pressure projected
+  onto fewer replicas (``peak × current / target``) stays below the high watermarks (so a
+  noisy but stationary load cannot flap); ``maxScaleDownStep`` at a time, never below
+  ``minReplicas`` or the model; the window restarts after each step.
+- **Never blind**: no snapshot, missing core signals or stale samples → hold the operator's own
+  last decision, never below the forecast plan, never down; ``metrics_available`` False.
+"""
+
+import math
+
+from pydantic import BaseModel, ConfigDict
+
+from tokenscale.api.inference_service import InferenceServiceSpec
+from tokenscale.api.scaling import ScalingPolicy
+from tokenscale.planning import Plan, plan_service, predict_tpot
+from tokenscale.scaling.decision import Decision, Signal
+from tokenscale.scaling.diagnosis import diagnose
+from tokenscale.scaling.snapshot import Snapshot
+from tokenscale.scaling.state import ScalingState
+
+CALIBRATION_BOUNDS = (0.5, 1.5)
+CALIBRATION_SMOOTHING = 0.3
+
+
+class EngineInput(BaseModel):
+    model_config = ConfigDict(frozen=True, arbitrary_types_allowed=True)
+
+    spec: InferenceServiceSpec
+    forecast: Plan
+    snapshot: Snapshot | None
+    state: ScalingState
+    now_s: float
+    stale_after_s: float = 120.0
+
+
+def _bounded(replicas: int, spec: InferenceServiceSpec) -> int:
+    s = spec.scaling
+    return min(max(replicas, s.min_replicas), s.max_replicas)
+
+
+def _calibrated_spec(spec: InferenceServiceSpec, factor: float) -> InferenceServiceSpec:
+    a = spec.assumptions
+    scaled = a.model_copy(
+        update={
+            "decode_bandwidth_efficiency": min(1.0, a.decode_bandwidth_efficiency * factor),
+            "decode_compute_efficiency": min(1.0, a.decode_compute_efficiency * factor),
+            "prefill_compute_efficiency": min(1.0, a.prefill_compute_efficiency * factor),
+            "step_overhead_seconds": a.step_overhead_seconds / factor,
+        }
+    )
+    return spec.model_copy(update={"assumptions": scaled})
+
+
+def observed_spec(
+    spec: InferenceServiceSpec, snap: Snapshot, factor: float
+) -> InferenceServiceSpec:
+    """The spec with the workload the metrics show (per ``workloadSource``) and calibration."""
+    policy = spec.scaling.policy
+    w = spec.workload
+    if policy.workload_source != "forecast" and snap.request_rate_rps is not None:
+        observed_rps = snap.request_rate_rps
+        in_mean = snap.mean_input_tokens or w.input_tokens.mean
+        out_mean = snap.mean_output_tokens or w.output_tokens.mean
+        if policy.workload_source == "max":
+            observed_rps = max(observed_rps, w.rps.design_rps)
+            in_mean = max(in_mean, w.input_tokens.mean)
+            out_mean = max(out_mean, w.output_tokens.mean)
+        w = w.model_copy(
+            update={
+                "rps": w.rps.model_copy(
+                    update={"mean": observed_rps, "peak": None, "burst_factor": None}
+                ),
+                "input_tokens": w.input_tokens.model_copy(
+                    update={
+                        "mean": in_mean,
+                        "p99": max(in_mean, w.input_tokens.p99_or_mean),
+                        "p95": None,
+                    }
+                ),
+                "output_tokens": w.output_tokens.model_copy(
+                    update={
+                        "mean": out_mean,
+                        "p99": max(out_mean, w.output_tokens.p99_or_mean),
+                        "p95": None,
+                    }
+                ),
+            }
+        )
+    return _calibrated_spec(spec.model_copy(update={"workload": w}), factor)
+
+
+def calibrate(spec: InferenceServiceSpec, forecast: Plan, snap: Snapshot, old: float) -> float:
+    """Smoothed, bounded ratio of predicted to observed TPOT at the observed batch."""
+    if not spec.scaling.policy.calibrate or snap.tpot_p50_s is None or snap.running is None:
+        return old
+    batch = snap.running / max(snap.replicas_reporting, 1)
+    if batch < 1 or snap.tpot_p50_s <= 0:
+        return old
+    predicted = predict_tpot(_calibrated_spec(spec, 1.0), forecast.tensor_parallel_size, batch)
+    ratio = min(max(predicted / snap.tpot_p50_s, CALIBRATION_BOUNDS[0]), CALIBRATION_BOUNDS[1])
+    smoothed = old * (1 - CALIBRATION_SMOOTHING) + ratio * CALIBRATION_SMOOTHING
+    return round(min(max(smoothed, CALIBRATION_BOUNDS[0]), CALIBRATION_BOUNDS[1]), 4)
+
+
+def signals(snap: Snapshot, spec: InferenceServiceSpec, policy: ScalingPolicy) -> list[Signal]:
+    n = max(snap.replicas_reporting, 1)
+    out: list[Signal] = []
+
+    def add(name: str, value: float | None, high: float | None, low: float | None) -> None:
+        if high is None:
+            return
+        if value is None:
+            out.append(
+                Signal(
+                    name=name,
+                    value=None,
+                    high=high,
+                    low=low or 0.0,
+                    level="missing",
+                    replicas=n,
+                    reason=f"{name}: no data",
+                )
+            )
+            return
+        level = (
+            "high" if value >= high else ("low" if low is not None and value < low else "normal")
+        )
+        rec = max(n + 1, math.ceil(n * value / high - 1e-9)) if level == "high" else n
+        out.append(
+            Signal(
+                name=name,
+                value=value,
+                high=high,
+                low=low or 0.0,
+                level=level,
+                replicas=rec,
+                reason=f"{name} {value:.3g} vs high {high:g}",
+            )
+        )
+
+    waiting = None if snap.waiting is None else snap.waiting / n
+    add("kv_usage", snap.kv_usage_max, policy.kv_high_watermark, policy.kv_low_watermark)
+    add(
+        "waiting_per_replica",
+        waiting,
+        policy.waiting_per_replica_high,
+        policy.waiting_per_replica_low,
+    )
+    for name, value, slo in (
+        ("ttft_p99_s", snap.ttft_p99_s, spec.slo.ttft_p99_seconds),
+        ("tpot_p99_s", snap.tpot_p99_s, spec.slo.tpot_p99_seconds),
+    ):
+        if slo is not None:
+            add(name, value, slo * (1 + 1e-9), slo * policy.latency_low_ratio)
+    return out
+
+
+def decide(inp: EngineInput) -> Decision:
+    spec, forecast, state, now = inp.spec, inp.forecast, inp.state, inp.now_s
+    policy = spec.scaling.policy
+    floor = forecast.replicas.total
+    # the last decision, within today's bounds (maxReplicas may have been lowered since)
+    current = _bounded(
+        state.decided_replicas if state.decided_replicas is not None else floor, spec
+    )
+    if spec.scaling.replicas is not None:
+        pin = spec.scaling.replicas
+        return Decision(
+            replicas=pin,
+            source="pin",
+            reason=f"pinned by spec.scaling.replicas={pin}",
+            metrics_available=inp.snapshot is not None,
+            metrics_reason="pinned: metrics are reported, not acted on",
+            state=state.model_copy(update={"decided_replicas": pin}),
+        )
+    snap = inp.snapshot
+    blind = _blindness(snap, now, inp.stale_after_s)
+    if blind is not None:
+        held = _bounded(max(current, floor), spec)
+        return Decision(
+            replicas=held,
+            source="hold",
+            reason=f"metrics unavailable ({blind}): holding {held} (last decision {current}, "
+            f"forecast floor {floor}); never scaling down blind",
+            metrics_available=False,
+            metrics_reason=blind,
+            state=state.model_copy(
+                update={"decided_replicas": held, "low_since_s": None, "pressure_since_s": None}
+            ),
+        )
+    assert snap is not None
+    factor = calibrate(spec, forecast, snap, state.calibration)
+    model_plan = plan_service(observed_spec(spec, snap, factor), forecast.name)
+    model = _bounded(model_plan.replicas.with_redundancy if model_plan.feasible else floor, spec)
+    sigs = signals(snap, spec, policy)
+    diagnosis = diagnose(snap, spec.slo, policy)
+    high = [s for s in sigs if s.level == "high"]
+    all_low = bool(sigs) and all(s.level == "low" for s in sigs)
+    new_state = state.model_copy(update={"calibration": factor})
+    up_cap = current + policy.max_scale_up_step
+
+    if high or model > current:
+        pressure_since = state.pressure_since_s if state.pressure_since_s is not None else now
+        want = max([model, *(s.replicas for s in high)])
+        if (
+            high
+            and now - pressure_since < policy.scale_up_stabilization_seconds
+            and model <= current
+        ):
+            return _keep(
+                current,
+                "pressure not yet sustained",
+                sigs,
+                diagnosis,
+                model,
+                new_state.model_copy(update={"pressure_since_s": pressure_since}),
+            )
+        target = _bounded(min(max(want, current), up_cap), spec)
+        why = (
+            ", ".join(s.reason for s in high)
+            or f"model needs {model} ({model_plan.binding_constraint})"
+        )
+        state_out = new_state.model_copy(
+            update={"pressure_since_s": pressure_since if high else None, "low_since_s": None}
+        )
+        if target > current:
+            return Decision(
+                replicas=target,
+                source="metrics",
+                reason=f"scale up {current}→{target}: {why}",
+                signals=sigs,
+                diagnosis=diagnosis,
+                model_replicas=model,
+                calibration=factor,
+                metrics_available=True,
+                metrics_reason="ok",
+                state=state_out.model_copy(
+                    update={"decided_replicas": target, "last_scale_s": now}
+                ),
+            )
+        return _keep(current, f"at maxReplicas or step: {why}", sigs, diagnosis, model, state_out)
+
+    if all_low and model < current:
+        low_since = state.low_since_s if state.low_since_s is not None else now
+        peak = max(
+            [
+                state.low_peak_ratio if state.low_since_s is not None else 0.0,
+                *(s.value / s.high for s in sigs if s.value is not None),
+            ]
+        )
+        waited = now - low_since
+        if waited >= policy.scale_down_stabilization_seconds:
+            target = _bounded(max(current - policy.max_scale_down_step, model), spec)
+            projected = peak * current / max(target, 1)
+            if target < current and projected >= 1.0:
+                return _keep(
+                    current,
+                    f"the window's peak pressure {peak:.2f} would reach "
+                    f"{projected:.2f} of the high watermarks at {target} replicas",
+                    sigs,
+                    diagnosis,
+                    model,
+                    new_state.model_copy(
+                        update={
+                            "low_since_s": low_since,
+                            "low_peak_ratio": peak,
+                            "pressure_since_s": None,
+                        }
+                    ),
+                )
+            if target < current:
+                return Decision(
+                    replicas=target,
+                    source="metrics",
+                    reason=f"scale down {current}→{target}: every signal low for {waited:.0f} s "
+                    f"(≥ {policy.scale_down_stabilization_seconds} s) and the model needs {model}",
+                    signals=sigs,
+                    diagnosis=diagnosis,
+                    model_replicas=model,
+                    calibration=factor,
+                    metrics_available=True,
+                    metrics_reason="ok",
+                    state=new_state.model_copy(
+                        update={
+                            "decided_replicas": target,
+                            "last_scale_s": now,
+                            "low_since_s": now,
+                            "pressure_since_s": None,
+                        }
+                    ),
+                )
+        return _keep(
+            current,
+            f"all signals low for {waited:.0f} s of "
+            f"{policy.scale_down_stabilization_seconds} s before scaling down",
+            sigs,
+            diagnosis,
+            model,
+            new_state.model_copy(update={"low_since_s": low_since, "pressure_since_s": None}),
+        )
+    return _keep(
+        current,
+        "signals within watermarks",
+        sigs,
+        diagnosis,
+        model,
+        new_state.model_copy(update={"low_since_s": None, "pressure_since_s": None}),
+    )
+
+
+def _keep(
+    current: int,
+    why: str,
+    sigs: list[Signal],
+    diagnosis: list[str],
+    model: int,
+    state: ScalingState,
+) -> Decision:
+    return Decision(
+        replicas=current,
+        source="metrics",
+        reason=f"hold {current}: {why}",
+        signals=sigs,
+        diagnosis=diagnosis,
+        model_replicas=model,
+        calibration=state.calibration,
+        metrics_available=True,
+        metrics_reason="ok",
+        state=state.model_copy(update={"decided_replicas": current}),
+    )
+
+
+def _blindness(snap: Snapshot | None, now: float, stale_after_s: float) -> str | None:
+    if snap is None:
+        return "no snapshot from the metrics source"
+    if not snap.core_signals_present:
+        why = "; ".join(snap.problems[:3]) or "no vLLM series for this service"
+        return f"core signals missing: {why}"
+    if snap.newest_sample_age_s is not None and snap.newest_sample_age_s > stale_after_s:
+        return f"samples are {snap.newest_sample_age_s:.0f} s old (> {stale_after_s:.0f} s)"
+    if now - snap.at > stale_after_s:
+        return f"snapshot taken {now - snap.at:.0f} s ago"
+    return None

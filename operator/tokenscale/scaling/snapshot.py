@@ -1,0 +1,61 @@
+"""A live snapshot of one InferenceService's vLLM metrics (None = not observed)."""
+
+from pydantic import BaseModel, ConfigDict, Field
+
+
+class Snapshot(BaseModel):
+    """What Prometheus said, at ``at`` (unix seconds). Units in the names."""
+
+    model_config = ConfigDict(frozen=True)
+
+    at: float
+    replicas_reporting: int = Field(description="Engines (pods) with fresh samples.")
+    waiting: float | None = None
+    waiting_max_per_replica: float | None = None
+    running: float | None = None
+    kv_usage_max: float | None = None
+    kv_usage_mean: float | None = None
+    kv_blocks_total: float | None = None
+    kv_blocks_free: float | None = None
+    ttft_p50_s: float | None = None
+    ttft_p95_s: float | None = None
+    ttft_p99_s: float | None = None
+    itl_p99_s: float | None = None
+    tpot_p50_s: float | None = None
+    tpot_p99_s: float | None = None
+    e2e_p99_s: float | None = None
+    queue_p99_s: float | None = None
+    request_rate_rps: float | None = None
+    prompt_tps: float | None = None
+    generation_tps: float | None = None
+    prefix_cache_hit_rate: float | None = None
+    preemptions_per_s: float | None = None
+    newest_sample_age_s: float | None = Field(default=None, description="Staleness.")
+    problems: list[str] = Field(default_factory=list, description="Why a value is missing.")
+
+    @property
+    def core_signals_present(self) -> bool:
+        """Enough to decide: the queue and the KV usage from at least one replica."""
+        return (
+            self.replicas_reporting > 0
+            and self.waiting is not None
+            and self.kv_usage_max is not None
+        )
+
+    @property
+    def mean_input_tokens(self) -> float | None:
+        if self.prompt_tps is None or not self.request_rate_rps:
+            return None
+        return self.prompt_tps / self.request_rate_rps
+
+    @property
+    def mean_output_tokens(self) -> float | None:
+        if self.generation_tps is None or not self.request_rate_rps:
+            return None
+        return self.generation_tps / self.request_rate_rps
+
+    @property
+    def output_tps_per_replica(self) -> float | None:
+        if self.generation_tps is None or self.replicas_reporting <= 0:
+            return None
+        return self.generation_tps / self.replicas_reporting

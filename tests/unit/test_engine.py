@@ -1,0 +1,267 @@
+"""The scaling decision engine (pure): pressure up, careful down, never blind."""
+
+import math
+import random
+from typing import Any
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from tests.helpers import spec as make_spec
+from tokenscale.api.inference_service import InferenceServiceSpec
+from tokenscale.planning import plan_service
+from tokenscale.scaling import Decision, EngineInput, ScalingState, Snapshot, decide
+
+NOW = 1_000_000.0
+FAST = settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+
+
+def _spec(**patch: Any) -> InferenceServiceSpec:
+    base = {"scaling": {"minReplicas": 1, "maxReplicas": 20}, "workload": {"rps": {"mean": 2}}}
+    for k, v in patch.items():
+        base[k] = {**base.get(k, {}), **v} if isinstance(v, dict) else v
+    return make_spec(**base)
+
+
+def snap(
+    n: int = 2,
+    kv: float = 0.5,
+    waiting: float = 0.0,
+    ttft: float = 0.5,
+    tpot: float = 0.02,
+    at: float = NOW,
+    **extra: Any,
+) -> Snapshot:
+    return Snapshot(
+        at=at,
+        replicas_reporting=n,
+        waiting=waiting,
+        running=8.0 * n,
+        kv_usage_max=kv,
+        kv_usage_mean=kv,
+        ttft_p99_s=ttft,
+        tpot_p99_s=tpot,
+        request_rate_rps=1.0,
+        prompt_tps=1000.0,
+        generation_tps=200.0,
+        newest_sample_age_s=1.0,
+        **extra,
+    )
+
+
+def run(
+    spec: InferenceServiceSpec, s: Snapshot | None, state: ScalingState, now: float = NOW
+) -> Decision:
+    """Decide at ``now``; a snapshot built at NOW is taken as fresh at ``now`` (re-scraped)."""
+    if s is not None and s.at == NOW:
+        s = s.model_copy(update={"at": now})
+    return decide(
+        EngineInput(spec=spec, forecast=plan_service(spec), snapshot=s, state=state, now_s=now)
+    )
+
+
+def test_kv_pressure_scales_up_proportionally() -> None:
+    spec = _spec()
+    d = run(spec, snap(n=2, kv=0.95), ScalingState(decided_replicas=2))
+    assert d.replicas == 3  # ceil(2 × 0.95 / 0.90) = 3
+    assert d.source == "metrics"
+    assert d.reason.startswith("scale up 2→3: kv_usage 0.95")
+    kv = next(s for s in d.signals if s.name == "kv_usage")
+    assert (kv.level, kv.replicas) == ("high", 3)
+    assert any(line.startswith("KV cache near full") for line in d.diagnosis)
+
+
+def test_queue_pressure_is_step_limited() -> None:
+    d = run(_spec(), snap(n=2, waiting=40.0), ScalingState(decided_replicas=2))
+    assert d.replicas == 2 + 4  # wants ceil(2 × 20 / 2) = 20, maxScaleUpStep 4
+    assert any(line.startswith("capacity: 20.0 requests waiting") for line in d.diagnosis)
+
+
+def test_starting_replicas_count_as_supply() -> None:
+    # 6 asked for, only 2 ready and reporting under pressure: their need (3) is already covered
+    d = run(_spec(), snap(n=2, kv=0.95), ScalingState(decided_replicas=6))
+    assert d.replicas == 6
+
+
+def test_ttft_over_slo_with_a_short_queue_is_prefill_bound() -> None:
+    d = run(_spec(), snap(n=2, ttft=4.0, waiting=0.0), ScalingState(decided_replicas=2))
+    assert d.replicas == 4  # ceil(2 × 4.0 / 2.0)
+    assert any(line.startswith("prefill-bound: TTFT P99 4.00 s > SLO 2 s") for line in d.diagnosis)
+
+
+def test_tpot_over_slo_is_decode_bound() -> None:
+    d = run(_spec(), snap(n=2, tpot=0.08), ScalingState(decided_replicas=2))
+    assert d.replicas == 4  # ceil(2 × 0.08 / 0.05)
+    assert any(line.startswith("decode-bound") for line in d.diagnosis)
+
+
+def test_scale_down_waits_for_the_window_and_steps_one_at_a_time() -> None:
+    spec = _spec()
+    floor = plan_service(spec).replicas.total
+    state = ScalingState(decided_replicas=floor + 3)
+    low = snap(n=floor + 3, kv=0.2, ttft=0.2, tpot=0.01)
+    d0 = run(spec, low, state, NOW)
+    assert d0.replicas == floor + 3
+    assert d0.state.low_since_s == NOW
+    d1 = run(spec, low, d0.state, NOW + 299)
+    assert d1.replicas == floor + 3
+    d2 = run(spec, low, d1.state, NOW + 300)
+    assert d2.replicas == floor + 2
+    assert d2.reason.startswith(f"scale down {floor + 3}→{floor + 2}: every signal low for 300 s")
+    d3 = run(spec, low, d2.state, NOW + 310)
+    assert d3.replicas == floor + 2  # the window restarts after each step
+    d4 = run(spec, low, d3.state, NOW + 600)
+    assert d4.replicas == floor + 1
+
+
+def test_one_normal_signal_resets_the_window() -> None:
+    spec = _spec()
+    floor = plan_service(spec).replicas.total
+    low = snap(n=floor + 2, kv=0.2, ttft=0.2, tpot=0.01)
+    d0 = run(spec, low, ScalingState(decided_replicas=floor + 2), NOW)
+    d1 = run(spec, snap(n=floor + 2, kv=0.75, ttft=0.2, tpot=0.01), d0.state, NOW + 200)
+    assert d1.state.low_since_s is None
+    d2 = run(spec, low, d1.state, NOW + 400)
+    assert d2.replicas == floor + 2
+
+
+def test_never_below_the_model_or_min() -> None:
+    spec = _spec(scaling={"minReplicas": 3})
+    floor = plan_service(spec).replicas.total
+    state = ScalingState(decided_replicas=floor, low_since_s=NOW - 10_000)
+    d = run(spec, snap(n=floor, kv=0.1, ttft=0.1, tpot=0.005), state)
+    assert d.replicas == floor >= 3
+
+
+@pytest.mark.parametrize(
+    "bad",
+    [
+        None,
+        Snapshot(at=NOW, replicas_reporting=0, problems=["kv_usage: no series"]),
+        snap(at=NOW - 600),
+        Snapshot(
+            at=NOW, replicas_reporting=2, waiting=0.0, kv_usage_max=0.1, newest_sample_age_s=900.0
+        ),
+    ],
+)
+def test_blind_holds_the_last_decision_and_never_scales_down(bad: Snapshot | None) -> None:
+    spec = _spec()
+    floor = plan_service(spec).replicas.total
+    d = run(spec, bad, ScalingState(decided_replicas=floor + 5, low_since_s=NOW - 10_000))
+    assert d.replicas == floor + 5
+    assert d.source == "hold"
+    assert not d.metrics_available
+    assert d.reason.startswith("metrics unavailable")
+    fresh = run(spec, bad, ScalingState())
+    assert fresh.replicas == floor  # no history: the forecast floor, not zero
+
+
+def test_pin_wins() -> None:
+    d = run(_spec(scaling={"replicas": 7}), snap(kv=0.99), ScalingState(decided_replicas=2))
+    assert (d.replicas, d.source) == (7, "pin")
+
+
+def test_observed_traffic_above_the_forecast_raises_the_model() -> None:
+    spec = _spec()
+    busy = snap(n=2, kv=0.5).model_copy(
+        update={"request_rate_rps": 60.0, "prompt_tps": 60_000.0, "generation_tps": 12_000.0}
+    )
+    d = run(spec, busy, ScalingState(decided_replicas=2))
+    assert d.model_replicas is not None
+    assert d.model_replicas > plan_service(spec).replicas.total
+    assert d.replicas == min(d.model_replicas, 2 + 4)
+
+
+def test_calibration_is_bounded_and_smoothed() -> None:
+    spec = _spec()
+    slow = snap(n=2, tpot_p50_s=10.0)  # absurdly slow: the factor moves, but by at most 30 %
+    d = run(spec, slow, ScalingState(decided_replicas=2, calibration=1.0))
+    assert 0.5 <= d.calibration < 1.0
+    assert d.calibration == pytest.approx(0.7 + 0.3 * 0.5)
+
+
+# -- properties ------------------------------------------------------------------------------
+levels = st.floats(0.0, 1.0)
+
+
+@st.composite
+def snapshots(draw: st.DrawFn) -> Snapshot:
+    n = draw(st.integers(1, 12))
+    return snap(
+        n=n,
+        kv=draw(levels),
+        waiting=draw(st.floats(0, 50)),
+        ttft=draw(st.floats(0.01, 10)),
+        tpot=draw(st.floats(0.001, 0.2)),
+    )
+
+
+@FAST
+@given(snapshots(), st.integers(0, 25), st.floats(0, 1000))
+def test_bounds_are_always_respected(s: Snapshot, decided: int, age: float) -> None:
+    spec = _spec(scaling={"minReplicas": 2, "maxReplicas": 9})
+    d = run(spec, s, ScalingState(decided_replicas=decided, low_since_s=NOW - age))
+    assert 2 <= d.replicas <= 9
+
+
+@FAST
+@given(snapshots(), st.floats(0, 0.5), st.floats(0, 20), st.integers(1, 15))
+def test_more_pressure_never_fewer_replicas(
+    s: Snapshot, dkv: float, dwait: float, decided: int
+) -> None:
+    spec = _spec()
+    state = ScalingState(decided_replicas=decided)
+    worse = s.model_copy(
+        update={
+            "kv_usage_max": min(1.0, (s.kv_usage_max or 0) + dkv),
+            "waiting": (s.waiting or 0) + dwait,
+        }
+    )
+    assert run(spec, worse, state).replicas >= run(spec, s, state).replicas
+
+
+@FAST
+@given(st.integers(0, 25), st.floats(0, 5000), st.sampled_from(["none", "empty", "stale"]))
+def test_missing_data_never_scales_down(decided: int, age: float, kind: str) -> None:
+    spec = _spec()
+    floor = plan_service(spec).replicas.total
+    bad = {
+        "none": None,
+        "empty": Snapshot(at=NOW, replicas_reporting=0),
+        "stale": snap(at=NOW - 10_000),
+    }[kind]
+    d = run(spec, bad, ScalingState(decided_replicas=decided, low_since_s=NOW - age))
+    assert d.replicas >= min(max(decided, floor), 20)
+    assert d.replicas >= floor
+
+
+@settings(max_examples=25, deadline=None)
+@given(st.integers(0, 10_000), st.floats(0.05, 0.25))
+def test_stationary_noisy_load_does_not_flap(seed: int, noise: float) -> None:
+    """Load fixed at `need` replicas' worth; KV usage = 0.75 × need / replicas ± noise."""
+    rng = random.Random(seed)
+    spec = _spec()
+    need = plan_service(spec).replicas.total + 2
+    state = ScalingState(decided_replicas=need)
+    changes: list[tuple[float, int]] = []
+    replicas = need
+    for step in range(240):  # one hour, a decision every 15 s
+        now = NOW + 15 * step
+        kv = min(1.0, max(0.0, 0.75 * need / replicas + rng.uniform(-noise, noise)))
+        d = run(spec, snap(n=replicas, kv=kv, ttft=0.3, tpot=0.01), state, now)
+        if d.replicas != replicas:
+            changes.append((now, d.replicas))
+        replicas, state = d.replicas, d.state
+    window = spec.scaling.policy.scale_down_stabilization_seconds
+    for i in range(1, len(changes)):
+        went_down_then_up = changes[i - 1][1] < changes[i][1] and (
+            i < 2 or changes[i - 2][1] > changes[i - 1][1]
+        )
+        close = changes[i][0] - changes[i - 1][0] < window
+        assert not (close and went_down_then_up), changes
+    per_window = max(
+        (sum(1 for t, _ in changes if s <= t < s + window) for s, _ in changes), default=0
+    )
+    assert per_window <= 1, changes
+    assert math.isfinite(float(replicas))
