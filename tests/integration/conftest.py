@@ -11,6 +11,8 @@ from kubernetes import client, config
 
 from tests.support.cluster import ROOT, Cluster
 from tests.support.processes import Process
+from tests.support.prometheus import PrometheusServer
+from tests.support.vllm_emulator import VllmMetricsEmulator
 
 CRD_FILE = ROOT / "crds" / "inferenceservices.tokenscale.io.yaml"
 GROUP, VERSION, PLURAL = "tokenscale.io", "v1alpha1", "inferenceservices"
@@ -108,3 +110,29 @@ class Objects:
 @pytest.fixture
 def objects(api: client.ApiClient, namespace: str) -> Objects:
     return Objects(api, namespace)
+
+
+@pytest.fixture(scope="session")
+def prometheus(tmp_path_factory: pytest.TempPathFactory) -> Iterator[PrometheusServer]:
+    server = PrometheusServer(tmp_path_factory.mktemp("prometheus")).start()
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+@pytest.fixture
+def emulators(prometheus: PrometheusServer) -> Iterator[Callable[..., VllmMetricsEmulator]]:
+    """Start vLLM metrics emulators (one per pod) registered as Prometheus targets."""
+    started: list[VllmMetricsEmulator] = []
+
+    def start(namespace: str, service: str, **kwargs: Any) -> VllmMetricsEmulator:
+        emulator = VllmMetricsEmulator(**kwargs).start()
+        started.append(emulator)
+        prometheus.add_target(emulator.target, namespace, service)
+        return emulator
+
+    yield start
+    for emulator in started:
+        prometheus.remove_target(emulator.target)
+        emulator.stop()

@@ -1,0 +1,94 @@
+"""A real Prometheus server (Debian's package) for the tests, scraping every second.
+
+Targets come from a file_sd file the test rewrites; each target carries the ``namespace`` and
+``inferenceservice`` labels the operator queries by (a cluster's PodMonitor attaches them from
+the pod label ``tokenscale.io/inferenceservice``).
+"""
+
+import json
+import shutil
+import subprocess
+import textwrap
+from pathlib import Path
+
+import requests
+
+from tests.support.processes import Process, free_port, wait_for
+
+
+def ensure_prometheus() -> str:
+    path = shutil.which("prometheus")
+    if path is None:
+        subprocess.run(
+            ["apt-get", "install", "-y", "-qq", "--no-install-recommends", "prometheus"],
+            check=True,
+            capture_output=True,
+            env={"DEBIAN_FRONTEND": "noninteractive", "PATH": "/usr/sbin:/usr/bin:/bin"},
+        )
+        path = shutil.which("prometheus")
+    assert path, "prometheus is not installed"
+    return path
+
+
+class PrometheusServer:
+    def __init__(self, workdir: Path) -> None:
+        self.workdir = workdir
+        self.port = free_port()
+        self.targets_file = workdir / "targets.json"
+        self.targets: dict[str, dict[str, str]] = {}
+        self.process: Process | None = None
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    def start(self) -> "PrometheusServer":
+        binary = ensure_prometheus()
+        self.workdir.mkdir(parents=True, exist_ok=True)
+        self._write_targets()
+        config = self.workdir / "prometheus.yml"
+        config.write_text(
+            textwrap.dedent(f"""\
+            global: {{scrape_interval: 1s, evaluation_interval: 1s}}
+            scrape_configs:
+              - job_name: vllm
+                file_sd_configs: [{{files: ["{self.targets_file}"], refresh_interval: 1s}}]
+            """)
+        )
+        self.process = Process(
+            f"prometheus-{self.port}",
+            [
+                binary,
+                f"--config.file={config}",
+                f"--storage.tsdb.path={self.workdir / 'data'}",
+                f"--web.listen-address=127.0.0.1:{self.port}",
+                "--log.level=warn",
+            ],
+            self.workdir,
+        )
+        wait_for(lambda: requests.get(f"{self.url}/-/ready", timeout=1).ok, 30, "prometheus")
+        return self
+
+    def stop(self) -> None:
+        if self.process is not None:
+            self.process.stop()
+            self.process = None
+
+    def add_target(self, target: str, namespace: str, service: str) -> None:
+        self.targets[target] = {"namespace": namespace, "inferenceservice": service}
+        self._write_targets()
+
+    def remove_target(self, target: str) -> None:
+        self.targets.pop(target, None)
+        self._write_targets()
+
+    def _write_targets(self) -> None:
+        groups = [{"targets": [t], "labels": labels} for t, labels in self.targets.items()]
+        tmp = self.targets_file.with_suffix(".tmp")
+        tmp.write_text(json.dumps(groups))
+        tmp.replace(self.targets_file)
+
+    def query(self, promql: str) -> list[dict[str, object]]:
+        r = requests.get(f"{self.url}/api/v1/query", params={"query": promql}, timeout=5)
+        r.raise_for_status()
+        return list(r.json()["data"]["result"])
