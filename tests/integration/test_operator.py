@@ -84,7 +84,10 @@ def test_every_example_reconciles_to_its_plan(
             "MetricsAvailable",
         }
         assert objects.condition(service.metadata.name, "PlanFeasible")["status"] == "True"
-        assert objects.condition(service.metadata.name, "MetricsAvailable")["status"] == "Unknown"
+        assert (
+            objects.condition(service.metadata.name, "MetricsAvailable")["reason"]
+            == "NoMetricsSource"
+        )
     created = [
         e for e in objects.core.list_namespaced_event(namespace).items if e.reason == "Created"
     ]

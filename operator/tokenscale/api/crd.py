@@ -138,11 +138,6 @@ def _without_defaults(node: Any) -> Any:
 def build_crd() -> dict[str, Any]:
     """The whole CRD object (apiextensions.k8s.io/v1)."""
     status = _without_defaults(openapi_schema(InferenceServiceStatus))  # written, not defaulted
-    status["properties"]["live"] = {
-        "type": "object",
-        "description": "Live metrics snapshot (written when metrics are available).",
-        "x-kubernetes-preserve-unknown-fields": True,
-    }
     return {
         "apiVersion": "apiextensions.k8s.io/v1",
         "kind": "CustomResourceDefinition",

@@ -53,6 +53,64 @@ class PlanSummary(ApiModel):
     warnings: list[str] = Field(default_factory=list, description="What to look at.")
 
 
+class LiveStatus(ApiModel):
+    """The last metrics snapshot (from Prometheus), summed or maxed over replicas."""
+
+    at: str = Field(description="When it was read (RFC 3339).")
+    replicas_reporting: int = Field(description="vLLM engines with fresh samples.")
+    waiting: float | None = Field(default=None, description="Waiting requests, all replicas.")
+    running: float | None = Field(default=None, description="Running requests, all replicas.")
+    kv_usage: float | None = Field(default=None, description="KV cache usage, max of replicas.")
+    kv_usage_mean: float | None = Field(default=None, description="KV usage, mean of replicas.")
+    kv_blocks_total: float | None = Field(default=None, description="KV blocks, all replicas.")
+    kv_blocks_free: float | None = Field(default=None, description="Free KV blocks.")
+    ttft_p50_seconds: float | None = Field(default=None, description="Live TTFT P50.")
+    ttft_p99_seconds: float | None = Field(default=None, description="Live TTFT P99.")
+    tpot_p99_seconds: float | None = Field(default=None, description="Live per-request TPOT P99.")
+    itl_p99_seconds: float | None = Field(default=None, description="Live inter-token P99.")
+    e2e_p99_seconds: float | None = Field(default=None, description="Live E2E P99.")
+    queue_p99_seconds: float | None = Field(default=None, description="Live queue time P99.")
+    observed_rps: float | None = Field(default=None, description="Finished requests per s.")
+    prompt_tps: float | None = Field(default=None, description="Prompt tokens per s.")
+    generation_tps: float | None = Field(default=None, description="Generated tokens per s.")
+    output_tps_per_replica: float | None = Field(default=None, description="Per replica.")
+    prefix_cache_hit_rate: float | None = Field(default=None, description="Prefix-cache hits.")
+    preemptions_per_second: float | None = Field(default=None, description="Preemptions per s.")
+    sample_age_seconds: float | None = Field(default=None, description="Newest sample's age.")
+
+
+class SignalStatus(ApiModel):
+    """One pressure signal: its value, watermarks, level and the replicas it asks for."""
+
+    name: str = Field(description="kv_usage, waiting_per_replica, ttft_p99_s, tpot_p99_s.")
+    value: float | None = Field(default=None, description="Observed value.")
+    high: float = Field(description="At or above: scale up.")
+    low: float = Field(description="Below: counts as low.")
+    level: str = Field(description="high, normal, low or missing.")
+    replicas: int = Field(description="Replicas this signal recommends.")
+
+
+class DecisionStatus(ApiModel):
+    """The last replica decision and why."""
+
+    replicas: int = Field(description="Decided replicas.")
+    source: str = Field(description="plan, pin, metrics or hold.")
+    reason: str = Field(description="Why.")
+    model_replicas: int | None = Field(default=None, description="The re-planned model's need.")
+    calibration: float | None = Field(default=None, description="Efficiency calibration factor.")
+    signals: list[SignalStatus] = Field(default_factory=list, description="Each signal.")
+
+
+class ScalingStateStatus(ApiModel):
+    """What the decision engine remembers (unix seconds)."""
+
+    low_since_seconds: float | None = Field(default=None, description="All signals low since.")
+    low_peak_ratio: float | None = Field(default=None, description="Peak pressure while low.")
+    pressure_since_seconds: float | None = Field(default=None, description="Pressure since.")
+    last_scale_seconds: float | None = Field(default=None, description="Last replica change.")
+    calibration: float | None = Field(default=None, description="Smoothed calibration.")
+
+
 class InferenceServiceStatus(ApiModel):
     """Observed state, written by the operator."""
 
@@ -68,3 +126,7 @@ class InferenceServiceStatus(ApiModel):
     conditions: list[Condition] = Field(default_factory=list, description="Conditions.")
     plan: PlanSummary | None = Field(default=None, description="The current plan.")
     last_scale_time: str | None = Field(default=None, description="When replicas last changed.")
+    live: LiveStatus | None = Field(default=None, description="Live metrics snapshot.")
+    decision: DecisionStatus | None = Field(default=None, description="The last decision.")
+    diagnosis: list[str] = Field(default_factory=list, description="What limits the service.")
+    scaling: ScalingStateStatus | None = Field(default=None, description="Engine memory.")

@@ -205,6 +205,53 @@ def run(
             help="Prometheus holding the vLLM metrics.",
         ),
     ] = None,
+    prometheus_bearer_token_file: Annotated[
+        str | None,
+        typer.Option(
+            envvar="TOKENSCALE_PROMETHEUS_BEARER_TOKEN_FILE",
+            help="File holding a bearer token for Prometheus (re-read every cycle).",
+        ),
+    ] = None,
+    prometheus_ca_file: Annotated[
+        str | None,
+        typer.Option(
+            envvar="TOKENSCALE_PROMETHEUS_CA_FILE",
+            help="CA bundle that signed Prometheus' certificate.",
+        ),
+    ] = None,
+    prometheus_insecure_skip_verify: Annotated[
+        bool,
+        typer.Option(
+            envvar="TOKENSCALE_PROMETHEUS_INSECURE_SKIP_VERIFY",
+            help="Do not verify Prometheus' TLS certificate.",
+        ),
+    ] = False,
+    prometheus_timeout: Annotated[
+        float, typer.Option(envvar="TOKENSCALE_PROMETHEUS_TIMEOUT", help="Seconds per query.")
+    ] = 5.0,
+    metrics_namespace_label: Annotated[
+        str,
+        typer.Option(
+            envvar="TOKENSCALE_METRICS_NAMESPACE_LABEL",
+            help="Label holding the namespace on vLLM series.",
+        ),
+    ] = "namespace",
+    metrics_service_label: Annotated[
+        str,
+        typer.Option(
+            envvar="TOKENSCALE_METRICS_SERVICE_LABEL",
+            help="Label holding the InferenceService name on vLLM series.",
+        ),
+    ] = "inferenceservice",
+    metrics_gauge_window: Annotated[
+        str, typer.Option(envvar="TOKENSCALE_METRICS_GAUGE_WINDOW", help="Window for gauges.")
+    ] = "1m",
+    metrics_rate_window: Annotated[
+        str,
+        typer.Option(
+            envvar="TOKENSCALE_METRICS_RATE_WINDOW", help="Window for rates and quantiles."
+        ),
+    ] = "2m",
     kubeconfig: Annotated[
         str | None,
         typer.Option(
@@ -241,6 +288,14 @@ def run(
             all_namespaces=all_namespaces,
             interval_seconds=interval,
             prometheus_url=prometheus_url,
+            prometheus_bearer_token_file=prometheus_bearer_token_file,
+            prometheus_ca_file=prometheus_ca_file,
+            prometheus_verify_tls=not prometheus_insecure_skip_verify,
+            prometheus_timeout_seconds=prometheus_timeout,
+            metrics_namespace_label=metrics_namespace_label,
+            metrics_service_label=metrics_service_label,
+            metrics_gauge_window=metrics_gauge_window,
+            metrics_rate_window=metrics_rate_window,
             kubeconfig=kubeconfig,
             liveness_endpoint=liveness,
         )

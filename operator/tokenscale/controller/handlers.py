@@ -10,30 +10,37 @@ import logging
 import threading
 import time
 from datetime import UTC, datetime
-from typing import Any, cast
+from typing import Any
 
 import kopf
 from kubernetes.client.exceptions import ApiException
 
 from tokenscale.api.crd import PLURAL
 from tokenscale.api.inference_service import API_GROUP, API_VERSION, KIND
-from tokenscale.controller.reconcile import reconcile
+from tokenscale.controller.reconcile import MetricsView, reconcile
 from tokenscale.controller.settings import Settings
 from tokenscale.kube.client import Kube
 from tokenscale.kube.connect import bearer_token, connect
+from tokenscale.metrics import PrometheusConfig, PrometheusSource
+from tokenscale.metrics.promql import QueryConfig
 from tokenscale.render.labels import MANAGED_BY
+from tokenscale.scaling import Snapshot
 
 log = logging.getLogger(__name__)
 KOPF_PREFIX = "kopf.tokenscale.io"
+RESYNC_CONCURRENCY = 8
 
 
 def _now() -> str:
     return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
-def _emitter(body: Any) -> Any:
+def _emitter(kube: Kube, body: Any) -> Any:
     def emit(type_: str, reason: str, message: str) -> None:
-        kopf.event(cast(kopf.Body, body), type=type_, reason=reason, message=message[:1000])
+        try:
+            kube.create_event(dict(body), type_, reason, message, _now())
+        except ApiException as exc:  # an event is never worth failing a reconcile for
+            log.warning("cannot post event %s: %s %s", reason, exc.status, exc.reason)
 
     return emit
 
@@ -41,6 +48,28 @@ def _emitter(body: Any) -> Any:
 def build_registry(settings: Settings, kube: Kube) -> kopf.OperatorRegistry:
     registry = kopf.OperatorRegistry()
     resource = (API_GROUP, API_VERSION, PLURAL)
+    source = metrics_source(settings)
+    latest: dict[str, Any] = {"snapshots": {}, "error": None}
+    stale_after_s = max(60.0, 4 * settings.interval_seconds)
+
+    def metrics_view(key: tuple[str, str]) -> MetricsView | None:
+        if source is None:
+            return None
+        snapshots: dict[tuple[str, str], Snapshot] = latest["snapshots"]
+        return MetricsView(
+            snapshot=snapshots.get(key),
+            source_error=latest["error"],
+            now_s=time.time(),
+            stale_after_s=stale_after_s,
+        )
+
+    def refresh_metrics() -> None:
+        if source is None:
+            return
+        namespaces = None if settings.clusterwide else list(settings.namespaces)
+        latest["snapshots"] = source.snapshots(namespaces, time.time())
+        latest["error"] = source.last_error
+
     locks: dict[tuple[str, str], threading.Lock] = {}
     last_error: dict[tuple[str, str], str] = {}
     locks_guard = threading.Lock()
@@ -63,11 +92,11 @@ def build_registry(settings: Settings, kube: Kube) -> kopf.OperatorRegistry:
         key = (body["metadata"]["namespace"], body["metadata"]["name"])
         started = time.perf_counter()
         try:
-            outcome = reconcile(kube, body, _now(), _emitter(body), settings.prometheus_url)
+            outcome = reconcile(kube, body, _now(), _emitter(kube, body), metrics_view(key))
         except ApiException as exc:
             message = f"{exc.status} {exc.reason}: {exc.body}"
             if last_error.get(key) != message:  # one event per distinct error, not per retry
-                _emitter(body)("Warning", "ApplyFailed", message)
+                _emitter(kube, body)("Warning", "ApplyFailed", message)
                 last_error[key] = message
             raise kopf.TemporaryError(f"API error {exc.status}", delay=10) from exc
         last_error.pop(key, None)
@@ -122,21 +151,35 @@ def build_registry(settings: Settings, kube: Kube) -> kopf.OperatorRegistry:
     # The periodic re-evaluation is our own loop, not a kopf timer: kopf puts a finalizer on
     # every object that has a timer, and a stopped operator would then block deletions.
     async def resync_forever() -> None:
+        """Every interval: one fleet-wide metrics read, then every object reconciled. It never
+        dies: an unexpected error is logged and the next cycle runs."""
         while True:
-            await asyncio.sleep(settings.interval_seconds)
             try:
-                items = await asyncio.to_thread(
-                    kube.list_inference_services,
-                    None if settings.clusterwide else list(settings.namespaces),
-                )
-            except ApiException as exc:
-                log.warning("resync: cannot list InferenceServices: %s %s", exc.status, exc.reason)
-                continue
-            for item in items:
-                try:
-                    await asyncio.to_thread(run, item)
-                except kopf.TemporaryError as exc:
-                    log.warning("resync: %s", exc)
+                await resync_once()
+            except Exception:
+                log.exception("resync cycle failed; retrying next interval")
+            await asyncio.sleep(settings.interval_seconds)
+
+    async def resync_once() -> None:
+        await asyncio.to_thread(refresh_metrics)
+        try:
+            items = await asyncio.to_thread(
+                kube.list_inference_services,
+                None if settings.clusterwide else list(settings.namespaces),
+            )
+        except ApiException as exc:
+            log.warning("resync: cannot list InferenceServices: %s %s", exc.status, exc.reason)
+            return
+        await asyncio.gather(*(reconcile_bounded(item) for item in items))
+
+    bound = asyncio.Semaphore(RESYNC_CONCURRENCY)
+
+    async def reconcile_bounded(item: dict[str, Any]) -> None:
+        async with bound:
+            try:
+                await asyncio.to_thread(run, item)
+            except kopf.TemporaryError as exc:
+                log.warning("resync: %s", exc)
 
     tasks: list[asyncio.Task[None]] = []
 
@@ -173,6 +216,27 @@ def build_registry(settings: Settings, kube: Kube) -> kopf.OperatorRegistry:
         run({"metadata": {"namespace": meta["namespace"], "name": owner["name"]}})
 
     return registry
+
+
+def metrics_source(settings: Settings) -> PrometheusSource | None:
+    if not settings.prometheus_url:
+        return None
+    return PrometheusSource(
+        PrometheusConfig(
+            url=settings.prometheus_url,
+            bearer_token_file=settings.prometheus_bearer_token_file,
+            ca_file=settings.prometheus_ca_file,
+            verify_tls=settings.prometheus_verify_tls,
+            timeout_s=settings.prometheus_timeout_seconds,
+            concurrency=settings.metrics_query_concurrency,
+            query=QueryConfig(
+                namespace_label=settings.metrics_namespace_label,
+                service_label=settings.metrics_service_label,
+                gauge_window=settings.metrics_gauge_window,
+                rate_window=settings.metrics_rate_window,
+            ),
+        )
+    )
 
 
 def run_operator(settings: Settings) -> None:

@@ -16,24 +16,38 @@ from tokenscale.api.inference_service import InferenceService
 from tokenscale.api.manifest import parse_inference_service
 from tokenscale.controller.status import (
     condition,
+    decision_status,
     deployment_condition,
+    live_status,
     metrics_condition,
     observe_deployment,
     plan_summary,
     ready_condition,
+    scaling_state_status,
+    state_from_status,
 )
 from tokenscale.kube.client import Kube
 from tokenscale.kube.drift import differences
 from tokenscale.planning import Plan, plan_service
 from tokenscale.render import Owner, render_bundle, selector_string
 from tokenscale.render.labels import CONFIG_HASH_ANNOTATION
-from tokenscale.scaling import Decision, decide_plan_only
+from tokenscale.scaling import Decision, EngineInput, Snapshot, decide, decide_plan_only
 
 log = logging.getLogger(__name__)
 
 
 class EventSink(Protocol):
     def __call__(self, type_: str, reason: str, message: str) -> None: ...
+
+
+@dataclass(frozen=True)
+class MetricsView:
+    """Live metrics for one service this cycle (None everywhere: no Prometheus configured)."""
+
+    snapshot: Snapshot | None
+    source_error: str | None
+    now_s: float
+    stale_after_s: float = 120.0
 
 
 @dataclass
@@ -58,20 +72,19 @@ def _reject(
     message: str,
     now: str,
     emit: EventSink,
-    outcome: Outcome,
     plan: Plan | None = None,
     service: InferenceService | None = None,
-    prometheus_url: str | None = None,
 ) -> Outcome:
+    """The spec cannot be served: say so once, write status, leave the Deployment alone."""
     meta = body["metadata"]
     ns, name, gen = meta["namespace"], meta["name"], meta.get("generation")
+    outcome = Outcome(feasible=False)
     status, previous = _previous(body)
     old = next((c for c in previous if c.get("type") == "PlanFeasible"), {})
     if old.get("status") != "False" or old.get("message") != message:
         emit("Warning", reason, message)
         outcome.events.append(("Warning", reason, message))
-    live = kube.read_deployment(ns, name)
-    observed = observe_deployment(live)
+    observed = observe_deployment(kube.read_deployment(ns, name))
     new_status: dict[str, Any] = {
         "observedGeneration": gen,
         "replicas": observed.replicas if observed else 0,
@@ -81,7 +94,7 @@ def _reject(
             ready_condition(previous, False, observed, now, gen),
             condition(previous, "PlanFeasible", "False", reason, message, now, gen),
             deployment_condition(previous, observed, now, gen),
-            metrics_condition(previous, now, gen, prometheus_url),
+            _carry(previous, "MetricsAvailable", now, gen),
         ],
     }
     if plan is not None and service is not None:
@@ -93,12 +106,43 @@ def _reject(
     return outcome
 
 
+def _carry(previous: list[dict[str, Any]], ctype: str, now: str, gen: int | None) -> dict[str, Any]:
+    old = next((c for c in previous if c.get("type") == ctype), None)
+    if old is not None:
+        return old
+    return condition(
+        previous, ctype, "Unknown", "NotEvaluated", "the plan is not feasible", now, gen
+    )
+
+
+def _decide(
+    service: InferenceService, plan: Plan, status: dict[str, Any], metrics: MetricsView | None
+) -> Decision:
+    """Plan-only without a metrics source; otherwise the engine, blind-safe."""
+    if metrics is None:
+        return decide_plan_only(plan, service.spec.scaling.replicas)
+    snapshot = metrics.snapshot
+    if snapshot is None:
+        why = metrics.source_error or "no vLLM series for this service in Prometheus"
+        snapshot = Snapshot(at=metrics.now_s, replicas_reporting=0, problems=[why])
+    return decide(
+        EngineInput(
+            spec=service.spec,
+            forecast=plan,
+            snapshot=snapshot,
+            state=state_from_status(status),
+            now_s=metrics.now_s,
+            stale_after_s=metrics.stale_after_s,
+        )
+    )
+
+
 def reconcile(
     kube: Kube,
     body: Mapping[str, Any],
     now: str,
     emit: EventSink,
-    prometheus_url: str | None = None,
+    metrics: MetricsView | None = None,
 ) -> Outcome:
     """Bring the owned objects of ``body`` to the rendered state and write its status."""
     meta = body["metadata"]
@@ -107,27 +151,17 @@ def reconcile(
         service = parse_inference_service(dict(body))
         plan = plan_service(service.spec, name)
     except SpecError as err:
-        return _reject(
-            kube,
-            body,
-            "InvalidSpec",
-            str(err),
-            now,
-            emit,
-            Outcome(feasible=False),
-            prometheus_url=prometheus_url,
-        )
+        return _reject(kube, body, "InvalidSpec", str(err), now, emit)
     if not plan.feasible:
-        message = "; ".join(plan.infeasible_reasons)
         return _reject(
-            kube, body, "Infeasible", message, now, emit, Outcome(feasible=False), plan, service
+            kube, body, "Infeasible", "; ".join(plan.infeasible_reasons), now, emit, plan, service
         )
 
-    decision = decide_plan_only(plan, service.spec.scaling.replicas)
-    bundle = render_bundle(name, ns, service.spec, plan, decision.replicas, Owner(name, uid))
-    outcome = Outcome(feasible=True, replicas=decision.replicas)
     status, previous = _previous(body)
     previous_decision = status.get("decidedReplicas")
+    decision = _decide(service, plan, status, metrics)
+    bundle = render_bundle(name, ns, service.spec, plan, decision.replicas, Owner(name, uid))
+    outcome = Outcome(feasible=True, replicas=decision.replicas)
     live_deployment = None
     for obj in bundle.objects:
         kind = obj["kind"]
@@ -138,8 +172,8 @@ def reconcile(
         }[kind]
         live = reader(ns, name)
         # the reader chose the type (a PDB may be served as policy/v1beta1 on old clusters)
-        body = {k: v for k, v in obj.items() if k not in ("apiVersion", "kind")}
-        diff = differences(body, live) if live is not None else ["(missing)"]
+        desired = {k: v for k, v in obj.items() if k not in ("apiVersion", "kind")}
+        diff = differences(desired, live) if live is not None else ["(missing)"]
         if diff:
             applied = kube.apply(obj)
             outcome.applied.append(kind)
@@ -150,7 +184,7 @@ def reconcile(
 
     observed = observe_deployment(live_deployment)
     scaled = previous_decision != decision.replicas
-    new_status = {
+    new_status: dict[str, Any] = {
         "observedGeneration": gen,
         "replicas": decision.replicas,
         "decidedReplicas": decision.replicas,
@@ -161,6 +195,8 @@ def reconcile(
         "plan": plan_summary(
             plan, service.spec.slo.ttft_p99_seconds, service.spec.slo.tpot_p99_seconds
         ),
+        "decision": decision_status(decision),
+        "diagnosis": decision.diagnosis,
         "conditions": [
             ready_condition(previous, True, observed, now, gen),
             condition(
@@ -168,15 +204,20 @@ def reconcile(
                 "PlanFeasible",
                 "True",
                 "Planned",
-                f"{decision.replicas} × TP {plan.tensor_parallel_size}: {decision.reason}",
+                f"{plan.replicas.total} × TP {plan.tensor_parallel_size} planned: "
+                f"{plan.binding_constraint} binds",
                 now,
                 gen,
             ),
             deployment_condition(previous, observed, now, gen),
-            metrics_condition(previous, now, gen, prometheus_url),
+            metrics_condition(previous, now, gen, None if metrics is None else decision),
         ],
         "lastScaleTime": now if scaled else status.get("lastScaleTime", now),
     }
+    if metrics is not None:
+        new_status["scaling"] = scaling_state_status(decision.state)
+        if metrics.snapshot is not None:
+            new_status["live"] = live_status(metrics.snapshot, now)
     if _status_changed(status, new_status):
         kube.patch_status(ns, name, new_status)
     return outcome
@@ -221,8 +262,12 @@ def _announce(
             f"Rolling out a new vLLM configuration ({old_hash} → {new_hash})",
         )
     if rescaled:
-        say(
-            "Normal", "Scaled", f"Scaled {previous_decision}→{decision.replicas}: {decision.reason}"
+        # "scale up 2→3: kv_usage 0.95 ≥ 0.9" → "Scaled 2→3: kv_usage 0.95 ≥ 0.9"
+        why = (
+            decision.reason.split(": ", 1)[-1]
+            if decision.source == "metrics"
+            else (decision.reason)
         )
+        say("Normal", "Scaled", f"Scaled {previous_decision}→{decision.replicas}: {why}")
     if not reconfigured and not rescaled:
         say("Warning", "DriftCorrected", f"Undid manual changes to {', '.join(diff[:5])}")

@@ -14,6 +14,17 @@ class Settings(BaseModel):
     all_namespaces: bool = Field(default=False, description="Watch every namespace.")
     interval_seconds: float = Field(default=15.0, gt=0, description="Timer reconcile period.")
     prometheus_url: str | None = Field(default=None, description="vLLM metrics source.")
+    prometheus_bearer_token_file: str | None = Field(default=None, description="Bearer token.")
+    prometheus_ca_file: str | None = Field(default=None, description="CA bundle for TLS.")
+    prometheus_verify_tls: bool = Field(default=True, description="Verify Prometheus' TLS.")
+    prometheus_timeout_seconds: float = Field(default=5.0, gt=0, description="Per query.")
+    metrics_namespace_label: str = Field(default="namespace", description="Namespace label.")
+    metrics_service_label: str = Field(
+        default="inferenceservice", description="Label naming the InferenceService."
+    )
+    metrics_gauge_window: str = Field(default="1m", description="Window for gauges.")
+    metrics_rate_window: str = Field(default="2m", description="Window for rates, quantiles.")
+    metrics_query_concurrency: int = Field(default=8, ge=1, description="Parallel queries.")
     kubeconfig: str | None = Field(default=None, description="Kubeconfig; else in-cluster.")
     standalone: bool = Field(default=True, description="No peering (single operator).")
     liveness_endpoint: str | None = Field(

@@ -3,8 +3,16 @@
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from tokenscale.api.status import Condition, PlanSummary
+from tokenscale.api.status import (
+    Condition,
+    DecisionStatus,
+    LiveStatus,
+    PlanSummary,
+    ScalingStateStatus,
+    SignalStatus,
+)
 from tokenscale.planning.result import Plan
+from tokenscale.scaling import Decision, ScalingState, Snapshot
 
 ConditionStatus = Literal["True", "False", "Unknown"]
 
@@ -175,23 +183,105 @@ def metrics_condition(
     previous: list[dict[str, Any]],
     now: str,
     generation: int | None,
-    prometheus_url: str | None = None,
+    decision: Decision | None = None,
 ) -> dict[str, Any]:
-    """Unknown until live metrics are read; replicas follow the forecast plan meanwhile."""
-    if prometheus_url:
-        message = (
-            f"{prometheus_url} is configured but this version does not read live metrics yet: "
-            "replicas follow the forecast plan"
-        )
+    """True when the decision rests on fresh metrics; False with the reason otherwise."""
+    if decision is None:
         return condition(
-            previous, "MetricsAvailable", "Unknown", "MetricsNotRead", message, now, generation
+            previous,
+            "MetricsAvailable",
+            "False",
+            "NoMetricsSource",
+            "no Prometheus configured: replicas follow the forecast plan",
+            now,
+            generation,
+        )
+    if decision.metrics_available:
+        return condition(
+            previous,
+            "MetricsAvailable",
+            "True",
+            "MetricsFresh",
+            "decisions use live vLLM metrics",
+            now,
+            generation,
         )
     return condition(
         previous,
         "MetricsAvailable",
-        "Unknown",
-        "NoMetricsSource",
-        "no Prometheus configured: replicas follow the forecast plan",
+        "False",
+        "MetricsUnavailable",
+        f"{decision.metrics_reason}: holding replicas (never scaling down blind)",
         now,
         generation,
+    )
+
+
+def live_status(snap: Snapshot, at: str) -> dict[str, Any]:
+    return LiveStatus(
+        at=at,
+        replicas_reporting=snap.replicas_reporting,
+        waiting=snap.waiting,
+        running=snap.running,
+        kv_usage=snap.kv_usage_max,
+        kv_usage_mean=snap.kv_usage_mean,
+        kv_blocks_total=snap.kv_blocks_total,
+        kv_blocks_free=snap.kv_blocks_free,
+        ttft_p50_seconds=snap.ttft_p50_s,
+        ttft_p99_seconds=snap.ttft_p99_s,
+        tpot_p99_seconds=snap.tpot_p99_s,
+        itl_p99_seconds=snap.itl_p99_s,
+        e2e_p99_seconds=snap.e2e_p99_s,
+        queue_p99_seconds=snap.queue_p99_s,
+        observed_rps=snap.request_rate_rps,
+        prompt_tps=snap.prompt_tps,
+        generation_tps=snap.generation_tps,
+        output_tps_per_replica=snap.output_tps_per_replica,
+        prefix_cache_hit_rate=snap.prefix_cache_hit_rate,
+        preemptions_per_second=snap.preemptions_per_s,
+        sample_age_seconds=snap.newest_sample_age_s,
+    ).model_dump(by_alias=True, exclude_none=True)
+
+
+def decision_status(decision: Decision) -> dict[str, Any]:
+    return DecisionStatus(
+        replicas=decision.replicas,
+        source=decision.source,
+        reason=decision.reason,
+        model_replicas=decision.model_replicas,
+        calibration=decision.calibration,
+        signals=[
+            SignalStatus(
+                name=s.name,
+                value=s.value,
+                high=s.high,
+                low=s.low,
+                level=s.level,
+                replicas=s.replicas,
+            )
+            for s in decision.signals
+        ],
+    ).model_dump(by_alias=True, exclude_none=True)
+
+
+def scaling_state_status(state: ScalingState) -> dict[str, Any]:
+    return ScalingStateStatus(
+        low_since_seconds=state.low_since_s,
+        low_peak_ratio=state.low_peak_ratio,
+        pressure_since_seconds=state.pressure_since_s,
+        last_scale_seconds=state.last_scale_s,
+        calibration=state.calibration,
+    ).model_dump(by_alias=True, exclude_none=True)
+
+
+def state_from_status(status: dict[str, Any]) -> ScalingState:
+    """The engine's memory, as the last reconcile left it in status (survives restarts)."""
+    kept = status.get("scaling") or {}
+    return ScalingState(
+        decided_replicas=status.get("decidedReplicas"),
+        low_since_s=kept.get("lowSinceSeconds"),
+        low_peak_ratio=kept.get("lowPeakRatio") or 0.0,
+        pressure_since_s=kept.get("pressureSinceSeconds"),
+        last_scale_s=kept.get("lastScaleSeconds"),
+        calibration=kept.get("calibration") or 1.0,
     )

@@ -150,6 +150,32 @@ class Kube:
             )
         )
 
+    def create_event(
+        self, involved: dict[str, Any], type_: str, reason: str, message: str, now: str
+    ) -> None:
+        """A core/v1 Event about ``involved`` (works from any thread, inside kopf or not)."""
+        meta = involved["metadata"]
+        event: dict[str, Any] = {
+            "metadata": {"generateName": f"{meta['name']}.", "namespace": meta["namespace"]},
+            "involvedObject": {
+                "apiVersion": involved.get("apiVersion", f"{API_GROUP}/{API_VERSION}"),
+                "kind": involved.get("kind", "InferenceService"),
+                "name": meta["name"],
+                "namespace": meta["namespace"],
+                "uid": meta.get("uid"),
+                "resourceVersion": meta.get("resourceVersion"),
+            },
+            "type": type_,
+            "reason": reason,
+            "message": message[:1024],
+            "source": {"component": FIELD_MANAGER},
+            "reportingComponent": FIELD_MANAGER,
+            "firstTimestamp": now,
+            "lastTimestamp": now,
+            "count": 1,
+        }
+        self._raw("POST", f"/api/v1/namespaces/{meta['namespace']}/events", event)
+
     def list_inference_services(self, namespaces: list[str] | None) -> list[dict[str, Any]]:
         """Every InferenceService in ``namespaces`` (None: all namespaces)."""
         if namespaces is None:

@@ -1,0 +1,146 @@
+"""End to end: real API server + operator + real Prometheus scraping vLLM metrics emulators."""
+
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.helpers import manifest
+from tests.integration.conftest import Objects
+from tests.support.cluster import Cluster
+from tests.support.processes import Process, wait_for
+from tests.support.prometheus import PrometheusServer
+from tests.support.vllm_emulator import Load, VllmMetricsEmulator
+
+pytestmark = pytest.mark.integration
+WINDOW_S = 12  # the scale-down stabilisation window under test
+
+
+def _spec() -> dict[str, Any]:
+    return manifest(
+        workload={"rps": {"mean": 0.5}},
+        scaling={
+            "minReplicas": 1,
+            "maxReplicas": 6,
+            "policy": {"scaleDownStabilizationSeconds": WINDOW_S},
+        },
+    )
+
+
+@pytest.fixture
+def start_metrics_operator(cluster: Cluster, tmp_path: Path) -> Iterator[Callable[..., Process]]:
+    started: list[Process] = []
+
+    def start(namespace: str, prometheus_url: str) -> Process:
+        proc = cluster.operator(
+            f"operator-metrics-{len(started)}",
+            namespace,
+            2,
+            tmp_path,
+            "--prometheus-url",
+            prometheus_url,
+            "--metrics-gauge-window",
+            "5s",
+            "--metrics-rate-window",
+            "10s",
+        )
+        started.append(proc)
+        return proc
+
+    yield start
+    for proc in started:
+        proc.stop()
+
+
+def _replicas(objects: Objects) -> int | None:
+    dep = objects.deployment("test")
+    return None if dep is None else dep.spec.replicas
+
+
+def test_kv_pressure_scales_up_and_relief_scales_down_after_the_window(
+    start_metrics_operator: Callable[..., Process],
+    prometheus: PrometheusServer,
+    objects: Objects,
+    namespace: str,
+    emulators: Callable[..., VllmMetricsEmulator],
+    tmp_path: Path,
+) -> None:
+    pod = emulators(namespace, "test")
+    pod.set_state(running=4, waiting=0, kv_usage=0.3)
+    pod.set_load(Load(rps=1, ttft_s=0.2, tpot_s=0.02))
+    op = start_metrics_operator(namespace, prometheus.url)
+    objects.create(_spec())
+    wait_for(lambda: _replicas(objects) == 1, 60, "Deployment at the plan's 1 replica")
+    wait_for(
+        lambda: (objects.condition("test", "MetricsAvailable") or {}).get("status") == "True",
+        60,
+        "MetricsAvailable=True",
+    )
+
+    pod.set_state(running=40, waiting=0, kv_usage=0.95)  # KV pressure on the one replica
+    wait_for(lambda: _replicas(objects) == 2, 60, "scaled up to 2")
+    scaled = [e for e in objects.events("test") if e.reason == "Scaled"]
+    assert scaled, op.tail()
+    assert scaled[-1].message.startswith("Scaled 1→2: kv_usage 0.95")
+    status = objects.get("test")["status"]
+    assert status["live"]["kvUsage"] == 0.95
+    assert status["decision"]["source"] == "metrics"
+    assert any(d.startswith("KV cache near full") for d in status["diagnosis"])
+    template_hash = objects.deployment("test").spec.template.metadata.annotations[
+        "tokenscale.io/config-hash"
+    ]
+
+    pod.set_state(running=2, waiting=0, kv_usage=0.1)  # relief: every signal low
+    relieved = time.monotonic()
+    wait_for(
+        lambda: (
+            (objects.get("test")["status"].get("scaling") or {}).get("lowSinceSeconds") is not None
+        ),
+        30,
+        "low streak started",
+    )
+    time.sleep(WINDOW_S / 2)
+    assert _replicas(objects) == 2  # not before the window
+    wait_for(lambda: _replicas(objects) == 1, 60, "scaled back down to 1")
+    assert time.monotonic() - relieved >= WINDOW_S
+    assert (
+        objects.deployment("test").spec.template.metadata.annotations["tokenscale.io/config-hash"]
+        == template_hash
+    )  # replicas only: no pod restart
+
+
+def test_prometheus_down_holds_replicas_and_says_why(
+    start_metrics_operator: Callable[..., Process],
+    objects: Objects,
+    namespace: str,
+    tmp_path: Path,
+    emulators: Callable[..., VllmMetricsEmulator],
+) -> None:
+    own = PrometheusServer(tmp_path / "prom").start()
+    try:
+        pod = VllmMetricsEmulator().start()
+        own.add_target(pod.target, namespace, "test")
+        pod.set_state(running=40, waiting=0, kv_usage=0.97)
+        op = start_metrics_operator(namespace, own.url)
+        objects.create(_spec())
+        wait_for(lambda: (_replicas(objects) or 0) >= 2, 60, "scaled up under pressure")
+        held = _replicas(objects)
+        own.stop()  # Prometheus goes away while the load (unseen) continues
+        pod.set_state(running=0, waiting=0, kv_usage=0.0)
+        wait_for(
+            lambda: (objects.condition("test", "MetricsAvailable") or {}).get("status") == "False",
+            60,
+            "MetricsAvailable=False",
+        )
+        cond = objects.condition("test", "MetricsAvailable")
+        assert cond is not None
+        assert "unreachable" in cond["message"]
+        time.sleep(WINDOW_S + 4)
+        assert _replicas(objects) == held  # nothing lost, nothing scaled down blind
+        assert objects.get("test")["status"]["decision"]["source"] == "hold"
+        assert op.alive()
+        pod.stop()
+    finally:
+        own.stop()
