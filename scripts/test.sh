@@ -13,6 +13,11 @@ python -m pip install --quiet -e '.[test]'
 echo "== ruff";          ruff check operator tests benchmarks && ruff format --check operator tests benchmarks
 echo "== mypy --strict"; mypy
 echo "== import layers"; lint-imports
+echo "== Prometheus (Debian's package; the tests start their own server)"
+if ! command -v prometheus >/dev/null; then
+  apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends prometheus
+fi
 echo "== test control plane (kube-apiserver, etcd, kube-controller-manager; cached)"
 bash scripts/kube-test-env.sh
 echo "== pytest";        python -m pytest "$@"

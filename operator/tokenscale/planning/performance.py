@@ -110,8 +110,19 @@ class PerfModel:
     def _bw(self) -> float:
         return self.hbm_bytes_per_s * self.assumptions.decode_bandwidth_efficiency
 
+    @cached_property
+    def _prefill_memo(self) -> dict[float, float]:
+        return {}
+
     def prefill_seconds(self, tokens: float) -> float:
-        """Time to prefill ``tokens`` uncached prompt tokens on an otherwise idle replica."""
+        """Time to prefill ``tokens`` uncached prompt tokens on an otherwise idle replica
+        (memoized: the operating-point search asks for the same prompt many times)."""
+        memo = self._prefill_memo
+        if tokens not in memo:
+            memo[tokens] = self._prefill_seconds(tokens)
+        return memo[tokens]
+
+    def _prefill_seconds(self, tokens: float) -> float:
         if tokens <= 0:
             return 0.0
         compute = self.prefill_flops(tokens) / (
