@@ -144,7 +144,11 @@ def signals(snap: Snapshot, spec: InferenceServiceSpec, policy: ScalingPolicy) -
                 low=low or 0.0,
                 level=level,
                 replicas=rec,
-                reason=f"{name} {value:.3g} vs high {high:g}",
+                reason=(
+                    f"{name} {value:.3g} ≥ {high:g} on {n} reporting"
+                    if level == "high"
+                    else f"{name} {value:.3g} (high {high:g})"
+                ),
             )
         )
 
