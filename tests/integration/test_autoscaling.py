@@ -84,6 +84,12 @@ def test_kv_pressure_scales_up_and_relief_scales_down_after_the_window(
     scaled = [e for e in objects.events("test") if e.reason == "Scaled"]
     assert scaled, op.tail()
     assert scaled[-1].message.startswith("Scaled 1→2: kv_usage 0.95")
+    # the event and the replicas are written before the status in the same reconcile
+    wait_for(
+        lambda: (objects.get("test")["status"].get("live") or {}).get("kvUsage") == 0.95,
+        30,
+        "status.live updated",
+    )
     status = objects.get("test")["status"]
     assert status["live"]["kvUsage"] == 0.95
     assert status["decision"]["source"] == "metrics"

@@ -1,6 +1,7 @@
 """The scaling decision engine (pure): pressure up, careful down, never blind."""
 
 import math
+import os
 import random
 from typing import Any
 
@@ -236,7 +237,7 @@ def test_missing_data_never_scales_down(decided: int, age: float, kind: str) -> 
     assert d.replicas >= floor
 
 
-@settings(max_examples=25, deadline=None)
+@settings(max_examples=int(os.environ.get("TOKENSCALE_HYPOTHESIS_EXAMPLES", "25")), deadline=None)
 @given(st.integers(0, 10_000), st.floats(0.05, 0.25))
 def test_stationary_noisy_load_does_not_flap(seed: int, noise: float) -> None:
     """Load fixed at `need` replicas' worth; KV usage = 0.75 × need / replicas ± noise."""

@@ -43,6 +43,13 @@ class ScalingPolicy(ApiModel):
     scale_down_stabilization_seconds: int = Field(
         default=300, ge=0, description="Every signal must stay low this long before scaling down."
     )
+    scale_down_headroom: float = Field(
+        default=0.9,
+        gt=0,
+        le=1,
+        description="A step down must keep the recent peak load within this share of the high "
+        "watermarks at the smaller count.",
+    )
     workload_source: WorkloadSource = Field(
         default="max",
         description="Re-plan with max(forecast, observed) workload, only observed, or forecast.",

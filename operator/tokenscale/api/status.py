@@ -105,7 +105,10 @@ class ScalingStateStatus(ApiModel):
     """What the decision engine remembers (unix seconds)."""
 
     low_since_seconds: float | None = Field(default=None, description="All signals low since.")
-    low_peak_ratio: float | None = Field(default=None, description="Peak pressure while low.")
+    peak_load_replicas: float | None = Field(
+        default=None, description="Recent peak load, in replicas at the high watermarks."
+    )
+    peak_at_seconds: float | None = Field(default=None, description="When it was updated.")
     pressure_since_seconds: float | None = Field(default=None, description="Pressure since.")
     last_scale_seconds: float | None = Field(default=None, description="Last replica change.")
     calibration: float | None = Field(default=None, description="Smoothed calibration.")

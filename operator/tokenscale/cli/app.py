@@ -252,6 +252,10 @@ def run(
             envvar="TOKENSCALE_METRICS_RATE_WINDOW", help="Window for rates and quantiles."
         ),
     ] = "2m",
+    metrics_port: Annotated[
+        int | None,
+        typer.Option(envvar="TOKENSCALE_METRICS_PORT", help="Serve the operator's /metrics."),
+    ] = None,
     kubeconfig: Annotated[
         str | None,
         typer.Option(
@@ -298,6 +302,7 @@ def run(
             metrics_rate_window=metrics_rate_window,
             kubeconfig=kubeconfig,
             liveness_endpoint=liveness,
+            metrics_port=metrics_port,
         )
     except ValueError as exc:
         Console(stderr=True).print(f"[red]error:[/] {exc}")

@@ -19,6 +19,7 @@ from tokenscale.api.crd import PLURAL
 from tokenscale.api.inference_service import API_GROUP, API_VERSION, KIND
 from tokenscale.controller.reconcile import MetricsView, reconcile
 from tokenscale.controller.settings import Settings
+from tokenscale.controller.telemetry import Telemetry
 from tokenscale.kube.client import Kube
 from tokenscale.kube.connect import bearer_token, connect
 from tokenscale.metrics import PrometheusConfig, PrometheusSource
@@ -45,7 +46,10 @@ def _emitter(kube: Kube, body: Any) -> Any:
     return emit
 
 
-def build_registry(settings: Settings, kube: Kube) -> kopf.OperatorRegistry:
+def build_registry(
+    settings: Settings, kube: Kube, telemetry: Telemetry | None = None
+) -> kopf.OperatorRegistry:
+    metrics_out = telemetry or Telemetry()
     registry = kopf.OperatorRegistry()
     resource = (API_GROUP, API_VERSION, PLURAL)
     source = metrics_source(settings)
@@ -69,6 +73,7 @@ def build_registry(settings: Settings, kube: Kube) -> kopf.OperatorRegistry:
         namespaces = None if settings.clusterwide else list(settings.namespaces)
         latest["snapshots"] = source.snapshots(namespaces, time.time())
         latest["error"] = source.last_error
+        metrics_out.record_query_errors(source.last_error)
 
     locks: dict[tuple[str, str], threading.Lock] = {}
     last_error: dict[tuple[str, str], str] = {}
@@ -100,12 +105,20 @@ def build_registry(settings: Settings, kube: Kube) -> kopf.OperatorRegistry:
                 last_error[key] = message
             raise kopf.TemporaryError(f"API error {exc.status}", delay=10) from exc
         last_error.pop(key, None)
-        log.debug(
-            "reconciled %s/%s in %.1f ms",
-            body["metadata"]["namespace"],
-            body["metadata"]["name"],
-            (time.perf_counter() - started) * 1e3,
-        )
+        elapsed = time.perf_counter() - started
+        metrics_out.reconcile_seconds.observe(elapsed)
+        if outcome.plan is not None and outcome.decision is not None:
+            view = metrics_view(key)
+            metrics_out.record(
+                *key,
+                outcome.plan,
+                outcome.decision,
+                outcome.previous_decision,
+                view.snapshot if view else None,
+                outcome.decision.replicas,
+                outcome.ready_replicas,
+            )
+        log.debug("reconciled %s/%s in %.1f ms", *key, elapsed * 1e3)
         if outcome.applied:
             log.info(
                 "%s/%s: applied %s",
@@ -161,6 +174,10 @@ def build_registry(settings: Settings, kube: Kube) -> kopf.OperatorRegistry:
             await asyncio.sleep(settings.interval_seconds)
 
     async def resync_once() -> None:
+        with metrics_out.evaluation_seconds.time():
+            await resync_cycle()
+
+    async def resync_cycle() -> None:
         await asyncio.to_thread(refresh_metrics)
         try:
             items = await asyncio.to_thread(
@@ -240,8 +257,11 @@ def metrics_source(settings: Settings) -> PrometheusSource | None:
 
 
 def run_operator(settings: Settings) -> None:
-    """Connect once, then block running the operator until a signal stops it."""
-    registry = build_registry(settings, Kube(connect(settings.kubeconfig)))
+    """Connect once, serve /metrics, then block running the operator until a signal stops it."""
+    telemetry = Telemetry()
+    if settings.metrics_port:
+        telemetry.serve(settings.metrics_port)
+    registry = build_registry(settings, Kube(connect(settings.kubeconfig)), telemetry)
     kopf.run(
         registry=registry,
         standalone=settings.standalone,

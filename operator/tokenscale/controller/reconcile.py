@@ -58,6 +58,10 @@ class Outcome:
     replicas: int | None = None
     applied: list[str] = field(default_factory=list)
     events: list[tuple[str, str, str]] = field(default_factory=list)
+    plan: Plan | None = None
+    decision: Decision | None = None
+    previous_decision: int | None = None
+    ready_replicas: int = 0
 
 
 def _previous(body: Mapping[str, Any]) -> tuple[dict[str, Any], list[dict[str, Any]]]:
@@ -161,7 +165,13 @@ def reconcile(
     previous_decision = status.get("decidedReplicas")
     decision = _decide(service, plan, status, metrics)
     bundle = render_bundle(name, ns, service.spec, plan, decision.replicas, Owner(name, uid))
-    outcome = Outcome(feasible=True, replicas=decision.replicas)
+    outcome = Outcome(
+        feasible=True,
+        replicas=decision.replicas,
+        plan=plan,
+        decision=decision,
+        previous_decision=previous_decision,
+    )
     live_deployment = None
     for obj in bundle.objects:
         kind = obj["kind"]
@@ -183,6 +193,7 @@ def reconcile(
             live_deployment = live
 
     observed = observe_deployment(live_deployment)
+    outcome.ready_replicas = observed.ready_replicas if observed else 0
     scaled = previous_decision != decision.replicas
     new_status: dict[str, Any] = {
         "observedGeneration": gen,

@@ -26,6 +26,9 @@ class Settings(BaseModel):
     metrics_rate_window: str = Field(default="2m", description="Window for rates, quantiles.")
     metrics_query_concurrency: int = Field(default=8, ge=1, description="Parallel queries.")
     kubeconfig: str | None = Field(default=None, description="Kubeconfig; else in-cluster.")
+    metrics_port: int | None = Field(
+        default=None, ge=1, le=65535, description="Serve the operator's /metrics here."
+    )
     standalone: bool = Field(default=True, description="No peering (single operator).")
     liveness_endpoint: str | None = Field(
         default=None, description="e.g. http://0.0.0.0:8080/healthz"

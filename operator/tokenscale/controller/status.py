@@ -267,7 +267,8 @@ def decision_status(decision: Decision) -> dict[str, Any]:
 def scaling_state_status(state: ScalingState) -> dict[str, Any]:
     return ScalingStateStatus(
         low_since_seconds=state.low_since_s,
-        low_peak_ratio=state.low_peak_ratio,
+        peak_load_replicas=state.peak_load,
+        peak_at_seconds=state.peak_at_s,
         pressure_since_seconds=state.pressure_since_s,
         last_scale_seconds=state.last_scale_s,
         calibration=state.calibration,
@@ -280,7 +281,8 @@ def state_from_status(status: dict[str, Any]) -> ScalingState:
     return ScalingState(
         decided_replicas=status.get("decidedReplicas"),
         low_since_s=kept.get("lowSinceSeconds"),
-        low_peak_ratio=kept.get("lowPeakRatio") or 0.0,
+        peak_load=kept.get("peakLoadReplicas") or 0.0,
+        peak_at_s=kept.get("peakAtSeconds"),
         pressure_since_s=kept.get("pressureSinceSeconds"),
         last_scale_s=kept.get("lastScaleSeconds"),
         calibration=kept.get("calibration") or 1.0,

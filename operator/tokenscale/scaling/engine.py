@@ -8,10 +8,13 @@
   Pressure is measured on reporting (ready) replicas while the decision is compared with
   the replicas already asked for, so pods that are still loading count as supply.
 - **Careful down**: only when every signal has stayed below its low watermark for the
-  stabilisation window, the model asks for fewer, and the window's peak pressure projected
-  onto fewer replicas (``peak × current / target``) stays below the high watermarks (so a
-  noisy but stationary load cannot flap); ``maxScaleDownStep`` at a time, never below
-  ``minReplicas`` or the model; the window restarts after each step.
+  stabilisation window, the model asks for fewer, and the recent peak load would still fit
+  under the high watermarks at the smaller count (``peak_load / target < scaleDownHeadroom``,
+  0.9 by default, where
+  ``peak_load = max(value / high) × replicas reporting`` decays with a half-life of six
+  windows): a quiet spell inside a noisy but stationary load cannot trigger a step that the
+  noise would undo; ``maxScaleDownStep`` at a time, never below ``minReplicas`` or the model;
+  the window restarts after each step.
 - **Never blind**: no snapshot, missing core signals or stale samples → hold the operator's own
   last decision, never below the forecast plan, never down; ``metrics_available`` False.
 """
@@ -210,7 +213,10 @@ def decide(inp: EngineInput) -> Decision:
     diagnosis = diagnose(snap, spec.slo, policy)
     high = [s for s in sigs if s.level == "high"]
     all_low = bool(sigs) and all(s.level == "low" for s in sigs)
-    new_state = state.model_copy(update={"calibration": factor})
+    peak_load = _peak_load(state, sigs, snap.replicas_reporting, now, policy)
+    new_state = state.model_copy(
+        update={"calibration": factor, "peak_load": peak_load, "peak_at_s": now}
+    )
     up_cap = current + policy.max_scale_up_step
 
     if high or model > current:
@@ -256,30 +262,21 @@ def decide(inp: EngineInput) -> Decision:
 
     if all_low and model < current:
         low_since = state.low_since_s if state.low_since_s is not None else now
-        peak = max(
-            [
-                state.low_peak_ratio if state.low_since_s is not None else 0.0,
-                *(s.value / s.high for s in sigs if s.value is not None),
-            ]
-        )
         waited = now - low_since
         if waited >= policy.scale_down_stabilization_seconds:
             target = _bounded(max(current - policy.max_scale_down_step, model), spec)
-            projected = peak * current / max(target, 1)
-            if target < current and projected >= 1.0:
+            projected = peak_load / max(target, 1)
+            if target < current and projected >= policy.scale_down_headroom:
                 return _keep(
                     current,
-                    f"the window's peak pressure {peak:.2f} would reach "
-                    f"{projected:.2f} of the high watermarks at {target} replicas",
+                    f"the recent peak load ({peak_load:.2f} replicas at the high watermarks) "
+                    f"would reach {projected:.2f} of them at {target} replicas "
+                    f"(headroom {policy.scale_down_headroom:g})",
                     sigs,
                     diagnosis,
                     model,
                     new_state.model_copy(
-                        update={
-                            "low_since_s": low_since,
-                            "low_peak_ratio": peak,
-                            "pressure_since_s": None,
-                        }
+                        update={"low_since_s": low_since, "pressure_since_s": None}
                     ),
                 )
             if target < current:
@@ -320,6 +317,19 @@ def decide(inp: EngineInput) -> Decision:
         model,
         new_state.model_copy(update={"low_since_s": None, "pressure_since_s": None}),
     )
+
+
+def _peak_load(
+    state: ScalingState, sigs: list[Signal], reporting: int, now: float, policy: ScalingPolicy
+) -> float:
+    """``max(decayed previous peak, max(value / high) × replicas reporting)``."""
+    ratios = [s.value / s.high for s in sigs if s.value is not None]
+    now_load = float(max(ratios, default=0.0)) * max(reporting, 1)
+    if state.peak_at_s is None:
+        return now_load
+    half_life = max(60.0, 6.0 * policy.scale_down_stabilization_seconds)
+    decayed = state.peak_load * math.pow(0.5, max(0.0, now - state.peak_at_s) / half_life)
+    return max(now_load, decayed)
 
 
 def _keep(

@@ -10,8 +10,11 @@ class ScalingState(BaseModel):
 
     decided_replicas: int | None = None
     low_since_s: float | None = None
-    low_peak_ratio: float = 0.0
-    """Highest value/high-watermark seen while every signal was low (projected before a step)."""
+    peak_load: float = 0.0
+    """Recent peak of the fleet's load in replicas-at-the-high-watermark
+    (``max(value / high) × replicas reporting``), decaying with a half-life of six scale-down
+    windows; a step down to ``target`` needs ``peak_load / target < 1``."""
+    peak_at_s: float | None = None
     pressure_since_s: float | None = None
     last_scale_s: float | None = None
     calibration: float = 1.0
