@@ -18,6 +18,8 @@ if ! command -v prometheus >/dev/null; then
   apt-get update -qq
   DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends prometheus
 fi
+echo "== helm (real binary for the chart tests; cached)"
+bash scripts/helm-bin.sh
 echo "== test control plane (kube-apiserver, etcd, kube-controller-manager; cached)"
 bash scripts/kube-test-env.sh
 echo "== pytest";        python -m pytest "$@"

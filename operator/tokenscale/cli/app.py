@@ -252,6 +252,13 @@ def run(
             envvar="TOKENSCALE_METRICS_RATE_WINDOW", help="Window for rates and quantiles."
         ),
     ] = "2m",
+    peering: Annotated[
+        str | None,
+        typer.Option(
+            envvar="TOKENSCALE_PEERING",
+            help="Kopf peering name: several replicas, exactly one active (HA).",
+        ),
+    ] = None,
     metrics_port: Annotated[
         int | None,
         typer.Option(envvar="TOKENSCALE_METRICS_PORT", help="Serve the operator's /metrics."),
@@ -303,6 +310,8 @@ def run(
             kubeconfig=kubeconfig,
             liveness_endpoint=liveness,
             metrics_port=metrics_port,
+            standalone=peering is None,
+            peering_name=peering or "tokenscale",
         )
     except ValueError as exc:
         Console(stderr=True).print(f"[red]error:[/] {exc}")

@@ -265,6 +265,7 @@ def run_operator(settings: Settings) -> None:
     kopf.run(
         registry=registry,
         standalone=settings.standalone,
+        peering_name=settings.peering_name,
         clusterwide=settings.clusterwide,
         namespaces=list(settings.namespaces),
         liveness_endpoint=settings.liveness_endpoint,

@@ -30,6 +30,7 @@ class Settings(BaseModel):
         default=None, ge=1, le=65535, description="Serve the operator's /metrics here."
     )
     standalone: bool = Field(default=True, description="No peering (single operator).")
+    peering_name: str = Field(default="tokenscale", description="Kopf peering object (HA).")
     liveness_endpoint: str | None = Field(
         default=None, description="e.g. http://0.0.0.0:8080/healthz"
     )

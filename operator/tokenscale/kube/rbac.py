@@ -1,0 +1,38 @@
+"""Every API call the operator makes, as RBAC rules (the chart must grant exactly these).
+
+Kept next to the code that makes the calls (kube/client.py, and kopf's own watching and
+annotation patches); tests/unit/test_chart.py compares the chart's rendered roles with them.
+"""
+
+Rule = tuple[str, str, tuple[str, ...]]
+"""(apiGroup, resource, verbs)"""
+
+NAMESPACED: tuple[Rule, ...] = (
+    ("tokenscale.io", "inferenceservices", ("get", "list", "watch", "patch")),
+    ("tokenscale.io", "inferenceservices/status", ("get", "patch")),
+    ("apps", "deployments", ("get", "list", "watch", "create", "patch")),
+    ("", "services", ("get", "create", "patch")),
+    ("policy", "poddisruptionbudgets", ("get", "create", "patch")),
+    ("", "events", ("create", "patch")),
+)
+"""Reconcile: read/apply owned objects (server-side apply creates with create), write status
+and events; kopf watches InferenceServices and owned Deployments and patches its annotations."""
+
+CLUSTER_READ: tuple[Rule, ...] = (
+    ("apiextensions.k8s.io", "customresourcedefinitions", ("get", "list", "watch")),
+)
+"""kopf watches CRDs to discover the resources it serves (namespaced mode too)."""
+
+ALL_NAMESPACES: tuple[Rule, ...] = (("", "namespaces", ("get", "list", "watch")),)
+"""kopf tracks namespaces when it watches all of them."""
+
+PEERING_CLUSTER: tuple[Rule, ...] = (
+    ("kopf.dev", "clusterkopfpeerings", ("get", "list", "watch", "patch")),
+)
+PEERING_NAMESPACED: tuple[Rule, ...] = (
+    ("kopf.dev", "kopfpeerings", ("get", "list", "watch", "patch")),
+)
+"""Only with more than one operator replica (HA): exactly one is active."""
+
+SECRETS: tuple[Rule, ...] = (("", "secrets", ("get",)),)
+"""Only when a value enables it; the operator never reads Secrets today."""

@@ -1,0 +1,203 @@
+"""The Helm chart with the real `helm` binary: lint, render, validate, RBAC, schema, dashboard."""
+
+import json
+import re
+import subprocess
+from pathlib import Path
+from typing import Any
+
+import kubernetes_validate
+import pytest
+import yaml
+
+from tests.helpers import ROOT
+from tokenscale.controller.telemetry import Telemetry
+from tokenscale.kube import rbac
+
+CHART = ROOT / "charts" / "tokenscale"
+VALUE_SETS: dict[str, dict[str, Any]] = {
+    "default": {},
+    "namespaced": {"watchNamespaces": ["team-a", "team-b"]},
+    "ha": {"replicaCount": 2},
+    "monitoring": {
+        "prometheus": {
+            "url": "https://prometheus.monitoring:9090",
+            "bearerTokenSecret": {"name": "prom-token", "key": "token"},
+            "caConfigMap": {"name": "prom-ca", "key": "ca.crt"},
+        },
+        "metrics": {"serviceMonitor": {"enabled": True}, "podMonitor": {"enabled": True}},
+        "grafanaDashboard": {"enabled": True},
+    },
+}
+CUSTOM_KINDS = {"ServiceMonitor", "PodMonitor", "KopfPeering", "ClusterKopfPeering"}
+
+
+@pytest.fixture(scope="module")
+def helm() -> str:
+    out = subprocess.run(
+        ["bash", str(ROOT / "scripts" / "helm-bin.sh")], check=True, capture_output=True, text=True
+    )
+    return out.stdout.strip().splitlines()[-1]
+
+
+def _values_file(tmp_path: Path, values: dict[str, Any]) -> Path:
+    path = tmp_path / "values.yaml"
+    path.write_text(yaml.safe_dump(values))
+    return path
+
+
+def _render(helm: str, tmp_path: Path, values: dict[str, Any]) -> list[dict[str, Any]]:
+    out = subprocess.run(
+        [
+            helm,
+            "template",
+            "ts",
+            str(CHART),
+            "--namespace",
+            "tokenscale-system",
+            "--include-crds",
+            "-f",
+            str(_values_file(tmp_path, values)),
+        ],
+        check=True,
+        capture_output=True,
+        text=True,
+    )
+    return [d for d in yaml.safe_load_all(out.stdout) if d]
+
+
+@pytest.mark.parametrize("name", list(VALUE_SETS))
+def test_lint_strict(helm: str, tmp_path: Path, name: str) -> None:
+    done = subprocess.run(
+        [helm, "lint", "--strict", str(CHART), "-f", str(_values_file(tmp_path, VALUE_SETS[name]))],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+
+
+@pytest.mark.parametrize("version", ["1.29.0", "1.33.0"])
+@pytest.mark.parametrize("name", list(VALUE_SETS))
+def test_every_rendered_object_validates(
+    helm: str, tmp_path: Path, name: str, version: str
+) -> None:
+    docs = _render(helm, tmp_path, VALUE_SETS[name])
+    kinds = {d["kind"] for d in docs}
+    assert {"Deployment", "ServiceAccount", "ClusterRole", "CustomResourceDefinition"} <= kinds
+    for doc in docs:
+        if doc["kind"] not in CUSTOM_KINDS:
+            kubernetes_validate.validate(doc, version, strict=True)
+
+
+def test_operator_pod_is_locked_down(helm: str, tmp_path: Path) -> None:
+    dep = next(d for d in _render(helm, tmp_path, {}) if d["kind"] == "Deployment")
+    pod = dep["spec"]["template"]["spec"]
+    c = pod["containers"][0]["securityContext"]
+    assert c == {
+        "allowPrivilegeEscalation": False,
+        "readOnlyRootFilesystem": True,
+        "capabilities": {"drop": ["ALL"]},
+    }
+    assert pod["securityContext"]["runAsNonRoot"] is True
+    assert pod["securityContext"]["seccompProfile"] == {"type": "RuntimeDefault"}
+    assert "--all-namespaces" in pod["containers"][0]["args"]
+
+
+def _rules(docs: list[dict[str, Any]], kind: str) -> set[tuple[str, str, tuple[str, ...]]]:
+    out = set()
+    for doc in docs:
+        if doc["kind"] != kind:
+            continue
+        for rule in doc["rules"]:
+            for group in rule["apiGroups"]:
+                for resource in rule["resources"]:
+                    out.add((group, resource, tuple(rule["verbs"])))
+    return out
+
+
+def test_cluster_rbac_is_exactly_what_the_code_calls(helm: str, tmp_path: Path) -> None:
+    docs = _render(helm, tmp_path, {})
+    want = set(rbac.CLUSTER_READ + rbac.ALL_NAMESPACES + rbac.NAMESPACED)
+    assert _rules(docs, "ClusterRole") == want
+    assert not _rules(docs, "Role")
+    for doc in docs:
+        for rule in doc.get("rules", []):
+            assert "*" not in rule["verbs"] + rule["resources"] + rule["apiGroups"]
+
+
+def test_namespaced_rbac_uses_roles(helm: str, tmp_path: Path) -> None:
+    docs = _render(helm, tmp_path, VALUE_SETS["namespaced"])
+    assert _rules(docs, "ClusterRole") == set(rbac.CLUSTER_READ)
+    roles = [d for d in docs if d["kind"] == "Role"]
+    assert sorted(r["metadata"]["namespace"] for r in roles) == ["team-a", "team-b"]
+    assert _rules(docs, "Role") == set(rbac.NAMESPACED)
+    args = next(d for d in docs if d["kind"] == "Deployment")["spec"]["template"]["spec"][
+        "containers"
+    ][0]["args"]
+    assert "--namespace=team-a" in args
+    assert "--all-namespaces" not in args
+
+
+def test_ha_adds_peering_and_secrets_need_a_value(helm: str, tmp_path: Path) -> None:
+    docs = _render(helm, tmp_path, VALUE_SETS["ha"])
+    assert set(rbac.PEERING_CLUSTER) <= _rules(docs, "ClusterRole")
+    assert any(d["kind"] == "ClusterKopfPeering" for d in docs)
+    args = next(d for d in docs if d["kind"] == "Deployment")["spec"]["template"]["spec"][
+        "containers"
+    ][0]["args"]
+    assert any(a.startswith("--peering=") for a in args)
+    assert not any(r[1] == "secrets" for r in _rules(docs, "ClusterRole"))
+    with_secrets = _render(helm, tmp_path, {"rbac": {"readSecrets": True}})
+    assert set(rbac.SECRETS) <= _rules(with_secrets, "ClusterRole")
+
+
+def test_chart_ships_the_generated_crd_itself(helm: str, tmp_path: Path) -> None:
+    link = CHART / "crds" / "inferenceservices.tokenscale.io.yaml"
+    assert link.resolve() == (ROOT / "crds" / "inferenceservices.tokenscale.io.yaml").resolve()
+    crd = next(d for d in _render(helm, tmp_path, {}) if d["kind"] == "CustomResourceDefinition")
+    assert crd == yaml.safe_load(link.read_text())
+
+
+@pytest.mark.parametrize(
+    ("values", "message"),
+    [
+        ({"replicaCount": 0}, "replicaCount"),
+        ({"interval": -5}, "interval"),
+        ({"prometheus": {"url": "ftp://nope"}}, "url"),
+        ({"logLevel": "LOUD"}, "logLevel"),
+        ({"watchNamespaces": ["Bad_Name"]}, "watchNamespaces"),
+        ({"replicas": 3}, "replicas"),
+    ],
+)
+def test_values_schema_rejects_bad_values(
+    helm: str, tmp_path: Path, values: dict[str, Any], message: str
+) -> None:
+    done = subprocess.run(
+        [helm, "template", "ts", str(CHART), "-f", str(_values_file(tmp_path, values))],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert done.returncode != 0
+    assert message in done.stderr
+
+
+def test_dashboard_queries_only_series_that_exist() -> None:
+    dashboard = json.loads((CHART / "dashboards" / "tokenscale.json").read_text())
+    exprs = [t["expr"] for p in dashboard["panels"] for t in p["targets"]]
+    exprs += [v["query"] for v in dashboard["templating"]["list"] if v.get("type") == "query"]
+    exposed = set()
+    for family in Telemetry().registry.collect():
+        for sample in family.samples:
+            exposed.add(sample.name)
+    for metric in Telemetry().registry.collect():
+        exposed.add(metric.name)
+        suffixes = {"counter": ["_total"], "histogram": ["_bucket", "_sum", "_count"]}
+        exposed.update(metric.name + s for s in suffixes.get(metric.type, []))
+    vllm = {"vllm:num_requests_waiting"}
+    used = {m for e in exprs for m in re.findall(r"(tokenscale_[a-z0-9_]+|vllm:[a-z0-9_]+)", e)}
+    assert used
+    missing = used - exposed - vllm
+    assert not missing, f"dashboard queries series nobody exposes: {missing}"
+    assert dashboard["schemaVersion"] >= 36
