@@ -10,7 +10,7 @@ import pytest
 from tests.helpers import manifest
 from tests.integration.conftest import Objects
 from tests.support.cluster import Cluster
-from tests.support.processes import Process, wait_for
+from tests.support.processes import Process, free_port, wait_for
 from tests.support.prometheus import PrometheusServer
 from tests.support.vllm_emulator import Load, VllmMetricsEmulator
 
@@ -33,7 +33,7 @@ def _spec() -> dict[str, Any]:
 def start_metrics_operator(cluster: Cluster, tmp_path: Path) -> Iterator[Callable[..., Process]]:
     started: list[Process] = []
 
-    def start(namespace: str, prometheus_url: str) -> Process:
+    def start(namespace: str, prometheus_url: str, *extra: str) -> Process:
         proc = cluster.operator(
             f"operator-metrics-{len(started)}",
             namespace,
@@ -45,6 +45,7 @@ def start_metrics_operator(cluster: Cluster, tmp_path: Path) -> Iterator[Callabl
             "5s",
             "--metrics-rate-window",
             "10s",
+            *extra,
         )
         started.append(proc)
         return proc
@@ -150,3 +151,62 @@ def test_prometheus_down_holds_replicas_and_says_why(
         pod.stop()
     finally:
         own.stop()
+
+
+DOCUMENTED = {
+    "tokenscale_replicas_desired": "gauge",
+    "tokenscale_replicas": "gauge",
+    "tokenscale_binding_constraint_info": "gauge",
+    "tokenscale_scale_events": "counter",
+    "tokenscale_decisions_held": "counter",
+    "tokenscale_reconcile_duration_seconds": "histogram",
+    "tokenscale_evaluation_duration_seconds": "histogram",
+    "tokenscale_prometheus_query_errors": "counter",
+    "tokenscale_latency_p99_seconds": "gauge",
+    "tokenscale_kv_cache_usage_ratio": "gauge",
+    "tokenscale_cost_per_million_output_tokens": "gauge",
+}
+
+
+def test_the_operators_own_metrics_are_scraped_with_their_types(
+    start_metrics_operator: Callable[..., Process],
+    prometheus: PrometheusServer,
+    objects: Objects,
+    namespace: str,
+    emulators: Callable[..., VllmMetricsEmulator],
+) -> None:
+    pod = emulators(namespace, "test")
+    pod.set_state(running=4, waiting=0, kv_usage=0.3)
+    port = free_port()
+    start_metrics_operator(namespace, prometheus.url, "--metrics-port", str(port))
+    target = f"127.0.0.1:{port}"
+    prometheus.add_target(target, None, None)
+    try:
+        objects.create(_spec())
+        wait_for(lambda: _replicas(objects) == 1, 60, "the plan's replica")
+        wait_for(
+            lambda: (objects.condition("test", "MetricsAvailable") or {}).get("status") == "True",
+            60,
+            "metrics in use",
+        )
+        pod.set_state(running=40, waiting=0, kv_usage=0.97)
+        wait_for(lambda: (_replicas(objects) or 0) >= 2, 60, "scaled up under pressure")
+        selector = f'namespace="{namespace}", inferenceservice="test"'
+        wait_for(
+            lambda: prometheus.query(f"tokenscale_scale_events_total{{{selector}}}"),
+            60,
+            "scale events scraped",
+        )
+        metadata = prometheus.metadata()
+        for family, kind in DOCUMENTED.items():
+            names = [n for n in metadata if n in (family, f"{family}_total")]
+            assert names, f"{family} was not scraped"
+            assert metadata[names[0]][0]["type"] == kind, family
+        total = prometheus.query(f'tokenscale_replicas_desired{{{selector}, constraint="total"}}')
+        assert float(total[0]["value"][1]) == _replicas(objects)  # type: ignore[index]
+        kv = prometheus.query(f"tokenscale_kv_cache_usage_ratio{{{selector}}}")
+        assert float(kv[0]["value"][1]) == 0.97  # type: ignore[index]
+        up = prometheus.query(f'tokenscale_scale_events_total{{{selector}, direction="up"}}')
+        assert float(up[0]["value"][1]) >= 1  # type: ignore[index]
+    finally:
+        prometheus.remove_target(target)

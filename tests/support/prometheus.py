@@ -74,8 +74,13 @@ class PrometheusServer:
             self.process.stop()
             self.process = None
 
-    def add_target(self, target: str, namespace: str, service: str) -> None:
-        self.targets[target] = {"namespace": namespace, "inferenceservice": service}
+    def add_target(self, target: str, namespace: str | None, service: str | None) -> None:
+        """A vLLM pod (with the labels the operator queries by), or, with None, a plain target
+        (the operator itself, whose series carry their own namespace/inferenceservice labels)."""
+        labels = (
+            {"namespace": namespace, "inferenceservice": service} if namespace and service else {}
+        )
+        self.targets[target] = labels
         self._write_targets()
 
     def remove_target(self, target: str) -> None:
@@ -87,6 +92,11 @@ class PrometheusServer:
         tmp = self.targets_file.with_suffix(".tmp")
         tmp.write_text(json.dumps(groups))
         tmp.replace(self.targets_file)
+
+    def metadata(self) -> dict[str, list[dict[str, str]]]:
+        r = requests.get(f"{self.url}/api/v1/metadata", timeout=5)
+        r.raise_for_status()
+        return dict(r.json()["data"])
 
     def query(self, promql: str) -> list[dict[str, object]]:
         r = requests.get(f"{self.url}/api/v1/query", params={"query": promql}, timeout=5)
