@@ -201,3 +201,39 @@ def test_dashboard_queries_only_series_that_exist() -> None:
     missing = used - exposed - vllm
     assert not missing, f"dashboard queries series nobody exposes: {missing}"
     assert dashboard["schemaVersion"] >= 36
+
+
+def test_plain_manifests_equal_the_chart_defaults(helm: str) -> None:
+    """deploy/ is generated from the chart (scripts/gen-deploy.sh); drift fails here."""
+    rendered = subprocess.run(
+        [helm, "template", "tokenscale", str(CHART), "--namespace", "tokenscale-system"],
+        check=True,
+        capture_output=True,
+        text=True,
+    )
+    committed = (ROOT / "deploy" / "operator.yaml").read_text()
+    assert [d for d in yaml.safe_load_all(committed) if d] == [
+        d for d in yaml.safe_load_all(rendered.stdout) if d
+    ], "run scripts/gen-deploy.sh"
+    crd = yaml.safe_load((ROOT / "deploy" / "crd.yaml").read_text())
+    assert crd == yaml.safe_load(
+        (ROOT / "crds" / "inferenceservices.tokenscale.io.yaml").read_text()
+    )
+
+
+def test_kustomize_builds_valid_objects(helm: str) -> None:
+    kubectl = str(Path(helm).with_name("kubectl"))
+    out = subprocess.run(
+        [kubectl, "kustomize", str(ROOT / "deploy")], check=True, capture_output=True, text=True
+    )
+    docs = [d for d in yaml.safe_load_all(out.stdout) if d]
+    assert {d["kind"] for d in docs} >= {
+        "Namespace",
+        "CustomResourceDefinition",
+        "Deployment",
+        "ClusterRole",
+        "ClusterRoleBinding",
+        "ServiceAccount",
+    }
+    for doc in docs:
+        kubernetes_validate.validate(doc, "1.33.0", strict=True)
