@@ -192,9 +192,16 @@ class Cluster:
             wait_for(established, 30, f"CRD {path.name} established")
 
     def operator(
-        self, name: str, namespace: str, interval_s: float, log_dir: Path, *extra: str
+        self,
+        name: str,
+        namespace: str | None,
+        interval_s: float,
+        log_dir: Path,
+        *extra: str,
+        kubeconfig: Path | None = None,
     ) -> Process:
-        """``tokenscale run`` as a real process against this cluster, watching one namespace."""
+        """``tokenscale run`` as a real process against this cluster (one namespace, or all)."""
+        scope = ["--namespace", namespace] if namespace else ["--all-namespaces"]
         return Process(
             name,
             [
@@ -203,9 +210,8 @@ class Cluster:
                 "tokenscale",
                 "run",
                 "--kubeconfig",
-                str(self.kubeconfig()),
-                "--namespace",
-                namespace,
+                str(kubeconfig or self.kubeconfig()),
+                *scope,
                 "--interval",
                 f"{interval_s:g}",
                 *extra,
