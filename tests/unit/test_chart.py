@@ -155,8 +155,13 @@ def test_ha_adds_peering_and_secrets_need_a_value(helm: str, tmp_path: Path) -> 
 def test_chart_ships_the_generated_crd_itself(helm: str, tmp_path: Path) -> None:
     link = CHART / "crds" / "inferenceservices.tokenscale.io.yaml"
     assert link.resolve() == (ROOT / "crds" / "inferenceservices.tokenscale.io.yaml").resolve()
-    crd = next(d for d in _render(helm, tmp_path, {}) if d["kind"] == "CustomResourceDefinition")
-    assert crd == yaml.safe_load(link.read_text())
+    crds = {
+        d["metadata"]["name"]: d
+        for d in _render(helm, tmp_path, {})
+        if d["kind"] == "CustomResourceDefinition"
+    }
+    assert crds["inferenceservices.tokenscale.io"] == yaml.safe_load(link.read_text())
+    assert {"clusterkopfpeerings.kopf.dev", "kopfpeerings.kopf.dev"} <= set(crds)  # HA
 
 
 @pytest.mark.parametrize(

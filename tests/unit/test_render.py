@@ -12,6 +12,7 @@ import yaml
 from tests.helpers import EXAMPLES, ROOT, manifest
 from tokenscale.api import InferenceService
 from tokenscale.api.crd import build_crd
+from tokenscale.api.crd_docs import crd_reference
 from tokenscale.api.manifest import parse_manifests
 from tokenscale.planning import plan_service
 from tokenscale.planning.inputs import resolve_gpu
@@ -185,3 +186,9 @@ def test_crd_schema_rejects_what_the_api_server_should() -> None:
     bad = manifest(hardware={"tensorParallelSize": 3})
     with pytest.raises(jsonschema.ValidationError, match="3 is not one of"):
         jsonschema.Draft4Validator(schema).validate(bad)
+
+
+def test_committed_crd_reference_is_generated_from_the_models() -> None:
+    path = ROOT / "docs" / "crd-reference.md"
+    assert path.read_text() == crd_reference(), "run: tokenscale crd --docs docs/crd-reference.md"
+    assert "| `spec.hardware.tensorParallelSize` |" in path.read_text()

@@ -12,6 +12,7 @@ from rich.console import Console
 from rich.table import Table
 
 from tokenscale.api.crd import build_crd
+from tokenscale.api.crd_docs import crd_reference
 from tokenscale.api.errors import SpecError
 from tokenscale.api.manifest import parse_manifests
 from tokenscale.catalog import GPU_CATALOG, MODEL_CATALOG, count_params
@@ -162,8 +163,13 @@ def render(
 @app.command()
 def crd(
     out: Annotated[Path | None, typer.Option("--out", help="Write to this file.")] = None,
+    docs: Annotated[
+        Path | None, typer.Option("--docs", help="Also write the Markdown field reference.")
+    ] = None,
 ) -> None:
     """Print (or write) the InferenceService CRD generated from the API models."""
+    if docs is not None:
+        docs.write_text(crd_reference())
     text = CRD_HEADER + yaml.safe_dump(build_crd(), sort_keys=False, width=100)
     if out is None:
         typer.echo(text, nl=False)
