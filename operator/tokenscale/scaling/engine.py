@@ -244,19 +244,13 @@ def decide(inp: EngineInput) -> Decision:
             update={"pressure_since_s": pressure_since if high else None, "low_since_s": None}
         )
         if target > current:
-            return Decision(
-                replicas=target,
-                source="metrics",
-                reason=f"scale up {current}→{target}: {why}",
-                signals=sigs,
-                diagnosis=diagnosis,
-                model_replicas=model,
-                calibration=factor,
-                metrics_available=True,
-                metrics_reason="ok",
-                state=state_out.model_copy(
-                    update={"decided_replicas": target, "last_scale_s": now}
-                ),
+            return _decided(
+                target,
+                f"scale up {current}→{target}: {why}",
+                sigs,
+                diagnosis,
+                model,
+                state_out.model_copy(update={"last_scale_s": now}),
             )
         return _keep(current, f"at maxReplicas or step: {why}", sigs, diagnosis, model, state_out)
 
@@ -280,24 +274,18 @@ def decide(inp: EngineInput) -> Decision:
                     ),
                 )
             if target < current:
-                return Decision(
-                    replicas=target,
-                    source="metrics",
-                    reason=f"scale down {current}→{target}: every signal low for {waited:.0f} s "
-                    f"(≥ {policy.scale_down_stabilization_seconds} s) and the model needs {model}",
-                    signals=sigs,
-                    diagnosis=diagnosis,
-                    model_replicas=model,
-                    calibration=factor,
-                    metrics_available=True,
-                    metrics_reason="ok",
-                    state=new_state.model_copy(
-                        update={
-                            "decided_replicas": target,
-                            "last_scale_s": now,
-                            "low_since_s": now,
-                            "pressure_since_s": None,
-                        }
+                reason = (
+                    f"scale down {current}→{target}: every signal low for {waited:.0f} s "
+                    f"(≥ {policy.scale_down_stabilization_seconds} s) and the model needs {model}"
+                )
+                return _decided(
+                    target,
+                    reason,
+                    sigs,
+                    diagnosis,
+                    model,
+                    new_state.model_copy(
+                        update={"last_scale_s": now, "low_since_s": now, "pressure_since_s": None}
                     ),
                 )
         return _keep(
@@ -332,6 +320,29 @@ def _peak_load(
     return max(now_load, decayed)
 
 
+def _decided(
+    replicas: int,
+    reason: str,
+    sigs: list[Signal],
+    diagnosis: list[str],
+    model: int,
+    state: ScalingState,
+) -> Decision:
+    """A decision made on fresh metrics (the engine's memory updated to it)."""
+    return Decision(
+        replicas=replicas,
+        source="metrics",
+        reason=reason,
+        signals=sigs,
+        diagnosis=diagnosis,
+        model_replicas=model,
+        calibration=state.calibration,
+        metrics_available=True,
+        metrics_reason="ok",
+        state=state.model_copy(update={"decided_replicas": replicas}),
+    )
+
+
 def _keep(
     current: int,
     why: str,
@@ -340,18 +351,7 @@ def _keep(
     model: int,
     state: ScalingState,
 ) -> Decision:
-    return Decision(
-        replicas=current,
-        source="metrics",
-        reason=f"hold {current}: {why}",
-        signals=sigs,
-        diagnosis=diagnosis,
-        model_replicas=model,
-        calibration=state.calibration,
-        metrics_available=True,
-        metrics_reason="ok",
-        state=state.model_copy(update={"decided_replicas": current}),
-    )
+    return _decided(current, f"hold {current}: {why}", sigs, diagnosis, model, state)
 
 
 def _blindness(snap: Snapshot | None, now: float, stale_after_s: float) -> str | None:
