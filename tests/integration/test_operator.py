@@ -285,3 +285,16 @@ def test_a_409_conflict_is_retried(api: client.ApiClient, objects: Objects) -> N
     written = kube.patch_status(objects.ns, "test", {"replicas": 4}, resource_version=stale)
     assert written["status"]["replicas"] == 4
     assert objects.get("test")["status"]["replicas"] == 4
+
+
+def test_kopf_handlers_reconcile_without_the_resync_loop(
+    objects: Objects, namespace: str, start_operator: Callable[..., Process]
+) -> None:
+    """With the periodic loop out of the way (10 min), create/update events alone do the work
+    (a peering misconfiguration once paused kopf while the 2 s loop hid it)."""
+    op = start_operator(namespace, "--interval", "600")
+    time.sleep(3)  # after the loop's immediate first cycle
+    objects.create(manifest())
+    _wait_deployment(objects, "test", op, timeout=30)
+    objects.patch_spec("test", {"scaling": {"replicas": 3}})
+    wait_for(lambda: objects.deployment("test").spec.replicas == 3, 30, "update handled")

@@ -47,7 +47,9 @@ def _emitter(kube: Kube, body: Any) -> Any:
 
 
 def build_registry(
-    settings: Settings, kube: Kube, telemetry: Telemetry | None = None
+    settings: Settings,
+    kube: Kube,
+    telemetry: Telemetry | None = None,
 ) -> kopf.OperatorRegistry:
     metrics_out = telemetry or Telemetry()
     registry = kopf.OperatorRegistry()
@@ -265,7 +267,9 @@ def run_operator(settings: Settings) -> None:
     kopf.run(
         registry=registry,
         standalone=settings.standalone,
-        peering_name=settings.peering_name,
+        # kopf makes peering mandatory whenever a name is given (and then pauses until the
+        # peering CRD exists), so the name goes only with peering
+        peering_name=None if settings.standalone else settings.peering_name,
         clusterwide=settings.clusterwide,
         namespaces=list(settings.namespaces),
         liveness_endpoint=settings.liveness_endpoint,
