@@ -8,10 +8,13 @@ Run: ``python benchmarks/accuracy.py``. Each case rebuilds the measured setup as
 
 import sys
 from dataclasses import dataclass
-from typing import Any
+from pathlib import Path
 
-from tokenscale.api import InferenceService
-from tokenscale.planning import Plan, plan_service
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from tests.helpers import spec  # noqa: E402  (Llama-3.1-8B, the measured model)
+from tokenscale.planning import Plan, plan_service  # noqa: E402
 
 MUSGRAVE = (
     "johnmusgrave.com/p/vllm-throughput-latency-sweep-on — vLLM 0.23.0, A100 40GB, "
@@ -43,24 +46,21 @@ CASES = [
 
 
 def _plan(gpu: str, concurrency: int, inp: int, out: int) -> Plan:
-    doc: dict[str, Any] = {
-        "apiVersion": "tokenscale.io/v1alpha1",
-        "kind": "InferenceService",
-        "metadata": {"name": "accuracy"},
-        "spec": {
-            "model": {"name": "meta-llama/Llama-3.1-8B-Instruct", "catalog": "llama-3.1-8b"},
-            "hardware": {"gpu": gpu, "tensorParallelSize": 1},
-            "workload": {
+    return plan_service(
+        spec(
+            hardware={"gpu": gpu, "tensorParallelSize": 1},
+            workload={
                 "rps": {"mean": 1},
-                "inputTokens": {"mean": inp},
-                "outputTokens": {"mean": out},
+                "inputTokens": {"mean": inp, "p99": None},
+                "outputTokens": {"mean": out, "p99": None},
                 "maxContextTokens": 8192,
             },
-            "serving": {"maxNumSeqs": concurrency},
-            "assumptions": {"kneeTpotRatio": 100},
-        },
-    }
-    return plan_service(InferenceService.model_validate(doc).spec)
+            slo={"ttftP99Seconds": None, "tpotP99Seconds": None},
+            cost={"gpuHourPrice": None},
+            serving={"maxNumSeqs": concurrency},
+            assumptions={"kneeTpotRatio": 100},
+        )
+    )
 
 
 def _closed_loop_tps(p: Plan, concurrency: int, out: int) -> float:

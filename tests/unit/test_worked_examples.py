@@ -63,3 +63,20 @@ def test_kv_per_token_llama_70b_from_catalog_and_plan() -> None:
         )
     )
     assert p.kv_bytes_per_token == 327_680
+
+
+def test_performance_model_attention_is_the_maps_formula() -> None:
+    """PerfModel's prefill FLOPs = 2·P·N (+ LM head once) + the map's causal attention term."""
+    p = plan_service(spec())  # Llama-3.1-8B: no sliding window
+    from tokenscale.planning.planner import _perf_model, _resolve  # noqa: PLC0415
+
+    perf = _perf_model(_resolve(spec(), ""), 1, p.max_num_batched_tokens)
+    arch = MODEL_CATALOG["llama-3.1-8b"].architecture
+    n = 4096.0
+    params = perf.params
+    linear = formulas.prefill_linear_flops(params.active - params.embedding - params.lm_head, n)
+    attention = formulas.attention_flops_full(arch.layers, n, arch.hidden_size, causal=True)
+    assert perf.prefill_flops(n) == pytest.approx(linear + 2 * params.lm_head + attention)
+    assert formulas.attention_flops_full(80, 1.2 * n, 8192, causal=True) == pytest.approx(
+        formulas.attention_growth(0.2) * formulas.attention_flops_full(80, n, 8192, causal=True)
+    )

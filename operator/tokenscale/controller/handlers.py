@@ -9,6 +9,7 @@ import asyncio
 import logging
 import threading
 import time
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
@@ -17,7 +18,7 @@ from kubernetes.client.exceptions import ApiException
 
 from tokenscale.api.crd import PLURAL
 from tokenscale.api.inference_service import API_GROUP, API_VERSION, KIND
-from tokenscale.controller.reconcile import MetricsView, reconcile
+from tokenscale.controller.reconcile import EventSink, MetricsView, reconcile
 from tokenscale.controller.settings import Settings
 from tokenscale.controller.telemetry import Telemetry
 from tokenscale.kube.client import Kube
@@ -36,7 +37,7 @@ def _now() -> str:
     return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
-def _emitter(kube: Kube, body: Any) -> Any:
+def _emitter(kube: Kube, body: Any) -> EventSink:
     def emit(type_: str, reason: str, message: str) -> None:
         try:
             kube.create_event(dict(body), type_, reason, message, _now())
@@ -44,6 +45,14 @@ def _emitter(kube: Kube, body: Any) -> Any:
             log.warning("cannot post event %s: %s %s", reason, exc.status, exc.reason)
 
     return emit
+
+
+@dataclass
+class _FleetMetrics:
+    """The last fleet-wide read (replaced whole every cycle)."""
+
+    snapshots: dict[tuple[str, str], Snapshot] = field(default_factory=dict)
+    error: str | None = None
 
 
 def build_registry(
@@ -55,16 +64,15 @@ def build_registry(
     registry = kopf.OperatorRegistry()
     resource = (API_GROUP, API_VERSION, PLURAL)
     source = metrics_source(settings)
-    latest: dict[str, Any] = {"snapshots": {}, "error": None}
+    latest = _FleetMetrics()
     stale_after_s = max(60.0, 4 * settings.interval_seconds)
 
     def metrics_view(key: tuple[str, str]) -> MetricsView | None:
         if source is None:
             return None
-        snapshots: dict[tuple[str, str], Snapshot] = latest["snapshots"]
         return MetricsView(
-            snapshot=snapshots.get(key),
-            source_error=latest["error"],
+            snapshot=latest.snapshots.get(key),
+            source_error=latest.error,
             now_s=time.time(),
             stale_after_s=stale_after_s,
         )
@@ -73,8 +81,8 @@ def build_registry(
         if source is None:
             return
         namespaces = None if settings.clusterwide else list(settings.namespaces)
-        latest["snapshots"] = source.snapshots(namespaces, time.time())
-        latest["error"] = source.last_error
+        latest.snapshots = source.snapshots(namespaces, time.time())
+        latest.error = source.last_error
         metrics_out.record_query_errors(source.last_error)
 
     locks: dict[tuple[str, str], threading.Lock] = {}
