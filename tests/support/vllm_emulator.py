@@ -22,7 +22,7 @@ from prometheus_client import (
 )
 
 from tests.support.processes import free_port
-from tokenscale.metrics import vllm as v
+from tokenscale.catalog import vllm_metrics as v
 
 
 @dataclass
