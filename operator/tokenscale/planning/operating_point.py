@@ -38,6 +38,10 @@ class OperatingPoint:
     """Most sequences in flight that still meet the SLOs: min(maxNumSeqs, SLO batch)."""
 
 
+Z_P99 = 2.326
+Z_P95 = 1.645
+
+
 def _largest(lo: int, hi: int, ok: Callable[[int], bool]) -> int:
     """Largest n in [lo, hi] with ok(n), assuming ok is monotone (true then false); lo-1 if none."""
     if not ok(lo):
@@ -57,9 +61,10 @@ def slo_estimates(
     """Estimates at batch B for every SLO that is set (P99 uses P99 tokens, P95 uses P95)."""
     tpot = perf.tpot_seconds(batch)
     out: list[SloEstimate] = []
-    for pct, ttft_t, tpot_t, e2e_t, in_tok, out_tok in (
+    for pct, z, ttft_t, tpot_t, e2e_t, in_tok, out_tok in (
         (
             "p99",
+            Z_P99,
             slo.ttft_p99_seconds,
             slo.tpot_p99_seconds,
             slo.e2e_p99_seconds,
@@ -68,6 +73,7 @@ def slo_estimates(
         ),
         (
             "p95",
+            Z_P95,
             slo.ttft_p95_seconds,
             slo.tpot_p95_seconds,
             slo.e2e_p95_seconds,
@@ -79,7 +85,7 @@ def slo_estimates(
         if ttft_t is not None:
             out.append(SloEstimate(f"ttft_{pct}", ttft_t, ttft))
         if tpot_t is not None:
-            out.append(SloEstimate(f"tpot_{pct}", tpot_t, tpot))
+            out.append(SloEstimate(f"tpot_{pct}", tpot_t, perf.tpot_quantile_seconds(batch, z)))
         if e2e_t is not None:
             out.append(SloEstimate(f"e2e_{pct}", e2e_t, ttft + out_tok * tpot))
     return out

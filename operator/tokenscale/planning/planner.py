@@ -89,6 +89,13 @@ def predict_tpot(spec: InferenceServiceSpec, tensor_parallel_size: int, batch: f
     return _perf_model(ctx, tensor_parallel_size, batched).tpot_seconds(max(batch, 1.0))
 
 
+def replica_perf_model(spec: InferenceServiceSpec, plan: Plan) -> PerfModel:
+    """The timing model behind ``plan`` (its TP and token budget), for the fleet simulator."""
+    return _perf_model(
+        _resolve(spec, plan.name), plan.tensor_parallel_size, plan.max_num_batched_tokens
+    )
+
+
 def _max_model_len(
     ctx: _Context, capacity_tokens: float, held: float, reasons: list[str], warnings: list[str]
 ) -> int:
