@@ -74,8 +74,14 @@ def test_kv_pressure_scales_up_proportionally() -> None:
 
 
 def test_queue_pressure_is_step_limited() -> None:
+    d = run(_spec(), snap(n=4, waiting=40.0), ScalingState(decided_replicas=2))
+    assert d.replicas == 2 + 4  # wants ceil(4 × min(10 / 2, 2)) = 8, maxScaleUpStep 4
+
+
+def test_a_backlog_at_most_doubles_the_replicas_per_decision() -> None:
+    # 20 waiting per replica is a backlog, not ten times the load: ask for 2 × 2, not 20
     d = run(_spec(), snap(n=2, waiting=40.0), ScalingState(decided_replicas=2))
-    assert d.replicas == 2 + 4  # wants ceil(2 × 20 / 2) = 20, maxScaleUpStep 4
+    assert d.replicas == 4
     assert any(line.startswith("capacity: 20.0 requests waiting") for line in d.diagnosis)
 
 
@@ -87,13 +93,13 @@ def test_starting_replicas_count_as_supply() -> None:
 
 def test_ttft_over_slo_with_a_short_queue_is_prefill_bound() -> None:
     d = run(_spec(), snap(n=2, ttft=4.0, waiting=0.0), ScalingState(decided_replicas=2))
-    assert d.replicas == 4  # ceil(2 × 4.0 / 2.0)
+    assert d.replicas == 3  # latency is not load: one more than report, not ceil(2 × 4 / 2)
     assert any(line.startswith("prefill-bound: TTFT P99 4.00 s > SLO 2 s") for line in d.diagnosis)
 
 
 def test_tpot_over_slo_is_decode_bound() -> None:
     d = run(_spec(), snap(n=2, tpot=0.08), ScalingState(decided_replicas=2))
-    assert d.replicas == 4  # ceil(2 × 0.08 / 0.05)
+    assert d.replicas == 3  # one more than the 2 reporting
     assert any(line.startswith("decode-bound") for line in d.diagnosis)
 
 

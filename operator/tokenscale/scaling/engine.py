@@ -33,6 +33,11 @@ from tokenscale.scaling.state import ScalingState
 
 CALIBRATION_BOUNDS = (0.5, 1.5)
 CALIBRATION_SMOOTHING = 0.3
+LIVE_KNEE_TPOT_RATIO = 1e6
+MAX_LOAD_RATIO = 2.0
+SCALE_DOWN_STEP_S = 120.0
+PEAK_HALF_LIFE_WINDOWS = 2.0
+LOAD_SIGNALS = ("kv_usage", "waiting_per_replica")
 
 
 class EngineInput(BaseModel):
@@ -99,7 +104,30 @@ def observed_spec(
                 ),
             }
         )
-    return _calibrated_spec(spec.model_copy(update={"workload": w}), factor)
+    return _live_sized(_calibrated_spec(spec.model_copy(update={"workload": w}), factor))
+
+
+def _live_sized(spec: InferenceServiceSpec) -> InferenceServiceSpec:
+    """Live, size replicas at the SLO batch, not the knee: the knee is the forecast's comfort
+    margin for traffic nobody has seen; with live traffic the pressure signals guard the SLO
+    and the knee would hold ~20 % more GPUs than needed (measured by the fleet simulator).
+    Without an SLO the knee stays the only latency limit."""
+    slo = spec.slo
+    has_slo = any(
+        v is not None
+        for v in (
+            slo.ttft_p99_seconds,
+            slo.tpot_p99_seconds,
+            slo.e2e_p99_seconds,
+            slo.ttft_p95_seconds,
+            slo.tpot_p95_seconds,
+            slo.e2e_p95_seconds,
+        )
+    )
+    if not has_slo:
+        return spec
+    a = spec.assumptions.model_copy(update={"knee_tpot_ratio": LIVE_KNEE_TPOT_RATIO})
+    return spec.model_copy(update={"assumptions": a})
 
 
 def calibrate(spec: InferenceServiceSpec, forecast: Plan, snap: Snapshot, old: float) -> float:
@@ -119,7 +147,13 @@ def signals(snap: Snapshot, spec: InferenceServiceSpec, policy: ScalingPolicy) -
     n = max(snap.replicas_reporting, 1)
     out: list[Signal] = []
 
-    def add(name: str, value: float | None, high: float | None, low: float | None) -> None:
+    def add(
+        name: str,
+        value: float | None,
+        high: float | None,
+        low: float | None,
+        latency: bool = False,
+    ) -> None:
         if high is None:
             return
         if value is None:
@@ -138,7 +172,14 @@ def signals(snap: Snapshot, spec: InferenceServiceSpec, policy: ScalingPolicy) -
         level = (
             "high" if value >= high else ("low" if low is not None and value < low else "normal")
         )
-        rec = max(n + 1, math.ceil(n * value / high - 1e-9)) if level == "high" else n
+        rec = n
+        if level == "high":
+            # load signals scale with replicas; latency does not (and its P99 lags by the rate
+            # window), so a latency breach asks for one more than report, not a multiple
+            # load signals at most double the reporting replicas per decision: past saturation
+            # a queue measures backlog, not load, and its ratio would ask for dozens at once
+            ratio = min(value / high, MAX_LOAD_RATIO)
+            rec = n + 1 if latency else max(n + 1, math.ceil(n * ratio - 1e-9))
         out.append(
             Signal(
                 name=name,
@@ -168,7 +209,7 @@ def signals(snap: Snapshot, spec: InferenceServiceSpec, policy: ScalingPolicy) -
         ("tpot_p99_s", snap.tpot_p99_s, spec.slo.tpot_p99_seconds),
     ):
         if slo is not None:
-            add(name, value, slo * (1 + 1e-9), slo * policy.latency_low_ratio)
+            add(name, value, slo * (1 + 1e-9), slo * policy.latency_low_ratio, latency=True)
     return out
 
 
@@ -285,7 +326,17 @@ def decide(inp: EngineInput) -> Decision:
                     diagnosis,
                     model,
                     new_state.model_copy(
-                        update={"last_scale_s": now, "low_since_s": now, "pressure_since_s": None}
+                        update={
+                            "last_scale_s": now,
+                            # the next step needs one more rate window of low signals, not a
+                            # whole stabilisation window: the dip has already proven itself
+                            "low_since_s": now
+                            - max(
+                                0.0,
+                                policy.scale_down_stabilization_seconds - SCALE_DOWN_STEP_S,
+                            ),
+                            "pressure_since_s": None,
+                        }
                     ),
                 )
         return _keep(
@@ -311,11 +362,15 @@ def _peak_load(
     state: ScalingState, sigs: list[Signal], reporting: int, now: float, policy: ScalingPolicy
 ) -> float:
     """``max(decayed previous peak, max(value / high) × replicas reporting)``."""
-    ratios = [s.value / s.high for s in sigs if s.value is not None]
+    ratios = [
+        min(s.value / s.high, MAX_LOAD_RATIO)
+        for s in sigs
+        if s.value is not None and s.name in LOAD_SIGNALS
+    ]
     now_load = float(max(ratios, default=0.0)) * max(reporting, 1)
     if state.peak_at_s is None:
         return now_load
-    half_life = max(60.0, 6.0 * policy.scale_down_stabilization_seconds)
+    half_life = max(60.0, PEAK_HALF_LIFE_WINDOWS * policy.scale_down_stabilization_seconds)
     decayed = state.peak_load * math.pow(0.5, max(0.0, now - state.peak_at_s) / half_life)
     return max(now_load, decayed)
 
