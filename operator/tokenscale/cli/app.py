@@ -17,6 +17,7 @@ from tokenscale.api.errors import SpecError
 from tokenscale.api.manifest import parse_manifests
 from tokenscale.catalog import GPU_CATALOG, MODEL_CATALOG, count_params
 from tokenscale.cli.plan_view import dumps, print_plans, sweep_table, to_data
+from tokenscale.cli.simulate import simulate_command
 from tokenscale.planning import plan_service, sweep
 from tokenscale.render import Owner, render_bundle
 from tokenscale.scaling import decide_plan_only
@@ -370,6 +371,9 @@ def catalog() -> None:
         )
     console.print(gpus)
     console.print(models)
+
+
+app.command("simulate")(simulate_command)
 
 
 def main() -> None:

@@ -1,0 +1,62 @@
+"""``--plot``: one PNG a person reads at a glance — load, replicas per policy, queue, KV, TTFT."""
+
+from pathlib import Path
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt
+
+from tokenscale.api.slo import Slo
+from tokenscale.simulation import SimResult
+
+
+def draw_timeline(results: list[SimResult], slo: Slo, path: Path) -> None:
+    fig, axes = plt.subplots(5, 1, figsize=(12, 13), sharex=True)
+    ax_rps, ax_rep, ax_queue, ax_kv, ax_ttft = axes
+    first = results[0].timeline
+    minutes = [p.t_s / 60 for p in first]
+    ax_rps.plot(minutes, [p.arrival_rps for p in first], color="black", lw=1)
+    ax_rps.set_ylabel("arrivals / s")
+    ax_rps.set_title(
+        f"{results[0].trace} · mismatch {results[0].mismatch:g} · "
+        f"cold start {results[0].cold_start_s:g} s"
+    )
+    for r in results:
+        t = [p.t_s / 60 for p in r.timeline]
+        label = (
+            f"{r.policy}: {r.slo_attainment * 100:.1f} % SLO, {r.gpu_hours:.1f} GPU-h "
+            f"({r.gpu_hours_vs_oracle:.2f}× oracle)"
+        )
+        (line,) = ax_rep.step(t, [p.replicas_ready for p in r.timeline], where="post", label=label)
+        ax_rep.step(
+            t,
+            [p.replicas_target for p in r.timeline],
+            where="post",
+            ls=":",
+            color=line.get_color(),
+        )
+        ax_queue.plot(t, [p.waiting for p in r.timeline], color=line.get_color(), lw=1)
+        ax_kv.plot(t, [p.kv_usage_max for p in r.timeline], color=line.get_color(), lw=1)
+        ax_ttft.plot(
+            t,
+            [p.ttft_p99_s if p.ttft_p99_s is not None else float("nan") for p in r.timeline],
+            color=line.get_color(),
+            lw=1,
+        )
+    ax_rep.set_ylabel("replicas (ready; dotted: asked)")
+    ax_rep.legend(loc="upper left", fontsize=8)
+    ax_queue.set_ylabel("requests waiting")
+    ax_kv.set_ylabel("KV usage (fullest engine)")
+    ax_kv.set_ylim(0, 1.05)
+    ax_ttft.set_ylabel("TTFT P99 s (Prometheus)")
+    if slo.ttft_p99_seconds is not None:
+        ax_ttft.axhline(slo.ttft_p99_seconds, color="red", ls="--", lw=1, label="SLO")
+        ax_ttft.set_yscale("log")
+        ax_ttft.legend(loc="upper left", fontsize=8)
+    ax_ttft.set_xlabel("minutes")
+    for ax in axes:
+        ax.grid(alpha=0.3)
+    fig.tight_layout()
+    fig.savefig(path, dpi=90)
+    plt.close(fig)

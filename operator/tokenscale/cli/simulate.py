@@ -1,0 +1,244 @@
+"""``tokenscale simulate FILE --trace TRACE``: replay a trace against a simulated fleet.
+
+Reads the files, draws progress and tables; the simulation itself is the pure
+``tokenscale.simulation`` package.
+"""
+
+import enum
+import json
+import math
+import sys
+from pathlib import Path
+from typing import Annotated, Any, Literal, cast
+
+import typer
+from rich.console import Console
+from rich.progress import BarColumn, Progress, TaskProgressColumn, TextColumn, TimeElapsedColumn
+from rich.table import Table
+
+from tokenscale.api.errors import SpecError
+from tokenscale.api.manifest import parse_manifests
+from tokenscale.simulation import (
+    POLICIES,
+    PolicyName,
+    Setup,
+    SimOptions,
+    SimResult,
+    SimulationError,
+    TraceError,
+    parse_trace,
+    scale_trace,
+    simulate,
+)
+from tokenscale.simulation.trace import TraceFormat
+
+
+class SimOutput(enum.StrEnum):
+    table = "table"
+    json = "json"
+
+
+class PolicyChoice(enum.StrEnum):
+    tokenscale = "tokenscale"
+    static = "static"
+    queue_threshold = "queue-threshold"
+    kv_threshold = "kv-threshold"
+    all = "all"
+
+
+class FormatChoice(enum.StrEnum):
+    auto = "auto"
+    azure = "azure"
+    mooncake = "mooncake"
+    csv = "csv"
+
+
+def _error(message: str) -> typer.Exit:
+    Console(stderr=True).print(f"[red]error:[/] {message}", highlight=False, markup=False)
+    return typer.Exit(2)
+
+
+def _columns(text: str | None) -> dict[str, str] | None:
+    if not text:
+        return None
+    out: dict[str, str] = {}
+    for part in text.split(","):
+        key, sep, value = part.partition("=")
+        if not sep or key.strip() not in ("arrival", "input", "output"):
+            raise _error(
+                f"--columns {text!r}: expected arrival=COL,input=COL,output=COL (got {part!r})"
+            )
+        out[key.strip()] = value.strip()
+    return out
+
+
+def _row(r: SimResult) -> list[str]:
+    cost = "–" if r.cost is None else f"{r.cost:,.2f} {r.currency}"
+    return [
+        r.policy,
+        f"{r.slo_attainment * 100:.2f} %",
+        f"{r.ttft_p50_s:.2f} / {r.ttft_p99_s:.2f}",
+        f"{r.tpot_p50_s * 1000:.0f} / {r.tpot_p99_s * 1000:.0f}",
+        f"{r.e2e_p99_s:.1f}",
+        f"{r.gpu_hours:.2f}",
+        f"{r.gpu_hours_vs_oracle:.2f}×",
+        cost,
+        f"{r.scale_ups}↑ {r.scale_downs}↓",
+        f"{r.replicas_mean:.1f} / {r.replicas_max}",
+        f"{r.preemptions:,}",
+    ]
+
+
+def _table(results: list[SimResult], title: str) -> Table:
+    table = Table(title=title)
+    for col in (
+        "policy",
+        "SLO attainment",
+        "TTFT P50 / P99 s",
+        "TPOT P50 / P99 ms",
+        "E2E P99 s",
+        "GPU-hours",
+        "÷ oracle",
+        "cost",
+        "scale events",
+        "replicas mean / max",
+        "preemptions",
+    ):
+        table.add_column(col, justify="left" if col == "policy" else "right")
+    for r in results:
+        table.add_row(*_row(r))
+    return table
+
+
+def simulate_command(
+    file: Annotated[Path, typer.Argument(help="InferenceService YAML (or - for stdin).")],
+    trace: Annotated[Path, typer.Option("--trace", help="Azure CSV, Mooncake JSONL or CSV.")],
+    policy: Annotated[
+        PolicyChoice, typer.Option("--policy", help="Scaling policy, or all to compare.")
+    ] = PolicyChoice.tokenscale,
+    output: Annotated[SimOutput, typer.Option("-o", "--output")] = SimOutput.table,
+    trace_format: Annotated[FormatChoice, typer.Option("--format")] = FormatChoice.auto,
+    columns: Annotated[
+        str | None,
+        typer.Option(help="Generic CSV columns: arrival=COL,input=COL,output=COL."),
+    ] = None,
+    arrival_unit: Annotated[str, typer.Option(help="Generic CSV arrival unit: s or ms.")] = "s",
+    time_scale: Annotated[float, typer.Option(help="Stretch the trace's time by this.")] = 1.0,
+    rate_scale: Annotated[float, typer.Option(help="Multiply the arrival rate by this.")] = 1.0,
+    mismatch: Annotated[
+        float, typer.Option(help="Real engine speed ÷ what the planner assumes (truth).")
+    ] = 1.0,
+    cold_start: Annotated[float, typer.Option(help="Seconds until a new replica serves.")] = 180.0,
+    scrape_interval: Annotated[float, typer.Option(help="Prometheus scrape, seconds.")] = 15.0,
+    interval: Annotated[float, typer.Option(help="Decision interval, seconds.")] = 15.0,
+    queue_target: Annotated[float, typer.Option(help="queue-threshold target.")] = 2.0,
+    kv_target: Annotated[float, typer.Option(help="kv-threshold target.")] = 0.7,
+    seed: Annotated[int, typer.Option(help="Seed for rate scaling and probes.")] = 0,
+    plot: Annotated[Path | None, typer.Option("--plot", help="Draw a timeline PNG.")] = None,
+    timeline: Annotated[
+        bool, typer.Option("--timeline/--no-timeline", help="Include the timeline in JSON.")
+    ] = False,
+) -> None:
+    """Replay a trace against a simulated vLLM fleet; compare scaling policies."""
+    if arrival_unit not in ("s", "ms"):
+        raise _error(f"--arrival-unit {arrival_unit!r}: use s or ms")
+    try:
+        text = sys.stdin.read() if str(file) == "-" else file.read_text()
+        trace_text = trace.read_text()
+    except OSError as exc:
+        raise _error(f"cannot read {exc.filename}: {exc.strerror}") from exc
+    try:
+        services = parse_manifests(text)
+    except SpecError as err:
+        raise _error(
+            f"{file} is not a valid InferenceService: "
+            + "; ".join(f"{i.path}: {i.message}" for i in err.issues)
+        ) from err
+    if not services:
+        raise _error(f"{file} holds no InferenceService")
+    isvc = services[0]
+    fmt: TraceFormat = trace_format.value
+    unit = cast(Literal["s", "ms"], arrival_unit)
+    try:
+        opts = SimOptions(
+            mismatch=mismatch,
+            cold_start_s=cold_start,
+            scrape_interval_s=scrape_interval,
+            decision_interval_s=interval,
+            queue_target=queue_target,
+            kv_target=kv_target,
+            seed=seed,
+        )
+        parsed = parse_trace(
+            trace_text,
+            fmt,
+            _columns(columns),
+            unit,
+            source=trace.name,
+        )
+        scaled = scale_trace(parsed, time_scale, rate_scale, seed)
+        names: list[PolicyName] = (
+            list(POLICIES) if policy == PolicyChoice.all else [cast(PolicyName, policy.value)]
+        )
+        stderr = Console(stderr=True)
+        with Progress(
+            TextColumn("{task.description}"),
+            BarColumn(),
+            TaskProgressColumn(),
+            TimeElapsedColumn(),
+            console=stderr,
+            transient=True,
+            disable=not stderr.is_terminal,
+        ) as bar:
+            task = bar.add_task("probing one replica's capacity", total=len(names) + 1)
+            setup = Setup(isvc.spec, scaled, opts, isvc.metadata.name)
+            bar.update(task, completed=1)
+            results: list[SimResult] = []
+            for k, name in enumerate(names):
+                bar.update(task, description=f"simulating {name}")
+
+                def advance(fraction: float, done: int = 1 + k) -> None:
+                    bar.update(task, completed=done + fraction)
+
+                results.append(simulate(setup, name, advance))
+    except (TraceError, SimulationError, ValueError) as exc:
+        raise _error(str(exc)) from exc
+    if plot is not None:
+        from tokenscale.cli.plot import draw_timeline  # noqa: PLC0415 (matplotlib is slow to import)
+
+        draw_timeline(results, isvc.spec.slo, plot)
+    if output == SimOutput.json:
+        data = [
+            r.model_dump(mode="json", exclude=None if timeline else {"timeline"}) for r in results
+        ]
+        print(json.dumps(_no_nan(data[0] if len(data) == 1 else data), indent=2))
+        return
+    console = Console(width=180)
+    stats = f"{len(scaled.requests):,} requests over {scaled.duration_s / 60:.1f} min"
+    console.print(
+        _table(
+            results,
+            f"{isvc.metadata.name}: {trace.name} ({stats}, time ×{time_scale:g}, "
+            f"rate ×{rate_scale:g}) · mismatch {mismatch:g} · cold start {cold_start:g} s",
+        )
+    )
+    r0 = results[0]
+    console.print(
+        f"one replica sustains {r0.sustainable_rps_per_replica:.2f} req/s at the SLOs in "
+        f"simulation (planner: {r0.planner_rps_per_replica:.2f}); oracle "
+        f"{r0.oracle_gpu_hours:.2f} GPU-hours (hindsight, no cold start)",
+        highlight=False,
+    )
+    if plot is not None:
+        console.print(f"timeline written to {plot}", highlight=False)
+
+
+def _no_nan(value: Any) -> Any:
+    """JSON has no NaN: a statistic with no requests behind it is null."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    if isinstance(value, dict):
+        return {k: _no_nan(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_no_nan(v) for v in value]
+    return value

@@ -1,0 +1,127 @@
+"""A fleet of simulated engines behind a load-aware gateway, with Kubernetes-like lifecycle.
+
+- **Starting**: a replica asked for holds its GPUs from the moment it is created and serves
+  only after ``cold_start_s`` (image pull, weight load, CUDA graphs).
+- **Ready**: receives requests. The gateway sends each arrival to the ready engine with the
+  fewest requests (waiting + running), lowest index on ties; with none ready it holds them.
+- **Draining**: a replica taken away stops receiving requests, finishes what it holds, then
+  releases its GPUs. Scale-down cancels starting replicas first (newest first), then drains
+  the least loaded ready ones.
+
+GPU-seconds accumulate for every replica that holds GPUs (starting, ready or draining).
+"""
+
+from collections import deque
+from dataclasses import dataclass
+from typing import Literal
+
+from tokenscale.simulation.observe import Scrape, scrape
+from tokenscale.simulation.recorder import Recorder
+from tokenscale.simulation.replica import Replica, ReplicaConfig, SimRequest
+
+Phase = Literal["starting", "ready", "draining"]
+
+
+@dataclass(eq=False)
+class Member:
+    replica: Replica
+    ready_at_s: float
+    phase: Phase
+
+
+class Fleet:
+    def __init__(
+        self,
+        cfg: ReplicaConfig,
+        rec: Recorder,
+        gpus_per_replica: int,
+        cold_start_s: float,
+        initial_ready: int,
+        now: float = 0.0,
+    ) -> None:
+        self.cfg = cfg
+        self.rec = rec
+        self.gpus_per_replica = gpus_per_replica
+        self.cold_start_s = cold_start_s
+        self.members: list[Member] = [
+            Member(Replica(cfg, rec, now), now, "ready") for _ in range(initial_ready)
+        ]
+        self.pending: deque[SimRequest] = deque()
+        self.gpu_seconds = 0.0
+        self._t = now
+        self.target = initial_ready
+
+    # -- counts ---------------------------------------------------------------------------------
+    @property
+    def ready(self) -> list[Member]:
+        return [m for m in self.members if m.phase == "ready"]
+
+    @property
+    def active(self) -> int:
+        """Replicas asked for and not draining (starting + ready)."""
+        return sum(1 for m in self.members if m.phase != "draining")
+
+    def next_ready_s(self) -> float | None:
+        times = [m.ready_at_s for m in self.members if m.phase == "starting"]
+        return min(times) if times else None
+
+    # -- time -----------------------------------------------------------------------------------
+    def advance(self, t: float) -> None:
+        """Run every engine up to ``t``; promote started replicas; release drained ones."""
+        if t < self._t:
+            return
+        self.gpu_seconds += len(self.members) * self.gpus_per_replica * (t - self._t)
+        self._t = t
+        for m in self.members:
+            if m.phase == "starting":
+                if m.ready_at_s <= t:
+                    m.phase = "ready"
+                    m.replica.clock = max(m.replica.clock, m.ready_at_s)
+            else:
+                m.replica.run_until(t)
+        self.members = [m for m in self.members if not (m.phase == "draining" and m.replica.idle)]
+        while self.pending and any(m.phase == "ready" for m in self.members):
+            self.route(self.pending.popleft(), t)
+
+    def route(self, req: SimRequest, now: float) -> None:
+        best: Member | None = None
+        for m in self.members:
+            if m.phase == "ready" and (best is None or m.replica.load < best.replica.load):
+                best = m
+        if best is None:
+            self.pending.append(req)
+            return
+        best.replica.add(req, now)
+
+    # -- scaling --------------------------------------------------------------------------------
+    def set_target(self, n: int, now: float) -> int:
+        """Ask for ``n`` replicas; returns the change in replicas asked for."""
+        n = max(n, 0)
+        delta = n - self.active
+        self.target = n
+        if delta > 0:
+            for _ in range(delta):
+                self.members.append(
+                    Member(Replica(self.cfg, self.rec, now), now + self.cold_start_s, "starting")
+                )
+        elif delta < 0:
+            remove = -delta
+            starting = [m for m in self.members if m.phase == "starting"]
+            for m in sorted(starting, key=lambda m: -m.ready_at_s)[:remove]:
+                self.members.remove(m)
+                remove -= 1
+            for m in sorted(self.ready, key=lambda m: m.replica.load)[:remove]:
+                m.phase = "draining"
+        return delta
+
+    # -- metrics --------------------------------------------------------------------------------
+    def scrape(self, now: float) -> Scrape:
+        engines = [
+            (len(m.replica.waiting), len(m.replica.running), m.replica.kv_usage)
+            for m in self.members
+            if m.phase != "starting"
+        ]
+        return scrape(now, engines, self.cfg.kv_blocks, self.rec)
+
+    def in_flight(self) -> int:
+        return len(self.pending) + sum(m.replica.load for m in self.members)

@@ -1,0 +1,116 @@
+"""Prometheus as the decision engine sees it: scrapes every few seconds, windows over them.
+
+A :class:`Scrape` is what one scrape of every ready engine returns (per-engine gauges, the
+fleet's counters and histogram buckets). :func:`snapshot_at` answers the operator's queries
+(metrics/promql.py) from the scrapes: gauges from the newest scrape inside the gauge window
+(``last_over_time``), rates and quantiles from the change between the oldest and newest scrape
+inside the rate window (``rate``, ``histogram_quantile`` over bucket rates). Too few samples,
+no observations or no engine give ``None`` with the reason in ``problems``, as the real source
+does for an empty result or NaN.
+"""
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from tokenscale.scaling.snapshot import Snapshot
+from tokenscale.simulation.histogram import histogram_quantile
+from tokenscale.simulation.recorder import Recorder
+
+
+@dataclass(frozen=True)
+class Scrape:
+    at: float
+    waiting: tuple[int, ...]
+    running: tuple[int, ...]
+    kv_usage: tuple[float, ...]
+    blocks_per_engine: int
+    counters: dict[str, float]
+    buckets: dict[str, tuple[float, ...]]
+
+
+def scrape(
+    at: float,
+    engines: Sequence[tuple[int, int, float]],
+    blocks_per_engine: int,
+    rec: Recorder,
+) -> Scrape:
+    """``engines``: (waiting, running, KV usage) of each engine that answers the scrape."""
+    return Scrape(
+        at=at,
+        waiting=tuple(e[0] for e in engines),
+        running=tuple(e[1] for e in engines),
+        kv_usage=tuple(e[2] for e in engines),
+        blocks_per_engine=blocks_per_engine,
+        counters=rec.counters(),
+        buckets={k: h.copy_counts() for k, h in rec.histograms().items()},
+    )
+
+
+def snapshot_at(
+    scrapes: Sequence[Scrape],
+    now: float,
+    rec: Recorder,
+    gauge_window_s: float = 60.0,
+    rate_window_s: float = 120.0,
+) -> Snapshot | None:
+    """The Snapshot the Prometheus source would build at ``now`` (scrapes oldest first)."""
+    seen = [s for s in scrapes if s.at <= now]
+    if not seen:
+        return None
+    last = seen[-1]
+    problems: list[str] = []
+    if now - last.at > gauge_window_s or not last.waiting:
+        return Snapshot(
+            at=now,
+            replicas_reporting=0,
+            problems=["no series: no engine scraped in the gauge window"],
+        )
+    window = [s for s in seen if s.at >= last.at - rate_window_s]
+    first = window[0]
+    span = last.at - first.at
+    n = len(last.waiting)
+
+    def rate(name: str) -> float | None:
+        if span <= 0:
+            return None
+        return (last.counters[name] - first.counters[name]) / span
+
+    hists = rec.histograms()
+
+    def quantile(q: float, name: str) -> float | None:
+        if span <= 0:
+            return None
+        return histogram_quantile(q, hists[name].bounds, first.buckets[name], last.buckets[name])
+
+    if span <= 0:
+        problems.append("rates: fewer than two scrapes in the rate window")
+    queries = rate("prefix_queries")
+    hits = rate("prefix_hits")
+    blocks_total = float(last.blocks_per_engine * n)
+    kv_free = sum(last.blocks_per_engine * (1.0 - u) for u in last.kv_usage)
+    return Snapshot(
+        at=now,
+        replicas_reporting=n,
+        waiting=float(sum(last.waiting)),
+        waiting_max_per_replica=float(max(last.waiting)),
+        running=float(sum(last.running)),
+        kv_usage_max=max(last.kv_usage),
+        kv_usage_mean=sum(last.kv_usage) / n,
+        kv_blocks_total=blocks_total,
+        kv_blocks_free=kv_free,
+        ttft_p50_s=quantile(0.5, "ttft"),
+        ttft_p95_s=quantile(0.95, "ttft"),
+        ttft_p99_s=quantile(0.99, "ttft"),
+        itl_p99_s=quantile(0.99, "itl"),
+        tpot_p50_s=quantile(0.5, "tpot"),
+        tpot_p99_s=quantile(0.99, "tpot"),
+        e2e_p99_s=quantile(0.99, "e2e"),
+        queue_p99_s=quantile(0.99, "queue"),
+        request_rate_rps=rate("success"),
+        prompt_tps=rate("prompt_tokens"),
+        generation_tps=rate("generation_tokens"),
+        prefix_cache_hit_rate=(hits / queries) if queries and hits is not None else None,
+        preemptions_per_s=rate("preemptions"),
+        newest_sample_age_s=now - last.at,
+        problems=problems,
+    )

@@ -1,0 +1,120 @@
+"""Scaling policies compared by the simulator. Each maps (now, snapshot) → replicas asked for.
+
+- ``tokenscale``: the operator's decision engine (scaling.engine.decide), unchanged, with its
+  state carried from one decision to the next exactly as the operator keeps it in status.
+- ``static``: the plan at the trace's peak (1-minute peak RPS, the trace's token statistics),
+  fixed for the whole run.
+- ``queue-threshold``: KEDA's Prometheus scaler on ``sum(vllm:num_requests_waiting)`` with an
+  ``AverageValue`` target per replica, driven by the HPA algorithm.
+- ``kv-threshold``: an HPA utilisation target on ``vllm:kv_cache_usage_perc`` (mean over ready
+  engines).
+
+The two threshold policies follow the HPA algorithm (``desired = ceil(ready × metric /
+target)``, skipped within a 10 % tolerance; scale-up at most ``max(4, 100 %)`` per decision;
+scale-down to the highest recommendation of the last 300 s, the default stabilisation
+window); no metrics → keep the current count, as the HPA does.
+"""
+
+import math
+from collections import deque
+from typing import Literal, Protocol
+
+from tokenscale.api.inference_service import InferenceServiceSpec
+from tokenscale.planning import Plan
+from tokenscale.scaling.engine import EngineInput, decide
+from tokenscale.scaling.snapshot import Snapshot
+from tokenscale.scaling.state import ScalingState
+
+PolicyName = Literal["tokenscale", "static", "queue-threshold", "kv-threshold"]
+POLICIES: tuple[PolicyName, ...] = ("tokenscale", "static", "queue-threshold", "kv-threshold")
+
+
+class Policy(Protocol):
+    name: str
+    last_reason: str
+
+    def decide(self, now: float, snap: Snapshot | None, current: int) -> int: ...
+
+
+class TokenscalePolicy:
+    name = "tokenscale"
+
+    def __init__(self, spec: InferenceServiceSpec, forecast: Plan, stale_after_s: float) -> None:
+        self.spec = spec
+        self.forecast = forecast
+        self.stale_after_s = stale_after_s
+        self.state = ScalingState(decided_replicas=forecast.replicas.total)
+        self.last_reason = ""
+
+    def decide(self, now: float, snap: Snapshot | None, current: int) -> int:
+        d = decide(
+            EngineInput(
+                spec=self.spec,
+                forecast=self.forecast,
+                snapshot=snap,
+                state=self.state,
+                now_s=now,
+                stale_after_s=self.stale_after_s,
+            )
+        )
+        self.state = d.state
+        self.last_reason = d.reason
+        return d.replicas
+
+
+class StaticPolicy:
+    name = "static"
+
+    def __init__(self, replicas: int) -> None:
+        self.replicas = replicas
+        self.last_reason = f"static: the plan at the trace's peak, {replicas} replicas"
+
+    def decide(self, now: float, snap: Snapshot | None, current: int) -> int:
+        return self.replicas
+
+
+class HpaPolicy:
+    """The Kubernetes HPA algorithm over one per-replica metric (see the module docstring)."""
+
+    TOLERANCE = 0.1
+    DOWN_WINDOW_S = 300.0
+
+    def __init__(
+        self,
+        name: str,
+        metric: Literal["waiting", "kv_usage"],
+        target: float,
+        min_replicas: int,
+        max_replicas: int,
+    ) -> None:
+        self.name = name
+        self.metric = metric
+        self.target = target
+        self.min_replicas = max(1, min_replicas)
+        self.max_replicas = max_replicas
+        self._history: deque[tuple[float, int]] = deque()
+        self.last_reason = ""
+
+    def _value(self, snap: Snapshot) -> float | None:
+        if self.metric == "waiting":
+            return None if snap.waiting is None else snap.waiting / snap.replicas_reporting
+        return snap.kv_usage_mean
+
+    def decide(self, now: float, snap: Snapshot | None, current: int) -> int:
+        value = None if snap is None or snap.replicas_reporting == 0 else self._value(snap)
+        if value is None or snap is None:
+            self.last_reason = "no metrics: keep"
+            return current
+        ratio = value / self.target
+        ready = snap.replicas_reporting
+        raw = current if abs(ratio - 1.0) <= self.TOLERANCE else math.ceil(ready * ratio - 1e-9)
+        raw = min(max(raw, self.min_replicas), self.max_replicas)
+        self._history.append((now, raw))
+        while self._history and self._history[0][0] < now - self.DOWN_WINDOW_S:
+            self._history.popleft()
+        if raw > current:
+            out = min(raw, max(current + 4, 2 * current))
+        else:
+            out = min(current, max(r for _, r in self._history))
+        self.last_reason = f"{self.metric} {value:.3g} vs target {self.target:g} → {out}"
+        return out

@@ -1,0 +1,290 @@
+"""One simulated vLLM engine, scheduled like vLLM V1.
+
+Each step (``vllm/v1/core/sched/scheduler.py``, in outline):
+
+1. Running requests first, in admission order: a decode takes 1 token of the step's budget
+   (``max_num_batched_tokens``), a partly prefilled prompt takes its next chunk (the whole rest
+   without chunked prefill). Each needs KV blocks for the tokens it adds; when the pool is out,
+   the **newest** running request is preempted (recompute: its blocks freed, it goes back to the
+   head of the queue and later prefills its prompt plus what it had generated).
+2. Then, if nothing was preempted, waiting requests in arrival order while the budget, the
+   blocks and ``max_num_seqs`` allow; a prompt's leading blocks already in the prefix cache
+   are not recomputed (at least its last token is).
+
+The step's duration is the planner's own timing model (``PerfModel.mixed_step_seconds``)
+divided by ``mismatch``: the "truth" can be faster or slower than what the planner assumes.
+Stretches of pure decoding are advanced many steps at once (until a request finishes, blocks
+run out or the caller's next event), with the step time at the stretch's mean context; that
+keeps an hour of a busy fleet to seconds of CPU.
+"""
+
+import math
+from collections import OrderedDict, deque
+from dataclasses import dataclass
+
+from tokenscale.planning import PerfModel
+from tokenscale.simulation.recorder import Outcome, Recorder
+
+
+@dataclass(slots=True, eq=False)
+class SimRequest:
+    arrival_s: float
+    input_tokens: int
+    output_tokens: int
+    prefix_blocks: tuple[int, ...] = ()
+    prompt_tokens: int = 0
+    """Tokens to prefill: the input, or input + generated after a preemption."""
+    computed: int = 0
+    kv: int = 0
+    generated: int = 0
+    blocks: int = 0
+    first_token_s: float = -1.0
+    last_token_s: float = 0.0
+    looked_up: bool = False
+    queued: bool = True
+
+    def __post_init__(self) -> None:
+        self.prompt_tokens = self.input_tokens
+
+
+@dataclass(frozen=True)
+class ReplicaConfig:
+    perf: PerfModel
+    kv_blocks: int
+    block_size: int
+    max_num_seqs: int
+    max_num_batched_tokens: int
+    chunked_prefill: bool
+    prefix_caching: bool
+    prefix_block_tokens: int
+    mismatch: float = 1.0
+
+
+class Replica:
+    def __init__(self, cfg: ReplicaConfig, recorder: Recorder, clock_s: float) -> None:
+        self.cfg = cfg
+        self.rec = recorder
+        self.clock = clock_s
+        self.waiting: deque[SimRequest] = deque()
+        self.running: list[SimRequest] = []
+        self.free_blocks = cfg.kv_blocks
+        self.preemptions = 0
+        self._cache: OrderedDict[int, None] = OrderedDict()
+        self._cache_capacity = max(
+            1, cfg.kv_blocks * cfg.block_size // max(cfg.prefix_block_tokens, 1)
+        )
+
+    # -- what the fleet and the metrics see ------------------------------------------------------
+    @property
+    def load(self) -> int:
+        return len(self.waiting) + len(self.running)
+
+    @property
+    def idle(self) -> bool:
+        return not self.waiting and not self.running
+
+    @property
+    def kv_usage(self) -> float:
+        return 1.0 - self.free_blocks / self.cfg.kv_blocks
+
+    def add(self, req: SimRequest, now: float) -> None:
+        if self.idle:
+            self.clock = max(self.clock, now)
+        self.waiting.append(req)
+
+    def run_until(self, t: float) -> None:
+        """Run steps that start before ``t`` (the last one may end after it)."""
+        while self.clock < t:
+            if self.idle:
+                self.clock = t
+                return
+            self._step(t)
+
+    # -- scheduling ----------------------------------------------------------------------------
+    def _blocks_for(self, tokens: int) -> int:
+        return -(-tokens // self.cfg.block_size)
+
+    def _preempt(self, victim: SimRequest) -> None:
+        self.running.remove(victim)
+        self.free_blocks += victim.blocks
+        victim.blocks = victim.kv = victim.computed = 0
+        victim.prompt_tokens = victim.input_tokens + victim.generated
+        victim.looked_up = False
+        self.waiting.appendleft(victim)
+        self.preemptions += 1
+        self.rec.preemptions += 1
+
+    def _lookup_prefix(self, r: SimRequest) -> None:
+        r.looked_up = True
+        if not self.cfg.prefix_caching or not r.prefix_blocks:
+            return
+        self.rec.prefix_queries += r.prompt_tokens
+        hits = 0
+        for h in r.prefix_blocks:
+            if h not in self._cache:
+                break
+            self._cache.move_to_end(h)
+            hits += 1
+        cached = min(hits * self.cfg.prefix_block_tokens, r.prompt_tokens - 1)
+        if cached > 0:
+            r.computed = r.kv = cached
+            self.rec.prefix_hits += cached
+
+    def _remember_prefix(self, r: SimRequest) -> None:
+        if not self.cfg.prefix_caching:
+            return
+        full = r.input_tokens // self.cfg.prefix_block_tokens
+        for h in r.prefix_blocks[:full]:
+            self._cache[h] = None
+            self._cache.move_to_end(h)
+        while len(self._cache) > self._cache_capacity:
+            self._cache.popitem(last=False)
+
+    def _schedule(self) -> tuple[list[SimRequest], list[tuple[SimRequest, int]], bool]:
+        cfg = self.cfg
+        budget = cfg.max_num_batched_tokens
+        decode: list[SimRequest] = []
+        chunks: list[tuple[SimRequest, int]] = []
+        preempted = False
+        i = 0
+        while i < len(self.running) and budget > 0:
+            r = self.running[i]
+            rest = r.prompt_tokens - r.computed
+            n = 1 if rest <= 0 else min(rest, budget)
+            if rest > 0 and not cfg.chunked_prefill and n < rest:
+                i += 1
+                continue
+            need = self._blocks_for(r.kv + n) - r.blocks
+            while need > self.free_blocks and self.running[-1] is not r:
+                self._preempt(self.running[-1])
+                preempted = True
+            if need > self.free_blocks:
+                self._preempt(r)
+                preempted = True
+                break
+            self.free_blocks -= need
+            r.blocks += need
+            budget -= n
+            if rest <= 0:
+                decode.append(r)
+            else:
+                chunks.append((r, n))
+            i += 1
+        if preempted:
+            return decode, chunks, True
+        while self.waiting and budget > 0 and len(self.running) < cfg.max_num_seqs:
+            r = self.waiting[0]
+            if not r.looked_up:
+                self._lookup_prefix(r)
+            rest = r.prompt_tokens - r.computed
+            n = min(rest, budget)
+            if not cfg.chunked_prefill and n < rest:
+                break
+            need = self._blocks_for(r.kv + n) - r.blocks
+            if need > self.free_blocks:
+                break
+            self.waiting.popleft()
+            if r.queued:
+                r.queued = False
+                self.rec.queue.observe(max(0.0, self.clock - r.arrival_s))
+            self.running.append(r)
+            self.free_blocks -= need
+            r.blocks += need
+            budget -= n
+            chunks.append((r, n))
+        return decode, chunks, False
+
+    # -- one step (or a stretch of identical decode steps) ----------------------------------------
+    def _step(self, t_limit: float) -> None:
+        decode, chunks, preempted = self._schedule()
+        if not decode and not chunks:
+            # nothing fits (a prompt larger than the pool waits for ever): idle to the next event
+            self.clock = max(self.clock, t_limit)
+            return
+        perf, mismatch = self.cfg.perf, self.cfg.mismatch
+        ctx = float(sum(r.kv for r in decode))
+        flops = 0.0
+        tokens = len(decode)
+        for r, n in chunks:
+            flops += perf.prefill_flops(n, r.kv)
+            tokens += n
+        dt = perf.mixed_step_seconds(len(decode), ctx, flops, tokens) / mismatch
+        steps = 1
+        if decode and not chunks and not preempted:
+            steps = self._stretch(decode, t_limit, dt)
+            if steps > 1:
+                mid = ctx + len(decode) * (steps - 1) / 2.0
+                dt = perf.mixed_step_seconds(len(decode), mid, 0.0, len(decode)) / mismatch
+        end = self.clock + dt * steps
+        rec = self.rec
+        for r in decode:
+            rec.itl.observe(self.clock + dt - r.last_token_s)
+            r.kv += steps
+            r.generated += steps
+            r.last_token_s = end
+        if steps > 1:
+            rec.itl.observe(dt, float(len(decode) * (steps - 1)))
+        rec.generation_tokens += len(decode) * steps
+        finished = [r for r in decode if r.generated >= r.output_tokens]
+        for r, n in chunks:
+            r.kv += n
+            r.computed += n
+            if r.computed >= r.prompt_tokens:
+                r.generated += 1
+                rec.generation_tokens += 1
+                if r.first_token_s < 0:
+                    r.first_token_s = end
+                    rec.ttft.observe(end - r.arrival_s)
+                    rec.prompt_tokens += r.input_tokens
+                    self._remember_prefix(r)
+                else:
+                    rec.itl.observe(end - r.last_token_s)
+                r.last_token_s = end
+                if r.generated >= r.output_tokens:
+                    finished.append(r)
+        self.clock = end
+        for r in finished:
+            self._finish(r)
+
+    def _stretch(self, decode: list[SimRequest], t_limit: float, dt: float) -> int:
+        """How many identical decode steps to take at once (≥ 1)."""
+        k = min(r.output_tokens - r.generated for r in decode)
+        if dt > 0 and self.clock < t_limit < math.inf:
+            k = min(k, max(1, math.ceil((t_limit - self.clock) / dt)))
+        if k <= 1:
+            return 1
+        bs = self.cfg.block_size
+
+        def extra_blocks(steps: int) -> int:
+            # blocks beyond those the first step allocated, for steps − 1 more tokens each
+            return sum(self._blocks_for(r.kv + steps) - r.blocks for r in decode)
+
+        if len(decode) * (k // bs + 1) > self.free_blocks and extra_blocks(k) > self.free_blocks:
+            lo, hi = 1, k
+            while lo < hi:
+                mid = (lo + hi + 1) // 2
+                if extra_blocks(mid) <= self.free_blocks:
+                    lo = mid
+                else:
+                    hi = mid - 1
+            k = lo
+        if k > 1:
+            for r in decode:
+                need = self._blocks_for(r.kv + k) - r.blocks
+                r.blocks += need
+                self.free_blocks -= need
+        return k
+
+    def _finish(self, r: SimRequest) -> None:
+        self.running.remove(r)
+        self.free_blocks += r.blocks
+        r.blocks = 0
+        rec = self.rec
+        e2e = r.last_token_s - r.arrival_s
+        ttft = r.first_token_s - r.arrival_s
+        tpot = (r.last_token_s - r.first_token_s) / (r.generated - 1) if r.generated > 1 else 0.0
+        rec.success += 1
+        rec.e2e.observe(e2e)
+        if r.generated > 1:
+            rec.tpot.observe(tpot)
+        rec.outcomes.append(Outcome(r.arrival_s, ttft, tpot, e2e, r.generated))

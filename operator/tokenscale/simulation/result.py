@@ -1,0 +1,64 @@
+"""What one simulated run reports. ``SimResult.model_dump(mode="json")`` is ``-o json``."""
+
+from pydantic import BaseModel, ConfigDict, Field
+
+
+class _Frozen(BaseModel):
+    model_config = ConfigDict(frozen=True)
+
+
+class TimelinePoint(_Frozen):
+    t_s: float
+    arrival_rps: float = Field(description="Arrivals per second since the previous point")
+    replicas_target: int
+    replicas_ready: int
+    replicas_starting: int
+    waiting: int = Field(description="Requests queued in engines and the gateway (truth)")
+    kv_usage_max: float = Field(description="Fullest engine's KV usage (truth)")
+    ttft_p99_s: float | None = Field(description="What Prometheus reported over the window")
+    tpot_p99_s: float | None
+    reason: str = Field(default="", description="The policy's reason for this decision")
+
+
+class LatencySummary(_Frozen):
+    p50_s: float
+    p95_s: float
+    p99_s: float
+
+
+class SimResult(_Frozen):
+    policy: str
+    trace: str
+    mismatch: float
+    cold_start_s: float
+    duration_s: float
+    requests: int
+    completed: int
+    rejected: int = Field(description="Longer than the max model len: vLLM answers 400")
+    unfinished: int = Field(description="Still in flight when the drain limit ended the run")
+    slo_attainment: float = Field(description="Share of all requests meeting TTFT and TPOT SLOs")
+    ttft_p50_s: float
+    ttft_p95_s: float
+    ttft_p99_s: float
+    tpot_p50_s: float
+    tpot_p95_s: float
+    tpot_p99_s: float
+    e2e_p50_s: float
+    e2e_p95_s: float
+    e2e_p99_s: float
+    gpu_hours: float = Field(description="GPUs held (starting, ready, draining) over the trace")
+    oracle_gpu_hours: float
+    gpu_hours_vs_oracle: float
+    cost: float | None
+    currency: str
+    scale_events: int
+    scale_ups: int
+    scale_downs: int
+    preemptions: int
+    replicas_max: int
+    replicas_mean: float
+    sustainable_rps_per_replica: float = Field(
+        description="One simulated replica's highest rate meeting the SLOs at P99 (the oracle's)"
+    )
+    planner_rps_per_replica: float
+    timeline: list[TimelinePoint] = Field(default_factory=list)

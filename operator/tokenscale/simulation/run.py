@@ -1,0 +1,326 @@
+"""Replay a trace against a simulated fleet under one scaling policy (discrete events).
+
+Events, in time order: arrivals (routed by the gateway), Prometheus scrapes every
+``scrape_interval_s``, policy decisions every ``decision_interval_s`` (the operator's resync
+interval) from the snapshot Prometheus would answer with, and started replicas becoming ready.
+Engines run their scheduler steps between events. Decisions stop at the trace's end; requests
+still in flight are then served to completion (up to ``drain_limit_s``) for their latencies,
+while GPU-hours count over the trace's span only, for every policy alike.
+"""
+
+import math
+from collections import deque
+from collections.abc import Callable
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from tokenscale.api.inference_service import InferenceServiceSpec
+from tokenscale.planning import Plan, plan_service, replica_perf_model
+from tokenscale.scaling.snapshot import Snapshot
+from tokenscale.simulation.capacity import oracle_gpu_hours, sustainable_rps
+from tokenscale.simulation.errors import TraceError
+from tokenscale.simulation.fleet import Fleet
+from tokenscale.simulation.observe import Scrape, snapshot_at
+from tokenscale.simulation.policies import (
+    HpaPolicy,
+    Policy,
+    PolicyName,
+    StaticPolicy,
+    TokenscalePolicy,
+)
+from tokenscale.simulation.recorder import Recorder
+from tokenscale.simulation.replica import ReplicaConfig, SimRequest
+from tokenscale.simulation.result import SimResult, TimelinePoint
+from tokenscale.simulation.trace import Trace, percentile, trace_stats
+
+Progress = Callable[[float], None]
+
+
+class SimOptions(BaseModel):
+    model_config = ConfigDict(frozen=True)
+
+    mismatch: float = Field(default=1.0, gt=0, description="Real speed ÷ the planner's")
+    cold_start_s: float = Field(default=180.0, ge=0)
+    scrape_interval_s: float = Field(default=15.0, gt=0)
+    decision_interval_s: float = Field(default=15.0, gt=0)
+    gauge_window_s: float = Field(default=60.0, gt=0)
+    rate_window_s: float = Field(default=120.0, gt=0)
+    stale_after_s: float = Field(default=120.0, gt=0)
+    drain_limit_s: float = Field(default=1800.0, ge=0)
+    queue_target: float = Field(default=2.0, gt=0, description="queue-threshold: waiting/replica")
+    kv_target: float = Field(default=0.7, gt=0, le=1, description="kv-threshold: mean KV usage")
+    oracle_bin_s: float = Field(default=60.0, gt=0)
+    capacity_requests: int = Field(default=1500, ge=100)
+    seed: int = 0
+    timeline: bool = True
+
+
+class SimulationError(ValueError):
+    """The spec cannot be simulated (an infeasible plan), with the planner's reasons."""
+
+
+class Setup:
+    """Everything a run needs that does not depend on the policy (shared across policies)."""
+
+    def __init__(self, spec: InferenceServiceSpec, trace: Trace, opts: SimOptions, name: str):
+        if not trace.requests:
+            raise TraceError("the trace has no requests")
+        forecast = plan_service(spec, name)
+        if not forecast.feasible:
+            raise SimulationError(
+                "the plan is infeasible: " + "; ".join(forecast.infeasible_reasons)
+            )
+        hw = spec.hardware.model_copy(
+            update={"tensor_parallel_size": forecast.tensor_parallel_size}
+        )
+        self.spec = spec.model_copy(update={"hardware": hw})
+        self.forecast = forecast
+        self.trace = trace
+        self.opts = opts
+        self.stats = trace_stats(trace)
+        self.peak_plan = plan_service(self._trace_spec(), name)
+        self.replica = ReplicaConfig(
+            perf=replica_perf_model(self.spec, forecast),
+            kv_blocks=forecast.kv_capacity_blocks_per_replica,
+            block_size=spec.serving.block_size,
+            max_num_seqs=forecast.max_num_seqs,
+            max_num_batched_tokens=forecast.max_num_batched_tokens,
+            chunked_prefill=spec.serving.enable_chunked_prefill,
+            prefix_caching=spec.serving.enable_prefix_caching,
+            prefix_block_tokens=trace.block_tokens,
+            mismatch=opts.mismatch,
+        )
+        pairs = [(r.input_tokens, r.output_tokens) for r in trace.requests]
+        self.pairs = [p for p in pairs if p[0] + p[1] <= forecast.max_model_len] or pairs
+        self.capacity_rps = sustainable_rps(
+            self.replica,
+            spec.slo,
+            self.pairs,
+            guess_rps=forecast.rps_per_replica,
+            requests=opts.capacity_requests,
+            seed=opts.seed,
+        )
+        self.oracle_gpu_hours = oracle_gpu_hours(
+            trace,
+            self.capacity_rps,
+            forecast.tensor_parallel_size,
+            spec.scaling.min_replicas,
+            opts.oracle_bin_s,
+        )
+
+    def _trace_spec(self) -> InferenceServiceSpec:
+        """The spec with the trace's workload at its 1-minute peak (the static plan)."""
+        s, w = self.stats, self.spec.workload
+        workload = w.model_copy(
+            update={
+                "rps": w.rps.model_copy(
+                    update={"mean": s.mean_rps, "peak": s.peak_rps, "burst_factor": None}
+                ),
+                "input_tokens": w.input_tokens.model_copy(
+                    update={"mean": s.input_mean, "p95": s.input_p95, "p99": s.input_p99}
+                ),
+                "output_tokens": w.output_tokens.model_copy(
+                    update={"mean": s.output_mean, "p95": s.output_p95, "p99": s.output_p99}
+                ),
+            }
+        )
+        return self.spec.model_copy(update={"workload": workload})
+
+    def policy(self, name: PolicyName) -> Policy:
+        sc = self.spec.scaling
+        if name == "tokenscale":
+            return TokenscalePolicy(self.spec, self.forecast, self.opts.stale_after_s)
+        if name == "static":
+            return StaticPolicy(self.peak_plan.replicas.total)
+        if name == "queue-threshold":
+            return HpaPolicy(
+                name, "waiting", self.opts.queue_target, sc.min_replicas, sc.max_replicas
+            )
+        return HpaPolicy(name, "kv_usage", self.opts.kv_target, sc.min_replicas, sc.max_replicas)
+
+    def initial_replicas(self, name: PolicyName) -> int:
+        if name == "static":
+            return self.peak_plan.replicas.total
+        return self.forecast.replicas.total
+
+    @property
+    def gpu_hour_price(self) -> float | None:
+        plan: Plan = self.forecast
+        if plan.cost_per_hour is None or plan.gpus_total <= 0:
+            return None
+        return plan.cost_per_hour / plan.gpus_total
+
+
+def simulate(setup: Setup, policy_name: PolicyName, progress: Progress | None = None) -> SimResult:
+    opts, trace, _spec = setup.opts, setup.trace, setup.spec
+    rec = Recorder()
+    initial = setup.initial_replicas(policy_name)
+    fleet = Fleet(
+        setup.replica, rec, setup.forecast.tensor_parallel_size, opts.cold_start_s, initial
+    )
+    policy = setup.policy(policy_name)
+    scrapes: deque[Scrape] = deque(
+        maxlen=math.ceil(max(opts.rate_window_s, opts.gauge_window_s) / opts.scrape_interval_s) + 2
+    )
+    arrivals = trace.requests
+    end_t = trace.duration_s
+    max_len = setup.forecast.max_model_len
+    timeline: list[TimelinePoint] = []
+    i, n = 0, len(arrivals)
+    t_scrape, t_decide = 0.0, opts.decision_interval_s
+    gpu_seconds_at_end: float | None = None
+    rejected, ups, downs = 0, 0, 0
+    replica_seconds, arrivals_since, last_point = 0.0, 0, 0.0
+    replicas_max = fleet.active
+    t = 0.0
+    while True:
+        next_arrival = arrivals[i].arrival_s if i < n else math.inf
+        next_ready = fleet.next_ready_s() or math.inf
+        deciding = t_decide <= end_t
+        candidates = [next_arrival, next_ready, t_scrape if deciding else math.inf]
+        candidates.append(t_decide if deciding else math.inf)
+        if gpu_seconds_at_end is None:
+            candidates.append(end_t)
+        t_next = min(candidates)
+        if t_next == math.inf:
+            t_next = end_t + opts.drain_limit_s
+        if i >= n and gpu_seconds_at_end is not None and fleet.in_flight() == 0:
+            break
+        if t_next > end_t + opts.drain_limit_s:
+            break
+        replica_seconds += fleet.active * (min(t_next, end_t) - min(t, end_t))
+        t = t_next
+        fleet.advance(t)
+        if gpu_seconds_at_end is None and t >= end_t:
+            gpu_seconds_at_end = fleet.gpu_seconds
+        while i < n and arrivals[i].arrival_s <= t:
+            r = arrivals[i]
+            i += 1
+            arrivals_since += 1
+            if r.input_tokens + r.output_tokens > max_len:
+                rejected += 1
+                continue
+            fleet.route(
+                SimRequest(
+                    r.arrival_s, max(r.input_tokens, 1), max(r.output_tokens, 1), r.prefix_blocks
+                ),
+                t,
+            )
+        if deciding and t >= t_scrape:
+            scrapes.append(fleet.scrape(t))
+            t_scrape += opts.scrape_interval_s
+        if deciding and t >= t_decide:
+            snap = snapshot_at(scrapes, t, rec, opts.gauge_window_s, opts.rate_window_s)
+            target = policy.decide(t, snap, fleet.target)
+            delta = fleet.set_target(target, t)
+            ups += delta > 0
+            downs += delta < 0
+            replicas_max = max(replicas_max, fleet.active)
+            if opts.timeline:
+                timeline.append(
+                    _point(fleet, t, arrivals_since / (t - last_point), snap, policy.last_reason)
+                )
+            arrivals_since, last_point = 0, t
+            t_decide += opts.decision_interval_s
+            if progress is not None:
+                progress(min(1.0, t / max(end_t, 1e-9)))
+    gpu_hours = (gpu_seconds_at_end if gpu_seconds_at_end is not None else fleet.gpu_seconds) / 3600
+    return _result(
+        setup,
+        policy_name,
+        rec,
+        gpu_hours,
+        rejected,
+        fleet.in_flight(),
+        ups,
+        downs,
+        replicas_max,
+        replica_seconds / max(end_t, 1e-9),
+        timeline,
+    )
+
+
+def _point(fleet: Fleet, t: float, rps: float, s: Snapshot | None, reason: str) -> TimelinePoint:
+    engines = [m.replica for m in fleet.members if m.phase != "starting"]
+    return TimelinePoint(
+        t_s=t,
+        arrival_rps=rps,
+        replicas_target=fleet.target,
+        replicas_ready=sum(1 for m in fleet.members if m.phase == "ready"),
+        replicas_starting=sum(1 for m in fleet.members if m.phase == "starting"),
+        waiting=len(fleet.pending) + sum(len(e.waiting) for e in engines),
+        kv_usage_max=max((e.kv_usage for e in engines), default=0.0),
+        ttft_p99_s=s.ttft_p99_s if s else None,
+        tpot_p99_s=s.tpot_p99_s if s else None,
+        reason=reason,
+    )
+
+
+def _result(
+    setup: Setup,
+    policy: str,
+    rec: Recorder,
+    gpu_hours: float,
+    rejected: int,
+    unfinished: int,
+    ups: int,
+    downs: int,
+    replicas_max: int,
+    replicas_mean: float,
+    timeline: list[TimelinePoint],
+) -> SimResult:
+    slo = setup.spec.slo
+    outs = rec.outcomes
+    total = len(setup.trace.requests)
+    met = sum(
+        1
+        for o in outs
+        if (slo.ttft_p99_seconds is None or o.ttft_s <= slo.ttft_p99_seconds)
+        and (
+            slo.tpot_p99_seconds is None or o.output_tokens <= 1 or o.tpot_s <= slo.tpot_p99_seconds
+        )
+    )
+
+    def pct(values: list[float], q: float) -> float:
+        return percentile(values, q) if values else math.nan
+
+    ttft = [o.ttft_s for o in outs]
+    tpot = [o.tpot_s for o in outs if o.output_tokens > 1]
+    e2e = [o.e2e_s for o in outs]
+    price = setup.gpu_hour_price
+    oracle = setup.oracle_gpu_hours
+    return SimResult(
+        policy=policy,
+        trace=setup.trace.source,
+        mismatch=setup.opts.mismatch,
+        cold_start_s=setup.opts.cold_start_s,
+        duration_s=setup.trace.duration_s,
+        requests=total,
+        completed=len(outs),
+        rejected=rejected,
+        unfinished=unfinished,
+        slo_attainment=met / total if total else 0.0,
+        ttft_p50_s=pct(ttft, 0.5),
+        ttft_p95_s=pct(ttft, 0.95),
+        ttft_p99_s=pct(ttft, 0.99),
+        tpot_p50_s=pct(tpot, 0.5),
+        tpot_p95_s=pct(tpot, 0.95),
+        tpot_p99_s=pct(tpot, 0.99),
+        e2e_p50_s=pct(e2e, 0.5),
+        e2e_p95_s=pct(e2e, 0.95),
+        e2e_p99_s=pct(e2e, 0.99),
+        gpu_hours=gpu_hours,
+        oracle_gpu_hours=oracle,
+        gpu_hours_vs_oracle=gpu_hours / oracle if oracle > 0 else math.inf,
+        cost=None if setup.gpu_hour_price is None else gpu_hours * (price or 0.0),
+        currency=setup.spec.cost.currency,
+        scale_events=ups + downs,
+        scale_ups=ups,
+        scale_downs=downs,
+        preemptions=int(rec.preemptions),
+        replicas_max=replicas_max,
+        replicas_mean=replicas_mean,
+        sustainable_rps_per_replica=setup.capacity_rps,
+        planner_rps_per_replica=setup.forecast.rps_per_replica,
+        timeline=timeline,
+    )
