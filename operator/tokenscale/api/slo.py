@@ -27,3 +27,18 @@ class Slo(ApiModel):
             if p95 is not None and p99 is not None and p95 > p99:
                 raise ValueError(f"{name}P95Seconds={p95} exceeds {name}P99Seconds={p99}")
         return self
+
+    @property
+    def any_set(self) -> bool:
+        """True when at least one latency objective is set."""
+        return any(
+            v is not None
+            for v in (
+                self.ttft_p99_seconds,
+                self.tpot_p99_seconds,
+                self.e2e_p99_seconds,
+                self.ttft_p95_seconds,
+                self.tpot_p95_seconds,
+                self.e2e_p95_seconds,
+            )
+        )

@@ -109,17 +109,7 @@ def find_operating_point(
     max_num_seqs: int,
 ) -> OperatingPoint:
     knee = min(knee_batch(perf, max_num_seqs, perf.assumptions.knee_tpot_ratio), max_num_seqs)
-    has_slo = any(
-        v is not None
-        for v in (
-            slo.ttft_p99_seconds,
-            slo.tpot_p99_seconds,
-            slo.e2e_p99_seconds,
-            slo.ttft_p95_seconds,
-            slo.tpot_p95_seconds,
-            slo.e2e_p95_seconds,
-        )
-    )
+    has_slo = slo.any_set
     slo_batch: int | None = None
     if has_slo:
         slo_batch = _largest(

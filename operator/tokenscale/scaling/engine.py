@@ -113,17 +113,7 @@ def _live_sized(spec: InferenceServiceSpec) -> InferenceServiceSpec:
     and the knee would hold ~20 % more GPUs than needed (measured by the fleet simulator).
     Without an SLO the knee stays the only latency limit."""
     slo = spec.slo
-    has_slo = any(
-        v is not None
-        for v in (
-            slo.ttft_p99_seconds,
-            slo.tpot_p99_seconds,
-            slo.e2e_p99_seconds,
-            slo.ttft_p95_seconds,
-            slo.tpot_p95_seconds,
-            slo.e2e_p95_seconds,
-        )
-    )
+    has_slo = slo.any_set
     if not has_slo:
         return spec
     a = spec.assumptions.model_copy(update={"knee_tpot_ratio": LIVE_KNEE_TPOT_RATIO})
