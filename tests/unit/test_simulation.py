@@ -8,8 +8,10 @@ the planner (its SLO-bound capacity vs the simulated replica's sustainable rate)
 import json
 import math
 import random
+from dataclasses import replace
 from itertools import pairwise
 from pathlib import Path
+from typing import Any
 
 import pytest
 from typer.testing import CliRunner
@@ -19,7 +21,7 @@ from tokenscale.api.manifest import parse_manifests
 from tokenscale.api.slo import Slo
 from tokenscale.catalog.vllm_metrics import TTFT_BUCKETS
 from tokenscale.cli.app import app
-from tokenscale.planning import plan_service, replica_perf_model
+from tokenscale.planning import plan_service
 from tokenscale.simulation import (
     Setup,
     SimOptions,
@@ -32,7 +34,7 @@ from tokenscale.simulation import (
 from tokenscale.simulation.capacity import oracle_gpu_hours, run_one_replica, sustainable_rps
 from tokenscale.simulation.histogram import Histogram, histogram_quantile
 from tokenscale.simulation.recorder import Recorder
-from tokenscale.simulation.replica import Replica, ReplicaConfig, SimRequest
+from tokenscale.simulation.replica import Replica, ReplicaConfig, SimRequest, replica_config
 from tokenscale.simulation.trace import percentile, trace_stats
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -63,20 +65,9 @@ def _fixed_workload(spec: InferenceServiceSpec, n_in: int, n_out: int) -> Infere
     )
 
 
-def _engine(spec: InferenceServiceSpec, **overrides: object) -> ReplicaConfig:
-    plan = plan_service(spec)
-    fields: dict[str, object] = {
-        "perf": replica_perf_model(spec, plan),
-        "kv_blocks": plan.kv_capacity_blocks_per_replica,
-        "block_size": spec.serving.block_size,
-        "max_num_seqs": plan.max_num_seqs,
-        "max_num_batched_tokens": plan.max_num_batched_tokens,
-        "chunked_prefill": True,
-        "prefix_caching": True,
-        "prefix_block_tokens": 512,
-    }
-    fields.update(overrides)
-    return ReplicaConfig(**fields)  # type: ignore[arg-type]
+def _engine(spec: InferenceServiceSpec, **overrides: Any) -> ReplicaConfig:
+    cfg = replica_config(spec, plan_service(spec), prefix_block_tokens=512)
+    return replace(cfg, **overrides)
 
 
 def _closed_loop(cfg: ReplicaConfig, concurrency: int, n_in: int, n_out: int) -> Recorder:
@@ -129,6 +120,10 @@ def test_mooncake_and_generic_csv_and_errors() -> None:
         parse_trace(csv_text)
     with pytest.raises(TraceError, match="no column 'when'"):
         parse_trace(csv_text, columns={"arrival": "when", "input": "prompt", "output": "x"})
+    with pytest.raises(TraceError, match="line 2, column when: cannot read the timestamp"):
+        parse_trace(
+            "when,i,o\nyesterday,1,1\n", columns={"arrival": "when", "input": "i", "output": "o"}
+        )
     with pytest.raises(TraceError, match="line 2"):
         parse_trace('{"timestamp": 1, "input_length": 2, "output_length": 3}\n{"timestamp": 1}')
 

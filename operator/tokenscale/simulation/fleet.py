@@ -13,6 +13,7 @@ GPU-seconds accumulate for every replica that holds GPUs (starting, ready or dra
 
 from collections import deque
 from dataclasses import dataclass
+from math import inf
 from typing import Literal
 
 from tokenscale.simulation.observe import Scrape, scrape
@@ -61,9 +62,9 @@ class Fleet:
         """Replicas asked for and not draining (starting + ready)."""
         return sum(1 for m in self.members if m.phase != "draining")
 
-    def next_ready_s(self) -> float | None:
-        times = [m.ready_at_s for m in self.members if m.phase == "starting"]
-        return min(times) if times else None
+    def next_ready_s(self) -> float:
+        """When the next starting replica serves (infinity when none is starting)."""
+        return min((m.ready_at_s for m in self.members if m.phase == "starting"), default=inf)
 
     # -- time -----------------------------------------------------------------------------------
     def advance(self, t: float) -> None:

@@ -102,8 +102,8 @@ class HpaPolicy:
 
     def decide(self, now: float, snap: Snapshot | None, current: int) -> int:
         value = None if snap is None or snap.replicas_reporting == 0 else self._value(snap)
-        if value is None or snap is None:
-            self.last_reason = "no metrics: keep"
+        if snap is None or value is None:
+            self.last_reason = "no metrics: keep the current count"
             return current
         ratio = value / self.target
         ready = snap.replicas_reporting

@@ -22,7 +22,8 @@ import math
 from collections import OrderedDict, deque
 from dataclasses import dataclass
 
-from tokenscale.planning import PerfModel
+from tokenscale.api.inference_service import InferenceServiceSpec
+from tokenscale.planning import PerfModel, Plan, replica_perf_model
 from tokenscale.simulation.recorder import Outcome, Recorder
 
 
@@ -58,6 +59,23 @@ class ReplicaConfig:
     prefix_caching: bool
     prefix_block_tokens: int
     mismatch: float = 1.0
+
+
+def replica_config(
+    spec: InferenceServiceSpec, plan: Plan, prefix_block_tokens: int, mismatch: float = 1.0
+) -> ReplicaConfig:
+    """The engine ``plan`` deploys: its TP's timing model, KV blocks and vLLM flags."""
+    return ReplicaConfig(
+        perf=replica_perf_model(spec, plan),
+        kv_blocks=plan.kv_capacity_blocks_per_replica,
+        block_size=spec.serving.block_size,
+        max_num_seqs=plan.max_num_seqs,
+        max_num_batched_tokens=plan.max_num_batched_tokens,
+        chunked_prefill=spec.serving.enable_chunked_prefill,
+        prefix_caching=spec.serving.enable_prefix_caching,
+        prefix_block_tokens=prefix_block_tokens,
+        mismatch=mismatch,
+    )
 
 
 class Replica:

@@ -56,7 +56,7 @@ class SimResult(_Frozen):
     scale_downs: int
     preemptions: int
     replicas_max: int
-    replicas_mean: float
+    replicas_mean: float = Field(description="Replicas holding GPUs, averaged over the trace")
     sustainable_rps_per_replica: float = Field(
         description="One simulated replica's highest rate meeting the SLOs at P99 (the oracle's)"
     )

@@ -11,11 +11,13 @@ while GPU-hours count over the trace's span only, for every policy alike.
 import math
 from collections import deque
 from collections.abc import Callable
+from dataclasses import dataclass
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from tokenscale.api.inference_service import InferenceServiceSpec
-from tokenscale.planning import Plan, plan_service, replica_perf_model
+from tokenscale.planning import plan_service
+from tokenscale.planning.pricing import Pricing
 from tokenscale.scaling.snapshot import Snapshot
 from tokenscale.simulation.capacity import oracle_gpu_hours, sustainable_rps
 from tokenscale.simulation.errors import TraceError
@@ -29,9 +31,9 @@ from tokenscale.simulation.policies import (
     TokenscalePolicy,
 )
 from tokenscale.simulation.recorder import Recorder
-from tokenscale.simulation.replica import ReplicaConfig, SimRequest
+from tokenscale.simulation.replica import SimRequest, replica_config
 from tokenscale.simulation.result import SimResult, TimelinePoint
-from tokenscale.simulation.trace import Trace, percentile, trace_stats
+from tokenscale.simulation.trace import Trace, TraceRequest, percentile, trace_stats
 
 Progress = Callable[[float], None]
 
@@ -79,17 +81,7 @@ class Setup:
         self.opts = opts
         self.stats = trace_stats(trace)
         self.peak_plan = plan_service(self._trace_spec(), name)
-        self.replica = ReplicaConfig(
-            perf=replica_perf_model(self.spec, forecast),
-            kv_blocks=forecast.kv_capacity_blocks_per_replica,
-            block_size=spec.serving.block_size,
-            max_num_seqs=forecast.max_num_seqs,
-            max_num_batched_tokens=forecast.max_num_batched_tokens,
-            chunked_prefill=spec.serving.enable_chunked_prefill,
-            prefix_caching=spec.serving.enable_prefix_caching,
-            prefix_block_tokens=trace.block_tokens,
-            mismatch=opts.mismatch,
-        )
+        self.replica = replica_config(self.spec, forecast, trace.block_tokens, opts.mismatch)
         pairs = [(r.input_tokens, r.output_tokens) for r in trace.requests]
         self.pairs = [p for p in pairs if p[0] + p[1] <= forecast.max_model_len] or pairs
         self.capacity_rps = sustainable_rps(
@@ -145,99 +137,87 @@ class Setup:
 
     @property
     def gpu_hour_price(self) -> float | None:
-        plan: Plan = self.forecast
-        if plan.cost_per_hour is None or plan.gpus_total <= 0:
-            return None
-        return plan.cost_per_hour / plan.gpus_total
+        return Pricing.for_gpu(self.spec.cost, self.forecast.gpu).gpu_hour_price
+
+
+@dataclass
+class _Counts:
+    rejected: int = 0
+    ups: int = 0
+    downs: int = 0
+    replicas_max: int = 0
 
 
 def simulate(setup: Setup, policy_name: PolicyName, progress: Progress | None = None) -> SimResult:
-    opts, trace, _spec = setup.opts, setup.trace, setup.spec
+    opts, trace = setup.opts, setup.trace
     rec = Recorder()
-    initial = setup.initial_replicas(policy_name)
     fleet = Fleet(
-        setup.replica, rec, setup.forecast.tensor_parallel_size, opts.cold_start_s, initial
+        setup.replica,
+        rec,
+        setup.forecast.tensor_parallel_size,
+        opts.cold_start_s,
+        setup.initial_replicas(policy_name),
     )
     policy = setup.policy(policy_name)
     scrapes: deque[Scrape] = deque(
         maxlen=math.ceil(max(opts.rate_window_s, opts.gauge_window_s) / opts.scrape_interval_s) + 2
     )
-    arrivals = trace.requests
-    end_t = trace.duration_s
-    max_len = setup.forecast.max_model_len
+    arrivals, end_t = trace.requests, trace.duration_s
+    counts = _Counts(replicas_max=fleet.active)
     timeline: list[TimelinePoint] = []
-    i, n = 0, len(arrivals)
+    i, arrivals_since, last_point = 0, 0, 0.0
     t_scrape, t_decide = 0.0, opts.decision_interval_s
-    gpu_seconds_at_end: float | None = None
-    rejected, ups, downs = 0, 0, 0
-    replica_seconds, arrivals_since, last_point = 0.0, 0, 0.0
-    replicas_max = fleet.active
+    # 1. the trace's span: arrivals, scrapes, decisions, replicas becoming ready
     t = 0.0
     while True:
-        next_arrival = arrivals[i].arrival_s if i < n else math.inf
-        next_ready = fleet.next_ready_s() or math.inf
-        deciding = t_decide <= end_t
-        candidates = [next_arrival, next_ready, t_scrape if deciding else math.inf]
-        candidates.append(t_decide if deciding else math.inf)
-        if gpu_seconds_at_end is None:
-            candidates.append(end_t)
-        t_next = min(candidates)
-        if t_next == math.inf:
-            t_next = end_t + opts.drain_limit_s
-        if i >= n and gpu_seconds_at_end is not None and fleet.in_flight() == 0:
-            break
-        if t_next > end_t + opts.drain_limit_s:
-            break
-        replica_seconds += fleet.active * (min(t_next, end_t) - min(t, end_t))
-        t = t_next
+        t = min(
+            arrivals[i].arrival_s if i < len(arrivals) else math.inf,
+            fleet.next_ready_s(),
+            t_scrape,
+            t_decide,
+            end_t,
+        )
         fleet.advance(t)
-        if gpu_seconds_at_end is None and t >= end_t:
-            gpu_seconds_at_end = fleet.gpu_seconds
-        while i < n and arrivals[i].arrival_s <= t:
-            r = arrivals[i]
+        while i < len(arrivals) and arrivals[i].arrival_s <= t:
+            _admit(fleet, arrivals[i], t, setup.forecast.max_model_len, counts)
             i += 1
             arrivals_since += 1
-            if r.input_tokens + r.output_tokens > max_len:
-                rejected += 1
-                continue
-            fleet.route(
-                SimRequest(
-                    r.arrival_s, max(r.input_tokens, 1), max(r.output_tokens, 1), r.prefix_blocks
-                ),
-                t,
-            )
-        if deciding and t >= t_scrape:
+        if t >= t_scrape:
             scrapes.append(fleet.scrape(t))
             t_scrape += opts.scrape_interval_s
-        if deciding and t >= t_decide:
+        if t >= t_decide:
             snap = snapshot_at(scrapes, t, rec, opts.gauge_window_s, opts.rate_window_s)
-            target = policy.decide(t, snap, fleet.target)
-            delta = fleet.set_target(target, t)
-            ups += delta > 0
-            downs += delta < 0
-            replicas_max = max(replicas_max, fleet.active)
+            delta = fleet.set_target(policy.decide(t, snap, fleet.target), t)
+            counts.ups += delta > 0
+            counts.downs += delta < 0
+            counts.replicas_max = max(counts.replicas_max, fleet.active)
             if opts.timeline:
-                timeline.append(
-                    _point(fleet, t, arrivals_since / (t - last_point), snap, policy.last_reason)
-                )
+                rps = arrivals_since / (t - last_point)
+                timeline.append(_point(fleet, t, rps, snap, policy.last_reason))
             arrivals_since, last_point = 0, t
             t_decide += opts.decision_interval_s
             if progress is not None:
                 progress(min(1.0, t / max(end_t, 1e-9)))
-    gpu_hours = (gpu_seconds_at_end if gpu_seconds_at_end is not None else fleet.gpu_seconds) / 3600
-    return _result(
-        setup,
-        policy_name,
-        rec,
-        gpu_hours,
-        rejected,
-        fleet.in_flight(),
-        ups,
-        downs,
-        replicas_max,
-        replica_seconds / max(end_t, 1e-9),
-        timeline,
+        if t >= end_t:
+            break
+    gpu_seconds = fleet.gpu_seconds
+    # 2. no more decisions: serve what is in flight (latencies count, GPU time does not)
+    drain_end = end_t + opts.drain_limit_s
+    while fleet.in_flight() and t < drain_end:
+        t = min(fleet.next_ready_s(), drain_end)
+        fleet.advance(t)
+    return _result(setup, policy_name, rec, gpu_seconds, counts, fleet.in_flight(), timeline)
+
+
+def _admit(fleet: Fleet, r: TraceRequest, now: float, max_len: int, counts: _Counts) -> None:
+    """Route one arrival; longer than the max model len is rejected (vLLM answers 400)."""
+    if r.input_tokens + r.output_tokens > max_len:
+        counts.rejected += 1
+        return
+    request = SimRequest(
+        r.arrival_s, max(r.input_tokens, 1), max(r.output_tokens, 1), r.prefix_blocks
     )
+    fleet.route(request, now)
 
 
 def _point(fleet: Fleet, t: float, rps: float, s: Snapshot | None, reason: str) -> TimelinePoint:
@@ -260,13 +240,9 @@ def _result(
     setup: Setup,
     policy: str,
     rec: Recorder,
-    gpu_hours: float,
-    rejected: int,
+    gpu_seconds: float,
+    counts: _Counts,
     unfinished: int,
-    ups: int,
-    downs: int,
-    replicas_max: int,
-    replicas_mean: float,
     timeline: list[TimelinePoint],
 ) -> SimResult:
     slo = setup.spec.slo
@@ -287,6 +263,7 @@ def _result(
     ttft = [o.ttft_s for o in outs]
     tpot = [o.tpot_s for o in outs if o.output_tokens > 1]
     e2e = [o.e2e_s for o in outs]
+    gpu_hours = gpu_seconds / 3600.0
     price = setup.gpu_hour_price
     oracle = setup.oracle_gpu_hours
     return SimResult(
@@ -297,7 +274,7 @@ def _result(
         duration_s=setup.trace.duration_s,
         requests=total,
         completed=len(outs),
-        rejected=rejected,
+        rejected=counts.rejected,
         unfinished=unfinished,
         slo_attainment=met / total if total else 0.0,
         ttft_p50_s=pct(ttft, 0.5),
@@ -312,14 +289,16 @@ def _result(
         gpu_hours=gpu_hours,
         oracle_gpu_hours=oracle,
         gpu_hours_vs_oracle=gpu_hours / oracle if oracle > 0 else math.inf,
-        cost=None if setup.gpu_hour_price is None else gpu_hours * (price or 0.0),
+        cost=None if price is None else gpu_hours * price,
         currency=setup.spec.cost.currency,
-        scale_events=ups + downs,
-        scale_ups=ups,
-        scale_downs=downs,
+        scale_events=counts.ups + counts.downs,
+        scale_ups=counts.ups,
+        scale_downs=counts.downs,
         preemptions=int(rec.preemptions),
-        replicas_max=replicas_max,
-        replicas_mean=replicas_mean,
+        replicas_max=counts.replicas_max,
+        replicas_mean=gpu_seconds
+        / setup.forecast.tensor_parallel_size
+        / max(setup.trace.duration_s, 1e-9),
         sustainable_rps_per_replica=setup.capacity_rps,
         planner_rps_per_replica=setup.forecast.rps_per_replica,
         timeline=timeline,

@@ -77,11 +77,11 @@ def percentile(values: Sequence[float], q: float) -> float:
     return _percentile(sorted(values), q)
 
 
-def _parse_time(text: str) -> float:
-    """Seconds since the epoch from a number or an ISO-like timestamp (7+ digits cut to 6)."""
+def _parse_time(text: str, unit_s: float, where: str) -> float:
+    """Seconds from a number in ``unit_s`` seconds or an ISO-like timestamp (7+ digits → 6)."""
     text = text.strip()
     try:
-        return float(text)
+        return float(text) * unit_s
     except ValueError:
         pass
     if "." in text:
@@ -95,7 +95,10 @@ def _parse_time(text: str) -> float:
             stamp = stamp.replace(tzinfo=UTC)
         return stamp.timestamp()
     except ValueError as exc:
-        raise TraceError(f"cannot read the timestamp {text!r}: use seconds or ISO 8601") from exc
+        raise TraceError(
+            f"{where}: cannot read the timestamp {text!r}; use seconds (or ms with "
+            "--arrival-unit ms) or ISO 8601"
+        ) from exc
 
 
 def _rebased(rows: list[TraceRequest], source: str, block_tokens: int) -> Trace:
@@ -140,26 +143,17 @@ def parse_csv(
                 f"{source}: no column {col!r} (columns: {', '.join(fields)}); "
                 "map them with --columns arrival=COL,input=COL,output=COL"
             )
-    scale = 1e-3 if arrival_unit == "ms" else 1.0
+    unit_s = 1e-3 if arrival_unit == "ms" else 1.0
     rows: list[TraceRequest] = []
     for i, rec in enumerate(reader, start=2):
-        t = _parse_time(rec[arrival] or "")
         rows.append(
             TraceRequest(
-                arrival_s=t * scale if _is_number(rec[arrival] or "") else t,
+                arrival_s=_parse_time(rec[arrival] or "", unit_s, f"line {i}, column {arrival}"),
                 input_tokens=_tokens(rec[input_col] or "", input_col, i),
                 output_tokens=_tokens(rec[output_col] or "", output_col, i),
             )
         )
     return _rebased(rows, source, MOONCAKE_BLOCK_TOKENS)
-
-
-def _is_number(text: str) -> bool:
-    try:
-        float(text)
-    except ValueError:
-        return False
-    return True
 
 
 def parse_azure(text: str, source: str = "azure") -> Trace:
