@@ -2,7 +2,6 @@
 
 import enum
 import logging
-import sys
 from pathlib import Path
 from typing import Annotated
 
@@ -16,6 +15,7 @@ from tokenscale.api.crd_docs import crd_reference
 from tokenscale.api.errors import SpecError
 from tokenscale.api.manifest import parse_manifests
 from tokenscale.catalog import GPU_CATALOG, MODEL_CATALOG, count_params
+from tokenscale.cli.inputs import fail_invalid, read_input
 from tokenscale.cli.plan_view import dumps, print_plans, sweep_table, to_data
 from tokenscale.cli.simulate import simulate_command
 from tokenscale.planning import plan_service, sweep
@@ -40,22 +40,6 @@ class Output(enum.StrEnum):
     yaml = "yaml"
 
 
-def _fail(err: SpecError, file: Path) -> None:
-    console = Console(stderr=True)
-    console.print(f"[red]error:[/] {file} is not a valid InferenceService:", highlight=False)
-    for issue in err.issues:
-        console.print(f"  {issue.path}: {issue.message}", highlight=False, markup=False)
-    raise typer.Exit(2)
-
-
-def _read(file: Path) -> str:
-    try:
-        return sys.stdin.read() if str(file) == "-" else file.read_text()
-    except OSError as exc:
-        Console(stderr=True).print(f"[red]error:[/] cannot read {file}: {exc.strerror}")
-        raise typer.Exit(2) from exc
-
-
 @app.command()
 def plan(
     file: Annotated[Path, typer.Argument(help="InferenceService manifest (YAML, '-' for stdin).")],
@@ -67,7 +51,7 @@ def plan(
 ) -> None:
     """Plan each InferenceService in FILE: memory, KV, latency vs SLO, replicas, cost."""
     try:
-        services = parse_manifests(_read(file))
+        services = parse_manifests(read_input(file))
         if not services:
             Console(stderr=True).print(f"[red]error:[/] no InferenceService in {file}")
             raise typer.Exit(2)
@@ -76,7 +60,7 @@ def plan(
         else:
             plans = [plan_service(s.spec, s.metadata.name) for s in services]
     except SpecError as err:
-        _fail(err, file)
+        fail_invalid(err, file)
         return
     console = Console(width=160)
     if do_sweep:
@@ -130,7 +114,7 @@ def render(
 ) -> None:
     """Print the Deployment, Service and PDB the operator would apply for each service."""
     try:
-        services = parse_manifests(_read(file))
+        services = parse_manifests(read_input(file))
         objects = []
         for s in services:
             p = plan_service(s.spec, s.metadata.name)
@@ -153,7 +137,7 @@ def render(
             )
             objects.extend(bundle.objects)
     except SpecError as err:
-        _fail(err, file)
+        fail_invalid(err, file)
         return
     if output is ManifestOutput.json:
         typer.echo(dumps({"apiVersion": "v1", "kind": "List", "items": objects}, "json"))

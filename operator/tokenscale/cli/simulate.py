@@ -7,7 +7,6 @@ Reads the files, draws progress and tables; the simulation itself is the pure
 import enum
 import json
 import math
-import sys
 from pathlib import Path
 from typing import Annotated, Any, Literal, cast
 
@@ -18,6 +17,7 @@ from rich.table import Table
 
 from tokenscale.api.errors import SpecError
 from tokenscale.api.manifest import parse_manifests
+from tokenscale.cli.inputs import fail_invalid, read_input
 from tokenscale.simulation import (
     POLICIES,
     PolicyName,
@@ -142,18 +142,11 @@ def simulate_command(
     """Replay a trace against a simulated vLLM fleet; compare scaling policies."""
     if arrival_unit not in ("s", "ms"):
         raise _error(f"--arrival-unit {arrival_unit!r}: use s or ms")
-    try:
-        text = sys.stdin.read() if str(file) == "-" else file.read_text()
-        trace_text = trace.read_text()
-    except OSError as exc:
-        raise _error(f"cannot read {exc.filename}: {exc.strerror}") from exc
+    text, trace_text = read_input(file), read_input(trace)
     try:
         services = parse_manifests(text)
     except SpecError as err:
-        raise _error(
-            f"{file} is not a valid InferenceService: "
-            + "; ".join(f"{i.path}: {i.message}" for i in err.issues)
-        ) from err
+        fail_invalid(err, file)
     if not services:
         raise _error(f"{file} holds no InferenceService")
     isvc = services[0]
