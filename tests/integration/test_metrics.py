@@ -104,6 +104,7 @@ def test_snapshot_fields_equal_the_emulators_state(
     assert snap.ttft_p50_s == pytest.approx(_quantile_in_bucket(0.5, 0.25, 0.5))
     assert snap.tpot_p99_s == pytest.approx(_quantile_in_bucket(0.99, 0.01, 0.025))
     assert snap.tpot_p50_s == pytest.approx(_quantile_in_bucket(0.5, 0.01, 0.025))
+    assert snap.tpot_mean_s == pytest.approx(0.02)  # the sum over the count: no bucket error
     assert snap.queue_p99_s == pytest.approx(_quantile_in_bucket(0.99, 0.0, 0.3))
     # e2e = 0.1 + 0.3 + 199 × 0.02 = 4.38 s: bucket (2.5, 5]
     assert snap.e2e_p99_s == pytest.approx(_quantile_in_bucket(0.99, 2.5, 5.0))

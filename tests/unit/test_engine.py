@@ -11,8 +11,9 @@ from hypothesis import strategies as st
 
 from tests.helpers import spec as make_spec
 from tokenscale.api.inference_service import InferenceServiceSpec
-from tokenscale.planning import plan_service
+from tokenscale.planning import plan_service, predict_tpot
 from tokenscale.scaling import Decision, EngineInput, ScalingState, Snapshot, decide
+from tokenscale.scaling.engine import with_workload
 
 NOW = 1_000_000.0
 FAST = settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -93,13 +94,13 @@ def test_starting_replicas_count_as_supply() -> None:
 
 def test_ttft_over_slo_with_a_short_queue_is_prefill_bound() -> None:
     d = run(_spec(), snap(n=2, ttft=4.0, waiting=0.0), ScalingState(decided_replicas=2))
-    assert d.replicas == 3  # latency is not load: one more than report, not ceil(2 × 4 / 2)
+    assert d.replicas == 3  # latency is not load: ceil(2 × min(4 / 2, 1.2)), not 4
     assert any(line.startswith("prefill-bound: TTFT P99 4.00 s > SLO 2 s") for line in d.diagnosis)
 
 
 def test_tpot_over_slo_is_decode_bound() -> None:
     d = run(_spec(), snap(n=2, tpot=0.08), ScalingState(decided_replicas=2))
-    assert d.replicas == 3  # one more than the 2 reporting
+    assert d.replicas == 3  # ceil(2 × min(0.08 / 0.05, 1.2))
     assert any(line.startswith("decode-bound") for line in d.diagnosis)
 
 
@@ -186,6 +187,21 @@ def test_calibration_is_bounded_and_smoothed() -> None:
     d = run(spec, slow, ScalingState(decided_replicas=2, calibration=1.0))
     assert 0.5 <= d.calibration < 1.0
     assert d.calibration == pytest.approx(0.7 + 0.3 * 0.5)
+
+
+def test_calibration_prefers_the_exact_mean_and_the_observed_workload() -> None:
+    spec = _spec()
+    # the engines run exactly as the model predicts for the workload they see (8 per replica)
+    seen = snap(n=2)
+    tp = plan_service(spec).tensor_parallel_size
+    truth = predict_tpot(with_workload(spec, seen, "observed"), tp, 8.0)
+    # a bucketed P50 40 % off must not move the factor when the exact mean is there
+    exact = seen.model_copy(update={"tpot_mean_s": truth, "tpot_p50_s": truth * 1.4})
+    d = run(spec, exact, ScalingState(decided_replicas=2, calibration=1.0))
+    assert d.calibration == pytest.approx(1.0, abs=1e-3)
+    only_p50 = seen.model_copy(update={"tpot_p50_s": truth * 1.4})
+    d = run(spec, only_p50, ScalingState(decided_replicas=2, calibration=1.0))
+    assert d.calibration < 0.95  # the fallback is used, with its error
 
 
 # -- properties ------------------------------------------------------------------------------

@@ -65,6 +65,8 @@ def queries(cfg: QueryConfig, namespaces: list[str] | None) -> dict[str, str]:
         "itl_p99": quantile(0.99, "vllm:inter_token_latency_seconds"),
         "tpot_p50": f"{quantile(0.5, tpot_new)} or {quantile(0.5, tpot_old)}",
         "tpot_p99": f"{quantile(0.99, tpot_new)} or {quantile(0.99, tpot_old)}",
+        # exact, not bucketed: what calibration compares with the model
+        "tpot_mean": f"{rate(tpot_new + '_sum')} / {rate(tpot_new + '_count')}",
         "e2e_p99": quantile(0.99, "vllm:e2e_request_latency_seconds"),
         "queue_p99": quantile(0.99, "vllm:request_queue_time_seconds"),
         "request_rate": rate("vllm:request_success_total"),

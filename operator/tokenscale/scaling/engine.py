@@ -35,6 +35,7 @@ CALIBRATION_BOUNDS = (0.5, 1.5)
 CALIBRATION_SMOOTHING = 0.3
 LIVE_KNEE_TPOT_RATIO = 1e6
 MAX_LOAD_RATIO = 2.0
+MAX_LATENCY_RATIO = 1.2
 SCALE_DOWN_STEP_S = 120.0
 PEAK_HALF_LIFE_WINDOWS = 2.0
 LOAD_SIGNALS = ("kv_usage", "waiting_per_replica")
@@ -73,13 +74,18 @@ def observed_spec(
     spec: InferenceServiceSpec, snap: Snapshot, factor: float
 ) -> InferenceServiceSpec:
     """The spec with the workload the metrics show (per ``workloadSource``) and calibration."""
-    policy = spec.scaling.policy
+    source = spec.scaling.policy.workload_source
+    observed = with_workload(spec, snap, source)
+    return _live_sized(_calibrated_spec(observed, factor))
+
+
+def with_workload(spec: InferenceServiceSpec, snap: Snapshot, source: str) -> InferenceServiceSpec:
     w = spec.workload
-    if policy.workload_source != "forecast" and snap.request_rate_rps is not None:
+    if source != "forecast" and snap.request_rate_rps is not None:
         observed_rps = snap.request_rate_rps
         in_mean = snap.mean_input_tokens or w.input_tokens.mean
         out_mean = snap.mean_output_tokens or w.output_tokens.mean
-        if policy.workload_source == "max":
+        if source == "max":
             observed_rps = max(observed_rps, w.rps.design_rps)
             in_mean = max(in_mean, w.input_tokens.mean)
             out_mean = max(out_mean, w.output_tokens.mean)
@@ -104,7 +110,7 @@ def observed_spec(
                 ),
             }
         )
-    return _live_sized(_calibrated_spec(spec.model_copy(update={"workload": w}), factor))
+    return spec.model_copy(update={"workload": w})
 
 
 def _live_sized(spec: InferenceServiceSpec) -> InferenceServiceSpec:
@@ -121,14 +127,22 @@ def _live_sized(spec: InferenceServiceSpec) -> InferenceServiceSpec:
 
 
 def calibrate(spec: InferenceServiceSpec, forecast: Plan, snap: Snapshot, old: float) -> float:
-    """Smoothed, bounded ratio of predicted to observed TPOT at the observed batch."""
-    if not spec.scaling.policy.calibrate or snap.tpot_p50_s is None or snap.running is None:
+    """Smoothed, bounded ratio of predicted to observed TPOT at the observed batch.
+
+    Observed: the exact mean (histogram sum ÷ count) where Prometheus has it, else the P50
+    from buckets (up to ±25 % off inside vLLM's 25 ms TPOT buckets — enough to make the model
+    think correct engines slow). Predicted: the model at the observed batch *and* the observed
+    token means (the forecast's means would blame a workload change on the engines).
+    """
+    observed = snap.tpot_mean_s if snap.tpot_mean_s is not None else snap.tpot_p50_s
+    if not spec.scaling.policy.calibrate or observed is None or snap.running is None:
         return old
     batch = snap.running / max(snap.replicas_reporting, 1)
-    if batch < 1 or snap.tpot_p50_s <= 0:
+    if batch < 1 or observed <= 0:
         return old
-    predicted = predict_tpot(_calibrated_spec(spec, 1.0), forecast.tensor_parallel_size, batch)
-    ratio = min(max(predicted / snap.tpot_p50_s, CALIBRATION_BOUNDS[0]), CALIBRATION_BOUNDS[1])
+    workload = with_workload(spec, snap, "observed")
+    predicted = predict_tpot(_calibrated_spec(workload, 1.0), forecast.tensor_parallel_size, batch)
+    ratio = min(max(predicted / observed, CALIBRATION_BOUNDS[0]), CALIBRATION_BOUNDS[1])
     smoothed = old * (1 - CALIBRATION_SMOOTHING) + ratio * CALIBRATION_SMOOTHING
     return round(min(max(smoothed, CALIBRATION_BOUNDS[0]), CALIBRATION_BOUNDS[1]), 4)
 
@@ -164,12 +178,11 @@ def signals(snap: Snapshot, spec: InferenceServiceSpec, policy: ScalingPolicy) -
         )
         rec = n
         if level == "high":
-            # load signals scale with replicas; latency does not (and its P99 lags by the rate
-            # window), so a latency breach asks for one more than report, not a multiple
-            # load signals at most double the reporting replicas per decision: past saturation
-            # a queue measures backlog, not load, and its ratio would ask for dozens at once
-            ratio = min(value / high, MAX_LOAD_RATIO)
-            rec = n + 1 if latency else max(n + 1, math.ceil(n * ratio - 1e-9))
+            # the ratio is capped: past saturation a queue measures backlog, not load (it would
+            # ask for dozens at once), and latency neither scales with replicas nor is current
+            # (its P99 lags by the rate window): at most ×2 for load, ×1.2 for latency
+            cap = MAX_LATENCY_RATIO if latency else MAX_LOAD_RATIO
+            rec = max(n + 1, math.ceil(n * min(value / high, cap) - 1e-9))
         out.append(
             Signal(
                 name=name,

@@ -23,6 +23,9 @@ class Snapshot(BaseModel):
     itl_p99_s: float | None = None
     tpot_p50_s: float | None = None
     tpot_p99_s: float | None = None
+    tpot_mean_s: float | None = Field(
+        default=None, description="rate(_sum) / rate(_count): exact, unlike bucket quantiles"
+    )
     e2e_p99_s: float | None = None
     queue_p99_s: float | None = None
     request_rate_rps: float | None = None

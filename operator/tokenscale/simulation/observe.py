@@ -26,6 +26,7 @@ class Scrape:
     blocks_per_engine: int
     counters: dict[str, float]
     buckets: dict[str, tuple[float, ...]]
+    sums: dict[str, float]
 
 
 def scrape(
@@ -43,6 +44,7 @@ def scrape(
         blocks_per_engine=blocks_per_engine,
         counters=rec.counters(),
         buckets={k: h.copy_counts() for k, h in rec.histograms().items()},
+        sums={k: h.total for k, h in rec.histograms().items()},
     )
 
 
@@ -82,6 +84,13 @@ def snapshot_at(
             return None
         return histogram_quantile(q, hists[name].bounds, first.buckets[name], last.buckets[name])
 
+    def mean(name: str) -> float | None:
+        """``rate(_sum) / rate(_count)``: None when nothing was observed in the window."""
+        count = sum(last.buckets[name]) - sum(first.buckets[name])
+        if span <= 0 or count <= 0:
+            return None
+        return (last.sums[name] - first.sums[name]) / count
+
     if span <= 0:
         problems.append("rates: fewer than two scrapes in the rate window")
     queries = rate("prefix_queries")
@@ -104,6 +113,7 @@ def snapshot_at(
         itl_p99_s=quantile(0.99, "itl"),
         tpot_p50_s=quantile(0.5, "tpot"),
         tpot_p99_s=quantile(0.99, "tpot"),
+        tpot_mean_s=mean("tpot"),
         e2e_p99_s=quantile(0.99, "e2e"),
         queue_p99_s=quantile(0.99, "queue"),
         request_rate_rps=rate("success"),
