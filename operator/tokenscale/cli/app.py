@@ -15,6 +15,7 @@ from tokenscale.api.crd_docs import crd_reference
 from tokenscale.api.errors import SpecError
 from tokenscale.api.manifest import parse_manifests
 from tokenscale.catalog import GPU_CATALOG, MODEL_CATALOG, count_params
+from tokenscale.cli.bench import bench_command
 from tokenscale.cli.inputs import fail_invalid, read_input
 from tokenscale.cli.plan_view import dumps, print_plans, sweep_table, to_data
 from tokenscale.cli.simulate import simulate_command
@@ -358,6 +359,7 @@ def catalog() -> None:
 
 
 app.command("simulate")(simulate_command)
+app.command("bench")(bench_command)
 
 
 def main() -> None:

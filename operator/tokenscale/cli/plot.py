@@ -1,4 +1,4 @@
-"""``--plot``: one PNG a person reads at a glance — load, replicas per policy, queue, KV, TTFT."""
+"""``--plot`` PNGs: the simulator's timeline and the load test's throughput/latency curves."""
 
 from pathlib import Path
 
@@ -8,6 +8,7 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt
 
 from tokenscale.api.slo import Slo
+from tokenscale.bench import BenchProfile
 from tokenscale.simulation import SimResult
 
 
@@ -57,6 +58,42 @@ def draw_timeline(results: list[SimResult], slo: Slo, path: Path) -> None:
     ax_ttft.set_xlabel("minutes")
     for ax in axes:
         ax.grid(alpha=0.3)
+    fig.tight_layout()
+    fig.savefig(path, dpi=90)
+    plt.close(fig)
+
+
+def draw_bench(profile: BenchProfile, path: Path) -> None:
+    """Throughput and P99 latencies against concurrency (the ramp), the knee marked."""
+    ramp = profile.ramp()
+    fig, (ax_tps, ax_lat) = plt.subplots(2, 1, figsize=(9, 7), sharex=True)
+    conc = [s.concurrency or 0 for s in ramp]
+    ax_tps.plot(conc, [s.output_tps for s in ramp], marker="o", label="output tok/s")
+    ax_tps.set_ylabel("output tokens / s")
+    ax_tps.set_title(f"{profile.model} — concurrency ramp")
+    for name, values in (
+        ("TTFT P99", [s.ttft_p99_s for s in ramp]),
+        ("TPOT P99", [s.tpot_p99_s for s in ramp]),
+    ):
+        ax_lat.plot(
+            conc, [v if v is not None else float("nan") for v in values], marker="o", label=name
+        )
+    for target, label in (
+        (profile.slo_ttft_p99_s, "TTFT SLO"),
+        (profile.slo_tpot_p99_s, "TPOT SLO"),
+    ):
+        if target is not None:
+            ax_lat.axhline(target, ls="--", lw=1, label=label)
+    if profile.knee_concurrency is not None:
+        for ax in (ax_tps, ax_lat):
+            ax.axvline(profile.knee_concurrency, color="grey", ls=":", label="knee")
+    ax_lat.set_yscale("log")
+    ax_lat.set_ylabel("seconds (P99)")
+    ax_lat.set_xlabel("concurrency")
+    ax_tps.set_xscale("log", base=2)
+    for ax in (ax_tps, ax_lat):
+        ax.grid(alpha=0.3)
+        ax.legend(fontsize=8)
     fig.tight_layout()
     fig.savefig(path, dpi=90)
     plt.close(fig)

@@ -1,0 +1,13 @@
+"""``tokenscale bench``: measure an OpenAI-compatible endpoint and write a profile."""
+
+from tokenscale.bench.profile import BenchProfile, BenchStep
+from tokenscale.bench.runner import BenchConfig, BenchState, partial_profile, run_bench
+
+__all__ = [
+    "BenchConfig",
+    "BenchProfile",
+    "BenchState",
+    "BenchStep",
+    "partial_profile",
+    "run_bench",
+]

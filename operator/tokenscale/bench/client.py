@@ -1,0 +1,139 @@
+"""Streaming requests to an OpenAI-compatible endpoint (vLLM's ``/v1/completions``).
+
+Each request asks for exactly ``max_tokens`` (``ignore_eos``, which vLLM honours; servers that
+do not may stop early and the record keeps what came back) and streams Server-Sent Events:
+``data: {json}`` chunks, then ``data: [DONE]``; with ``stream_options.include_usage`` the last
+chunk carries ``usage.prompt_tokens`` / ``completion_tokens``. TTFT is the first chunk with
+text, ITLs the gaps between later text chunks, E2E the ``[DONE]``.
+
+Prompts are built to a token count with the server's ``/tokenize`` where it exists (vLLM),
+otherwise from one probe's ``usage.prompt_tokens``; each request starts with a unique tag so
+the prefix cache cannot serve one request from another.
+"""
+
+import asyncio
+import json
+import time
+from dataclasses import dataclass
+
+import aiohttp
+
+from tokenscale.bench.analysis import RequestRecord
+
+WORD = " hello"
+
+
+@dataclass
+class Endpoint:
+    url: str
+    model: str
+    timeout_s: float
+    tokens_per_word: float = 1.0
+    overhead_tokens: float = 0.0
+    """Tokens a prompt costs beyond its words: the tag, BOS and the like."""
+    max_model_len: int | None = None
+
+    def prompt(self, tokens: int, tag: int) -> str:
+        words = max(1, round((tokens - self.overhead_tokens) / self.tokens_per_word))
+        return _tag(tag) + WORD * words
+
+
+def _tag(tag: int) -> str:
+    return f"[{tag:08d}]"
+
+
+async def _count(session: aiohttp.ClientSession, ep: Endpoint, text: str) -> tuple[int, bool]:
+    """Prompt tokens of ``text``: ``/tokenize`` if served, else a one-token request's usage."""
+    try:
+        async with session.post(
+            f"{ep.url}/tokenize", json={"model": ep.model, "prompt": text}
+        ) as resp:
+            if resp.status == 200:
+                body = await resp.json()
+                ep.max_model_len = body.get("max_model_len") or ep.max_model_len
+                return int(body.get("count") or len(body.get("tokens", []))), True
+    except (aiohttp.ClientError, TimeoutError, ValueError):
+        pass
+    record = await stream_one(session, ep, 0, 1, tag=0, prompt=text)
+    return (record.input_tokens if record.ok else 0), False
+
+
+async def probe(session: aiohttp.ClientSession, ep: Endpoint) -> list[str]:
+    """Fit ``tokens = overhead + rate × words`` from two prompt sizes, so prompts come out at
+    the asked length (exactly, for a tokenizer that is linear in the filler word)."""
+    c1, exact = await _count(session, ep, _tag(1) + WORD * 500)
+    c2, _ = await _count(session, ep, _tag(1) + WORD * 1000)
+    if c2 <= c1:
+        return ["the prompt length could not be measured: assuming one token per word"]
+    ep.tokens_per_word = (c2 - c1) / 500
+    ep.overhead_tokens = c1 - 500 * ep.tokens_per_word
+    if exact:
+        return []
+    return [
+        f"no /tokenize: prompt lengths calibrated from usage ({ep.tokens_per_word:.2f} tokens "
+        f"per word, {ep.overhead_tokens:.0f} extra)"
+    ]
+
+
+async def stream_one(
+    session: aiohttp.ClientSession,
+    ep: Endpoint,
+    input_tokens: int,
+    output_tokens: int,
+    tag: int,
+    prompt: str | None = None,
+) -> RequestRecord:
+    """One streamed completion; never raises (errors and timeouts go in the record)."""
+    rec = RequestRecord(input_tokens=input_tokens)
+    payload = {
+        "model": ep.model,
+        "prompt": prompt if prompt is not None else ep.prompt(input_tokens, tag),
+        "max_tokens": output_tokens,
+        "min_tokens": output_tokens,
+        "ignore_eos": True,
+        "temperature": 0.0,
+        "stream": True,
+        "stream_options": {"include_usage": True},
+    }
+    start = time.perf_counter()
+    last: float | None = None
+    chunks = 0
+    try:
+        async with asyncio.timeout(ep.timeout_s):
+            async with session.post(f"{ep.url}/v1/completions", json=payload) as resp:
+                if resp.status != 200:
+                    rec.error = f"HTTP {resp.status}: {(await resp.text())[:200]}"
+                    return rec
+                async for raw in resp.content:
+                    line = raw.strip()
+                    if not line.startswith(b"data:"):
+                        continue
+                    data = line[5:].strip()
+                    if data == b"[DONE]":
+                        rec.e2e_s = time.perf_counter() - start
+                        break
+                    now = time.perf_counter()
+                    chunk = json.loads(data)
+                    if chunk.get("error"):
+                        rec.error = str(chunk["error"])[:200]
+                        return rec
+                    usage = chunk.get("usage")
+                    if usage:
+                        rec.input_tokens = int(usage.get("prompt_tokens", input_tokens))
+                        rec.output_tokens = int(usage.get("completion_tokens", chunks))
+                    if any(c.get("text") for c in chunk.get("choices") or ()):
+                        chunks += 1
+                        if last is None:
+                            rec.ttft_s = now - start
+                        else:
+                            rec.itls_s.append(now - last)
+                        last = now
+                if rec.e2e_s is None:
+                    rec.error = "stream ended before [DONE]"
+                elif rec.output_tokens == 0:
+                    rec.output_tokens = chunks
+    except TimeoutError:
+        rec.timed_out = True
+    except (aiohttp.ClientError, ValueError, ConnectionError) as exc:
+        rec.error = f"{type(exc).__name__}: {exc}"[:200]
+    return rec

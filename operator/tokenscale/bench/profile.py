@@ -1,0 +1,72 @@
+"""The load-test profile: what ``tokenscale bench --profile-out`` writes (JSON or YAML).
+
+Schema ``tokenscale.io/bench-profile/v1``: the endpoint's identity (model, GPU, TP, engine
+version — as given on the command line or read from the server), one :class:`BenchStep` per
+measured step (phase, concurrency or rate, latency percentiles, throughput, errors, and the
+engine's queue and KV usage sampled from ``/metrics`` during the step), the knee and the
+operating point that met the SLOs.
+"""
+
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+Phase = Literal["baseline", "ramp", "mix", "replay"]
+PROFILE_KIND = "tokenscale.io/bench-profile/v1"
+
+
+class BenchStep(BaseModel):
+    model_config = ConfigDict(frozen=True)
+
+    phase: Phase
+    concurrency: int | None = Field(description="Requests kept in flight (closed loop)")
+    rate_rps: float | None = Field(default=None, description="Arrival rate (open loop, replay)")
+    duration_s: float
+    requests: int = Field(description="Finished successfully")
+    errors: int
+    timeouts: int
+    input_tokens_mean: float
+    output_tokens_mean: float
+    ttft_p50_s: float | None
+    ttft_p95_s: float | None
+    ttft_p99_s: float | None
+    tpot_p50_s: float | None
+    tpot_p95_s: float | None
+    tpot_p99_s: float | None
+    itl_p99_s: float | None
+    e2e_p50_s: float | None
+    e2e_p95_s: float | None
+    e2e_p99_s: float | None
+    output_tps: float = Field(description="Output tokens of finished requests ÷ step time")
+    input_tps: float
+    requests_per_s: float
+    waiting_mean: float | None = Field(default=None, description="vllm:num_requests_waiting")
+    kv_usage_max: float | None = Field(default=None, description="vllm:kv_cache_usage_perc")
+
+
+class BenchProfile(BaseModel):
+    model_config = ConfigDict(frozen=True)
+
+    kind: str = PROFILE_KIND
+    model: str
+    url: str
+    gpu: str | None = None
+    tensor_parallel_size: int | None = None
+    engine_version: str | None = None
+    complete: bool = Field(description="False when interrupted or a phase hit its cap early")
+    steps: list[BenchStep]
+    knee_concurrency: int | None = Field(
+        description="Last ramp step before TPOT P99 or TTFT P99 rose faster than throughput"
+    )
+    slo_ttft_p99_s: float | None = None
+    slo_tpot_p99_s: float | None = None
+    operating_concurrency: int | None = Field(
+        description="Largest ramp concurrency meeting the given SLOs at P99"
+    )
+    notes: list[str] = Field(default_factory=list)
+
+    def ramp(self) -> list[BenchStep]:
+        return [s for s in self.steps if s.phase == "ramp" and s.requests > 0]
+
+    def step_at(self, concurrency: int | None) -> BenchStep | None:
+        return next((s for s in self.ramp() if s.concurrency == concurrency), None)

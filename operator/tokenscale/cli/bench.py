@@ -1,0 +1,184 @@
+"""``tokenscale bench --url URL --model NAME``: load-test an endpoint, print it, save a profile."""
+
+import asyncio
+import json
+from pathlib import Path
+from typing import Annotated
+
+import typer
+import yaml
+from rich.console import Console
+from rich.progress import BarColumn, Progress, TaskProgressColumn, TextColumn, TimeElapsedColumn
+from rich.table import Table
+
+from tokenscale.bench import BenchConfig, BenchProfile, BenchState, partial_profile, run_bench
+from tokenscale.cli.inputs import read_input
+from tokenscale.cli.simulate import SimOutput
+from tokenscale.simulation import TraceError, parse_trace, scale_trace
+
+
+def _error(message: str) -> typer.Exit:
+    Console(stderr=True).print(f"[red]error:[/] {message}", highlight=False, markup=False)
+    return typer.Exit(2)
+
+
+def _concurrency(text: str) -> list[int]:
+    try:
+        values = [int(x) for x in text.split(",") if x.strip()]
+    except ValueError as exc:
+        raise _error(f"--concurrency {text!r}: expected integers like 1,2,4,8") from exc
+    if not values or min(values) < 1:
+        raise _error(f"--concurrency {text!r}: expected integers ≥ 1 like 1,2,4,8")
+    return values
+
+
+def _ms(value: float | None) -> str:
+    return "–" if value is None else f"{value * 1000:,.0f}"
+
+
+def profile_table(p: BenchProfile) -> Table:
+    table = Table(title=f"{p.model} at {p.url}" + ("" if p.complete else " (partial)"))
+    for col in (
+        "phase",
+        "conc.",
+        "req",
+        "err/t.o.",
+        "TTFT P50/P99 ms",
+        "TPOT P50/P99 ms",
+        "E2E P99 s",
+        "out tok/s",
+        "in tok/s",
+        "queue",
+        "KV max",
+    ):
+        table.add_column(col, justify="left" if col == "phase" else "right")
+    for s in p.steps:
+        mark = " ◀ knee" if s.phase == "ramp" and s.concurrency == p.knee_concurrency else ""
+        table.add_row(
+            s.phase + mark,
+            "–" if s.concurrency is None else str(s.concurrency),
+            str(s.requests),
+            f"{s.errors}/{s.timeouts}",
+            f"{_ms(s.ttft_p50_s)} / {_ms(s.ttft_p99_s)}",
+            f"{_ms(s.tpot_p50_s)} / {_ms(s.tpot_p99_s)}",
+            "–" if s.e2e_p99_s is None else f"{s.e2e_p99_s:.2f}",
+            f"{s.output_tps:,.0f}",
+            f"{s.input_tps:,.0f}",
+            "–" if s.waiting_mean is None else f"{s.waiting_mean:.1f}",
+            "–" if s.kv_usage_max is None else f"{s.kv_usage_max:.2f}",
+        )
+    return table
+
+
+def bench_command(
+    url: Annotated[str, typer.Option(help="Base URL of the OpenAI-compatible server.")],
+    model: Annotated[str, typer.Option(help="Model name the server serves.")],
+    concurrency: Annotated[str, typer.Option(help="Ramp steps.")] = "1,2,4,8,16,32,64",
+    input_tokens: Annotated[int, typer.Option(help="Prompt tokens (baseline, ramp).")] = 1000,
+    output_tokens: Annotated[int, typer.Option(help="Output tokens (baseline, ramp).")] = 200,
+    step_requests: Annotated[int, typer.Option(help="Request cap per step.")] = 200,
+    step_seconds: Annotated[float, typer.Option(help="Time cap per step.")] = 60.0,
+    baseline_requests: Annotated[int, typer.Option(help="Single requests first.")] = 5,
+    mix: Annotated[bool, typer.Option("--mix/--no-mix", help="Long/short mix phase.")] = True,
+    mix_requests: Annotated[int, typer.Option(help="Request cap of the mix.")] = 100,
+    trace: Annotated[
+        Path | None, typer.Option(help="Replay this trace (simulator formats).")
+    ] = None,
+    replay_rps: Annotated[
+        float | None, typer.Option(help="Replay at this mean rate (default: the trace's).")
+    ] = None,
+    replay_seconds: Annotated[float, typer.Option(help="Time cap of the replay.")] = 120.0,
+    timeout: Annotated[float, typer.Option(help="Seconds per request.")] = 120.0,
+    slo_ttft: Annotated[float | None, typer.Option(help="TTFT P99 SLO, seconds.")] = None,
+    slo_tpot: Annotated[float | None, typer.Option(help="TPOT P99 SLO, seconds.")] = None,
+    gpu: Annotated[str | None, typer.Option(help="Recorded in the profile.")] = None,
+    tp: Annotated[int | None, typer.Option(help="Tensor-parallel size, recorded.")] = None,
+    engine_version: Annotated[str | None, typer.Option(help="Recorded in the profile.")] = None,
+    output: Annotated[SimOutput, typer.Option("-o", "--output")] = SimOutput.table,
+    profile_out: Annotated[
+        Path | None, typer.Option(help="Write the profile (.json, or .yaml/.yml).")
+    ] = None,
+    plot: Annotated[Path | None, typer.Option(help="Draw throughput/latency curves.")] = None,
+) -> None:
+    """Load-test an OpenAI-compatible endpoint: baseline, concurrency ramp, mix, replay."""
+    replay: list[tuple[float, int, int]] = []
+    if trace is not None:
+        try:
+            parsed = parse_trace(read_input(trace), source=trace.name)
+            if replay_rps is not None:
+                mean = len(parsed.requests) / max(parsed.duration_s, 1e-9)
+                parsed = scale_trace(parsed, time_scale=mean / replay_rps)
+        except TraceError as exc:
+            raise _error(str(exc)) from exc
+        replay = [(r.arrival_s, r.input_tokens, r.output_tokens) for r in parsed.requests]
+    cfg = BenchConfig(
+        url=url,
+        model=model,
+        concurrency=_concurrency(concurrency),
+        input_tokens=input_tokens,
+        output_tokens=output_tokens,
+        step_requests=step_requests,
+        step_seconds=step_seconds,
+        baseline_requests=baseline_requests,
+        mix=mix,
+        mix_requests=mix_requests,
+        replay=replay,
+        replay_seconds=replay_seconds,
+        request_timeout_s=timeout,
+        slo_ttft_p99_s=slo_ttft,
+        slo_tpot_p99_s=slo_tpot,
+        gpu=gpu,
+        tensor_parallel_size=tp,
+        engine_version=engine_version,
+    )
+    state = BenchState()
+    stderr = Console(stderr=True)
+    with Progress(
+        TextColumn("{task.description}"),
+        BarColumn(),
+        TaskProgressColumn(),
+        TimeElapsedColumn(),
+        console=stderr,
+        transient=True,
+        disable=not stderr.is_terminal,
+    ) as bar:
+        task = bar.add_task("probing the endpoint", total=1.0)
+
+        def progress(what: str, fraction: float) -> None:
+            bar.update(task, description=what, completed=fraction)
+
+        try:
+            profile = asyncio.run(run_bench(cfg, state, progress))
+        except KeyboardInterrupt:
+            profile = partial_profile(cfg, state)
+    if profile_out is not None:
+        data = profile.model_dump(mode="json")
+        text = (
+            yaml.safe_dump(data, sort_keys=False)
+            if profile_out.suffix in (".yaml", ".yml")
+            else json.dumps(data, indent=2)
+        )
+        profile_out.write_text(text)
+    if plot is not None:
+        from tokenscale.cli.plot import draw_bench  # noqa: PLC0415 (matplotlib is slow to import)
+
+        draw_bench(profile, plot)
+    if output == SimOutput.json:
+        print(json.dumps(profile.model_dump(mode="json"), indent=2))
+    else:
+        console = Console(width=180)
+        console.print(profile_table(profile))
+        op = profile.operating_concurrency
+        console.print(
+            f"knee at concurrency {profile.knee_concurrency}; "
+            + (
+                f"operating point meeting the SLOs: concurrency {op}"
+                if op is not None
+                else "no SLO given or no step met it"
+            ),
+            highlight=False,
+        )
+        for note in profile.notes:
+            console.print(f"note: {note}", highlight=False, markup=False)
+    if not profile.steps or all(s.requests == 0 for s in profile.steps):
+        raise typer.Exit(1)

@@ -1,0 +1,200 @@
+"""``tokenscale bench`` against a local OpenAI-compatible streaming server (a fake engine).
+
+Real HTTP and SSE over a socket; the server (tests/support/openai_server.py) speaks vLLM's chunk
+format and misbehaves on demand: HTTP errors, stalls, no /tokenize, dying mid-phase.
+"""
+
+import asyncio
+import json
+import threading
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+import yaml
+from typer.testing import CliRunner
+
+from tests.support.openai_server import OpenAIServer, ServerKnobs
+from tests.support.processes import free_port
+from tokenscale.bench import BenchConfig, BenchProfile, BenchState, partial_profile, run_bench
+from tokenscale.cli.app import app
+
+
+@pytest.fixture
+def server() -> Iterator[Callable[..., OpenAIServer]]:
+    started: list[OpenAIServer] = []
+
+    def start(**knobs: object) -> OpenAIServer:
+        s = OpenAIServer(ServerKnobs(**knobs), free_port()).start()  # type: ignore[arg-type]
+        started.append(s)
+        return s
+
+    yield start
+    for s in started:
+        s.close()
+
+
+def _run(cfg: BenchConfig) -> BenchProfile:
+    return asyncio.run(run_bench(cfg, BenchState(), lambda what, fraction: None))
+
+
+def _cfg(url: str, **kw: object) -> BenchConfig:
+    base: dict[str, object] = {
+        "url": url,
+        "model": "fake",
+        "concurrency": (1, 4, 16),
+        "input_tokens": 500,
+        "output_tokens": 20,
+        "step_requests": 32,
+        "baseline_requests": 3,
+        "mix": False,
+        "request_timeout_s": 10.0,
+    }
+    base.update(kw)
+    return BenchConfig(**base)  # type: ignore[arg-type]
+
+
+def test_ramp_measures_what_the_engine_does(server: Callable[..., OpenAIServer]) -> None:
+    s = server(itl_s=0.004, knee=4.0, max_num_seqs=64)
+    p = _run(_cfg(s.url, slo_ttft_p99_s=1.0, slo_tpot_p99_s=0.012))
+    assert p.complete
+    assert [(x.phase, x.concurrency) for x in p.steps] == [
+        ("baseline", 1),
+        ("ramp", 1),
+        ("ramp", 4),
+        ("ramp", 16),
+    ]
+    for step in p.steps:
+        assert step.errors == step.timeouts == 0
+        assert step.output_tokens_mean == 20  # forced output length, from the usage chunk
+        assert step.input_tokens_mean == 500  # built to length with /tokenize
+        assert step.waiting_mean is not None  # /metrics sampled during the step
+    # the fake engine's next token comes after itl × (1 + running / knee)
+    one, four, sixteen = (p.step_at(c) for c in (1, 4, 16))
+    assert one is not None and four is not None and sixteen is not None
+    assert one.tpot_p50_s == pytest.approx(0.004 * (1 + 1 / 4), rel=0.35)
+    assert sixteen.tpot_p50_s is not None and sixteen.tpot_p50_s > 2.5 * 0.004
+    assert one.output_tps < four.output_tps < sixteen.output_tps
+    # TPOT grows ×(1 + 16/4)/(1 + 4/4) = 2.5 from 4 to 16 while throughput grows less than 4
+    assert p.knee_concurrency == 4
+    assert p.operating_concurrency == 4  # 16 misses the 12 ms TPOT SLO
+
+
+def test_errors_and_timeouts_are_counted_not_fatal(server: Callable[..., OpenAIServer]) -> None:
+    s = server(error_every=4)
+    p = _run(_cfg(s.url, concurrency=(2,), step_requests=40))
+    ramp = p.step_at(2)
+    assert ramp is not None
+    assert ramp.errors == pytest.approx(10, abs=2)
+    assert ramp.requests + ramp.errors == 40
+    slow = server(stall_s=3.0)
+    p = _run(_cfg(slow.url, concurrency=(2,), step_requests=4, request_timeout_s=0.5))
+    assert p.steps[0].timeouts > 0
+
+
+def test_a_slow_stream_shows_in_the_inter_token_p99(server: Callable[..., OpenAIServer]) -> None:
+    s = server(stall_s=0.3)
+    p = _run(_cfg(s.url, concurrency=(2,), step_requests=8))
+    ramp = p.step_at(2)
+    assert ramp is not None
+    assert ramp.itl_p99_s is not None and ramp.itl_p99_s >= 0.3
+    assert ramp.tpot_p50_s is not None and ramp.tpot_p50_s > 0.3 / 19
+
+
+def test_without_tokenize_the_prompt_is_calibrated(server: Callable[..., OpenAIServer]) -> None:
+    s = server(tokenize=False)
+    p = _run(_cfg(s.url, concurrency=(1,), step_requests=4))
+    assert any("no /tokenize" in n for n in p.notes)
+    assert p.steps[-1].input_tokens_mean == pytest.approx(500, abs=5)
+
+
+def test_a_server_dying_mid_phase_ends_the_run_with_what_was_measured(
+    server: Callable[..., OpenAIServer],
+) -> None:
+    s = server(itl_s=0.01)
+    killer = threading.Timer(1.5, s.stop)
+    killer.start()
+    started = time.monotonic()
+    p = _run(_cfg(s.url, concurrency=(1, 2, 4, 8), step_requests=400, output_tokens=50))
+    killer.join()
+    assert time.monotonic() - started < 30  # no hang
+    assert not p.complete
+    assert p.steps[0].requests > 0  # the baseline before the death is kept
+    assert any(step.errors for step in p.steps)
+    assert any("no request succeeded" in n for n in p.notes)
+
+
+def test_an_interrupt_keeps_a_valid_partial_profile(server: Callable[..., OpenAIServer]) -> None:
+    s = server()
+    state = BenchState()
+    cfg = _cfg(s.url, concurrency=(1,), step_requests=4)
+    asyncio.run(run_bench(cfg, state, lambda what, fraction: None))
+    state.complete = False
+    p = partial_profile(cfg, state)
+    assert not p.complete
+    assert "interrupted" in p.notes[-1]
+    assert BenchProfile.model_validate_json(p.model_dump_json()) == p
+
+
+def test_cli_writes_a_profile_and_a_plot(
+    server: Callable[..., OpenAIServer], tmp_path: Path
+) -> None:
+    s = server(max_model_len=4096)
+    out, png = tmp_path / "profile.yaml", tmp_path / "curves.png"
+    trace = tmp_path / "trace.jsonl"
+    trace.write_text(
+        "\n".join(
+            json.dumps({"timestamp": i * 100, "input_length": 100, "output_length": 5})
+            for i in range(10)
+        )
+    )
+    result = CliRunner().invoke(
+        app,
+        [
+            "bench",
+            "--url",
+            s.url,
+            "--model",
+            "fake",
+            "--concurrency",
+            "1,2",
+            "--step-requests",
+            "6",
+            "--output-tokens",
+            "10",
+            "--input-tokens",
+            "200",
+            "--mix-requests",
+            "10",
+            "--trace",
+            str(trace),
+            "--replay-rps",
+            "20",
+            "--profile-out",
+            str(out),
+            "--plot",
+            str(png),
+            "--slo-tpot",
+            "0.5",
+        ],
+    )
+    assert result.exit_code == 0, result.output
+    profile = BenchProfile.model_validate(yaml.safe_load(out.read_text()))
+    assert [x.phase for x in profile.steps] == ["baseline", "ramp", "ramp", "mix", "replay"]
+    mix = profile.steps[3]
+    # the 32k-token share of the mix was cut to fit the server's 4,096-token context
+    assert mix.errors == 0
+    replay = profile.steps[4]
+    assert replay.requests == 10
+    assert replay.rate_rps is not None and replay.rate_rps > 5  # 10 arrivals in ~0.5 s
+    assert png.read_bytes()[:4] == b"\x89PNG"
+    assert "knee at concurrency" in result.output
+
+
+def test_cli_bad_concurrency_names_the_fix() -> None:
+    result = CliRunner().invoke(
+        app, ["bench", "--url", "http://127.0.0.1:9", "--model", "m", "--concurrency", "a,b"]
+    )
+    assert result.exit_code == 2
+    assert "expected integers like 1,2,4,8" in result.output
