@@ -57,7 +57,7 @@ def _cfg(url: str, **kw: object) -> BenchConfig:
 
 def test_ramp_measures_what_the_engine_does(server: Callable[..., OpenAIServer]) -> None:
     s = server(itl_s=0.004, knee=4.0, max_num_seqs=64)
-    p = _run(_cfg(s.url, slo_ttft_p99_s=1.0, slo_tpot_p99_s=0.012))
+    p = _run(_cfg(s.url, slo_ttft_p99_seconds=1.0, slo_tpot_p99_seconds=0.012))
     assert p.complete
     assert [(x.phase, x.concurrency) for x in p.steps] == [
         ("baseline", 1),
@@ -72,9 +72,12 @@ def test_ramp_measures_what_the_engine_does(server: Callable[..., OpenAIServer])
         assert step.waiting_mean is not None  # /metrics sampled during the step
     # the fake engine's next token comes after itl × (1 + running / knee)
     one, four, sixteen = (p.step_at(c) for c in (1, 4, 16))
-    assert one is not None and four is not None and sixteen is not None
-    assert one.tpot_p50_s == pytest.approx(0.004 * (1 + 1 / 4), rel=0.35)
-    assert sixteen.tpot_p50_s is not None and sixteen.tpot_p50_s > 2.5 * 0.004
+    assert one is not None
+    assert four is not None
+    assert sixteen is not None
+    assert one.tpot_p50_seconds == pytest.approx(0.004 * (1 + 1 / 4), rel=0.35)
+    assert sixteen.tpot_p50_seconds is not None
+    assert sixteen.tpot_p50_seconds > 2.5 * 0.004
     assert one.output_tps < four.output_tps < sixteen.output_tps
     # TPOT grows ×(1 + 16/4)/(1 + 4/4) = 2.5 from 4 to 16 while throughput grows less than 4
     assert p.knee_concurrency == 4
@@ -98,8 +101,10 @@ def test_a_slow_stream_shows_in_the_inter_token_p99(server: Callable[..., OpenAI
     p = _run(_cfg(s.url, concurrency=(2,), step_requests=8))
     ramp = p.step_at(2)
     assert ramp is not None
-    assert ramp.itl_p99_s is not None and ramp.itl_p99_s >= 0.3
-    assert ramp.tpot_p50_s is not None and ramp.tpot_p50_s > 0.3 / 19
+    assert ramp.itl_p99_seconds is not None
+    assert ramp.itl_p99_seconds >= 0.3
+    assert ramp.tpot_p50_seconds is not None
+    assert ramp.tpot_p50_seconds > 0.3 / 19
 
 
 def test_without_tokenize_the_prompt_is_calibrated(server: Callable[..., OpenAIServer]) -> None:
@@ -187,7 +192,8 @@ def test_cli_writes_a_profile_and_a_plot(
     assert mix.errors == 0
     replay = profile.steps[4]
     assert replay.requests == 10
-    assert replay.rate_rps is not None and replay.rate_rps > 5  # 10 arrivals in ~0.5 s
+    assert replay.rate_rps is not None
+    assert replay.rate_rps > 5  # 10 arrivals in ~0.5 s
     assert png.read_bytes()[:4] == b"\x89PNG"
     assert "knee at concurrency" in result.output
 

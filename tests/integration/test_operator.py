@@ -298,3 +298,39 @@ def test_kopf_handlers_reconcile_without_the_resync_loop(
     _wait_deployment(objects, "test", op, timeout=30)
     objects.patch_spec("test", {"scaling": {"replicas": 3}})
     wait_for(lambda: objects.deployment("test").spec.replicas == 3, 30, "update handled")
+
+
+def test_a_profile_ref_is_read_from_its_config_map(
+    objects: Objects, namespace: str, start_operator: Callable[..., Process]
+) -> None:
+    from tests.unit.test_profile import PROFILE  # noqa: PLC0415 (one profile for both suites)
+
+    start_operator(namespace)
+    objects.create(manifest(profileRef={"configMapName": "bench", "key": "profile.yaml"}))
+    # no ConfigMap yet: the spec cannot be planned, and the condition says how to fix it
+    wait_for(
+        lambda: (objects.condition("test", "PlanFeasible") or {}).get("status") == "False",
+        30,
+        "PlanFeasible=False without the ConfigMap",
+    )
+    cond = objects.condition("test", "PlanFeasible")
+    assert cond is not None
+    assert "spec.profileRef" in cond["message"]
+    assert "no such ConfigMap" in cond["message"]
+    objects.core.create_namespaced_config_map(
+        namespace,
+        client.V1ConfigMap(
+            metadata=client.V1ObjectMeta(name="bench"),
+            data={"profile.yaml": yaml.safe_dump(PROFILE)},
+        ),
+    )
+    # the resync reads it: the plan is sized from the measurement
+    wait_for(
+        lambda: ((objects.get("test").get("status") or {}).get("plan") or {}).get("sources"),
+        30,
+        "plan from the profile",
+    )
+    plan = objects.get("test")["status"]["plan"]
+    assert plan["maxConcurrencyPerReplica"] == 32
+    assert "concurrency 32" in plan["sources"]["rps_per_replica"]
+    assert objects.deployment("test") is not None

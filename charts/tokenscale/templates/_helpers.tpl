@@ -42,6 +42,9 @@ app.kubernetes.io/instance: {{ .Release.Name }}
 - apiGroups: [""]
   resources: ["events"]
   verbs: ["create", "patch"]
+- apiGroups: [""]
+  resources: ["configmaps"]
+  verbs: ["get"]
 {{- if .Values.rbac.readSecrets }}
 - apiGroups: [""]
   resources: ["secrets"]

@@ -1,8 +1,8 @@
 """The ``InferenceService`` resource: ``apiVersion: tokenscale.io/v1alpha1``."""
 
-from typing import Literal
+from typing import Literal, Self
 
-from pydantic import Field
+from pydantic import Field, model_validator
 
 from tokenscale.api.assumptions import Assumptions
 from tokenscale.api.base import ApiModel
@@ -10,6 +10,7 @@ from tokenscale.api.cost import Cost
 from tokenscale.api.deployment import DeploymentOverrides
 from tokenscale.api.hardware import HardwareSpec
 from tokenscale.api.model import ModelSpec
+from tokenscale.api.profile import BenchProfile, ProfileRef
 from tokenscale.api.scaling import Scaling
 from tokenscale.api.serving import Serving
 from tokenscale.api.slo import Slo
@@ -36,6 +37,20 @@ class InferenceServiceSpec(ApiModel):
     deployment: DeploymentOverrides = Field(
         default_factory=DeploymentOverrides, description="Pod-level overrides."
     )
+    profile: BenchProfile | None = Field(
+        default=None,
+        description="A `tokenscale bench` profile of this model on this GPU: the planner takes "
+        "per-replica throughput, safe concurrency and latencies from it.",
+    )
+    profile_ref: ProfileRef | None = Field(
+        default=None, description="The profile kept in a ConfigMap (the operator inlines it)."
+    )
+
+    @model_validator(mode="after")
+    def _one_profile(self) -> Self:
+        if self.profile is not None and self.profile_ref is not None:
+            raise ValueError("set spec.profile or spec.profileRef, not both")
+        return self
 
 
 class ObjectMeta(ApiModel):

@@ -51,6 +51,9 @@ class PlanSummary(ApiModel):
     cost_per_hour: float | None = Field(default=None, description="Whole fleet.")
     reasons: list[str] = Field(default_factory=list, description="Why it is infeasible.")
     warnings: list[str] = Field(default_factory=list, description="What to look at.")
+    sources: dict[str, str] = Field(
+        default_factory=dict, description="Numbers taken from a bench profile, and which step."
+    )
 
 
 class LiveStatus(ApiModel):

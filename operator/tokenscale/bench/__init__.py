@@ -1,6 +1,6 @@
 """``tokenscale bench``: measure an OpenAI-compatible endpoint and write a profile."""
 
-from tokenscale.bench.profile import BenchProfile, BenchStep
+from tokenscale.api.profile import BenchProfile, BenchStep
 from tokenscale.bench.runner import BenchConfig, BenchState, partial_profile, run_bench
 
 __all__ = [

@@ -11,7 +11,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from itertools import pairwise
 
-from tokenscale.bench.profile import BenchStep, Phase
+from tokenscale.api.profile import BenchStep, Phase
 
 
 @dataclass
@@ -49,7 +49,7 @@ def percentile(values: Sequence[float], q: float) -> float | None:
 def summarize(
     phase: Phase,
     records: Sequence[RequestRecord],
-    duration_s: float,
+    duration_seconds: float,
     concurrency: int | None = None,
     rate_rps: float | None = None,
     waiting: Sequence[float] = (),
@@ -60,32 +60,32 @@ def summarize(
     tpot = [t for r in ok if (t := r.tpot_s) is not None]
     e2e = [r.e2e_s for r in ok if r.e2e_s is not None]
     itl = [x for r in ok for x in r.itls_s]
-    span = max(duration_s, 1e-9)
+    span = max(duration_seconds, 1e-9)
     out_tokens = sum(r.output_tokens for r in ok)
     in_tokens = sum(r.input_tokens for r in ok)
     return BenchStep(
         phase=phase,
         concurrency=concurrency,
         rate_rps=rate_rps,
-        duration_s=duration_s,
+        duration_seconds=duration_seconds,
         requests=len(ok),
         errors=sum(1 for r in records if r.error is not None),
         timeouts=sum(1 for r in records if r.timed_out),
         input_tokens_mean=in_tokens / len(ok) if ok else 0.0,
         output_tokens_mean=out_tokens / len(ok) if ok else 0.0,
-        ttft_p50_s=percentile(ttft, 0.5),
-        ttft_p95_s=percentile(ttft, 0.95),
-        ttft_p99_s=percentile(ttft, 0.99),
-        tpot_p50_s=percentile(tpot, 0.5),
-        tpot_p95_s=percentile(tpot, 0.95),
-        tpot_p99_s=percentile(tpot, 0.99),
-        itl_p99_s=percentile(itl, 0.99),
-        e2e_p50_s=percentile(e2e, 0.5),
-        e2e_p95_s=percentile(e2e, 0.95),
-        e2e_p99_s=percentile(e2e, 0.99),
+        ttft_p50_seconds=percentile(ttft, 0.5),
+        ttft_p95_seconds=percentile(ttft, 0.95),
+        ttft_p99_seconds=percentile(ttft, 0.99),
+        tpot_p50_seconds=percentile(tpot, 0.5),
+        tpot_p95_seconds=percentile(tpot, 0.95),
+        tpot_p99_seconds=percentile(tpot, 0.99),
+        itl_p99_seconds=percentile(itl, 0.99),
+        e2e_p50_seconds=percentile(e2e, 0.5),
+        e2e_p95_seconds=percentile(e2e, 0.95),
+        e2e_p99_seconds=percentile(e2e, 0.99),
         output_tps=out_tokens / span,
         input_tps=in_tokens / span,
-        requests_per_s=len(ok) / span,
+        requests_per_second=len(ok) / span,
         waiting_mean=sum(waiting) / len(waiting) if waiting else None,
         kv_usage_max=max(kv_usage) if kv_usage else None,
     )
@@ -100,7 +100,8 @@ def find_knee(ramp: Sequence[BenchStep]) -> int | None:
     for prev, cur in pairwise(steps):
         gain = cur.output_tps / prev.output_tps
         growth = max(
-            _ratio(cur.tpot_p99_s, prev.tpot_p99_s), _ratio(cur.ttft_p99_s, prev.ttft_p99_s)
+            _ratio(cur.tpot_p99_seconds, prev.tpot_p99_seconds),
+            _ratio(cur.ttft_p99_seconds, prev.ttft_p99_seconds),
         )
         if growth > gain:
             return knee
@@ -122,8 +123,12 @@ def operating_concurrency(
     for s in ramp:
         if s.requests == 0 or s.errors or s.timeouts:
             continue
-        ok_ttft = ttft_slo_s is None or (s.ttft_p99_s is not None and s.ttft_p99_s <= ttft_slo_s)
-        ok_tpot = tpot_slo_s is None or (s.tpot_p99_s is not None and s.tpot_p99_s <= tpot_slo_s)
+        ok_ttft = ttft_slo_s is None or (
+            s.ttft_p99_seconds is not None and s.ttft_p99_seconds <= ttft_slo_s
+        )
+        ok_tpot = tpot_slo_s is None or (
+            s.tpot_p99_seconds is not None and s.tpot_p99_seconds <= tpot_slo_s
+        )
         if ok_ttft and ok_tpot and s.concurrency is not None:
             best = s.concurrency if best is None else max(best, s.concurrency)
     return best

@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 import aiohttp
 from prometheus_client.parser import text_string_to_metric_families
 
+from tokenscale.api.profile import BenchProfile, BenchStep, Phase
 from tokenscale.bench.analysis import (
     RequestRecord,
     find_knee,
@@ -29,7 +30,6 @@ from tokenscale.bench.analysis import (
     summarize,
 )
 from tokenscale.bench.client import Endpoint, probe, stream_one
-from tokenscale.bench.profile import BenchProfile, BenchStep, Phase
 
 DEFAULT_CONCURRENCY = (1, 2, 4, 8, 16, 32, 64)
 DEFAULT_MIX = ((0.80, 1000, 200), (0.15, 8000, 500), (0.05, 32000, 1000))
@@ -52,8 +52,8 @@ class BenchConfig:
     """(arrival s, input tokens, output tokens), already rate-scaled."""
     replay_seconds: float = 120.0
     request_timeout_s: float = 120.0
-    slo_ttft_p99_s: float | None = None
-    slo_tpot_p99_s: float | None = None
+    slo_ttft_p99_seconds: float | None = None
+    slo_tpot_p99_seconds: float | None = None
     gpu: str | None = None
     tensor_parallel_size: int | None = None
     engine_version: str | None = None
@@ -198,7 +198,11 @@ async def run_bench(cfg: BenchConfig, state: BenchState, progress: Progress) -> 
         knee = find_knee(ramp)
         if cfg.mix:
             mix = _scaled_mix(ep.max_model_len)
-            c = operating_concurrency(ramp, cfg.slo_ttft_p99_s, cfg.slo_tpot_p99_s) or knee or 1
+            c = (
+                operating_concurrency(ramp, cfg.slo_ttft_p99_seconds, cfg.slo_tpot_p99_seconds)
+                or knee
+                or 1
+            )
 
             def mixed() -> tuple[int, int]:
                 x, acc = rng.random(), 0.0
@@ -241,9 +245,11 @@ def _profile(cfg: BenchConfig, state: BenchState) -> BenchProfile:
         complete=state.complete,
         steps=list(state.steps),
         knee_concurrency=find_knee(ramp),
-        slo_ttft_p99_s=cfg.slo_ttft_p99_s,
-        slo_tpot_p99_s=cfg.slo_tpot_p99_s,
-        operating_concurrency=operating_concurrency(ramp, cfg.slo_ttft_p99_s, cfg.slo_tpot_p99_s),
+        slo_ttft_p99_seconds=cfg.slo_ttft_p99_seconds,
+        slo_tpot_p99_seconds=cfg.slo_tpot_p99_seconds,
+        operating_concurrency=operating_concurrency(
+            ramp, cfg.slo_ttft_p99_seconds, cfg.slo_tpot_p99_seconds
+        ),
         notes=list(state.notes),
     )
 

@@ -59,9 +59,9 @@ def profile_table(p: BenchProfile) -> Table:
             "–" if s.concurrency is None else str(s.concurrency),
             str(s.requests),
             f"{s.errors}/{s.timeouts}",
-            f"{_ms(s.ttft_p50_s)} / {_ms(s.ttft_p99_s)}",
-            f"{_ms(s.tpot_p50_s)} / {_ms(s.tpot_p99_s)}",
-            "–" if s.e2e_p99_s is None else f"{s.e2e_p99_s:.2f}",
+            f"{_ms(s.ttft_p50_seconds)} / {_ms(s.ttft_p99_seconds)}",
+            f"{_ms(s.tpot_p50_seconds)} / {_ms(s.tpot_p99_seconds)}",
+            "–" if s.e2e_p99_seconds is None else f"{s.e2e_p99_seconds:.2f}",
             f"{s.output_tps:,.0f}",
             f"{s.input_tps:,.0f}",
             "–" if s.waiting_mean is None else f"{s.waiting_mean:.1f}",
@@ -125,8 +125,8 @@ def bench_command(
         replay=replay,
         replay_seconds=replay_seconds,
         request_timeout_s=timeout,
-        slo_ttft_p99_s=slo_ttft,
-        slo_tpot_p99_s=slo_tpot,
+        slo_ttft_p99_seconds=slo_ttft,
+        slo_tpot_p99_seconds=slo_tpot,
         gpu=gpu,
         tensor_parallel_size=tp,
         engine_version=engine_version,
@@ -152,7 +152,7 @@ def bench_command(
         except KeyboardInterrupt:
             profile = partial_profile(cfg, state)
     if profile_out is not None:
-        data = profile.model_dump(mode="json")
+        data = profile.model_dump(mode="json", by_alias=True)
         text = (
             yaml.safe_dump(data, sort_keys=False)
             if profile_out.suffix in (".yaml", ".yml")
@@ -164,7 +164,7 @@ def bench_command(
 
         draw_bench(profile, plot)
     if output == SimOutput.json:
-        print(json.dumps(profile.model_dump(mode="json"), indent=2))
+        print(json.dumps(profile.model_dump(mode="json", by_alias=True), indent=2))
     else:
         console = Console(width=180)
         console.print(profile_table(profile))

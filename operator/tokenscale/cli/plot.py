@@ -72,15 +72,15 @@ def draw_bench(profile: BenchProfile, path: Path) -> None:
     ax_tps.set_ylabel("output tokens / s")
     ax_tps.set_title(f"{profile.model} — concurrency ramp")
     for name, values in (
-        ("TTFT P99", [s.ttft_p99_s for s in ramp]),
-        ("TPOT P99", [s.tpot_p99_s for s in ramp]),
+        ("TTFT P99", [s.ttft_p99_seconds for s in ramp]),
+        ("TPOT P99", [s.tpot_p99_seconds for s in ramp]),
     ):
         ax_lat.plot(
             conc, [v if v is not None else float("nan") for v in values], marker="o", label=name
         )
     for target, label in (
-        (profile.slo_ttft_p99_s, "TTFT SLO"),
-        (profile.slo_tpot_p99_s, "TPOT SLO"),
+        (profile.slo_ttft_p99_seconds, "TTFT SLO"),
+        (profile.slo_tpot_p99_seconds, "TPOT SLO"),
     ):
         if target is not None:
             ax_lat.axhline(target, ls="--", lw=1, label=label)

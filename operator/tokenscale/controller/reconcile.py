@@ -14,6 +14,7 @@ from typing import Any, Protocol
 from tokenscale.api.errors import SpecError
 from tokenscale.api.inference_service import InferenceService
 from tokenscale.api.manifest import parse_inference_service
+from tokenscale.api.profile import parse_profile
 from tokenscale.controller.status import (
     condition,
     decision_status,
@@ -141,6 +142,28 @@ def _decide(
     )
 
 
+def with_profile(kube: Kube, namespace: str, service: InferenceService) -> InferenceService:
+    """Inline the bench profile a ``spec.profileRef`` names (the only ConfigMap read)."""
+    ref = service.spec.profile_ref
+    if ref is None:
+        return service
+    where = f"spec.profileRef (ConfigMap {namespace}/{ref.config_map_name}, key {ref.key})"
+    cm = kube.read_config_map(namespace, ref.config_map_name)
+    if cm is None:
+        raise SpecError.single(
+            where,
+            "no such ConfigMap; create it from a tokenscale bench "
+            "profile (kubectl create configmap … --from-file)",
+        )
+    text = (cm.get("data") or {}).get(ref.key)
+    if text is None:
+        raise SpecError.single(where, f"the ConfigMap has no key {ref.key!r}")
+    spec = service.spec.model_copy(
+        update={"profile": parse_profile(text, where), "profile_ref": None}
+    )
+    return service.model_copy(update={"spec": spec})
+
+
 def reconcile(
     kube: Kube,
     body: Mapping[str, Any],
@@ -152,7 +175,7 @@ def reconcile(
     meta = body["metadata"]
     ns, name, uid, gen = meta["namespace"], meta["name"], meta["uid"], meta.get("generation")
     try:
-        service = parse_inference_service(dict(body))
+        service = with_profile(kube, ns, parse_inference_service(dict(body)))
         plan = plan_service(service.spec, name)
     except SpecError as err:
         return _reject(kube, body, "InvalidSpec", str(err), now, emit)

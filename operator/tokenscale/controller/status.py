@@ -93,6 +93,7 @@ def plan_summary(plan: Plan, ttft_slo: float | None, tpot_slo: float | None) -> 
         cost_per_hour=plan.cost_per_hour,
         reasons=plan.infeasible_reasons,
         warnings=plan.warnings,
+        sources=plan.sources,
     ).model_dump(by_alias=True)
 
 

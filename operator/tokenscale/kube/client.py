@@ -65,6 +65,9 @@ class Kube:
     def read_service(self, namespace: str, name: str) -> dict[str, Any] | None:
         return _or_none(lambda: self._plain(self.core.read_namespaced_service(name, namespace)))
 
+    def read_config_map(self, namespace: str, name: str) -> dict[str, Any] | None:
+        return _or_none(lambda: self._plain(self.core.read_namespaced_config_map(name, namespace)))
+
     def _raw(
         self,
         method: str,

@@ -14,9 +14,11 @@ NAMESPACED: tuple[Rule, ...] = (
     ("", "services", ("get", "create", "patch")),
     ("policy", "poddisruptionbudgets", ("get", "create", "patch")),
     ("", "events", ("create", "patch")),
+    ("", "configmaps", ("get",)),
 )
 """Reconcile: read/apply owned objects (server-side apply creates with create), write status
-and events; kopf watches InferenceServices and owned Deployments and patches its annotations."""
+and events, read the ConfigMap a ``spec.profileRef`` names; kopf watches InferenceServices
+and owned Deployments and patches its annotations."""
 
 CLUSTER_READ: tuple[Rule, ...] = (
     ("apiextensions.k8s.io", "customresourcedefinitions", ("get", "list", "watch")),

@@ -20,6 +20,7 @@ from tokenscale.planning.inputs import (
     valid_tp_sizes,
     vllm_serving_defaults,
 )
+from tokenscale.planning.measured import MeasuredPoint, measured_point, token_mismatch
 from tokenscale.planning.memory import (
     activation_peak_bytes,
     kv_capacity_blocks,
@@ -170,7 +171,12 @@ def _plan_at(ctx: _Context, tp: int) -> Plan:
     flops, flops_note = peak_flops(gpu, model.weight_dtype)
     perf = _perf_model(ctx, tp, batched)
     op = find_operating_point(perf, spec.slo, w.input_tokens, w.output_tokens, seqs)
-    if op.slo_batch == 0:
+    measured = measured_point(spec.profile, spec.slo, tp, ctx.gpu_key, warnings)
+    if measured is not None:
+        mismatch = token_mismatch(measured, w.input_tokens.mean, w.output_tokens.mean)
+        if mismatch:
+            warnings.append(mismatch)
+    if op.slo_batch == 0 and measured is None:
         misses = [
             e
             for e in slo_estimates(perf, spec.slo, 1, w.input_tokens, w.output_tokens)
@@ -197,11 +203,23 @@ def _plan_at(ctx: _Context, tp: int) -> Plan:
         return b / perf.request_rate(b)
 
     mean_request_s = request_s(batch)
+    sources: dict[str, str] = {}
+    if measured is not None:
+        m = measured.step
+        batch = measured.concurrency
+        mean_request_s = measured.request_s
+        tpot = m.tpot_p50_seconds if m.tpot_p50_seconds is not None else tpot
+        ttft99 = m.ttft_p99_seconds if m.ttft_p99_seconds is not None else ttft99
+        for key in ("rps_per_replica", "operating_batch", "latency_estimates"):
+            sources[key] = measured.source
     design_rps = w.rps.design_rps
     input_tps, output_tps = token_rates(design_rps, w.input_tokens.mean, w.output_tokens.mean)
     concurrency = littles_law_concurrency(design_rps, mean_request_s)
     out_tps_replica = perf.output_tps(batch)
     rps_replica = perf.request_rate(batch)
+    if measured is not None:
+        rps_replica = measured.step.requests_per_second
+        out_tps_replica = rps_replica * w.output_tokens.mean
     held_mean = geom.tokens_held(w.input_tokens.mean + w.output_tokens.mean / 2.0)
     held_p99 = geom.tokens_held(min(p99_ctx, float(max_len)))
     reserve = max(0.0, held_p99 - held_mean)
@@ -212,12 +230,17 @@ def _plan_at(ctx: _Context, tp: int) -> Plan:
             f"{capacity:,.0f} × {a.kv_target_utilization:.2f} leaves no room for a mean request"
         )
     safe = float(op.safe_concurrency)
+    throughput_in = ConstraintInput(batch, running_s(batch))
+    slots_in = ConstraintInput(safe, request_s(safe))
+    if measured is not None:
+        safe = measured.concurrency
+        throughput_in = slots_in = ConstraintInput(safe, measured.request_s)
     sizing = size(
         SizingInputs(
             design_rps=design_rps,
             output_tokens_mean=w.output_tokens.mean,
-            throughput=ConstraintInput(batch, running_s(batch)),
-            slots=ConstraintInput(safe, request_s(safe)),
+            throughput=throughput_in,
+            slots=slots_in,
             kv=ConstraintInput(kv_batch, running_s(kv_batch))
             if kv_batch >= 1
             else ConstraintInput(1.0, 0.0),
@@ -273,7 +296,7 @@ def _plan_at(ctx: _Context, tp: int) -> Plan:
         kv_capacity_blocks_per_replica=blocks,
         kv_bytes_per_request_mean=geom.bytes_per_token * held_mean,
         kv_bytes_per_request_p99=geom.bytes_per_token * held_p99,
-        max_concurrency_per_replica=float(op.safe_concurrency),
+        max_concurrency_per_replica=safe,
         concurrency_limits=ConcurrencyLimits(
             max_num_seqs=seqs,
             slo=float(op.slo_batch) if op.slo_batch is not None else None,
@@ -294,10 +317,7 @@ def _plan_at(ctx: _Context, tp: int) -> Plan:
             w.input_tokens.p99_or_mean * (1.0 - perf.prefix_cache_hit_rate)
         ),
         decode_step_s=perf.step_seconds(batch),
-        slo_checks=[
-            SloCheck(name=e.name, target_s=e.target_s, estimate_s=e.estimate_s, met=e.met)
-            for e in slo_estimates(perf, spec.slo, batch, w.input_tokens, w.output_tokens)
-        ],
+        slo_checks=_slo_checks(perf, spec, batch, measured),
         output_tps_per_replica=out_tps_replica,
         input_tps_per_replica=rps_replica * w.input_tokens.mean,
         rps_per_replica=rps_replica,
@@ -326,7 +346,36 @@ def _plan_at(ctx: _Context, tp: int) -> Plan:
             "operating_point_limited_by": op.limited_by,
         },
         tp_candidates=[],
+        sources=sources,
     )
+
+
+def _slo_checks(
+    perf: PerfModel, spec: InferenceServiceSpec, batch: float, measured: MeasuredPoint | None
+) -> list[SloCheck]:
+    """The model's estimates, or the measured P99s where a profile applies."""
+    w = spec.workload
+    estimates = slo_estimates(perf, spec.slo, batch, w.input_tokens, w.output_tokens)
+    if measured is not None:
+        m = measured.step
+        seen = {
+            "ttft_p99": m.ttft_p99_seconds,
+            "tpot_p99": m.tpot_p99_seconds,
+            "e2e_p99": m.e2e_p99_seconds,
+            "ttft_p95": m.ttft_p95_seconds,
+            "tpot_p95": m.tpot_p95_seconds,
+            "e2e_p95": m.e2e_p95_seconds,
+        }
+        return [
+            SloCheck(name=e.name, target_s=e.target_s, estimate_s=v, met=v <= e.target_s)
+            if (v := seen.get(e.name)) is not None
+            else SloCheck(name=e.name, target_s=e.target_s, estimate_s=e.estimate_s, met=e.met)
+            for e in estimates
+        ]
+    return [
+        SloCheck(name=e.name, target_s=e.target_s, estimate_s=e.estimate_s, met=e.met)
+        for e in estimates
+    ]
 
 
 def _candidate(p: Plan) -> TpCandidate:

@@ -146,3 +146,7 @@ class Plan(_Frozen):
     warnings: list[str]
     assumptions: dict[str, float | str | None]
     tp_candidates: list[TpCandidate]
+    sources: dict[str, str] = Field(
+        default_factory=dict,
+        description="Where a number came from when not the model (a bench profile)",
+    )

@@ -26,6 +26,7 @@ from pydantic import BaseModel, ConfigDict
 from tokenscale.api.inference_service import InferenceServiceSpec
 from tokenscale.api.scaling import ScalingPolicy
 from tokenscale.planning import Plan, plan_service, predict_tpot
+from tokenscale.planning.measured import MeasuredPoint, measured_point
 from tokenscale.scaling.decision import Decision, Signal
 from tokenscale.scaling.diagnosis import diagnose
 from tokenscale.scaling.snapshot import Snapshot
@@ -147,6 +148,37 @@ def calibrate(spec: InferenceServiceSpec, forecast: Plan, snap: Snapshot, old: f
     return round(min(max(smoothed, CALIBRATION_BOUNDS[0]), CALIBRATION_BOUNDS[1]), 4)
 
 
+def profile_calibration(spec: InferenceServiceSpec, forecast: Plan) -> float:
+    """Where calibration starts when a bench profile applies: predicted ÷ measured TPOT P50 at
+    the measured operating concurrency (bounded); 1 without one."""
+    point = measured_point(spec.profile, spec.slo, forecast.tensor_parallel_size, forecast.gpu, [])
+    if point is None or not point.step.tpot_p50_seconds:
+        return 1.0
+    measured = _with_measured_means(spec, point)
+    predicted = predict_tpot(measured, forecast.tensor_parallel_size, point.concurrency)
+    ratio = predicted / point.step.tpot_p50_seconds
+    return round(min(max(ratio, CALIBRATION_BOUNDS[0]), CALIBRATION_BOUNDS[1]), 4)
+
+
+def _with_measured_means(spec: InferenceServiceSpec, point: MeasuredPoint) -> InferenceServiceSpec:
+    w = spec.workload
+    step = point.step
+    return spec.model_copy(
+        update={
+            "workload": w.model_copy(
+                update={
+                    "input_tokens": w.input_tokens.model_copy(
+                        update={"mean": step.input_tokens_mean, "p95": None, "p99": None}
+                    ),
+                    "output_tokens": w.output_tokens.model_copy(
+                        update={"mean": step.output_tokens_mean, "p95": None, "p99": None}
+                    ),
+                }
+            )
+        }
+    )
+
+
 def signals(snap: Snapshot, spec: InferenceServiceSpec, policy: ScalingPolicy) -> list[Signal]:
     n = max(snap.replicas_reporting, 1)
     out: list[Signal] = []
@@ -250,7 +282,10 @@ def decide(inp: EngineInput) -> Decision:
             ),
         )
     assert snap is not None
-    factor = calibrate(spec, forecast, snap, state.calibration)
+    start = (
+        state.calibration if state.peak_at_s is not None else profile_calibration(spec, forecast)
+    )
+    factor = calibrate(spec, forecast, snap, start)
     model_plan = plan_service(observed_spec(spec, snap, factor), forecast.name)
     model = _bounded(model_plan.replicas.with_redundancy if model_plan.feasible else floor, spec)
     sigs = signals(snap, spec, policy)

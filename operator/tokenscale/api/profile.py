@@ -1,4 +1,5 @@
-"""The load-test profile: what ``tokenscale bench --profile-out`` writes (JSON or YAML).
+"""The load-test profile: what ``tokenscale bench --profile-out`` writes (JSON or YAML, camelCase),
+and what ``spec.profile`` holds (or ``spec.profileRef`` names in a ConfigMap).
 
 Schema ``tokenscale.io/bench-profile/v1``: the endpoint's identity (model, GPU, TP, engine
 version — as given on the command line or read from the server), one :class:`BenchStep` per
@@ -7,45 +8,49 @@ engine's queue and KV usage sampled from ``/metrics`` during the step), the knee
 operating point that met the SLOs.
 """
 
-from typing import Literal
+from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+import yaml
+from pydantic import Field, ValidationError
+
+from tokenscale.api.base import ApiModel
+from tokenscale.api.errors import SpecError, from_validation_error
 
 Phase = Literal["baseline", "ramp", "mix", "replay"]
 PROFILE_KIND = "tokenscale.io/bench-profile/v1"
 
 
-class BenchStep(BaseModel):
-    model_config = ConfigDict(frozen=True)
+class BenchStep(ApiModel):
+    """One measured step."""
 
     phase: Phase
     concurrency: int | None = Field(description="Requests kept in flight (closed loop)")
     rate_rps: float | None = Field(default=None, description="Arrival rate (open loop, replay)")
-    duration_s: float
+    duration_seconds: float
     requests: int = Field(description="Finished successfully")
     errors: int
     timeouts: int
     input_tokens_mean: float
     output_tokens_mean: float
-    ttft_p50_s: float | None
-    ttft_p95_s: float | None
-    ttft_p99_s: float | None
-    tpot_p50_s: float | None
-    tpot_p95_s: float | None
-    tpot_p99_s: float | None
-    itl_p99_s: float | None
-    e2e_p50_s: float | None
-    e2e_p95_s: float | None
-    e2e_p99_s: float | None
+    ttft_p50_seconds: float | None
+    ttft_p95_seconds: float | None
+    ttft_p99_seconds: float | None
+    tpot_p50_seconds: float | None
+    tpot_p95_seconds: float | None
+    tpot_p99_seconds: float | None
+    itl_p99_seconds: float | None
+    e2e_p50_seconds: float | None
+    e2e_p95_seconds: float | None
+    e2e_p99_seconds: float | None
     output_tps: float = Field(description="Output tokens of finished requests ÷ step time")
     input_tps: float
-    requests_per_s: float
+    requests_per_second: float
     waiting_mean: float | None = Field(default=None, description="vllm:num_requests_waiting")
     kv_usage_max: float | None = Field(default=None, description="vllm:kv_cache_usage_perc")
 
 
-class BenchProfile(BaseModel):
-    model_config = ConfigDict(frozen=True)
+class BenchProfile(ApiModel):
+    """A ``tokenscale bench`` profile (the file, or ``spec.profile`` inline)."""
 
     kind: str = PROFILE_KIND
     model: str
@@ -58,8 +63,8 @@ class BenchProfile(BaseModel):
     knee_concurrency: int | None = Field(
         description="Last ramp step before TPOT P99 or TTFT P99 rose faster than throughput"
     )
-    slo_ttft_p99_s: float | None = None
-    slo_tpot_p99_s: float | None = None
+    slo_ttft_p99_seconds: float | None = None
+    slo_tpot_p99_seconds: float | None = None
     operating_concurrency: int | None = Field(
         description="Largest ramp concurrency meeting the given SLOs at P99"
     )
@@ -70,3 +75,22 @@ class BenchProfile(BaseModel):
 
     def step_at(self, concurrency: int | None) -> BenchStep | None:
         return next((s for s in self.ramp() if s.concurrency == concurrency), None)
+
+
+class ProfileRef(ApiModel):
+    """A profile kept in a ConfigMap in the InferenceService's namespace."""
+
+    config_map_name: str = Field(description="ConfigMap holding the profile.")
+    key: str = Field(default="profile.yaml", description="Key of the profile (YAML or JSON).")
+
+
+def parse_profile(text: str, where: str) -> BenchProfile:
+    """A profile from YAML or JSON text; errors name ``where`` and the field."""
+    try:
+        data: Any = yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        raise SpecError.single(where, f"not YAML or JSON: {exc}") from exc
+    try:
+        return BenchProfile.model_validate(data)
+    except ValidationError as exc:
+        raise from_validation_error(exc, where) from exc

@@ -1,0 +1,166 @@
+"""Bench profiles feed the planner and the engine: measured numbers replace the roofline's."""
+
+import math
+from typing import Any
+
+import pytest
+
+from tests.helpers import manifest
+from tests.helpers import spec as make_spec
+from tokenscale.api.errors import SpecError
+from tokenscale.api.manifest import parse_inference_service
+from tokenscale.api.profile import BenchProfile, parse_profile
+from tokenscale.bench.analysis import RequestRecord, find_knee, operating_concurrency, summarize
+from tokenscale.planning import plan_service
+from tokenscale.scaling.engine import profile_calibration
+
+
+def _step(c: int, rps: float, ttft: float, tpot: float, **extra: Any) -> dict[str, Any]:
+    step: dict[str, Any] = {
+        "phase": "ramp",
+        "concurrency": c,
+        "durationSeconds": 30.0,
+        "requests": 100,
+        "errors": 0,
+        "timeouts": 0,
+        "inputTokensMean": 1000,
+        "outputTokensMean": 200,
+        "ttftP50Seconds": ttft / 2,
+        "ttftP95Seconds": ttft * 0.9,
+        "ttftP99Seconds": ttft,
+        "tpotP50Seconds": tpot * 0.9,
+        "tpotP95Seconds": tpot * 0.95,
+        "tpotP99Seconds": tpot,
+        "itlP99Seconds": tpot * 2,
+        "e2eP50Seconds": 200 * tpot,
+        "e2eP95Seconds": 200 * tpot,
+        "e2eP99Seconds": 200 * tpot + ttft,
+        "outputTps": rps * 200,
+        "inputTps": rps * 1000,
+        "requestsPerSecond": rps,
+    }
+    step.update(extra)
+    return step
+
+
+PROFILE: dict[str, Any] = {
+    "model": "meta-llama/Llama-3.1-8B-Instruct",
+    "url": "http://vllm:8000",
+    "gpu": "H100-SXM-80GB",
+    "tensorParallelSize": 1,
+    "complete": True,
+    "kneeConcurrency": 32,
+    "operatingConcurrency": 32,
+    "steps": [
+        _step(8, 1.5, 0.2, 0.020),
+        _step(16, 2.8, 0.3, 0.030),
+        _step(32, 5.0, 0.5, 0.045),
+        _step(64, 6.0, 1.5, 0.080),  # misses the 50 ms TPOT SLO
+    ],
+}
+
+
+def _with(profile: dict[str, Any] | None = PROFILE, **spec: Any) -> Any:
+    return make_spec(profile=profile, **spec)
+
+
+def test_the_planner_sizes_from_the_measured_operating_point() -> None:
+    plan = plan_service(_with())
+    assert plan.operating_batch == 32  # the largest step meeting TTFT 2 s / TPOT 50 ms
+    assert plan.rps_per_replica == 5.0
+    assert plan.max_concurrency_per_replica == 32
+    assert plan.replicas.throughput == pytest.approx(10 / 5.0)
+    assert plan.replicas.concurrency == pytest.approx(10 / 5.0)  # λ × (32 / 5) / 32
+    assert plan.ttft_p99_estimate_s == 0.5
+    checks = {c.name: c for c in plan.slo_checks}
+    assert checks["tpot_p99"].estimate_s == 0.045
+    assert "measured" in plan.sources["rps_per_replica"]
+    assert "concurrency 32" in plan.sources["rps_per_replica"]
+    modelled = plan_service(_with(None))
+    assert modelled.sources == {}
+    assert modelled.rps_per_replica != plan.rps_per_replica
+
+
+def test_a_profile_applies_only_where_it_was_measured() -> None:
+    other_tp = plan_service(_with({**PROFILE, "tensorParallelSize": 2}))
+    assert other_tp.sources == {}
+    other_gpu = plan_service(_with({**PROFILE, "gpu": "A100-SXM-80GB"}))
+    assert other_gpu.sources == {}
+    assert any("measured on A100-SXM-80GB" in w for w in other_gpu.warnings)
+
+
+def test_no_measured_step_meeting_the_slo_falls_back_to_the_model() -> None:
+    strict = plan_service(_with(slo={"ttftP99Seconds": 0.1, "tpotP99Seconds": 0.01}))
+    assert strict.sources == {}
+    assert any("no measured concurrency met the SLOs" in w for w in strict.warnings)
+
+
+def test_a_workload_unlike_the_measurement_is_warned_about() -> None:
+    long = plan_service(_with(workload={"inputTokens": {"mean": 4000, "p99": 8000}}))
+    assert any("measured at 1,000 input tokens (workload 4,000)" in w for w in long.warnings)
+
+
+def test_profile_and_profile_ref_together_is_an_error_naming_both() -> None:
+    with pytest.raises(SpecError, match=r"^spec: .*set spec\.profile or spec\.profileRef"):
+        parse_inference_service(manifest(profile=PROFILE, profileRef={"configMapName": "p"}))
+
+
+def test_parse_profile_names_where_and_the_field() -> None:
+    assert (
+        parse_profile(
+            "model: m\nurl: u\ncomplete: true\nsteps: []\n"
+            "kneeConcurrency: null\noperatingConcurrency: null\n",
+            "cm",
+        ).model
+        == "m"
+    )
+    with pytest.raises(SpecError, match=r"cm.*steps"):
+        parse_profile("model: m\nurl: u\ncomplete: true\n", "cm")
+    with pytest.raises(SpecError, match="not YAML or JSON"):
+        parse_profile("{", "cm")
+
+
+def test_calibration_starts_from_the_measurement() -> None:
+    s = _with()
+    plan = plan_service(s)
+    start = profile_calibration(s, plan)
+    assert 0.5 <= start <= 1.5
+    assert start != 1.0
+    assert profile_calibration(_with(None), plan_service(_with(None))) == 1.0
+
+
+def test_profile_round_trips_camel_case() -> None:
+    p = BenchProfile.model_validate(PROFILE)
+    assert BenchProfile.model_validate(p.model_dump(mode="json", by_alias=True)) == p
+    assert p.step_at(32) is not None
+
+
+# -- the bench's own arithmetic ------------------------------------------------------------------
+def _records(n: int, ttft: float, e2e: float, out: int) -> list[RequestRecord]:
+    return [
+        RequestRecord(input_tokens=100, output_tokens=out, ttft_s=ttft, e2e_s=e2e) for _ in range(n)
+    ]
+
+
+def test_summarize_uses_vllm_tpot_and_counts_failures() -> None:
+    records = _records(10, 0.1, 2.1, 101)
+    records.append(RequestRecord(input_tokens=100, error="HTTP 500"))
+    records.append(RequestRecord(input_tokens=100, timed_out=True))
+    step = summarize("ramp", records, duration_s := 4.0, concurrency=4)
+    assert step.tpot_p50_seconds == pytest.approx((2.1 - 0.1) / 100)
+    assert step.requests == 10
+    assert step.errors == 1
+    assert step.timeouts == 1
+    assert step.output_tps == pytest.approx(10 * 101 / duration_s)
+    assert step.requests_per_second == pytest.approx(10 / 4)
+
+
+def test_knee_is_where_latency_outgrows_throughput() -> None:
+    profile = BenchProfile.model_validate(PROFILE)
+    ramp = profile.ramp()
+    # 8→16: tps ×1.87, TTFT ×1.5 · 16→32: tps ×1.79, TTFT ×1.67 · 32→64: tps ×1.2, TTFT ×3
+    assert find_knee(ramp) == 32
+    assert operating_concurrency(ramp, 2.0, 0.05) == 32
+    assert operating_concurrency(ramp, None, None) == 64
+    assert operating_concurrency(ramp, 0.1, None) is None
+    assert math.isclose(ramp[2].output_tps, 1000.0)
