@@ -32,6 +32,9 @@ class BenchStep(ApiModel):
     timeouts: int
     input_tokens_mean: float
     output_tokens_mean: float
+    ttft_mean_seconds: float | None = None
+    tpot_mean_seconds: float | None = None
+    e2e_mean_seconds: float | None = None
     ttft_p50_seconds: float | None
     ttft_p95_seconds: float | None
     ttft_p99_seconds: float | None

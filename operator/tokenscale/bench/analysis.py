@@ -46,6 +46,10 @@ def percentile(values: Sequence[float], q: float) -> float | None:
     return ordered[max(1, math.ceil(q * len(ordered))) - 1]
 
 
+def _mean(values: Sequence[float]) -> float | None:
+    return sum(values) / len(values) if values else None
+
+
 def summarize(
     phase: Phase,
     records: Sequence[RequestRecord],
@@ -73,6 +77,9 @@ def summarize(
         timeouts=sum(1 for r in records if r.timed_out),
         input_tokens_mean=in_tokens / len(ok) if ok else 0.0,
         output_tokens_mean=out_tokens / len(ok) if ok else 0.0,
+        ttft_mean_seconds=_mean(ttft),
+        tpot_mean_seconds=_mean(tpot),
+        e2e_mean_seconds=_mean(e2e),
         ttft_p50_seconds=percentile(ttft, 0.5),
         ttft_p95_seconds=percentile(ttft, 0.95),
         ttft_p99_seconds=percentile(ttft, 0.99),
