@@ -8,7 +8,7 @@ import pytest
 import yaml
 from kubernetes import client
 
-from tests.helpers import EXAMPLES, manifest
+from tests.helpers import EXAMPLES, PROFILE, manifest
 from tests.integration.conftest import GROUP, PLURAL, VERSION, Objects
 from tests.support.processes import Process, wait_for
 from tokenscale.api.manifest import parse_manifests
@@ -303,8 +303,6 @@ def test_kopf_handlers_reconcile_without_the_resync_loop(
 def test_a_profile_ref_is_read_from_its_config_map(
     objects: Objects, namespace: str, start_operator: Callable[..., Process]
 ) -> None:
-    from tests.unit.test_profile import PROFILE  # noqa: PLC0415 (one profile for both suites)
-
     start_operator(namespace)
     objects.create(manifest(profileRef={"configMapName": "bench", "key": "profile.yaml"}))
     # no ConfigMap yet: the spec cannot be planned, and the condition says how to fix it

@@ -5,7 +5,7 @@ from typing import Any
 
 import pytest
 
-from tests.helpers import manifest
+from tests.helpers import PROFILE, manifest
 from tests.helpers import spec as make_spec
 from tokenscale.api.errors import SpecError
 from tokenscale.api.manifest import parse_inference_service
@@ -13,51 +13,6 @@ from tokenscale.api.profile import BenchProfile, parse_profile
 from tokenscale.bench.analysis import RequestRecord, find_knee, operating_concurrency, summarize
 from tokenscale.planning import plan_service
 from tokenscale.scaling.engine import profile_calibration
-
-
-def _step(c: int, rps: float, ttft: float, tpot: float, **extra: Any) -> dict[str, Any]:
-    step: dict[str, Any] = {
-        "phase": "ramp",
-        "concurrency": c,
-        "durationSeconds": 30.0,
-        "requests": 100,
-        "errors": 0,
-        "timeouts": 0,
-        "inputTokensMean": 1000,
-        "outputTokensMean": 200,
-        "ttftP50Seconds": ttft / 2,
-        "ttftP95Seconds": ttft * 0.9,
-        "ttftP99Seconds": ttft,
-        "tpotP50Seconds": tpot * 0.9,
-        "tpotP95Seconds": tpot * 0.95,
-        "tpotP99Seconds": tpot,
-        "itlP99Seconds": tpot * 2,
-        "e2eP50Seconds": 200 * tpot,
-        "e2eP95Seconds": 200 * tpot,
-        "e2eP99Seconds": 200 * tpot + ttft,
-        "outputTps": rps * 200,
-        "inputTps": rps * 1000,
-        "requestsPerSecond": rps,
-    }
-    step.update(extra)
-    return step
-
-
-PROFILE: dict[str, Any] = {
-    "model": "meta-llama/Llama-3.1-8B-Instruct",
-    "url": "http://vllm:8000",
-    "gpu": "H100-SXM-80GB",
-    "tensorParallelSize": 1,
-    "complete": True,
-    "kneeConcurrency": 32,
-    "operatingConcurrency": 32,
-    "steps": [
-        _step(8, 1.5, 0.2, 0.020),
-        _step(16, 2.8, 0.3, 0.030),
-        _step(32, 5.0, 0.5, 0.045),
-        _step(64, 6.0, 1.5, 0.080),  # misses the 50 ms TPOT SLO
-    ],
-}
 
 
 def _with(profile: dict[str, Any] | None = PROFILE, **spec: Any) -> Any:

@@ -12,23 +12,17 @@ from rich.progress import BarColumn, Progress, TaskProgressColumn, TextColumn, T
 from rich.table import Table
 
 from tokenscale.bench import BenchConfig, BenchProfile, BenchState, partial_profile, run_bench
-from tokenscale.cli.inputs import read_input
-from tokenscale.cli.simulate import SimOutput
+from tokenscale.cli.inputs import TableOrJson, bad_input, read_input
 from tokenscale.simulation import TraceError, parse_trace, scale_trace
-
-
-def _error(message: str) -> typer.Exit:
-    Console(stderr=True).print(f"[red]error:[/] {message}", highlight=False, markup=False)
-    return typer.Exit(2)
 
 
 def _concurrency(text: str) -> list[int]:
     try:
         values = [int(x) for x in text.split(",") if x.strip()]
     except ValueError as exc:
-        raise _error(f"--concurrency {text!r}: expected integers like 1,2,4,8") from exc
+        raise bad_input(f"--concurrency {text!r}: expected integers like 1,2,4,8") from exc
     if not values or min(values) < 1:
-        raise _error(f"--concurrency {text!r}: expected integers ≥ 1 like 1,2,4,8")
+        raise bad_input(f"--concurrency {text!r}: expected integers ≥ 1 like 1,2,4,8")
     return values
 
 
@@ -94,7 +88,7 @@ def bench_command(
     gpu: Annotated[str | None, typer.Option(help="Recorded in the profile.")] = None,
     tp: Annotated[int | None, typer.Option(help="Tensor-parallel size, recorded.")] = None,
     engine_version: Annotated[str | None, typer.Option(help="Recorded in the profile.")] = None,
-    output: Annotated[SimOutput, typer.Option("-o", "--output")] = SimOutput.table,
+    output: Annotated[TableOrJson, typer.Option("-o", "--output")] = TableOrJson.table,
     profile_out: Annotated[
         Path | None, typer.Option(help="Write the profile (.json, or .yaml/.yml).")
     ] = None,
@@ -109,7 +103,7 @@ def bench_command(
                 mean = len(parsed.requests) / max(parsed.duration_s, 1e-9)
                 parsed = scale_trace(parsed, time_scale=mean / replay_rps)
         except TraceError as exc:
-            raise _error(str(exc)) from exc
+            raise bad_input(str(exc)) from exc
         replay = [(r.arrival_s, r.input_tokens, r.output_tokens) for r in parsed.requests]
     cfg = BenchConfig(
         url=url,
@@ -163,7 +157,7 @@ def bench_command(
         from tokenscale.cli.plot import draw_bench  # noqa: PLC0415 (matplotlib is slow to import)
 
         draw_bench(profile, plot)
-    if output == SimOutput.json:
+    if output == TableOrJson.json:
         print(json.dumps(profile.model_dump(mode="json", by_alias=True), indent=2))
     else:
         console = Console(width=180)

@@ -1,5 +1,7 @@
-"""Reading the CLI's input files, and the one way a bad input ends a command (exit 2)."""
+"""Reading the CLI's input files, the table/JSON choice, and how a bad input ends a command
+(exit 2, the message on stderr)."""
 
+import enum
 import sys
 from pathlib import Path
 from typing import NoReturn
@@ -26,3 +28,14 @@ def read_input(file: Path) -> str:
     except OSError as exc:
         Console(stderr=True).print(f"[red]error:[/] cannot read {file}: {exc.strerror}")
         raise typer.Exit(2) from exc
+
+
+class TableOrJson(enum.StrEnum):
+    table = "table"
+    json = "json"
+
+
+def bad_input(message: str) -> typer.Exit:
+    """Print ``error: message`` to stderr; raise the returned Exit (code 2)."""
+    Console(stderr=True).print(f"[red]error:[/] {message}", highlight=False, markup=False)
+    return typer.Exit(2)

@@ -17,7 +17,7 @@ from rich.table import Table
 
 from tokenscale.api.errors import SpecError
 from tokenscale.api.manifest import parse_manifests
-from tokenscale.cli.inputs import fail_invalid, read_input
+from tokenscale.cli.inputs import TableOrJson, bad_input, fail_invalid, read_input
 from tokenscale.simulation import (
     POLICIES,
     PolicyName,
@@ -31,11 +31,6 @@ from tokenscale.simulation import (
     simulate,
 )
 from tokenscale.simulation.trace import TraceFormat
-
-
-class SimOutput(enum.StrEnum):
-    table = "table"
-    json = "json"
 
 
 class PolicyChoice(enum.StrEnum):
@@ -53,11 +48,6 @@ class FormatChoice(enum.StrEnum):
     csv = "csv"
 
 
-def _error(message: str) -> typer.Exit:
-    Console(stderr=True).print(f"[red]error:[/] {message}", highlight=False, markup=False)
-    return typer.Exit(2)
-
-
 def _columns(text: str | None) -> dict[str, str] | None:
     if not text:
         return None
@@ -65,7 +55,7 @@ def _columns(text: str | None) -> dict[str, str] | None:
     for part in text.split(","):
         key, sep, value = part.partition("=")
         if not sep or key.strip() not in ("arrival", "input", "output"):
-            raise _error(
+            raise bad_input(
                 f"--columns {text!r}: expected arrival=COL,input=COL,output=COL (got {part!r})"
             )
         out[key.strip()] = value.strip()
@@ -116,7 +106,7 @@ def simulate_command(
     policy: Annotated[
         PolicyChoice, typer.Option("--policy", help="Scaling policy, or all to compare.")
     ] = PolicyChoice.tokenscale,
-    output: Annotated[SimOutput, typer.Option("-o", "--output")] = SimOutput.table,
+    output: Annotated[TableOrJson, typer.Option("-o", "--output")] = TableOrJson.table,
     trace_format: Annotated[FormatChoice, typer.Option("--format")] = FormatChoice.auto,
     columns: Annotated[
         str | None,
@@ -141,14 +131,14 @@ def simulate_command(
 ) -> None:
     """Replay a trace against a simulated vLLM fleet; compare scaling policies."""
     if arrival_unit not in ("s", "ms"):
-        raise _error(f"--arrival-unit {arrival_unit!r}: use s or ms")
+        raise bad_input(f"--arrival-unit {arrival_unit!r}: use s or ms")
     text, trace_text = read_input(file), read_input(trace)
     try:
         services = parse_manifests(text)
     except SpecError as err:
         fail_invalid(err, file)
     if not services:
-        raise _error(f"{file} holds no InferenceService")
+        raise bad_input(f"{file} holds no InferenceService")
     isvc = services[0]
     fmt: TraceFormat = trace_format.value
     unit = cast(Literal["s", "ms"], arrival_unit)
@@ -195,12 +185,12 @@ def simulate_command(
 
                 results.append(simulate(setup, name, advance))
     except (TraceError, SimulationError, ValueError) as exc:
-        raise _error(str(exc)) from exc
+        raise bad_input(str(exc)) from exc
     if plot is not None:
         from tokenscale.cli.plot import draw_timeline  # noqa: PLC0415 (matplotlib is slow to import)
 
         draw_timeline(results, isvc.spec.slo, plot)
-    if output == SimOutput.json:
+    if output == TableOrJson.json:
         data = [
             r.model_dump(mode="json", exclude=None if timeline else {"timeline"}) for r in results
         ]
