@@ -1,6 +1,7 @@
 """Autoscaling benchmark: replay the Azure conversation trace against the simulated fleet.
 
-Trace: ../shared/traces/azure-2023-conv.csv (Patel et al., "Splitwise", ISCA 2024; CC-BY-4.0),
+Trace: the bundled azure-2023-conv.csv (tokenscale/data/traces; Patel et al., "Splitwise",
+ISCA 2024; CC-BY-4.0),
 **rate-scaled ×4** (a superposition of four such services, ≈ 22 RPS mean, ≈ 34 RPS 1-minute
 peak) so the fleet of Llama-3.1-8B on L40S needs 4–12 replicas. The InferenceService is
 benchmarks/specs/azure-conv-llama-8b-l40s.yaml with the forecast set to the scaled trace's
@@ -19,6 +20,7 @@ import time
 from pathlib import Path
 
 from tokenscale.api.manifest import parse_manifests
+from tokenscale.catalog.traces import AZURE_CONVERSATION, bundled_trace
 from tokenscale.simulation import (
     POLICIES,
     Setup,
@@ -31,7 +33,7 @@ from tokenscale.simulation import (
 from tokenscale.simulation.trace import trace_stats
 
 ROOT = Path(__file__).resolve().parents[1]
-TRACE = ROOT.parent / "shared" / "traces" / "azure-2023-conv.csv"
+TRACE = bundled_trace(AZURE_CONVERSATION)
 SPEC = ROOT / "benchmarks" / "specs" / "azure-conv-llama-8b-l40s.yaml"
 
 

@@ -19,6 +19,7 @@ from typer.testing import CliRunner
 from tokenscale.api.inference_service import InferenceServiceSpec
 from tokenscale.api.manifest import parse_manifests
 from tokenscale.api.slo import Slo
+from tokenscale.catalog.traces import AZURE_CONVERSATION, bundled_trace
 from tokenscale.catalog.vllm_metrics import TTFT_BUCKETS
 from tokenscale.cli.app import app
 from tokenscale.planning import plan_service
@@ -39,7 +40,7 @@ from tokenscale.simulation.trace import percentile, trace_stats
 
 ROOT = Path(__file__).resolve().parents[2]
 SPEC_FILE = ROOT / "benchmarks" / "specs" / "azure-conv-llama-8b-l40s.yaml"
-AZURE = ROOT.parent / "shared" / "traces" / "azure-2023-conv.csv"
+AZURE = bundled_trace(AZURE_CONVERSATION)
 
 
 def _spec(**slo: float) -> InferenceServiceSpec:
@@ -91,7 +92,8 @@ def _closed_loop(cfg: ReplicaConfig, concurrency: int, n_in: int, n_out: int) ->
 def test_azure_trace_parses_with_its_published_statistics() -> None:
     trace = parse_trace(AZURE.read_text(), source="azure")
     s = trace_stats(trace)
-    # ../shared/traces/README.md: 19,366 requests over 58.4 min, mean 5.53 RPS, 1-min peak 8.45
+    # the trace's README (tokenscale/data/traces):
+    # 19,366 requests over 58.4 min, mean 5.53 RPS, 1-min peak 8.45
     assert s.requests == 19_366
     assert s.duration_s / 60 == pytest.approx(58.4, abs=0.05)
     assert s.mean_rps == pytest.approx(5.53, abs=0.01)
