@@ -31,6 +31,7 @@ from tokenscale.scaling.decision import Decision, Signal
 from tokenscale.scaling.diagnosis import diagnose
 from tokenscale.scaling.snapshot import Snapshot
 from tokenscale.scaling.state import ScalingState
+from tokenscale.scaling.traffic import idle_floor, is_idle
 
 CALIBRATION_BOUNDS = (0.5, 1.5)
 CALIBRATION_SMOOTHING = 0.3
@@ -181,6 +182,7 @@ def _with_measured_means(spec: InferenceServiceSpec, point: MeasuredPoint) -> In
 
 def signals(snap: Snapshot, spec: InferenceServiceSpec, policy: ScalingPolicy) -> list[Signal]:
     n = max(snap.replicas_reporting, 1)
+    idle = is_idle(snap)
     out: list[Signal] = []
 
     def add(
@@ -191,6 +193,20 @@ def signals(snap: Snapshot, spec: InferenceServiceSpec, policy: ScalingPolicy) -
         latency: bool = False,
     ) -> None:
         if high is None:
+            return
+        if value is None and latency and idle:
+            # no request finished, none in flight: an empty histogram window is no traffic
+            out.append(
+                Signal(
+                    name=name,
+                    value=None,
+                    high=high,
+                    low=low or 0.0,
+                    level="low",
+                    replicas=n,
+                    reason=f"{name}: idle (no requests in the window)",
+                )
+            )
             return
         if value is None:
             out.append(
@@ -288,6 +304,8 @@ def decide(inp: EngineInput) -> Decision:
     factor = calibrate(spec, forecast, snap, start)
     model_plan = plan_service(observed_spec(spec, snap, factor), forecast.name)
     model = _bounded(model_plan.replicas.with_redundancy if model_plan.feasible else floor, spec)
+    if is_idle(snap) and policy.workload_source != "forecast":
+        model = idle_floor(spec)  # no traffic is a fact: the forecast is not a floor for it
     sigs = signals(snap, spec, policy)
     diagnosis = diagnose(snap, spec.slo, policy)
     high = [s for s in sigs if s.level == "high"]
