@@ -35,6 +35,8 @@ from tokenscale.simulation.trace import TraceFormat
 
 class PolicyChoice(enum.StrEnum):
     tokenscale = "tokenscale"
+    oracle = "oracle"
+    best_static = "best-static"
     static = "static"
     queue_threshold = "queue-threshold"
     kv_threshold = "kv-threshold"
@@ -62,10 +64,21 @@ def _columns(text: str | None) -> dict[str, str] | None:
     return out
 
 
+def _label(r: SimResult) -> str:
+    """The policy as the table names it (the JSON keeps ``policy`` as it is)."""
+    if r.policy == "static":
+        return f"static-at-peak ({r.replicas_max})"
+    if r.policy == "best-static":
+        return f"best-static ({r.static_replicas})"
+    if r.policy == "oracle":
+        return "oracle (replayed)"
+    return r.policy
+
+
 def _row(r: SimResult) -> list[str]:
     cost = "–" if r.cost is None else f"{r.cost:,.2f} {r.currency}"
     return [
-        r.policy,
+        _label(r),
         f"{r.slo_attainment * 100:.2f} %",
         f"{r.ttft_p50_s:.2f} / {r.ttft_p99_s:.2f}",
         f"{r.tpot_p50_s * 1000:.0f} / {r.tpot_p99_s * 1000:.0f}",

@@ -6,10 +6,12 @@ with request sizes drawn from the workload's (input, output) pairs. Found by bis
 the rate; each probe replays ``requests`` requests and ignores the first 20 % as warm-up.
 
 **Oracle** (a lower bound on GPU-hours): hindsight and no cold start — for every
-``bin_s``-second bin of the trace, exactly ``max(minReplicas, ceil(λ_bin / μ))`` replicas, as if
+``bin_s``-second bin of the trace, exactly ``max(minReplicas, 1, ceil(λ_bin / μ))`` replicas, as if
 every replica ran at its sustainable rate with perfect balancing:
 ``GPU-hours = Σ replicas_bin × TP × bin_s / 3600``. Bursts inside a bin are ignored, which is
-what makes it a bound no real policy reaches.
+what makes it a bound no real policy reaches — and why the allocation is also replayed in
+the simulator (policy ``oracle``): inside a bursty minute it can miss the SLO, and a ratio to
+a yardstick that misses is no yardstick.
 """
 
 import math
@@ -83,6 +85,16 @@ def sustainable_rps(
     return lo
 
 
+def oracle_replicas(
+    trace: Trace, capacity_rps: float, min_replicas: int, bin_s: float = 60.0
+) -> list[int]:
+    """The oracle's allocation: ``max(minReplicas, 1, ceil(λ_bin / μ))`` per bin."""
+    floor = max(min_replicas, 1)
+    return [
+        max(floor, math.ceil(rate / capacity_rps - 1e-9)) for rate in window_rates(trace, bin_s)
+    ]
+
+
 def oracle_gpu_hours(
     trace: Trace,
     capacity_rps: float,
@@ -92,10 +104,7 @@ def oracle_gpu_hours(
 ) -> float:
     if capacity_rps <= 0:
         return math.inf
-    replicas = [
-        max(min_replicas, math.ceil(rate / capacity_rps - 1e-9))
-        for rate in window_rates(trace, bin_s)
-    ]
+    replicas = oracle_replicas(trace, capacity_rps, min_replicas, bin_s)
     bins = len(replicas)
     last = trace.duration_s - (bins - 1) * bin_s  # the final bin is partial
     seconds = sum(r * bin_s for r in replicas[:-1]) + replicas[-1] * max(last, 0.0)

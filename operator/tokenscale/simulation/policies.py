@@ -2,8 +2,13 @@
 
 - ``tokenscale``: the operator's decision engine (scaling.engine.decide), unchanged, with its
   state carried from one decision to the next exactly as the operator keeps it in status.
-- ``static``: the plan at the trace's peak (1-minute peak RPS, the trace's token statistics),
-  fixed for the whole run.
+- ``oracle``: the hindsight allocation of ``capacity.oracle_replicas`` (per bin, the replicas
+  the bin's arrivals need at the simulated replica's sustainable rate), replayed with no cold
+  start: the yardstick's own SLO attainment is measured, not assumed.
+- ``best-static``: the smallest fixed count meeting 99 % attainment, found by bisection over
+  replayed static fleets (``run.best_static``).
+- ``static``: static-at-peak, the plan at the trace's peak (1-minute peak RPS, the trace's
+  token statistics), fixed for the whole run.
 - ``queue-threshold``: KEDA's Prometheus scaler on ``sum(vllm:num_requests_waiting)`` with an
   ``AverageValue`` target per replica, driven by the HPA algorithm.
 - ``kv-threshold``: an HPA utilisation target on ``vllm:kv_cache_usage_perc`` (mean over ready
@@ -25,8 +30,17 @@ from tokenscale.scaling.engine import EngineInput, decide
 from tokenscale.scaling.snapshot import Snapshot
 from tokenscale.scaling.state import ScalingState
 
-PolicyName = Literal["tokenscale", "static", "queue-threshold", "kv-threshold"]
-POLICIES: tuple[PolicyName, ...] = ("tokenscale", "static", "queue-threshold", "kv-threshold")
+PolicyName = Literal[
+    "tokenscale", "oracle", "best-static", "static", "queue-threshold", "kv-threshold"
+]
+POLICIES: tuple[PolicyName, ...] = (
+    "tokenscale",
+    "oracle",
+    "best-static",
+    "static",
+    "queue-threshold",
+    "kv-threshold",
+)
 
 
 class Policy(Protocol):
@@ -65,12 +79,31 @@ class TokenscalePolicy:
 class StaticPolicy:
     name = "static"
 
-    def __init__(self, replicas: int) -> None:
+    def __init__(self, replicas: int, why: str = "the plan at the trace's peak") -> None:
         self.replicas = replicas
-        self.last_reason = f"static: the plan at the trace's peak, {replicas} replicas"
+        self.last_reason = f"static: {why}, {replicas} replicas"
 
     def decide(self, now: float, snap: Snapshot | None, current: int) -> int:
         return self.replicas
+
+
+class OraclePolicy:
+    """Hindsight: the replicas each ``bin_s`` bin of the trace needs, set at the bin's start."""
+
+    name = "oracle"
+
+    def __init__(self, schedule: list[int], bin_s: float) -> None:
+        self.schedule = schedule
+        self.bin_s = bin_s
+        self.last_reason = ""
+
+    def replicas_at(self, t: float) -> int:
+        return self.schedule[min(len(self.schedule) - 1, max(0, int(t // self.bin_s)))]
+
+    def decide(self, now: float, snap: Snapshot | None, current: int) -> int:
+        out = self.replicas_at(now)
+        self.last_reason = f"oracle: this bin's arrivals need {out}"
+        return out
 
 
 class HpaPolicy:

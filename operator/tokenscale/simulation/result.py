@@ -61,4 +61,7 @@ class SimResult(_Frozen):
         description="One simulated replica's highest rate meeting the SLOs at P99 (the oracle's)"
     )
     planner_rps_per_replica: float
+    static_replicas: int | None = Field(
+        default=None, description="best-static: the smallest fixed count meeting 99 %"
+    )
     timeline: list[TimelinePoint] = Field(default_factory=list)

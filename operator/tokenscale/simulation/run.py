@@ -16,26 +16,29 @@ from dataclasses import dataclass
 from pydantic import BaseModel, ConfigDict, Field
 
 from tokenscale.api.inference_service import InferenceServiceSpec
+from tokenscale.api.slo import Slo
 from tokenscale.planning import plan_service
 from tokenscale.planning.pricing import Pricing
 from tokenscale.scaling.snapshot import Snapshot
-from tokenscale.simulation.capacity import oracle_gpu_hours, sustainable_rps
+from tokenscale.simulation.capacity import oracle_gpu_hours, oracle_replicas, sustainable_rps
 from tokenscale.simulation.errors import TraceError
 from tokenscale.simulation.fleet import Fleet
 from tokenscale.simulation.observe import Scrape, snapshot_at
 from tokenscale.simulation.policies import (
     HpaPolicy,
+    OraclePolicy,
     Policy,
     PolicyName,
     StaticPolicy,
     TokenscalePolicy,
 )
-from tokenscale.simulation.recorder import Recorder
+from tokenscale.simulation.recorder import Outcome, Recorder
 from tokenscale.simulation.replica import SimRequest, replica_config
 from tokenscale.simulation.result import SimResult, TimelinePoint
 from tokenscale.simulation.trace import Trace, TraceRequest, percentile, trace_stats
 
 Progress = Callable[[float], None]
+BEST_STATIC_ATTAINMENT = 0.99
 
 
 class SimOptions(BaseModel):
@@ -99,6 +102,28 @@ class Setup:
             spec.scaling.min_replicas,
             opts.oracle_bin_s,
         )
+        self.oracle_schedule = (
+            oracle_replicas(trace, self.capacity_rps, spec.scaling.min_replicas, opts.oracle_bin_s)
+            if self.capacity_rps > 0
+            else [spec.scaling.max_replicas]
+        )
+        self.cache: dict[tuple[object, ...], SimResult] = {}
+        """Results that no cold start changes (oracle, static fleets), shared by copies."""
+
+    def with_options(self, opts: SimOptions) -> "Setup":
+        """The same setup under other lifecycle options (cold start, intervals, targets).
+
+        The capacity probe and the oracle depend only on the engine (``mismatch``, ``seed``,
+        ``capacity_requests``, ``oracle_bin_s``), which must not change; so do the results of
+        the policies with no cold start (oracle, best static, static), which are kept.
+        """
+        engine = ("mismatch", "seed", "capacity_requests", "oracle_bin_s")
+        if any(getattr(opts, k) != getattr(self.opts, k) for k in engine):
+            raise ValueError(f"with_options cannot change {', '.join(engine)}")
+        other = object.__new__(Setup)
+        other.__dict__.update(self.__dict__)
+        other.opts = opts
+        return other
 
     def _trace_spec(self) -> InferenceServiceSpec:
         """The spec with the trace's workload at its 1-minute peak (the static plan)."""
@@ -124,6 +149,10 @@ class Setup:
             return TokenscalePolicy(self.spec, self.forecast, self.opts.stale_after_s)
         if name == "static":
             return StaticPolicy(self.peak_plan.replicas.total)
+        if name == "oracle":
+            return OraclePolicy(self.oracle_schedule, self.opts.oracle_bin_s)
+        if name == "best-static":
+            raise ValueError("best-static is a search over static fleets: see best_static()")
         if name == "queue-threshold":
             return HpaPolicy(
                 name, "waiting", self.opts.queue_target, sc.min_replicas, sc.max_replicas
@@ -133,6 +162,8 @@ class Setup:
     def initial_replicas(self, name: PolicyName) -> int:
         if name == "static":
             return self.peak_plan.replicas.total
+        if name == "oracle":
+            return self.oracle_schedule[0]
         return self.forecast.replicas.total
 
     @property
@@ -149,16 +180,103 @@ class _Counts:
 
 
 def simulate(setup: Setup, policy_name: PolicyName, progress: Progress | None = None) -> SimResult:
-    opts, trace = setup.opts, setup.trace
-    rec = Recorder()
-    fleet = Fleet(
-        setup.replica,
-        rec,
-        setup.forecast.tensor_parallel_size,
-        opts.cold_start_s,
+    """Replay the trace under one policy. ``oracle`` replays with no cold start (hindsight);
+    ``best-static`` is a bisection over static fleets (:func:`best_static`)."""
+    if policy_name == "best-static":
+        return best_static(setup, progress)
+    if policy_name in ("oracle", "static"):
+        key = _cache_key(setup, policy_name)
+        if key not in setup.cache:
+            setup.cache[key] = _replay(
+                setup,
+                policy_name,
+                setup.policy(policy_name),
+                setup.initial_replicas(policy_name),
+                0.0,
+                progress,
+            )
+        return setup.cache[key]
+    return _replay(
+        setup,
+        policy_name,
+        setup.policy(policy_name),
         setup.initial_replicas(policy_name),
+        setup.opts.cold_start_s,
+        progress,
     )
-    policy = setup.policy(policy_name)
+
+
+def _cache_key(setup: Setup, name: str) -> tuple[object, ...]:
+    """Policies that never start a replica do not depend on the cold start."""
+    return (name, setup.opts.model_copy(update={"cold_start_s": 0.0}))
+
+
+def best_static(setup: Setup, progress: Progress | None = None) -> SimResult:
+    """The smallest fixed replica count whose replay meets ``BEST_STATIC_ATTAINMENT``.
+
+    Bisection between the oracle's smallest and (a doubling above) its largest allocation,
+    within ``[minReplicas, maxReplicas]``; attainment grows with the count (a static fleet
+    only gains capacity). Nothing meets it → the result at ``maxReplicas``. Cached per setup.
+    """
+    key = _cache_key(setup, "best-static")
+    if key in setup.cache:
+        return setup.cache[key]
+    sc = setup.spec.scaling
+    probes: dict[int, SimResult] = {}
+
+    # a probe that has already missed more than 1 % of the trace's requests stops early
+    give_up = int((1.0 - BEST_STATIC_ATTAINMENT) * len(setup.trace.requests))
+
+    def run(n: int, full: bool = False) -> SimResult:
+        if n not in probes or (full and probes[n].unfinished < 0):
+            if progress is not None:
+                progress(min(0.95, 0.15 * len(probes)))
+            probes[n] = static_fleet(setup, n, None if full else give_up)
+        return probes[n]
+
+    def ok(n: int) -> bool:
+        return run(n).slo_attainment >= BEST_STATIC_ATTAINMENT
+
+    lo = min(max(sc.min_replicas, 1, min(setup.oracle_schedule)), sc.max_replicas)
+    hi = min(max(lo, *setup.oracle_schedule), sc.max_replicas)
+    while not ok(hi) and hi < sc.max_replicas:
+        lo, hi = hi + 1, min(2 * hi, sc.max_replicas)
+    if not ok(hi):
+        result = run(hi, full=True)
+    else:
+        while lo < hi:
+            mid = (lo + hi) // 2
+            if ok(mid):
+                hi = mid
+            else:
+                lo = mid + 1
+        result = run(hi)
+    setup.cache[key] = result.model_copy(update={"static_replicas": hi})
+    return setup.cache[key]
+
+
+def static_fleet(setup: Setup, replicas: int, give_up_misses: int | None = None) -> SimResult:
+    """A fixed fleet of ``replicas``, ready from the start (``best-static``'s probe)."""
+    policy = StaticPolicy(replicas, "the smallest fixed count meeting 99 %")
+    return _replay(setup, "best-static", policy, replicas, 0.0, None, give_up_misses)
+
+
+def _replay(
+    setup: Setup,
+    policy_name: str,
+    policy: Policy,
+    initial: int,
+    cold_start_s: float,
+    progress: Progress | None,
+    give_up_misses: int | None = None,
+) -> SimResult:
+    """One replay. With ``give_up_misses`` it stops once more requests than that missed the
+    SLO (or were rejected); such a result says ``unfinished=-1`` and undercounts attainment."""
+    opts, trace = setup.opts, setup.trace
+    slo = setup.spec.slo
+    misses, judged = 0, 0
+    rec = Recorder()
+    fleet = Fleet(setup.replica, rec, setup.forecast.tensor_parallel_size, cold_start_s, initial)
     scrapes: deque[Scrape] = deque(
         maxlen=math.ceil(max(opts.rate_window_s, opts.gauge_window_s) / opts.scrape_interval_s) + 2
     )
@@ -198,6 +316,12 @@ def simulate(setup: Setup, policy_name: PolicyName, progress: Progress | None = 
             t_decide += opts.decision_interval_s
             if progress is not None:
                 progress(min(1.0, t / max(end_t, 1e-9)))
+            if give_up_misses is not None:
+                outs = rec.outcomes
+                misses += sum(1 for o in outs[judged:] if not meets(o, slo))
+                judged = len(outs)
+                if misses + counts.rejected > give_up_misses:
+                    return _result(setup, policy_name, rec, fleet.gpu_seconds, counts, -1, [])
         if t >= end_t:
             break
     gpu_seconds = fleet.gpu_seconds
@@ -218,6 +342,13 @@ def _admit(fleet: Fleet, r: TraceRequest, now: float, max_len: int, counts: _Cou
         r.arrival_s, max(r.input_tokens, 1), max(r.output_tokens, 1), r.prefix_blocks
     )
     fleet.route(request, now)
+
+
+def meets(o: Outcome, slo: Slo) -> bool:
+    """One request met the TTFT and TPOT SLOs (a one-token answer has no TPOT)."""
+    return (slo.ttft_p99_seconds is None or o.ttft_s <= slo.ttft_p99_seconds) and (
+        slo.tpot_p99_seconds is None or o.output_tokens <= 1 or o.tpot_s <= slo.tpot_p99_seconds
+    )
 
 
 def _point(fleet: Fleet, t: float, rps: float, s: Snapshot | None, reason: str) -> TimelinePoint:
@@ -248,14 +379,7 @@ def _result(
     slo = setup.spec.slo
     outs = rec.outcomes
     total = len(setup.trace.requests)
-    met = sum(
-        1
-        for o in outs
-        if (slo.ttft_p99_seconds is None or o.ttft_s <= slo.ttft_p99_seconds)
-        and (
-            slo.tpot_p99_seconds is None or o.output_tokens <= 1 or o.tpot_s <= slo.tpot_p99_seconds
-        )
-    )
+    met = sum(1 for o in outs if meets(o, slo))
 
     def pct(values: list[float], q: float) -> float:
         return percentile(values, q) if values else math.nan

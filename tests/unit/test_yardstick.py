@@ -1,0 +1,88 @@
+"""The yardstick: the oracle replayed in the simulator, best static by bisection, all baselines."""
+
+import json
+from pathlib import Path
+
+from typer.testing import CliRunner
+
+from tests.helpers import spec as make_spec
+from tokenscale.api.inference_service import InferenceServiceSpec
+from tokenscale.cli.app import app
+from tokenscale.simulation import POLICIES, Setup, SimOptions, simulate, synthetic_trace
+from tokenscale.simulation.capacity import oracle_replicas
+from tokenscale.simulation.policies import OraclePolicy
+from tokenscale.simulation.run import static_fleet
+
+ROOT = Path(__file__).resolve().parents[2]
+SPEC_FILE = ROOT / "benchmarks" / "specs" / "azure-conv-llama-8b-l40s.yaml"
+
+
+def _spec() -> InferenceServiceSpec:
+    return make_spec(workload={"rps": {"mean": 4}}, scaling={"minReplicas": 1, "maxReplicas": 12})
+
+
+def _step_setup() -> Setup:
+    """Ten minutes: 4 RPS, then 12 RPS from minute 5 (a step the oracle sees coming)."""
+    trace = synthetic_trace(
+        600, lambda t: 4.0 if t < 300 else 12.0, lambda r: 4000, lambda r: 300, seed=3
+    )
+    return Setup(_spec(), trace, SimOptions(capacity_requests=400), "step")
+
+
+def test_oracle_schedule_is_the_per_bin_allocation_and_is_replayed_without_cold_start() -> None:
+    setup = _step_setup()
+    assert setup.oracle_schedule == oracle_replicas(setup.trace, setup.capacity_rps, 1, 60.0)
+    assert setup.oracle_schedule[0] < setup.oracle_schedule[-1]
+    policy = OraclePolicy([1, 2, 3], 60.0)
+    assert [policy.replicas_at(t) for t in (0, 59.9, 60, 150, 1e6)] == [1, 1, 2, 3, 3]
+    r = simulate(setup, "oracle")
+    assert r.policy == "oracle"
+    # the replay follows the allocation: its GPU-hours are the oracle's (plus draining tails)
+    assert r.gpu_hours >= r.oracle_gpu_hours * 0.99
+    assert r.gpu_hours <= r.oracle_gpu_hours * 1.15
+    assert r.replicas_max == max(setup.oracle_schedule)
+    assert 0.0 < r.slo_attainment <= 1.0
+    assert (
+        simulate(setup.with_options(SimOptions(capacity_requests=400, cold_start_s=600)), "oracle")
+        == r
+    )
+
+
+def test_best_static_is_the_smallest_fixed_count_meeting_99_percent() -> None:
+    setup = _step_setup()
+    best = simulate(setup, "best-static")
+    n = best.static_replicas
+    assert n is not None
+    assert best.slo_attainment >= 0.99
+    assert best.replicas_max == n
+    if n > 1:  # one fewer misses
+        assert static_fleet(setup, n - 1).slo_attainment < 0.99
+    assert simulate(setup, "best-static") is best  # cached per setup
+
+
+def test_cli_all_reports_every_baseline_in_json(tmp_path: Path) -> None:
+    trace = synthetic_trace(240, 5.0, lambda r: 800, lambda r: 80, seed=2)
+    csv_path = tmp_path / "t.csv"
+    csv_path.write_text(
+        "TIMESTAMP,ContextTokens,GeneratedTokens\n"
+        + "".join(f"{r.arrival_s},{r.input_tokens},{r.output_tokens}\n" for r in trace.requests)
+    )
+    result = CliRunner().invoke(
+        app,
+        ["simulate", str(SPEC_FILE), "--trace", str(csv_path), "--policy", "all", "-o", "json"],
+    )
+    assert result.exit_code == 0, result.output
+    rows = json.loads(result.stdout)
+    assert [r["policy"] for r in rows] == list(POLICIES)
+    assert {"oracle", "best-static", "static", "queue-threshold", "kv-threshold"} <= set(POLICIES)
+    for row in rows:
+        assert {"slo_attainment", "gpu_hours", "gpu_hours_vs_oracle", "oracle_gpu_hours"} <= set(
+            row
+        )
+    assert rows[2]["static_replicas"] >= 1
+    table = CliRunner().invoke(
+        app, ["simulate", str(SPEC_FILE), "--trace", str(csv_path), "--policy", "all"]
+    )
+    assert table.exit_code == 0, table.output
+    for label in ("oracle (replayed)", "best-static (", "static-at-peak (", "kv-threshold"):
+        assert label in table.stdout
