@@ -2,7 +2,9 @@
 
 **Sustainable rate** μ: the highest Poisson arrival rate at which one replica (the simulated
 truth, mismatch included) keeps TTFT P99 and TPOT P99 (and E2E P99 when set) within the SLOs,
-with request sizes drawn from the workload's (input, output) pairs. Found by bisection over
+with request sizes drawn from the workload's (input, output) pairs — or, for a trace with
+prefix blocks (Mooncake's ``hash_ids``), consecutive runs of its requests with their blocks,
+so the prefix cache sees the trace's own reuse. Found by bisection over
 the rate; each probe replays ``requests`` requests and ignores the first 20 % as warm-up.
 
 **Oracle** (a lower bound on GPU-hours): hindsight and no cold start — for every
@@ -23,20 +25,28 @@ from tokenscale.simulation.recorder import Recorder
 from tokenscale.simulation.replica import Replica, ReplicaConfig, SimRequest
 from tokenscale.simulation.trace import Trace, percentile, window_rates
 
+Sample = tuple[int, int] | tuple[int, int, tuple[int, ...]]
+
 
 def run_one_replica(
-    cfg: ReplicaConfig, rate_rps: float, pairs: Sequence[tuple[int, int]], requests: int, seed: int
+    cfg: ReplicaConfig, rate_rps: float, pairs: Sequence[Sample], requests: int, seed: int
 ) -> Recorder:
-    """Replay ``requests`` Poisson arrivals at ``rate_rps`` on one replica; returns its record."""
+    """Replay ``requests`` Poisson arrivals at ``rate_rps`` on one replica; returns its record.
+
+    ``pairs``: (input, output) drawn at random, or (input, output, prefix blocks) taken in
+    order from a seeded start (prefix reuse is local in time)."""
     rng = random.Random(seed)
     rec = Recorder()
     replica = Replica(cfg, rec, 0.0)
     t = 0.0
-    for _ in range(requests):
+    in_order = any(len(p) == 3 for p in pairs)
+    start = rng.randrange(len(pairs))
+    for k in range(requests):
         t += rng.expovariate(rate_rps)
-        n_in, n_out = pairs[rng.randrange(len(pairs))]
+        sample = pairs[(start + k) % len(pairs)] if in_order else pairs[rng.randrange(len(pairs))]
+        blocks: tuple[int, ...] = sample[2] if len(sample) == 3 else ()
         replica.run_until(t)
-        replica.add(SimRequest(t, n_in, n_out), t)
+        replica.add(SimRequest(t, sample[0], sample[1], blocks), t)
     replica.run_until(math.inf)
     return rec
 
@@ -60,7 +70,7 @@ def meets_slo(rec: Recorder, slo: Slo, warmup_fraction: float = 0.2) -> bool:
 def sustainable_rps(
     cfg: ReplicaConfig,
     slo: Slo,
-    pairs: Sequence[tuple[int, int]],
+    pairs: Sequence[Sample],
     guess_rps: float,
     requests: int = 1500,
     seed: int = 0,

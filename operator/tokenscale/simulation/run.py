@@ -20,7 +20,12 @@ from tokenscale.api.slo import Slo
 from tokenscale.planning import plan_service
 from tokenscale.planning.pricing import Pricing
 from tokenscale.scaling.snapshot import Snapshot
-from tokenscale.simulation.capacity import oracle_gpu_hours, oracle_replicas, sustainable_rps
+from tokenscale.simulation.capacity import (
+    Sample,
+    oracle_gpu_hours,
+    oracle_replicas,
+    sustainable_rps,
+)
 from tokenscale.simulation.errors import TraceError
 from tokenscale.simulation.fleet import Fleet
 from tokenscale.simulation.observe import Scrape, snapshot_at
@@ -85,8 +90,14 @@ class Setup:
         self.stats = trace_stats(trace)
         self.peak_plan = plan_service(self._trace_spec(), name)
         self.replica = replica_config(self.spec, forecast, trace.block_tokens, opts.mismatch)
-        pairs = [(r.input_tokens, r.output_tokens) for r in trace.requests]
-        self.pairs = [p for p in pairs if p[0] + p[1] <= forecast.max_model_len] or pairs
+        fits = [
+            r for r in trace.requests if r.input_tokens + r.output_tokens <= forecast.max_model_len
+        ] or list(trace.requests)
+        self.pairs: list[Sample] = (
+            [(r.input_tokens, r.output_tokens, r.prefix_blocks) for r in fits]
+            if any(r.prefix_blocks for r in fits)
+            else [(r.input_tokens, r.output_tokens) for r in fits]
+        )
         self.capacity_rps = sustainable_rps(
             self.replica,
             spec.slo,

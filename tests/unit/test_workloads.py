@@ -1,0 +1,98 @@
+"""The workload suite: seeded shapes match their stated parameters; a tiny grid runs end to end."""
+
+import statistics
+from itertools import pairwise
+
+import pytest
+from benchmarks.autoscaling import CI_GRID, SUITE, Entry, h100_spec, markdown, misses, run_suite
+
+from tokenscale.api.inference_service import InferenceServiceSpec
+from tokenscale.simulation import POLICIES, Trace
+from tokenscale.simulation.trace import percentile, trace_stats, window_rates
+from tokenscale.simulation.workloads import (
+    CODE,
+    CONVERSATION,
+    REASONING,
+    bursty,
+    diurnal,
+    idle_gaps,
+    steady,
+    step,
+)
+
+
+def test_bursty_has_the_stated_dispersion_and_spikes() -> None:
+    trace = bursty(3600, 10.0, CONVERSATION, cv=3.5, spike_every_s=300, seed=1)
+    gaps = [b.arrival_s - a.arrival_s for a, b in pairwise(trace.requests)]
+    cv = statistics.pstdev(gaps) / statistics.fmean(gaps)
+    assert 2.5 < cv < 4.5
+    ten_s = window_rates(trace, 10.0)
+    assert max(ten_s) >= 4.0 * statistics.fmean(ten_s)  # 10-second spikes at ~5× the mean
+    assert bursty(600, 10.0, seed=7) == bursty(600, 10.0, seed=7)  # seeded
+
+
+def test_diurnal_and_step_shapes() -> None:
+    d = window_rates(diurnal(8.0, CONVERSATION, seed=2), 300.0)
+    assert max(d) / d[0] == pytest.approx(4.0, rel=0.25)
+    assert d[-1] == pytest.approx(d[0], rel=0.3)
+    s = window_rates(step(10.0, CONVERSATION, seed=3), 300.0)
+    assert s[3] / s[0] == pytest.approx(3.0, rel=0.2)
+    assert s[-1] == pytest.approx(s[0], rel=0.25)
+
+
+@pytest.mark.parametrize(
+    ("mix", "in_mean", "in_p99", "out_mean"),
+    [(CODE, 2000, 7500, 30), (REASONING, 500, 1500, 4000), (CONVERSATION, 1000, 4000, 200)],
+)
+def test_token_mixes_have_their_mean_and_p99(
+    mix: object, in_mean: float, in_p99: float, out_mean: float
+) -> None:
+    trace = steady(3600, 4.0, mix, seed=4)  # type: ignore[arg-type]
+    ins = [r.input_tokens for r in trace.requests]
+    outs = [r.output_tokens for r in trace.requests]
+    assert statistics.fmean(ins) == pytest.approx(in_mean, rel=0.1)
+    assert percentile(ins, 0.99) == pytest.approx(in_p99, rel=0.2)
+    assert statistics.fmean(outs) == pytest.approx(out_mean, rel=0.1)
+
+
+def test_idle_gaps() -> None:
+    trace = idle_gaps(200, 20.0, 4 * 3600.0, seed=6)
+    assert len(trace.requests) == 201
+    assert trace.requests[-1].arrival_s - trace.requests[-2].arrival_s == pytest.approx(4 * 3600)
+
+
+def test_every_suite_entry_builds_a_feasible_service() -> None:
+    names = {e.name for e in SUITE}
+    assert {"azure-conv", "mooncake", "bursty", "diurnal", "step", "code", "reasoning"} <= names
+    assert "idle" in names
+
+
+def test_a_tiny_grid_runs_every_policy_and_reports_the_targets() -> None:
+    tiny = Entry(
+        "tiny-step",
+        "4 → 12 RPS for 4 min",
+        _tiny,
+    )
+    cases = run_suite([tiny], CI_GRID, capacity_requests=300)
+    assert len(cases) == 1
+    case = cases[0]
+    assert set(case.results) == set(POLICIES)
+    assert case.results["best-static"].static_replicas is not None
+    table = markdown(cases)
+    assert "tiny-step" in table
+    assert table.count("\n") == 2
+    assert isinstance(misses(cases), list)
+    assert {what for what, _ in case.verdicts()} >= {"≤ 1.2 × oracle GPU-hours"}
+
+
+def _tiny() -> tuple[Trace, InferenceServiceSpec]:
+    trace = step(4.0, CONVERSATION, factor=3.0, before_s=180, hold_s=240, after_s=180, seed=9)
+    return trace, h100_spec(trace)
+
+
+def test_h100_spec_takes_the_traces_statistics_as_the_forecast() -> None:
+    trace = steady(600, 5.0, CODE, seed=1)
+    spec = h100_spec(trace)
+    stats = trace_stats(trace)
+    assert spec.workload.rps.mean == pytest.approx(stats.mean_rps, abs=0.01)
+    assert spec.workload.input_tokens.mean == round(stats.input_mean)
