@@ -10,6 +10,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from tokenscale.planning.result import Plan
+from tokenscale.scaling.forecast import Outlook
 from tokenscale.scaling.state import ScalingState
 
 
@@ -41,6 +42,8 @@ class Decision(BaseModel):
     calibration: float = 1.0
     metrics_available: bool = False
     metrics_reason: str = "no metrics source"
+    outlook: Outlook | None = None
+    """The forecast one lead time ahead and the burst headroom (None when blind or pinned)."""
     state: ScalingState = Field(default_factory=ScalingState)
 
 

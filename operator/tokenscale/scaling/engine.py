@@ -27,8 +27,10 @@ from tokenscale.api.inference_service import InferenceServiceSpec
 from tokenscale.api.scaling import ScalingPolicy
 from tokenscale.planning import Plan, plan_service, predict_tpot
 from tokenscale.planning.measured import MeasuredPoint, measured_point
+from tokenscale.scaling.buckets import reads_low
 from tokenscale.scaling.decision import Decision, Signal
 from tokenscale.scaling.diagnosis import diagnose
+from tokenscale.scaling.forecast import Outlook, outlook, update
 from tokenscale.scaling.snapshot import Snapshot
 from tokenscale.scaling.state import ScalingState
 from tokenscale.scaling.traffic import idle_floor, is_idle
@@ -52,6 +54,10 @@ class EngineInput(BaseModel):
     state: ScalingState
     now_s: float
     stale_after_s: float = 120.0
+    lead_time_s: float | None = None
+    """Measured creation→Ready time of this service's pods; None until one has started."""
+    interval_s: float = 15.0
+    """The time between decisions (the operator's resync interval)."""
 
 
 def _bounded(replicas: int, spec: InferenceServiceSpec) -> int:
@@ -224,6 +230,10 @@ def signals(snap: Snapshot, spec: InferenceServiceSpec, policy: ScalingPolicy) -
         level = (
             "high" if value >= high else ("low" if low is not None and value < low else "normal")
         )
+        honest = ""
+        if latency and level == "normal" and low is not None:
+            is_low, honest = reads_low(name, value, low, high)
+            level = "low" if is_low else level
         rec = n
         if level == "high":
             # the ratio is capped: past saturation a queue measures backlog, not load (it would
@@ -242,7 +252,7 @@ def signals(snap: Snapshot, spec: InferenceServiceSpec, policy: ScalingPolicy) -
                 reason=(
                     f"{name} {value:.3g} ≥ {high:g} on {n} reporting"
                     if level == "high"
-                    else f"{name} {value:.3g} (high {high:g})"
+                    else f"{name} {value:.3g}{honest} (high {high:g})"
                 ),
             )
         )
@@ -306,13 +316,21 @@ def decide(inp: EngineInput) -> Decision:
     model = _bounded(model_plan.replicas.with_redundancy if model_plan.feasible else floor, spec)
     if is_idle(snap) and policy.workload_source != "forecast":
         model = idle_floor(spec)  # no traffic is a fact: the forecast is not a floor for it
+    rate = state.rate
+    look: Outlook | None = None
+    if snap.request_rate_rps is not None:
+        rate = update(state.rate, snap.request_rate_rps, now)
+        per_replica = model_plan.rps_per_replica if model_plan.feasible else None
+        look = outlook(rate, snap.request_rate_rps, inp.lead_time_s, inp.interval_s, per_replica)
+        if look.replicas is not None and look.replicas > model:
+            model = _bounded(look.replicas, spec)  # the load expected one lead time ahead
     sigs = signals(snap, spec, policy)
     diagnosis = diagnose(snap, spec.slo, policy)
     high = [s for s in sigs if s.level == "high"]
     all_low = bool(sigs) and all(s.level == "low" for s in sigs)
     peak_load = _peak_load(state, sigs, snap.replicas_reporting, now, policy)
     new_state = state.model_copy(
-        update={"calibration": factor, "peak_load": peak_load, "peak_at_s": now}
+        update={"calibration": factor, "peak_load": peak_load, "peak_at_s": now, "rate": rate}
     )
     up_cap = current + policy.max_scale_up_step
 
@@ -325,6 +343,7 @@ def decide(inp: EngineInput) -> Decision:
             and model <= current
         ):
             return _keep(
+                look,
                 current,
                 "pressure not yet sustained",
                 sigs,
@@ -342,6 +361,7 @@ def decide(inp: EngineInput) -> Decision:
         )
         if target > current:
             return _decided(
+                look,
                 target,
                 f"scale up {current}→{target}: {why}",
                 sigs,
@@ -349,7 +369,9 @@ def decide(inp: EngineInput) -> Decision:
                 model,
                 state_out.model_copy(update={"last_scale_s": now}),
             )
-        return _keep(current, f"at maxReplicas or step: {why}", sigs, diagnosis, model, state_out)
+        return _keep(
+            look, current, f"at maxReplicas or step: {why}", sigs, diagnosis, model, state_out
+        )
 
     if all_low and model < current:
         low_since = state.low_since_s if state.low_since_s is not None else now
@@ -359,6 +381,7 @@ def decide(inp: EngineInput) -> Decision:
             projected = peak_load / max(target, 1)
             if target < current and projected >= policy.scale_down_headroom:
                 return _keep(
+                    look,
                     current,
                     f"the recent peak load ({peak_load:.2f} replicas at the high watermarks) "
                     f"would reach {projected:.2f} of them at {target} replicas "
@@ -376,6 +399,7 @@ def decide(inp: EngineInput) -> Decision:
                     f"(≥ {policy.scale_down_stabilization_seconds} s) and the model needs {model}"
                 )
                 return _decided(
+                    look,
                     target,
                     reason,
                     sigs,
@@ -396,6 +420,7 @@ def decide(inp: EngineInput) -> Decision:
                     ),
                 )
         return _keep(
+            look,
             current,
             f"all signals low for {waited:.0f} s of "
             f"{policy.scale_down_stabilization_seconds} s before scaling down",
@@ -405,6 +430,7 @@ def decide(inp: EngineInput) -> Decision:
             new_state.model_copy(update={"low_since_s": low_since, "pressure_since_s": None}),
         )
     return _keep(
+        look,
         current,
         "signals within watermarks",
         sigs,
@@ -432,6 +458,7 @@ def _peak_load(
 
 
 def _decided(
+    look: Outlook | None,
     replicas: int,
     reason: str,
     sigs: list[Signal],
@@ -450,11 +477,13 @@ def _decided(
         calibration=state.calibration,
         metrics_available=True,
         metrics_reason="ok",
+        outlook=look,
         state=state.model_copy(update={"decided_replicas": replicas}),
     )
 
 
 def _keep(
+    look: Outlook | None,
     current: int,
     why: str,
     sigs: list[Signal],
@@ -462,7 +491,7 @@ def _keep(
     model: int,
     state: ScalingState,
 ) -> Decision:
-    return _decided(current, f"hold {current}: {why}", sigs, diagnosis, model, state)
+    return _decided(look, current, f"hold {current}: {why}", sigs, diagnosis, model, state)
 
 
 def _blindness(snap: Snapshot | None, now: float, stale_after_s: float) -> str | None:

@@ -2,6 +2,8 @@
 
 from pydantic import BaseModel, ConfigDict
 
+from tokenscale.scaling.forecast import RateForecast
+
 
 class ScalingState(BaseModel):
     """Unix seconds for times; the calibration factor scales the planner's efficiencies."""
@@ -18,3 +20,5 @@ class ScalingState(BaseModel):
     pressure_since_s: float | None = None
     last_scale_s: float | None = None
     calibration: float = 1.0
+    rate: RateForecast | None = None
+    """The arrival-rate smoother (level, trend, dispersion) behind the forecast."""

@@ -9,8 +9,11 @@
   the least loaded ready ones.
 
 GPU-seconds accumulate for every replica that holds GPUs (starting, ready or draining).
+Each replica's creation→Ready time is recorded, as the operator measures it from its pods
+(``lead_time_s``: the median of the last few; None until one has started).
 """
 
+import statistics
 from collections import deque
 from dataclasses import dataclass
 from math import inf
@@ -23,11 +26,15 @@ from tokenscale.simulation.replica import Replica, ReplicaConfig, SimRequest
 Phase = Literal["starting", "ready", "draining"]
 
 
+LEAD_TIME_SAMPLES = 5
+
+
 @dataclass(eq=False)
 class Member:
     replica: Replica
     ready_at_s: float
     phase: Phase
+    created_s: float = 0.0
 
 
 class Fleet:
@@ -51,6 +58,7 @@ class Fleet:
         self.gpu_seconds = 0.0
         self._t = now
         self.target = initial_ready
+        self.lead_times_s: deque[float] = deque(maxlen=LEAD_TIME_SAMPLES)
 
     # -- counts ---------------------------------------------------------------------------------
     @property
@@ -61,6 +69,10 @@ class Fleet:
     def active(self) -> int:
         """Replicas asked for and not draining (starting + ready)."""
         return sum(1 for m in self.members if m.phase != "draining")
+
+    def lead_time_s(self) -> float | None:
+        """Median creation→Ready time of the last replicas started (None: none yet)."""
+        return statistics.median(self.lead_times_s) if self.lead_times_s else None
 
     def next_ready_s(self) -> float:
         """When the next starting replica serves (infinity when none is starting)."""
@@ -77,6 +89,7 @@ class Fleet:
             if m.phase == "starting":
                 if m.ready_at_s <= t:
                     m.phase = "ready"
+                    self.lead_times_s.append(m.ready_at_s - m.created_s)
                     m.replica.clock = max(m.replica.clock, m.ready_at_s)
             else:
                 m.replica.run_until(t)
@@ -103,7 +116,9 @@ class Fleet:
         if delta > 0:
             for _ in range(delta):
                 self.members.append(
-                    Member(Replica(self.cfg, self.rec, now), now + self.cold_start_s, "starting")
+                    Member(
+                        Replica(self.cfg, self.rec, now), now + self.cold_start_s, "starting", now
+                    )
                 )
         elif delta < 0:
             remove = -delta

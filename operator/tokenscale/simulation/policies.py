@@ -26,6 +26,7 @@ from typing import Literal, Protocol
 
 from tokenscale.api.inference_service import InferenceServiceSpec
 from tokenscale.planning import Plan
+from tokenscale.scaling.decision import Decision
 from tokenscale.scaling.engine import EngineInput, decide
 from tokenscale.scaling.snapshot import Snapshot
 from tokenscale.scaling.state import ScalingState
@@ -53,12 +54,22 @@ class Policy(Protocol):
 class TokenscalePolicy:
     name = "tokenscale"
 
-    def __init__(self, spec: InferenceServiceSpec, forecast: Plan, stale_after_s: float) -> None:
+    def __init__(
+        self,
+        spec: InferenceServiceSpec,
+        forecast: Plan,
+        stale_after_s: float,
+        interval_s: float = 15.0,
+    ) -> None:
         self.spec = spec
         self.forecast = forecast
         self.stale_after_s = stale_after_s
+        self.interval_s = interval_s
         self.state = ScalingState(decided_replicas=forecast.replicas.total)
         self.last_reason = ""
+        self.lead_time_s: float | None = None
+        """Set by the simulator from the fleet, as the operator measures it from its pods."""
+        self.last: Decision | None = None
 
     def decide(self, now: float, snap: Snapshot | None, current: int) -> int:
         d = decide(
@@ -69,9 +80,12 @@ class TokenscalePolicy:
                 state=self.state,
                 now_s=now,
                 stale_after_s=self.stale_after_s,
+                lead_time_s=self.lead_time_s,
+                interval_s=self.interval_s,
             )
         )
         self.state = d.state
+        self.last = d
         self.last_reason = d.reason
         return d.replicas
 

@@ -157,7 +157,9 @@ class Setup:
     def policy(self, name: PolicyName) -> Policy:
         sc = self.spec.scaling
         if name == "tokenscale":
-            return TokenscalePolicy(self.spec, self.forecast, self.opts.stale_after_s)
+            return TokenscalePolicy(
+                self.spec, self.forecast, self.opts.stale_after_s, self.opts.decision_interval_s
+            )
         if name == "static":
             return StaticPolicy(self.peak_plan.replicas.total)
         if name == "oracle":
@@ -316,6 +318,8 @@ def _replay(
             t_scrape += opts.scrape_interval_s
         if t >= t_decide:
             snap = snapshot_at(scrapes, t, rec, opts.gauge_window_s, opts.rate_window_s)
+            if isinstance(policy, TokenscalePolicy):
+                policy.lead_time_s = fleet.lead_time_s()
             delta = fleet.set_target(policy.decide(t, snap, fleet.target), t)
             counts.ups += delta > 0
             counts.downs += delta < 0

@@ -1,0 +1,117 @@
+"""PURE: the arrival rate one lead time ahead, and burst headroom from the traffic itself.
+
+**Forecast**: Holt's linear smoother (a level and a trend) over the request rate the metrics
+show at each decision, with time constants in seconds so decisions need not be evenly spaced:
+
+    a = 1 − exp(−dt / LEVEL_TAU_S),  b = 1 − exp(−dt / TREND_TAU_S)
+    level' = a·r + (1 − a)·(level + trend·dt)
+    trend' = b·(level' − level) / dt + (1 − b)·trend
+    expected(h) = max(r, level' + max(trend', 0)·h)
+
+Only a rising trend moves the expectation above what is seen now: a forecast may add replicas
+before the load arrives, never remove them before it has left (scale-down stays the careful
+path). ``h`` is the lead time — how long a new replica takes from creation to Ready, measured
+from the cluster's pods (``controller/lead_time.py``) or the simulated fleet — plus one
+decision interval.
+
+**Burst headroom**: the dispersion of the observed rate around the smoothed one,
+``σ² = EWMA((r − level − trend·dt)²)``, gives ``headroom = 1 + Z·σ / level`` within
+``[1, MAX_HEADROOM]``: steady traffic gets none, bursty traffic gets what its own swings ask
+for, instead of a fixed redundancy factor.
+
+The expectation and the headroom become replicas with the live model's per-replica rate
+(the planner's answer at the observed workload and calibration):
+``ceil(expected × headroom / rps_per_replica)``.
+"""
+
+import math
+
+from pydantic import BaseModel, ConfigDict
+
+LEVEL_TAU_S = 60.0
+TREND_TAU_S = 180.0
+VARIANCE_TAU_S = 600.0
+Z = 1.0
+MAX_HEADROOM = 1.5
+MAX_GAP_S = 900.0
+DEFAULT_LEAD_TIME_S = 180.0
+"""Until a replica has been seen to start (a fresh service): a typical GPU pod's cold start."""
+
+
+class RateForecast(BaseModel):
+    """The smoother's memory (kept in the scaling state)."""
+
+    model_config = ConfigDict(frozen=True)
+
+    level_rps: float
+    trend_rps_per_s: float = 0.0
+    variance: float = 0.0
+    at_s: float
+
+
+class Outlook(BaseModel):
+    """What the traffic says one lead time ahead (written into the decision)."""
+
+    model_config = ConfigDict(frozen=True)
+
+    observed_rps: float
+    expected_rps: float
+    horizon_s: float
+    lead_time_s: float
+    lead_time_measured: bool
+    burst_headroom: float
+    replicas: int | None
+    """``ceil(expected × headroom / rps_per_replica)``; None without a per-replica rate."""
+
+
+def update(prev: RateForecast | None, rate_rps: float, now_s: float) -> RateForecast:
+    """One observation; a long gap (or time going back) restarts the smoother."""
+    if prev is None or now_s <= prev.at_s or now_s - prev.at_s > MAX_GAP_S:
+        return RateForecast(level_rps=rate_rps, at_s=now_s)
+    dt = now_s - prev.at_s
+    a = 1.0 - math.exp(-dt / LEVEL_TAU_S)
+    b = 1.0 - math.exp(-dt / TREND_TAU_S)
+    v = 1.0 - math.exp(-dt / VARIANCE_TAU_S)
+    predicted = prev.level_rps + prev.trend_rps_per_s * dt
+    level = max(0.0, a * rate_rps + (1.0 - a) * predicted)
+    trend = b * (level - prev.level_rps) / dt + (1.0 - b) * prev.trend_rps_per_s
+    error = rate_rps - predicted
+    variance = v * error * error + (1.0 - v) * prev.variance
+    return RateForecast(level_rps=level, trend_rps_per_s=trend, variance=variance, at_s=now_s)
+
+
+def expected_rps(f: RateForecast, observed_rps: float, horizon_s: float) -> float:
+    return max(observed_rps, f.level_rps + max(f.trend_rps_per_s, 0.0) * horizon_s)
+
+
+def headroom(f: RateForecast) -> float:
+    if f.level_rps <= 0:
+        return 1.0
+    return min(MAX_HEADROOM, 1.0 + Z * math.sqrt(f.variance) / f.level_rps)
+
+
+def outlook(
+    f: RateForecast,
+    observed_rps: float,
+    lead_time_s: float | None,
+    interval_s: float,
+    rps_per_replica: float | None,
+) -> Outlook:
+    lead = DEFAULT_LEAD_TIME_S if lead_time_s is None else max(0.0, lead_time_s)
+    horizon = lead + interval_s
+    expected = expected_rps(f, observed_rps, horizon)
+    room = headroom(f)
+    replicas = (
+        math.ceil(expected * room / rps_per_replica - 1e-9)
+        if rps_per_replica is not None and rps_per_replica > 0
+        else None
+    )
+    return Outlook(
+        observed_rps=observed_rps,
+        expected_rps=round(expected, 4),
+        horizon_s=horizon,
+        lead_time_s=lead,
+        lead_time_measured=lead_time_s is not None,
+        burst_headroom=round(room, 4),
+        replicas=replicas,
+    )

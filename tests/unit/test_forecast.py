@@ -1,0 +1,162 @@
+"""Forecast, burst headroom, lead time and bucket-honest scale-down (pure parts)."""
+
+import math
+import random
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from tests.helpers import spec as make_spec
+from tokenscale.catalog.vllm_metrics import INTER_TOKEN_BUCKETS
+from tokenscale.planning import plan_service
+from tokenscale.scaling import EngineInput, ScalingState, Snapshot, decide
+from tokenscale.scaling.buckets import bucket_range, reads_low
+from tokenscale.scaling.forecast import (
+    DEFAULT_LEAD_TIME_S,
+    RateForecast,
+    expected_rps,
+    headroom,
+    outlook,
+    update,
+)
+from tokenscale.simulation.fleet import Fleet
+from tokenscale.simulation.recorder import Recorder
+from tokenscale.simulation.replica import replica_config
+
+NOW = 1_000_000.0
+
+
+def _feed(rates: list[float], dt: float = 15.0) -> RateForecast:
+    f: RateForecast | None = None
+    for k, r in enumerate(rates):
+        f = update(f, r, NOW + dt * k)
+    assert f is not None
+    return f
+
+
+def test_a_steady_rate_has_no_trend_and_no_headroom() -> None:
+    f = _feed([10.0] * 100)
+    assert f.level_rps == pytest.approx(10.0)
+    assert f.trend_rps_per_s == pytest.approx(0.0, abs=1e-9)
+    assert headroom(f) == pytest.approx(1.0)
+    assert expected_rps(f, 10.0, 195.0) == pytest.approx(10.0)
+
+
+def test_a_ramp_is_expected_to_continue_one_lead_time_ahead() -> None:
+    rates = [10.0 + 0.05 * 15 * k for k in range(80)]  # +0.05 RPS per second
+    f = _feed(rates)
+    ahead = expected_rps(f, rates[-1], 195.0)
+    assert ahead > rates[-1] + 0.05 * 195 * 0.5
+    assert ahead < rates[-1] + 0.05 * 195 * 1.5
+
+
+def test_a_falling_rate_never_lowers_the_expectation_below_what_is_seen() -> None:
+    f = _feed([40.0 - 0.3 * k for k in range(100)])
+    assert expected_rps(f, 10.0, 300.0) >= 10.0
+    assert f.trend_rps_per_s < 0
+
+
+def test_bursty_traffic_earns_headroom_steady_traffic_does_not() -> None:
+    rng = random.Random(1)
+    steady = _feed([20.0 + rng.uniform(-0.5, 0.5) for _ in range(200)])
+    bursty = _feed([20.0 * (3.0 if rng.random() < 0.1 else 0.8) for _ in range(200)])
+    assert headroom(steady) < 1.05
+    assert 1.2 < headroom(bursty) <= 1.5
+
+
+def test_a_long_gap_restarts_the_smoother() -> None:
+    f = update(_feed([10.0] * 10), 50.0, NOW + 10_000)
+    assert f.level_rps == 50.0
+    assert f.trend_rps_per_s == 0.0
+
+
+def test_outlook_uses_the_measured_lead_time_or_the_default() -> None:
+    f = _feed([10.0] * 20)
+    measured = outlook(f, 10.0, 60.0, 15.0, 4.0)
+    assert measured.horizon_s == 75.0
+    assert measured.lead_time_measured
+    assert measured.replicas == 3
+    default = outlook(f, 10.0, None, 15.0, None)
+    assert default.lead_time_s == DEFAULT_LEAD_TIME_S
+    assert not default.lead_time_measured
+    assert default.replicas is None
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.floats(1.0, 100.0), st.floats(1.0, 5.0), st.integers(5, 60))
+def test_a_step_up_never_lowers_the_forecast(base: float, factor: float, after: int) -> None:
+    before = _feed([base] * 40)
+    stepped = _feed([base] * 40 + [base * factor] * after)
+    assert expected_rps(stepped, base * factor, 195.0) >= expected_rps(before, base, 195.0)
+
+
+# -- bucket-honest scale-down ------------------------------------------------------------------
+def test_a_quantile_is_read_as_its_bucket() -> None:
+    assert bucket_range(0.07, INTER_TOKEN_BUCKETS) == (0.05, 0.075)
+    assert bucket_range(0.075, INTER_TOKEN_BUCKETS) == (0.05, 0.075)
+    lo, hi = bucket_range(1e9, INTER_TOKEN_BUCKETS)
+    assert math.isinf(hi)
+    assert lo == INTER_TOKEN_BUCKETS[-1]
+
+
+def test_a_tpot_p99_inside_a_bucket_below_the_slo_reads_low() -> None:
+    # TPOT SLO 80 ms, low at 0.7 × = 56 ms: 0.07 lies in (0.05, 0.075], entirely under the SLO
+    assert reads_low("tpot_p99_s", 0.07, 0.056, 0.08)[0]
+    # a bucket reaching over the SLO does not
+    assert not reads_low("tpot_p99_s", 0.09, 0.056, 0.08)[0]
+    # ... nor one starting above the low watermark
+    assert not reads_low("tpot_p99_s", 0.07, 0.04, 0.08)[0]
+
+
+def test_the_engine_scales_down_through_an_interpolated_tpot_p99() -> None:
+    spec = make_spec(
+        workload={"rps": {"mean": 2}},
+        slo={"ttftP99Seconds": 2.0, "tpotP99Seconds": 0.08},
+        scaling={
+            "minReplicas": 1,
+            "maxReplicas": 20,
+            "policy": {"scaleDownStabilizationSeconds": 60},
+        },
+    )
+    state = ScalingState(decided_replicas=6)
+    replicas = 6
+    for k in range(60):
+        now = NOW + 15 * k
+        s = Snapshot(
+            at=now,
+            replicas_reporting=replicas,
+            waiting=0.0,
+            running=2.0 * replicas,
+            kv_usage_max=0.1,
+            kv_usage_mean=0.1,
+            ttft_p99_s=0.3,
+            tpot_p99_s=0.07,
+            request_rate_rps=1.0,
+            prompt_tps=1000.0,
+            generation_tps=200.0,
+            newest_sample_age_s=1.0,
+        )
+        d = decide(
+            EngineInput(spec=spec, forecast=plan_service(spec), snapshot=s, state=state, now_s=now)
+        )
+        state, replicas = d.state, d.replicas
+    assert replicas < 6
+    tpot = next(x for x in d.signals if x.name == "tpot_p99_s")
+    assert tpot.level == "low"
+    assert "bucket (0.05, 0.075]" in tpot.reason
+    assert d.outlook is not None
+    assert d.outlook.burst_headroom == pytest.approx(1.0)
+
+
+# -- the simulated fleet measures lead time as the operator does -------------------------------
+def test_the_fleet_measures_creation_to_ready() -> None:
+    spec = make_spec()
+    cfg = replica_config(spec, plan_service(spec), 512)
+    fleet = Fleet(cfg, Recorder(), 1, cold_start_s=90.0, initial_ready=1)
+    assert fleet.lead_time_s() is None
+    fleet.set_target(3, 10.0)
+    fleet.advance(50.0)
+    assert fleet.lead_time_s() is None
+    fleet.advance(100.0)
+    assert fleet.lead_time_s() == pytest.approx(90.0)
