@@ -1,4 +1,4 @@
-"""Request traces shipped with the package (their licences and attribution sit beside them in
+"""Data shipped with the package (shell side: it reads package files). Request traces (their licences and attribution sit beside them in
 ``tokenscale/data/traces/``, README included): the default load of ``tokenscale simulate``
 examples, the autoscaling benchmark and the tests.
 
