@@ -44,7 +44,7 @@ from typing import Any
 
 from tokenscale.api.inference_service import InferenceService, InferenceServiceSpec
 from tokenscale.api.manifest import parse_manifests
-from tokenscale.catalog.traces import AZURE_CONVERSATION, MOONCAKE_SYNTHETIC, bundled_trace
+from tokenscale.data import AZURE_CONVERSATION, MOONCAKE_SYNTHETIC, bundled_trace
 from tokenscale.simulation import POLICIES, PolicyName, Setup, SimOptions, SimResult, simulate
 from tokenscale.simulation.trace import Trace, parse_trace, scale_trace, trace_stats
 from tokenscale.simulation.workloads import (

@@ -66,7 +66,7 @@ def test_idle_is_zero_traffic_with_engines_reporting() -> None:
 
 def test_an_idle_fleet_falls_to_min_replicas_one_step_at_a_time() -> None:
     spec = _spec(policy={"scaleDownStabilizationSeconds": 300})
-    start = plan_service(spec).replicas.total
+    start = plan_service(spec).sized.total
     assert start >= 3
     decisions = _run(spec, [_idle(start, NOW + 15 * k) for k in range(240)], start)
     replicas = [d.replicas for d in decisions]
@@ -81,14 +81,14 @@ def test_an_idle_fleet_falls_to_min_replicas_one_step_at_a_time() -> None:
 
 def test_min_replicas_zero_keeps_one_engine_to_report() -> None:
     spec = _spec(minReplicas=0, policy={"scaleDownStabilizationSeconds": 60})
-    start = plan_service(spec).replicas.total
+    start = plan_service(spec).sized.total
     decisions = _run(spec, [_idle(start, NOW + 15 * k) for k in range(200)], start)
     assert decisions[-1].replicas == 1
 
 
 def test_no_series_is_blindness_not_idleness() -> None:
     spec = _spec(policy={"scaleDownStabilizationSeconds": 60})
-    start = plan_service(spec).replicas.total
+    start = plan_service(spec).sized.total
     blind = [
         Snapshot(at=NOW + 15 * k, replicas_reporting=0, problems=["no series"]) for k in range(100)
     ]
@@ -99,7 +99,7 @@ def test_no_series_is_blindness_not_idleness() -> None:
 
 def test_forecast_workload_source_keeps_the_forecast_at_idle() -> None:
     spec = _spec(policy={"scaleDownStabilizationSeconds": 60, "workloadSource": "forecast"})
-    start = plan_service(spec).replicas.total
+    start = plan_service(spec).sized.total
     decisions = _run(spec, [_idle(start, NOW + 15 * k) for k in range(100)], start)
     last = decisions[-1]
     assert last.model_replicas is not None
@@ -116,7 +116,7 @@ def test_the_simulated_idle_service_falls_to_min_replicas(gap_h: float) -> None:
         rows.append(TraceRequest(t, 1000, 200))
     rows.append(TraceRequest(t + gap_h * 3600, 1000, 200))
     setup = Setup(_spec(), Trace(tuple(rows), "idle"), SimOptions(), "idle")
-    start = setup.forecast.replicas.total
+    start = setup.forecast.sized.total
     assert start >= 3
     r = simulate(setup, "tokenscale")
     assert r.slo_attainment == 1.0

@@ -59,7 +59,7 @@ def render_bundle(
     objs = [
         deployment(name, namespace, replicas, template, digest),
         service(name, namespace),
-        pod_disruption_budget(name, namespace, pdb_min_available(replicas, plan.replicas.needed)),
+        pod_disruption_budget(name, namespace, pdb_min_available(replicas, plan.sized.needed)),
     ]
     if owner is not None:
         for obj in objs:

@@ -65,7 +65,7 @@ class TokenscalePolicy:
         self.forecast = forecast
         self.stale_after_s = stale_after_s
         self.interval_s = interval_s
-        self.state = ScalingState(decided_replicas=forecast.replicas.total)
+        self.state = ScalingState(decided_replicas=forecast.sized.total)
         self.last_reason = ""
         self.lead_time_s: float | None = None
         """Set by the simulator from the fleet, as the operator measures it from its pods."""
