@@ -93,6 +93,18 @@ class SignalStatus(ApiModel):
     replicas: int = Field(description="Replicas this signal recommends.")
 
 
+class ForecastStatus(ApiModel):
+    """What the traffic says one lead time ahead, and the headroom its bursts ask for."""
+
+    observed_rps: float = Field(description="Request rate over the rate window.")
+    expected_rps: float = Field(description="Expected rate one horizon ahead (rising trend).")
+    horizon_seconds: float = Field(description="Lead time plus one decision interval.")
+    lead_time_seconds: float = Field(description="Pod creation to Ready (median, recent pods).")
+    lead_time_measured: bool = Field(description="False: the default, no pod has started yet.")
+    burst_headroom: float = Field(description="1 + dispersion of the rate ÷ its level, ≤ 1.5.")
+    replicas: int | None = Field(default=None, description="Replicas the forecast asks for.")
+
+
 class DecisionStatus(ApiModel):
     """The last replica decision and why."""
 
@@ -102,6 +114,9 @@ class DecisionStatus(ApiModel):
     model_replicas: int | None = Field(default=None, description="The re-planned model's need.")
     calibration: float | None = Field(default=None, description="Efficiency calibration factor.")
     signals: list[SignalStatus] = Field(default_factory=list, description="Each signal.")
+    forecast: ForecastStatus | None = Field(
+        default=None, description="The forecast, lead time and burst headroom behind it."
+    )
 
 
 class ScalingStateStatus(ApiModel):
@@ -115,6 +130,13 @@ class ScalingStateStatus(ApiModel):
     pressure_since_seconds: float | None = Field(default=None, description="Pressure since.")
     last_scale_seconds: float | None = Field(default=None, description="Last replica change.")
     calibration: float | None = Field(default=None, description="Smoothed calibration.")
+    rate_level_rps: float | None = Field(default=None, description="Smoothed request rate.")
+    rate_trend_rps_per_second: float | None = Field(default=None, description="Its trend.")
+    rate_variance: float | None = Field(default=None, description="Its dispersion (RPS²).")
+    rate_at_seconds: float | None = Field(default=None, description="When it was updated.")
+    lead_time_seconds: float | None = Field(
+        default=None, description="Measured pod creation → Ready time (median of recent pods)."
+    )
 
 
 class InferenceServiceStatus(ApiModel):

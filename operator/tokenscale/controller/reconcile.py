@@ -15,6 +15,7 @@ from tokenscale.api.errors import SpecError
 from tokenscale.api.inference_service import InferenceService
 from tokenscale.api.manifest import parse_inference_service
 from tokenscale.api.profile import parse_profile
+from tokenscale.controller.lead_time import lead_time_s
 from tokenscale.controller.status import (
     condition,
     decision_status,
@@ -121,7 +122,11 @@ def _carry(previous: list[dict[str, Any]], ctype: str, now: str, gen: int | None
 
 
 def _decide(
-    service: InferenceService, plan: Plan, status: dict[str, Any], metrics: MetricsView | None
+    service: InferenceService,
+    plan: Plan,
+    status: dict[str, Any],
+    metrics: MetricsView | None,
+    lead_time: float | None = None,
 ) -> Decision:
     """Plan-only without a metrics source; otherwise the engine, blind-safe."""
     if metrics is None:
@@ -138,6 +143,7 @@ def _decide(
             state=state_from_status(status),
             now_s=metrics.now_s,
             stale_after_s=metrics.stale_after_s,
+            lead_time_s=lead_time,
         )
     )
 
@@ -186,7 +192,8 @@ def reconcile(
 
     status, previous = _previous(body)
     previous_decision = status.get("decidedReplicas")
-    decision = _decide(service, plan, status, metrics)
+    lead_time = None if metrics is None else lead_time_s(kube.list_pods(ns, selector_string(name)))
+    decision = _decide(service, plan, status, metrics, lead_time)
     bundle = render_bundle(name, ns, service.spec, plan, decision.replicas, Owner(name, uid))
     outcome = Outcome(
         feasible=True,
@@ -250,7 +257,7 @@ def reconcile(
         "lastScaleTime": now if scaled else status.get("lastScaleTime", now),
     }
     if metrics is not None:
-        new_status["scaling"] = scaling_state_status(decision.state)
+        new_status["scaling"] = scaling_state_status(decision.state, lead_time)
         if metrics.snapshot is not None:
             new_status["live"] = live_status(metrics.snapshot, now)
     if _status_changed(status, new_status):

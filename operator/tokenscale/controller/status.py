@@ -6,6 +6,7 @@ from typing import Any, Literal
 from tokenscale.api.status import (
     Condition,
     DecisionStatus,
+    ForecastStatus,
     LiveStatus,
     PlanSummary,
     ScalingStateStatus,
@@ -13,6 +14,7 @@ from tokenscale.api.status import (
 )
 from tokenscale.planning.result import Plan
 from tokenscale.scaling import Decision, ScalingState, Snapshot
+from tokenscale.scaling.forecast import RateForecast
 
 ConditionStatus = Literal["True", "False", "Unknown"]
 
@@ -262,10 +264,24 @@ def decision_status(decision: Decision) -> dict[str, Any]:
             )
             for s in decision.signals
         ],
+        forecast=(
+            None
+            if decision.outlook is None
+            else ForecastStatus(
+                observed_rps=decision.outlook.observed_rps,
+                expected_rps=decision.outlook.expected_rps,
+                horizon_seconds=decision.outlook.horizon_s,
+                lead_time_seconds=decision.outlook.lead_time_s,
+                lead_time_measured=decision.outlook.lead_time_measured,
+                burst_headroom=decision.outlook.burst_headroom,
+                replicas=decision.outlook.replicas,
+            )
+        ),
     ).model_dump(by_alias=True, exclude_none=True)
 
 
-def scaling_state_status(state: ScalingState) -> dict[str, Any]:
+def scaling_state_status(state: ScalingState, lead_time_s: float | None = None) -> dict[str, Any]:
+    rate = state.rate
     return ScalingStateStatus(
         low_since_seconds=state.low_since_s,
         peak_load_replicas=state.peak_load,
@@ -273,6 +289,11 @@ def scaling_state_status(state: ScalingState) -> dict[str, Any]:
         pressure_since_seconds=state.pressure_since_s,
         last_scale_seconds=state.last_scale_s,
         calibration=state.calibration,
+        rate_level_rps=None if rate is None else rate.level_rps,
+        rate_trend_rps_per_second=None if rate is None else rate.trend_rps_per_s,
+        rate_variance=None if rate is None else rate.variance,
+        rate_at_seconds=None if rate is None else rate.at_s,
+        lead_time_seconds=lead_time_s,
     ).model_dump(by_alias=True, exclude_none=True)
 
 
@@ -287,4 +308,14 @@ def state_from_status(status: dict[str, Any]) -> ScalingState:
         pressure_since_s=kept.get("pressureSinceSeconds"),
         last_scale_s=kept.get("lastScaleSeconds"),
         calibration=kept.get("calibration") or 1.0,
+        rate=(
+            RateForecast(
+                level_rps=kept["rateLevelRps"],
+                trend_rps_per_s=kept.get("rateTrendRpsPerSecond") or 0.0,
+                variance=kept.get("rateVariance") or 0.0,
+                at_s=kept["rateAtSeconds"],
+            )
+            if kept.get("rateLevelRps") is not None and kept.get("rateAtSeconds") is not None
+            else None
+        ),
     )

@@ -68,6 +68,11 @@ class Kube:
     def read_config_map(self, namespace: str, name: str) -> dict[str, Any] | None:
         return _or_none(lambda: self._plain(self.core.read_namespaced_config_map(name, namespace)))
 
+    def list_pods(self, namespace: str, selector: str) -> list[dict[str, Any]]:
+        """The pods a label selector picks (a Deployment's, for their lead time)."""
+        pods = self.core.list_namespaced_pod(namespace, label_selector=selector)
+        return [self._plain(p) for p in pods.items]
+
     def _raw(
         self,
         method: str,

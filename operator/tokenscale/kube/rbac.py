@@ -15,10 +15,12 @@ NAMESPACED: tuple[Rule, ...] = (
     ("policy", "poddisruptionbudgets", ("get", "create", "patch")),
     ("", "events", ("create", "patch")),
     ("", "configmaps", ("get",)),
+    ("", "pods", ("list",)),
 )
 """Reconcile: read/apply owned objects (server-side apply creates with create), write status
-and events, read the ConfigMap a ``spec.profileRef`` names; kopf watches InferenceServices
-and owned Deployments and patches its annotations."""
+and events, read the ConfigMap a ``spec.profileRef`` names, list the Deployment's pods for
+their creation→Ready lead time; kopf watches InferenceServices and owned Deployments and
+patches its annotations."""
 
 CLUSTER_READ: tuple[Rule, ...] = (
     ("apiextensions.k8s.io", "customresourcedefinitions", ("get", "list", "watch")),
