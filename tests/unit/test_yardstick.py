@@ -86,3 +86,33 @@ def test_cli_all_reports_every_baseline_in_json(tmp_path: Path) -> None:
     assert table.exit_code == 0, table.output
     for label in ("oracle (replayed)", "best-static (", "static-at-peak (", "kv-threshold"):
         assert label in table.stdout
+
+
+def test_cli_explain_prints_the_decision_with_signals_forecast_and_lead_time(
+    tmp_path: Path,
+) -> None:
+    trace = synthetic_trace(300, 5.0, lambda r: 800, lambda r: 80, seed=2)
+    csv_path = tmp_path / "t.csv"
+    csv_path.write_text(
+        "TIMESTAMP,ContextTokens,GeneratedTokens\n"
+        + "".join(f"{r.arrival_s},{r.input_tokens},{r.output_tokens}\n" for r in trace.requests)
+    )
+    png = tmp_path / "plot.png"
+    args = ["simulate", str(SPEC_FILE), "--trace", str(csv_path), "--explain", "2:30"]
+    result = CliRunner().invoke(app, [*args, "--plot", str(png)])
+    assert result.exit_code == 0, result.output
+    out = result.stdout
+    assert "at 2:30 (150 s)" in out
+    for needle in (
+        "reason:",
+        "kv_usage",
+        "waiting_per_replica",
+        "forecast: observed",
+        "lead time:",
+    ):
+        assert needle in out
+    assert "burst headroom" in out
+    assert png.stat().st_size > 20_000
+    bad = CliRunner().invoke(app, [*args[:-1], "soon"])
+    assert bad.exit_code == 2
+    assert "MM:SS" in bad.output

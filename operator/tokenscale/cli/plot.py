@@ -1,6 +1,7 @@
 """``--plot`` PNGs: the simulator's timeline and the load test's throughput/latency curves."""
 
 from pathlib import Path
+from typing import Any
 
 import matplotlib
 
@@ -37,6 +38,7 @@ def draw_timeline(results: list[SimResult], slo: Slo, path: Path) -> None:
             ls=":",
             color=line.get_color(),
         )
+        _mark_scale_events(ax_rep, r, line.get_color(), annotate=r is results[0])
         ax_queue.plot(t, [p.waiting for p in r.timeline], color=line.get_color(), lw=1)
         ax_kv.plot(t, [p.kv_usage_max for p in r.timeline], color=line.get_color(), lw=1)
         ax_ttft.plot(
@@ -61,6 +63,30 @@ def draw_timeline(results: list[SimResult], slo: Slo, path: Path) -> None:
     fig.tight_layout()
     fig.savefig(path, dpi=90)
     plt.close(fig)
+
+
+MAX_ANNOTATIONS = 14
+
+
+def _mark_scale_events(ax: Any, r: SimResult, color: str, annotate: bool) -> None:
+    """A ▲/▼ at each change of the replicas asked for; the first policy's reasons written."""
+    written = 0
+    for before, p in zip(r.timeline, r.timeline[1:], strict=False):
+        if p.replicas_target == before.replicas_target:
+            continue
+        up = p.replicas_target > before.replicas_target
+        ax.plot(p.t_s / 60, p.replicas_target, marker="^" if up else "v", color=color, ms=6)
+        if annotate and written < MAX_ANNOTATIONS:
+            written += 1
+            why = p.reason.split(": ", 1)[-1]
+            ax.annotate(
+                why[:48] + ("…" if len(why) > 48 else ""),
+                (p.t_s / 60, p.replicas_target),
+                xytext=(4, 8 if up else -12),
+                textcoords="offset points",
+                fontsize=6,
+                color=color,
+            )
 
 
 def draw_bench(profile: BenchProfile, path: Path) -> None:

@@ -30,6 +30,7 @@ from tokenscale.simulation import (
     scale_trace,
     simulate,
 )
+from tokenscale.simulation.result import Explanation
 from tokenscale.simulation.trace import TraceFormat
 
 
@@ -141,10 +142,19 @@ def simulate_command(
     timeline: Annotated[
         bool, typer.Option("--timeline/--no-timeline", help="Include the timeline in JSON.")
     ] = False,
+    explain: Annotated[
+        str | None,
+        typer.Option(
+            "--explain",
+            help="Print tokenscale's decision at this moment of the trace (MM:SS, HH:MM:SS or "
+            "seconds): every signal, the forecast and the lead time.",
+        ),
+    ] = None,
 ) -> None:
     """Replay a trace against a simulated vLLM fleet; compare scaling policies."""
     if arrival_unit not in ("s", "ms"):
         raise bad_input(f"--arrival-unit {arrival_unit!r}: use s or ms")
+    explain_at = None if explain is None else _moment(explain)
     text, trace_text = read_input(file), read_input(trace)
     try:
         services = parse_manifests(text)
@@ -196,7 +206,8 @@ def simulate_command(
                 def advance(fraction: float, done: int = 1 + k) -> None:
                     bar.update(task, completed=done + fraction)
 
-                results.append(simulate(setup, name, advance))
+                at = explain_at if name == "tokenscale" else None
+                results.append(simulate(setup, name, advance, at))
     except (TraceError, SimulationError, ValueError) as exc:
         raise bad_input(str(exc)) from exc
     if plot is not None:
@@ -227,6 +238,76 @@ def simulate_command(
     )
     if plot is not None:
         console.print(f"timeline written to {plot}", highlight=False)
+    if explain_at is not None:
+        explained = next((r.explanation for r in results if r.explanation is not None), None)
+        if explained is None:
+            console.print(
+                f"--explain {explain}: no tokenscale decision at or after that moment "
+                f"(the trace ends at {_clock(scaled.duration_s)}; add --policy tokenscale)",
+                highlight=False,
+            )
+        else:
+            console.print(explanation_text(explained), highlight=False)
+
+
+def _moment(text: str) -> float:
+    """``MM:SS``, ``HH:MM:SS`` or plain seconds → seconds into the trace."""
+    try:
+        parts = [float(p) for p in text.split(":")]
+    except ValueError:
+        parts = []
+    if not parts or len(parts) > 3 or any(p < 0 for p in parts):
+        raise bad_input(f"--explain {text!r}: use MM:SS, HH:MM:SS or seconds (e.g. 12:30)")
+    seconds = 0.0
+    for p in parts:
+        seconds = seconds * 60 + p
+    return seconds
+
+
+def _clock(seconds: float) -> str:
+    m, s = divmod(round(seconds), 60)
+    h, m = divmod(m, 60)
+    return f"{h}:{m:02d}:{s:02d}" if h else f"{m}:{s:02d}"
+
+
+def explanation_text(e: Explanation) -> str:
+    """The decision at one moment, every signal, the forecast and the lead time, as text."""
+    d = e.decision
+    lines = [
+        f"at {_clock(e.t_s)} ({e.t_s:.0f} s): {d.replicas} replicas asked "
+        f"({e.replicas_ready} ready, {e.replicas_starting} starting) · source {d.source}",
+        f"  reason: {d.reason}",
+        f"  model needs: {d.model_replicas} · calibration {d.calibration:g} · metrics "
+        f"{'ok' if d.metrics_available else 'unavailable: ' + d.metrics_reason}",
+        "  signals:",
+    ]
+    for sig in d.signals:
+        value = "–" if sig.value is None else f"{sig.value:.4g}"
+        lines.append(
+            f"    {sig.name:<20} {value:>9}  high {sig.high:<8g} low {sig.low:<8g} "
+            f"{sig.level:<7} → {sig.replicas}  ({sig.reason})"
+        )
+    look = d.outlook
+    if look is None:
+        lines.append("  forecast: none (no request rate in this snapshot)")
+    else:
+        lead = "measured" if look.lead_time_measured else "default, no replica started yet"
+        lines += [
+            f"  forecast: observed {look.observed_rps:.2f} req/s → expected "
+            f"{look.expected_rps:.2f} req/s in {look.horizon_s:.0f} s",
+            f"  lead time: {look.lead_time_s:.0f} s ({lead}) + one decision interval",
+            f"  burst headroom: ×{look.burst_headroom:.2f} → the forecast asks for "
+            f"{look.replicas if look.replicas is not None else '–'} replicas",
+        ]
+    snap = e.snapshot
+    if snap is not None:
+        lines.append(
+            f"  snapshot: {snap.replicas_reporting} reporting · waiting {snap.waiting} · running "
+            f"{snap.running} · KV max {snap.kv_usage_max} · TTFT P99 {snap.ttft_p99_s} s · "
+            f"TPOT P99 {snap.tpot_p99_s} s"
+        )
+    lines += [f"  diagnosis: {x}" for x in d.diagnosis]
+    return "\n".join(lines)
 
 
 def _no_nan(value: Any) -> Any:

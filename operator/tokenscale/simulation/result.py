@@ -2,6 +2,9 @@
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from tokenscale.scaling.decision import Decision
+from tokenscale.scaling.snapshot import Snapshot
+
 
 class _Frozen(BaseModel):
     model_config = ConfigDict(frozen=True)
@@ -18,6 +21,16 @@ class TimelinePoint(_Frozen):
     ttft_p99_s: float | None = Field(description="What Prometheus reported over the window")
     tpot_p99_s: float | None
     reason: str = Field(default="", description="The policy's reason for this decision")
+
+
+class Explanation(_Frozen):
+    """The tokenscale decision at one moment, with what it saw (``simulate --explain``)."""
+
+    t_s: float
+    replicas_ready: int
+    replicas_starting: int
+    snapshot: Snapshot | None
+    decision: Decision
 
 
 class LatencySummary(_Frozen):
@@ -65,3 +78,6 @@ class SimResult(_Frozen):
         default=None, description="best-static: the smallest fixed count meeting 99 %"
     )
     timeline: list[TimelinePoint] = Field(default_factory=list)
+    explanation: Explanation | None = Field(
+        default=None, description="--explain: the decision at the asked moment"
+    )

@@ -40,7 +40,7 @@ from tokenscale.simulation.policies import (
 )
 from tokenscale.simulation.recorder import Outcome, Recorder
 from tokenscale.simulation.replica import SimRequest, replica_config
-from tokenscale.simulation.result import SimResult, TimelinePoint
+from tokenscale.simulation.result import Explanation, SimResult, TimelinePoint
 from tokenscale.simulation.trace import Trace, TraceRequest, percentile, trace_stats
 
 Progress = Callable[[float], None]
@@ -194,7 +194,12 @@ class _Counts:
     replicas_max: int = 0
 
 
-def simulate(setup: Setup, policy_name: PolicyName, progress: Progress | None = None) -> SimResult:
+def simulate(
+    setup: Setup,
+    policy_name: PolicyName,
+    progress: Progress | None = None,
+    explain_at_s: float | None = None,
+) -> SimResult:
     """Replay the trace under one policy. ``oracle`` replays with no cold start (hindsight);
     ``best-static`` is a bisection over static fleets (:func:`best_static`)."""
     if policy_name == "best-static":
@@ -218,6 +223,7 @@ def simulate(setup: Setup, policy_name: PolicyName, progress: Progress | None = 
         setup.initial_replicas(policy_name),
         setup.opts.cold_start_s,
         progress,
+        explain_at_s=explain_at_s,
     )
 
 
@@ -284,12 +290,14 @@ def _replay(
     cold_start_s: float,
     progress: Progress | None,
     give_up_misses: int | None = None,
+    explain_at_s: float | None = None,
 ) -> SimResult:
     """One replay. With ``give_up_misses`` it stops once more requests than that missed the
     SLO (or were rejected); such a result says ``unfinished=-1`` and undercounts attainment."""
     opts, trace = setup.opts, setup.trace
     slo = setup.spec.slo
     misses, judged = 0, 0
+    explanation: Explanation | None = None
     rec = Recorder()
     fleet = Fleet(setup.replica, rec, setup.forecast.tensor_parallel_size, cold_start_s, initial)
     scrapes: deque[Scrape] = deque(
@@ -323,6 +331,20 @@ def _replay(
             if isinstance(policy, TokenscalePolicy):
                 policy.lead_time_s = fleet.lead_time_s()
             delta = fleet.set_target(policy.decide(t, snap, fleet.target), t)
+            if (
+                explain_at_s is not None
+                and explanation is None
+                and t >= explain_at_s
+                and isinstance(policy, TokenscalePolicy)
+                and policy.last is not None
+            ):
+                explanation = Explanation(
+                    t_s=t,
+                    replicas_ready=sum(1 for m in fleet.members if m.phase == "ready"),
+                    replicas_starting=sum(1 for m in fleet.members if m.phase == "starting"),
+                    snapshot=snap,
+                    decision=policy.last,
+                )
             counts.ups += delta > 0
             counts.downs += delta < 0
             counts.replicas_max = max(counts.replicas_max, fleet.active)
@@ -347,7 +369,8 @@ def _replay(
     while fleet.in_flight() and t < drain_end:
         t = min(fleet.next_ready_s(), drain_end)
         fleet.advance(t)
-    return _result(setup, policy_name, rec, gpu_seconds, counts, fleet.in_flight(), timeline)
+    result = _result(setup, policy_name, rec, gpu_seconds, counts, fleet.in_flight(), timeline)
+    return result if explanation is None else result.model_copy(update={"explanation": explanation})
 
 
 def _admit(fleet: Fleet, r: TraceRequest, now: float, max_len: int, counts: _Counts) -> None:
