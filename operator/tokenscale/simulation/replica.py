@@ -165,14 +165,16 @@ class Replica:
         chunks: list[tuple[SimRequest, int]] = []
         preempted = False
         i = 0
-        while i < len(self.running) and budget > 0:
-            r = self.running[i]
+        bs = cfg.block_size
+        running = self.running
+        while i < len(running) and budget > 0:
+            r = running[i]
             rest = r.prompt_tokens - r.computed
             n = 1 if rest <= 0 else min(rest, budget)
             if rest > 0 and not cfg.chunked_prefill and n < rest:
                 i += 1
                 continue
-            need = self._blocks_for(r.kv + n) - r.blocks
+            need = -(-(r.kv + n) // bs) - r.blocks
             while need > self.free_blocks and self.running[-1] is not r:
                 self._preempt(self.running[-1])
                 preempted = True
@@ -235,11 +237,17 @@ class Replica:
                 dt = perf.mixed_step_seconds(len(decode), mid, 0.0, len(decode)) / mismatch
         end = self.clock + dt * steps
         rec = self.rec
+        clock, on_time = self.clock, 0
         for r in decode:
-            rec.itl.observe(self.clock + dt - r.last_token_s)
+            if r.last_token_s == clock:  # generated in the previous step: its gap is dt
+                on_time += 1
+            else:
+                rec.itl.observe(clock + dt - r.last_token_s)
             r.kv += steps
             r.generated += steps
             r.last_token_s = end
+        if on_time:
+            rec.itl.observe(dt, float(on_time))
         if steps > 1:
             rec.itl.observe(dt, float(len(decode) * (steps - 1)))
         rec.generation_tokens += len(decode) * steps
