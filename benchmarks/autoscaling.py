@@ -83,8 +83,10 @@ class Grid:
 
 CI_GRID = Grid(((1.0, 180.0),))
 FULL_GRID = Grid(
-    ((1.0, 180.0),)
-    + tuple((m, c) for m in (0.7, 1.0, 1.3) for c in (60.0, 180.0, 600.0) if (m, c) != (1.0, 180.0))
+    (
+        (1.0, 180.0),
+        *((m, c) for m in (0.7, 1.0, 1.3) for c in (60.0, 180.0, 600.0) if (m, c) != (1.0, 180.0)),
+    )
 )
 CROSS_GRID = Grid(((1.0, 180.0), (1.0, 60.0), (1.0, 600.0), (0.7, 180.0), (1.3, 180.0)))
 """Each mismatch at 180 s and each cold start at mismatch 1.0: five of the nine cases."""
