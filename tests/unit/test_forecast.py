@@ -160,3 +160,53 @@ def test_the_fleet_measures_creation_to_ready() -> None:
     assert fleet.lead_time_s() is None
     fleet.advance(100.0)
     assert fleet.lead_time_s() == pytest.approx(90.0)
+
+
+def _load_snap(now: float, replicas: int, rps: float, per_replica_rps: float) -> Snapshot:
+    """A fleet carrying ``rps``: KV and running grow with the load per replica."""
+    load = rps / max(replicas, 1) / per_replica_rps
+    return Snapshot(
+        at=now,
+        replicas_reporting=replicas,
+        waiting=0.0,
+        running=20.0 * load * replicas,
+        kv_usage_max=min(1.0, 0.6 * load),
+        kv_usage_mean=min(1.0, 0.6 * load),
+        ttft_p99_s=0.3,
+        tpot_p99_s=0.02,
+        request_rate_rps=rps,
+        prompt_tps=1000.0 * rps,
+        generation_tps=200.0 * rps,
+        newest_sample_age_s=1.0,
+    )
+
+
+@settings(max_examples=25, deadline=None)
+@given(st.floats(2.0, 30.0), st.floats(1.2, 4.0), st.integers(2, 40))
+def test_a_step_up_in_load_never_lowers_the_replica_count(
+    base: float, factor: float, after: int
+) -> None:
+    spec = make_spec(
+        workload={"rps": {"mean": 2}},
+        scaling={"minReplicas": 1, "maxReplicas": 40},
+    )
+    plan = plan_service(spec)
+    state = ScalingState(decided_replicas=plan.sized.total)
+    replicas = plan.sized.total
+    for k in range(40 + after):
+        now = NOW + 15 * k
+        rps = base if k < 40 else base * factor
+        d = decide(
+            EngineInput(
+                spec=spec,
+                forecast=plan,
+                snapshot=_load_snap(now, replicas, rps, 5.0),
+                state=state,
+                now_s=now,
+            )
+        )
+        if k == 39:
+            before = d.replicas
+        if k >= 40:
+            assert d.replicas >= before, (k, d.reason)
+        state, replicas = d.state, d.replicas
