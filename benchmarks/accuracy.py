@@ -16,6 +16,12 @@ from the replica's :class:`~tokenscale.planning.PerfModel`:
 - TTFT at concurrency 1: ``prefill_seconds(in)``
 - throughput at concurrency C: ``output_tps(C)`` (and ``output_tps(C) / output_tps(1)``)
 
+Engine version: vLLM reserves CUDA-graph memory before it sizes the KV pool only since 0.21
+(before, graphs were captured out of the ``gpu_memory_utilization`` slack; vLLM issue 46462
+quotes the start-up notice), and not at all under ``--enforce-eager``; such entries get
+``assumptions.cudaGraphGiB: 0``, a fact about the deployment like its
+``gpuMemoryUtilization``.
+
 Split: entries sorted by id; every third one (positions 2, 5, 8, … counting from 0) is held
 out, the rest is the fit set that the model's constants were tuned on. The targets are
 reported, not asserted: the script always exits 0.
@@ -31,6 +37,7 @@ if sys.path and sys.path[0].rstrip("/").endswith("benchmarks"):
 import argparse
 import json
 import math
+import re
 import statistics
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -106,6 +113,14 @@ def _kv_bytes_per_token_per_gpu(cfg: dict[str, Any], tp: int, kv_dtype: str) -> 
     return 2.0 * layers * max(1, kv_heads // tp) * head_dim * (1.0 if kv_dtype == "fp8" else 2.0)
 
 
+def _reserves_cuda_graphs(entry: dict[str, Any]) -> bool:
+    """Whether the measured engine set CUDA-graph memory aside before sizing the KV pool."""
+    if entry.get("enforce_eager"):
+        return False
+    found = re.search(r"(\d+)\.(\d+)", str(entry.get("vllm", "")))
+    return found is None or (int(found[1]), int(found[2])) >= (0, 21)
+
+
 def build_spec(data: dict[str, Any], entry: dict[str, Any]) -> InferenceServiceSpec:
     model_source, _ = _config(data, entry)
     inp = int(entry.get("input_tokens", 1000))
@@ -141,6 +156,7 @@ def build_spec(data: dict[str, Any], entry: dict[str, Any]) -> InferenceServiceS
                 "maxContextTokens": int(entry.get("max_model_len", inp + out)),
             },
             "serving": serving,
+            "assumptions": {} if _reserves_cuda_graphs(entry) else {"cudaGraphGiB": 0},
         },
     }
     return InferenceService.model_validate(manifest).spec

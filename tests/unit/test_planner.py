@@ -6,7 +6,7 @@ import pytest
 
 from tests.helpers import spec
 from tokenscale.api.inference_service import InferenceServiceSpec
-from tokenscale.catalog import MODEL_CATALOG, count_params
+from tokenscale.catalog import GPU_CATALOG, MODEL_CATALOG, count_params
 from tokenscale.planning import plan_service
 from tokenscale.planning.formulas import GIB
 
@@ -23,7 +23,7 @@ def test_kv_capacity_follows_vllms_arithmetic() -> None:
     s = spec(hardware={"gpuMemoryUtilization": 0.9}, assumptions=FIXED_OVERHEADS)
     p = plan_service(s)
     params = count_params(MODEL_CATALOG["llama-3.1-8b"].architecture).total
-    usable = math.ceil(79.65 * GIB * 0.9)
+    usable = math.ceil(GPU_CATALOG["H100-SXM-80GB"].spec.memory_gib * GIB * 0.9)
     pool = usable - params * 2 - (2.0 + 0.5 + 1.0) * GIB
     per_token = 2 * 32 * 8 * 128 * 2
     blocks = int(pool // (16 * per_token))

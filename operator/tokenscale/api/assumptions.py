@@ -7,6 +7,10 @@ Defaults and where they come from (see README "Accuracy"):
 - ``prefillComputeEfficiency`` 0.55: prefill GEMMs reach ≤ 0.7 of peak (inference-formulas.md);
   attention and norms pull the whole-prefill figure lower.
 - ``stepOverheadSeconds``: scheduler, sampling and launch cost per engine step.
+- ``runtimeOverheadGiB`` 0.14 and ``ncclBufferGiB`` 0.41: the non-torch memory vLLM start-up
+  logs report on H100 (0.13–0.14 GiB at TP 1, 0.54–0.55 GiB at TP 2; benchmarks/accuracy).
+- ``cudaGraphGiB`` 0.5: graph pools vLLM (≥ 0.21) sets aside before sizing the KV pool; not
+  measured by the accuracy dataset, whose engines predate that or ran eager.
 """
 
 from pydantic import Field
@@ -36,13 +40,13 @@ class Assumptions(ApiModel):
         default=0.0008, ge=0, description="Per engine step: scheduling, sampling, launches."
     )
     runtime_overhead_gib: float = Field(
-        default=1.0, ge=0, description="Per GPU: CUDA context and non-torch allocations."
+        default=0.14, ge=0, description="Per GPU: CUDA context and non-torch allocations."
     )
     cuda_graph_gib: float = Field(
         default=0.5, ge=0, description="Per GPU: CUDA-graph capture pools."
     )
     nccl_buffer_gib: float = Field(
-        default=0.5, ge=0, description="Per GPU when tensorParallelSize > 1: NCCL buffers."
+        default=0.41, ge=0, description="Per GPU when tensorParallelSize > 1: NCCL buffers."
     )
     activation_peak_gib: float | None = Field(
         default=None,
