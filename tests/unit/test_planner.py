@@ -5,6 +5,7 @@ import math
 import pytest
 
 from tests.helpers import spec
+from tokenscale.api.assumptions import Assumptions
 from tokenscale.api.inference_service import InferenceServiceSpec
 from tokenscale.catalog import GPU_CATALOG, MODEL_CATALOG, count_params
 from tokenscale.planning import plan_service
@@ -229,7 +230,8 @@ def test_decode_is_bandwidth_bound_at_batch_one() -> None:
     read = (params.active - params.embedding) * 2
     bound_s = read / (3350e9 * 0.80)
     assert p.operating_batch == 1
-    assert p.decode_step_s == pytest.approx(bound_s + 0.0008, rel=0.01)
+    overhead = Assumptions().step_overhead_seconds
+    assert p.decode_step_s == pytest.approx(bound_s + overhead, rel=0.01)
 
 
 def test_assumption_overrides_are_used_and_reported() -> None:
