@@ -23,7 +23,9 @@ quotes the start-up notice), and not at all under ``--enforce-eager``; such entr
 ``gpuMemoryUtilization``.
 
 Split: entries sorted by id; every third one (positions 2, 5, 8, … counting from 0) is held
-out, the rest is the fit set that the model's constants were tuned on. The targets are
+out, the rest is the fit set that the model's constants were tuned on. Entries added after
+the fit carry ``split: held-out`` and are left out of the count, so adding data never moves an
+entry between the sets. The targets are
 reported, not asserted: the script always exits 0.
 """
 
@@ -60,6 +62,7 @@ GIB = 1024**3
 GROUPS = {
     "kv_capacity_tokens": "kv",
     "kv_cache_gib": "kv",
+    "kv_capacity_blocks": "kv",
     "tpot_s": "decode",
     "batch_latency_s": "decode",
     "ttft_s": "ttft",
@@ -137,6 +140,8 @@ def build_spec(data: dict[str, Any], entry: dict[str, Any]) -> InferenceServiceS
     serving: dict[str, Any] = {"blockSize": int(entry.get("block_size", 16))}
     if entry.get("max_num_seqs"):
         serving["maxNumSeqs"] = int(entry["max_num_seqs"])
+    if entry.get("max_num_batched_tokens"):
+        serving["maxNumBatchedTokens"] = int(entry["max_num_batched_tokens"])
     manifest = {
         "apiVersion": "tokenscale.io/v1alpha1",
         "kind": "InferenceService",
@@ -169,6 +174,9 @@ def estimate(data: dict[str, Any], entry: dict[str, Any]) -> tuple[float, float]
     kind, value = entry["kind"], float(entry["value"])
     if kind == "kv_capacity_tokens":
         return value, float(plan.kv_capacity_tokens_per_replica)
+    if kind == "kv_capacity_blocks":
+        block = int(entry.get("block_size", 16))
+        return value * block, float(plan.kv_capacity_tokens_per_replica)
     if kind == "kv_cache_gib":
         _, cfg = _config(data, entry)
         block = int(entry.get("block_size", 16))
@@ -199,14 +207,20 @@ def estimate(data: dict[str, Any], entry: dict[str, Any]) -> tuple[float, float]
 
 def evaluate(data: dict[str, Any]) -> list[Row]:
     entries = sorted(data["measurements"], key=lambda e: str(e["id"]))
+    position = 0
     rows = []
-    for i, e in enumerate(entries):
+    for e in entries:
+        if e.get("split") == "held-out":
+            split = "held-out"
+        else:
+            split = "held-out" if position % 3 == 2 else "fit"
+            position += 1
         measured, est = estimate(data, e)
         unit = "tokens" if e["kind"].startswith("kv_") else str(e["unit"])
         rows.append(
             Row(
                 id=str(e["id"]),
-                split="held-out" if i % 3 == 2 else "fit",
+                split=split,
                 kind=str(e["kind"]),
                 group=GROUPS[e["kind"]],
                 model=str(e["model"]).split(" ")[0],

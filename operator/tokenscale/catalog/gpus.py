@@ -4,8 +4,9 @@
 multiplies by ``gpu_memory_utilization``), which is below the marketing "GB" figure and below
 what ``nvidia-smi`` lists: vLLM start-up logs report 79.18 GiB for an "80GB" H100
 (``Free memory on device (78.57/79.18 GiB)``), 79.15 GiB for an 80 GB A100
-(``total_gpu_memory=79.15GiB``) and PyTorch 39.39 GiB for a 40 GB A100; the other entries are
-``nvidia-smi`` MiB ÷ 1024. Bandwidth is in GB/s (1e9 bytes/s).
+(``total_gpu_memory=79.15GiB``), 139.80 GiB for an H200 (``total_gpu_memory=139.80GiB``) and
+PyTorch 39.39 GiB for a 40 GB A100; the other entries are ``nvidia-smi`` MiB ÷ 1024.
+Bandwidth is in GB/s (1e9 bytes/s).
 """
 
 from dataclasses import dataclass
@@ -82,7 +83,7 @@ GPU_CATALOG: dict[str, GpuEntry] = {
             "H200-SXM-141GB",
             "NVIDIA H200 Tensor Core GPU datasheet (2024), SXM column",
             name="NVIDIA H200",
-            memoryGiB=140.4,
+            memoryGiB=139.8,
             hbmBandwidthGBps=4800,
             bf16Tflops=989,
             fp8Tflops=1979,
