@@ -41,7 +41,7 @@ def _metrics(objects: Objects) -> str | None:
 def test_an_idle_service_falls_to_min_replicas_and_a_silent_one_holds(
     cluster: Cluster, objects: Objects, namespace: str, tmp_path: Path
 ) -> None:
-    workload: dict[str, Any] = {"rps": {"mean": 30}}
+    workload: dict[str, Any] = {"rps": {"mean": 60}}
     start = plan_service(make_spec(workload=workload, scaling=SCALING)).sized.total
     assert start >= 3
     prom = PrometheusServer(tmp_path / "prom").start()

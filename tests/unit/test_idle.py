@@ -19,7 +19,7 @@ NOW = 1_000_000.0
 
 def _spec(**scaling: Any) -> InferenceServiceSpec:
     return make_spec(
-        workload={"rps": {"mean": 30}},
+        workload={"rps": {"mean": 60}},
         scaling={"minReplicas": 1, "maxReplicas": 20, **scaling},
     )
 

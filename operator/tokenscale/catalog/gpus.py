@@ -1,8 +1,12 @@
 """Built-in GPU catalog. Dense peaks (no sparsity) from vendor datasheets.
 
 ``memoryGiB`` is what the CUDA/ROCm runtime reports as total device memory (what vLLM
-multiplies by ``gpu_memory_utilization``), which is below the marketing "GB" figure:
-an "80GB" H100 reports 81,559 MiB ≈ 79.6 GiB. Bandwidth is in GB/s (1e9 bytes/s).
+multiplies by ``gpu_memory_utilization``), which is below the marketing "GB" figure and below
+what ``nvidia-smi`` lists: vLLM start-up logs report 79.18 GiB for an "80GB" H100
+(``Free memory on device (78.57/79.18 GiB)``), 79.15 GiB for an 80 GB A100
+(``total_gpu_memory=79.15GiB``), 139.80 GiB for an H200 (``total_gpu_memory=139.80GiB``) and
+PyTorch 39.39 GiB for a 40 GB A100; the other entries are ``nvidia-smi`` MiB ÷ 1024.
+Bandwidth is in GB/s (1e9 bytes/s).
 """
 
 from dataclasses import dataclass
@@ -33,7 +37,7 @@ GPU_CATALOG: dict[str, GpuEntry] = {
             "A100-SXM-40GB",
             _NVIDIA_A100,
             name="NVIDIA A100-SXM4-40GB",
-            memoryGiB=40.0,
+            memoryGiB=39.39,
             hbmBandwidthGBps=1555,
             bf16Tflops=312,
             int8Tops=624,
@@ -44,7 +48,7 @@ GPU_CATALOG: dict[str, GpuEntry] = {
             "A100-SXM-80GB",
             _NVIDIA_A100,
             name="NVIDIA A100-SXM4-80GB",
-            memoryGiB=80.0,
+            memoryGiB=79.15,
             hbmBandwidthGBps=2039,
             bf16Tflops=312,
             int8Tops=624,
@@ -55,7 +59,7 @@ GPU_CATALOG: dict[str, GpuEntry] = {
             "H100-SXM-80GB",
             _NVIDIA_H100,
             name="NVIDIA H100 80GB HBM3",
-            memoryGiB=79.65,
+            memoryGiB=79.18,
             hbmBandwidthGBps=3350,
             bf16Tflops=989,
             fp8Tflops=1979,
@@ -67,7 +71,7 @@ GPU_CATALOG: dict[str, GpuEntry] = {
             "H100-PCIE-80GB",
             _NVIDIA_H100 + ", PCIe column",
             name="NVIDIA H100 PCIe",
-            memoryGiB=79.65,
+            memoryGiB=79.18,
             hbmBandwidthGBps=2000,
             bf16Tflops=756,
             fp8Tflops=1513,
@@ -79,7 +83,7 @@ GPU_CATALOG: dict[str, GpuEntry] = {
             "H200-SXM-141GB",
             "NVIDIA H200 Tensor Core GPU datasheet (2024), SXM column",
             name="NVIDIA H200",
-            memoryGiB=140.4,
+            memoryGiB=139.8,
             hbmBandwidthGBps=4800,
             bf16Tflops=989,
             fp8Tflops=1979,

@@ -253,6 +253,7 @@ def decision_status(decision: Decision) -> dict[str, Any]:
         reason=decision.reason,
         model_replicas=decision.model_replicas,
         calibration=decision.calibration,
+        prefill_calibration=decision.prefill_calibration,
         signals=[
             SignalStatus(
                 name=s.name,
@@ -289,6 +290,7 @@ def scaling_state_status(state: ScalingState, lead_time_s: float | None = None) 
         pressure_since_seconds=state.pressure_since_s,
         last_scale_seconds=state.last_scale_s,
         calibration=state.calibration,
+        prefill_calibration=state.prefill_calibration,
         rate_level_rps=None if rate is None else rate.level_rps,
         rate_trend_rps_per_second=None if rate is None else rate.trend_rps_per_s,
         rate_variance=None if rate is None else rate.variance,
@@ -308,6 +310,7 @@ def state_from_status(status: dict[str, Any]) -> ScalingState:
         pressure_since_s=kept.get("pressureSinceSeconds"),
         last_scale_s=kept.get("lastScaleSeconds"),
         calibration=kept.get("calibration") or 1.0,
+        prefill_calibration=kept.get("prefillCalibration") or 1.0,
         rate=(
             RateForecast(
                 level_rps=kept["rateLevelRps"],

@@ -25,28 +25,32 @@ from tokenscale.simulation.recorder import Recorder
 from tokenscale.simulation.replica import Replica, ReplicaConfig, SimRequest
 from tokenscale.simulation.trace import Trace, percentile, window_rates
 
-Sample = tuple[int, int] | tuple[int, int, tuple[int, ...]]
-
 
 def run_one_replica(
-    cfg: ReplicaConfig, rate_rps: float, pairs: Sequence[Sample], requests: int, seed: int
+    cfg: ReplicaConfig,
+    rate_rps: float,
+    pairs: Sequence[tuple[int, int]],
+    requests: int,
+    seed: int,
+    prefixes: Sequence[tuple[int, ...]] | None = None,
+    in_order: bool = False,
 ) -> Recorder:
     """Replay ``requests`` Poisson arrivals at ``rate_rps`` on one replica; returns its record.
-
-    ``pairs``: (input, output) drawn at random, or (input, output, prefix blocks) taken in
-    order from a seeded start (prefix reuse is local in time)."""
+    ``prefixes[i]`` (optional) are the prefix-block ids of ``pairs[i]`` (prefix-cache reuse);
+    ``in_order`` takes consecutive requests from a seeded start instead of random ones (a
+    trace's prefix reuse is local in time)."""
     rng = random.Random(seed)
     rec = Recorder()
     replica = Replica(cfg, rec, 0.0)
     t = 0.0
-    in_order = any(len(p) == 3 for p in pairs)
     start = rng.randrange(len(pairs))
     for k in range(requests):
         t += rng.expovariate(rate_rps)
-        sample = pairs[(start + k) % len(pairs)] if in_order else pairs[rng.randrange(len(pairs))]
-        blocks: tuple[int, ...] = sample[2] if len(sample) == 3 else ()
+        i = (start + k) % len(pairs) if in_order else rng.randrange(len(pairs))
+        n_in, n_out = pairs[i]
         replica.run_until(t)
-        replica.add(SimRequest(t, sample[0], sample[1], blocks), t)
+        blocks = prefixes[i] if prefixes is not None else ()
+        replica.add(SimRequest(t, n_in, n_out, prefix_blocks=blocks), t)
     replica.run_until(math.inf)
     return rec
 
@@ -70,25 +74,32 @@ def meets_slo(rec: Recorder, slo: Slo, warmup_fraction: float = 0.2) -> bool:
 def sustainable_rps(
     cfg: ReplicaConfig,
     slo: Slo,
-    pairs: Sequence[Sample],
+    pairs: Sequence[tuple[int, int]],
     guess_rps: float,
     requests: int = 1500,
     seed: int = 0,
     rel_precision: float = 0.02,
+    prefixes: Sequence[tuple[int, ...]] | None = None,
+    in_order: bool = False,
 ) -> float:
     """Bisection for μ (module docstring); ``guess_rps`` seeds the bracket (the planner's)."""
+
+    def ok(rate: float) -> bool:
+        recorded = run_one_replica(cfg, rate, pairs, requests, seed, prefixes, in_order)
+        return meets_slo(recorded, slo)
+
     lo, hi = 0.0, max(guess_rps, 0.01)
-    while meets_slo(run_one_replica(cfg, hi, pairs, requests, seed), slo):
+    while ok(hi):
         lo, hi = hi, hi * 2.0
         if hi > 1e4:
             return lo
     if lo == 0.0:
         lo = hi / 64.0
-        if not meets_slo(run_one_replica(cfg, lo, pairs, requests, seed), slo):
+        if not ok(lo):
             return 0.0
     while hi - lo > rel_precision * hi:
         mid = (lo + hi) / 2.0
-        if meets_slo(run_one_replica(cfg, mid, pairs, requests, seed), slo):
+        if ok(mid):
             lo = mid
         else:
             hi = mid

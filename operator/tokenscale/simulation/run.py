@@ -22,7 +22,6 @@ from tokenscale.planning import Conditions, plan_at, plan_service, resolve
 from tokenscale.planning.pricing import Pricing
 from tokenscale.scaling.snapshot import Snapshot
 from tokenscale.simulation.capacity import (
-    Sample,
     oracle_gpu_hours,
     oracle_replicas,
     sustainable_rps,
@@ -96,11 +95,9 @@ class Setup:
         fits = [
             r for r in trace.requests if r.input_tokens + r.output_tokens <= forecast.max_model_len
         ] or list(trace.requests)
-        self.pairs: list[Sample] = (
-            [(r.input_tokens, r.output_tokens, r.prefix_blocks) for r in fits]
-            if any(r.prefix_blocks for r in fits)
-            else [(r.input_tokens, r.output_tokens) for r in fits]
-        )
+        self.pairs = [(r.input_tokens, r.output_tokens) for r in fits]
+        # a trace with prefix blocks is probed in order with them: its reuse is local in time
+        prefixes = [r.prefix_blocks for r in fits] if any(r.prefix_blocks for r in fits) else None
         self.capacity_rps = sustainable_rps(
             self.replica,
             spec.slo,
@@ -108,6 +105,8 @@ class Setup:
             guess_rps=forecast.rps_per_replica,
             requests=opts.capacity_requests,
             seed=opts.seed,
+            prefixes=prefixes,
+            in_order=prefixes is not None,
         )
         self.oracle_gpu_hours = oracle_gpu_hours(
             trace,
