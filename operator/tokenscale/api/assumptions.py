@@ -11,7 +11,7 @@ Defaults and where they come from (see README "Accuracy"):
 
 from pydantic import Field
 
-from tokenscale.api.base import ApiModel
+from tokenscale.api.base import MAX_GIB, ApiModel
 
 
 class Assumptions(ApiModel):
@@ -30,28 +30,39 @@ class Assumptions(ApiModel):
         default=0.70, gt=0, le=1, description="Achieved / peak GPU-GPU bandwidth (all-reduce)."
     )
     allreduce_latency_seconds: float = Field(
-        default=8e-6, ge=0, description="Fixed latency of one tensor-parallel all-reduce."
+        default=8e-6, ge=0, le=1.0, description="Fixed latency of one tensor-parallel all-reduce."
     )
     step_overhead_seconds: float = Field(
-        default=0.0008, ge=0, description="Per engine step: scheduling, sampling, launches."
+        default=0.0008,
+        ge=0,
+        le=10.0,
+        description="Per engine step: scheduling, sampling, launches.",
     )
     runtime_overhead_gib: float = Field(
-        default=1.0, ge=0, description="Per GPU: CUDA context and non-torch allocations."
+        default=1.0,
+        ge=0,
+        le=MAX_GIB,
+        description="Per GPU: CUDA context and non-torch allocations.",
     )
     cuda_graph_gib: float = Field(
-        default=0.5, ge=0, description="Per GPU: CUDA-graph capture pools."
+        default=0.5, ge=0, le=MAX_GIB, description="Per GPU: CUDA-graph capture pools."
     )
     nccl_buffer_gib: float = Field(
-        default=0.5, ge=0, description="Per GPU when tensorParallelSize > 1: NCCL buffers."
+        default=0.5,
+        ge=0,
+        le=MAX_GIB,
+        description="Per GPU when tensorParallelSize > 1: NCCL buffers.",
     )
     activation_peak_gib: float | None = Field(
         default=None,
         ge=0,
+        le=MAX_GIB,
         description="Per GPU activation peak of a max-num-batched-tokens step; absent = estimated.",
     )
     knee_tpot_ratio: float = Field(
         default=2.0,
         ge=1,
+        le=100,
         description="The knee: the largest batch whose TPOT is at most this multiple of the "
         "weight-read floor (every weight read once per step). 2 = latency doubled.",
     )
