@@ -16,11 +16,12 @@ from tokenscale.api.errors import SpecError
 from tokenscale.api.manifest import parse_manifests
 from tokenscale.catalog import GPU_CATALOG, MODEL_CATALOG, count_params
 from tokenscale.cli.bench import bench_command
-from tokenscale.cli.inputs import fail_invalid, read_input
+from tokenscale.cli.inputs import fail_invalid, read_input, warn
 from tokenscale.cli.plan_view import dumps, print_plans, sweep_table, to_data
 from tokenscale.cli.simulate import simulate_command
 from tokenscale.planning import plan_service, sweep
-from tokenscale.render import Owner, render_bundle
+from tokenscale.planning.sweep import SweepRow, ranking
+from tokenscale.render import Owner, derived_names, render_bundle
 from tokenscale.scaling import decide_plan_only
 
 CRD_HEADER = (
@@ -33,6 +34,10 @@ app = typer.Typer(
     no_args_is_help=True,
     add_completion=False,
 )
+
+
+def _any_feasible(rows: list[SweepRow]) -> bool:
+    return any(r.plan is not None and r.plan.feasible for r in rows)
 
 
 class Output(enum.StrEnum):
@@ -60,6 +65,9 @@ def plan(
             results = [(s, sweep(s.spec, name=s.metadata.name)) for s in services]
         else:
             plans = [plan_service(s.spec, s.metadata.name) for s in services]
+        for s in services:
+            for note in derived_names(s.metadata.name):
+                warn(f"{s.metadata.name}: {note}")
     except SpecError as err:
         fail_invalid(err, file)
         return
@@ -72,6 +80,7 @@ def plan(
             data = [
                 {
                     "name": s.metadata.name,
+                    "ranked_by": ranking(rows),
                     "rows": [
                         {
                             "gpu": r.gpu,
@@ -86,6 +95,14 @@ def plan(
                 for s, rows in results
             ]
             typer.echo(dumps(data[0] if len(data) == 1 else data, output.value))
+        if not all(_any_feasible(rows) for _, rows in results):
+            Console(stderr=True).print(
+                "no configuration is feasible for "
+                + ", ".join(s.metadata.name for s, rows in results if not _any_feasible(rows)),
+                highlight=False,
+                markup=False,
+            )
+            raise typer.Exit(1)
         return
     if output is Output.table:
         print_plans(console, plans)
@@ -137,6 +154,8 @@ def render(
                 owner,
             )
             objects.extend(bundle.objects)
+            for note in bundle.derived_names:
+                warn(f"{s.metadata.name}: {note}")
     except SpecError as err:
         fail_invalid(err, file)
         return

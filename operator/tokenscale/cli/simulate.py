@@ -17,7 +17,13 @@ from rich.table import Table
 
 from tokenscale.api.errors import SpecError
 from tokenscale.api.manifest import parse_manifests
-from tokenscale.cli.inputs import TableOrJson, bad_input, fail_invalid, read_input
+from tokenscale.cli.inputs import (
+    TableOrJson,
+    bad_input,
+    check_number,
+    fail_invalid,
+    read_input,
+)
 from tokenscale.simulation import (
     POLICIES,
     PolicyName,
@@ -132,6 +138,14 @@ def simulate_command(
     """Replay a trace against a simulated vLLM fleet; compare scaling policies."""
     if arrival_unit not in ("s", "ms"):
         raise bad_input(f"--arrival-unit {arrival_unit!r}: use s or ms")
+    check_number("--time-scale", time_scale, above=0, maximum=1e6)
+    check_number("--rate-scale", rate_scale, above=0, maximum=1000)
+    check_number("--mismatch", mismatch, above=0, maximum=100)
+    check_number("--cold-start", cold_start, minimum=0, maximum=86_400)
+    check_number("--scrape-interval", scrape_interval, above=0, maximum=3600)
+    check_number("--interval", interval, above=0, maximum=3600)
+    check_number("--queue-target", queue_target, above=0, maximum=1e6)
+    check_number("--kv-target", kv_target, above=0, maximum=1)
     text, trace_text = read_input(file), read_input(trace)
     try:
         services = parse_manifests(text)
