@@ -1,4 +1,10 @@
-"""``tokenscale``: plan (offline sizing), catalog. Exit codes: 0 ok, 1 infeasible, 2 bad input."""
+"""``tokenscale``: plan (offline sizing, ``--sweep`` to compare GPUs), render (the objects the
+operator would apply), crd (generate the CRD), run (the operator), catalog (built-in GPUs and
+models), simulate (replay a trace against a simulated fleet), bench (load-test an endpoint into
+a profile).
+
+Exit codes: 0 ok, 1 infeasible, 2 bad input (``field.path: what is wrong``, never a traceback).
+"""
 
 import enum
 import logging
