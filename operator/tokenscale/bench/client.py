@@ -188,4 +188,6 @@ async def stream_one(
         rec.timed_out = True
     except (aiohttp.ClientError, ValueError, ConnectionError) as exc:
         rec.error = f"{type(exc).__name__}: {exc}"[:200]
+    except (TypeError, AttributeError, KeyError) as exc:  # a chunk not shaped like OpenAI's
+        rec.error = f"unexpected stream chunk ({type(exc).__name__}: {exc})"[:200]
     return rec

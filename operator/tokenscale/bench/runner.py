@@ -14,6 +14,7 @@ Ctrl-C: the caller catches it and writes the steps measured so far.
 
 import asyncio
 import contextlib
+import math
 import random
 import time
 from collections.abc import Callable, Sequence
@@ -106,10 +107,13 @@ class _Sampler:
         try:
             for family in text_string_to_metric_families(text):
                 for s in family.samples:
+                    value = float(s.value)
+                    if not math.isfinite(value) or value < 0:
+                        continue  # a NaN gauge (no engine yet) says nothing
                     if s.name == v.NUM_REQUESTS_WAITING:
-                        waiting += s.value
-                    elif s.name in (v.KV_CACHE_USAGE, v.KV_CACHE_USAGE_LEGACY):
-                        kv = s.value if kv is None else max(kv, s.value)
+                        waiting += value
+                    elif s.name in (v.KV_CACHE_USAGE, v.KV_CACHE_USAGE_LEGACY) and value <= 1:
+                        kv = value if kv is None else max(kv, value)
         except (ValueError, TypeError, IndexError, KeyError) as exc:
             self.available = False
             self.problem = f"/metrics is not Prometheus text ({exc}); queue and KV not sampled"

@@ -29,8 +29,8 @@ def _concurrency(text: str) -> list[int]:
         values = [int(x) for x in text.split(",") if x.strip()]
     except ValueError as exc:
         raise bad_input(f"--concurrency {text!r}: expected integers like 1,2,4,8") from exc
-    if not values or min(values) < 1:
-        raise bad_input(f"--concurrency {text!r}: expected integers ≥ 1 like 1,2,4,8")
+    if not values or min(values) < 1 or max(values) > 100_000:
+        raise bad_input(f"--concurrency {text!r}: expected integers 1..100000 like 1,2,4,8")
     return values
 
 
