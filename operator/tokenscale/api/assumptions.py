@@ -15,19 +15,20 @@ from tokenscale.api.base import MAX_GIB, ApiModel
 
 
 class Assumptions(ApiModel):
-    """Efficiencies and overhead estimates; reported with every plan."""
+    """Efficiencies and overhead estimates; reported with every plan. Efficiencies lie in
+    [0.01, 1]: below 1 % a figure is a typo, and zero would divide by zero."""
 
     prefill_compute_efficiency: float = Field(
-        default=0.55, gt=0, le=1, description="Achieved / peak FLOPS during prefill."
+        default=0.55, ge=0.01, le=1, description="Achieved / peak FLOPS during prefill."
     )
     decode_bandwidth_efficiency: float = Field(
-        default=0.80, gt=0, le=1, description="Achieved / peak HBM bandwidth during decode."
+        default=0.80, ge=0.01, le=1, description="Achieved / peak HBM bandwidth during decode."
     )
     decode_compute_efficiency: float = Field(
-        default=0.50, gt=0, le=1, description="Achieved / peak FLOPS during large-batch decode."
+        default=0.50, ge=0.01, le=1, description="Achieved / peak FLOPS during large-batch decode."
     )
     interconnect_efficiency: float = Field(
-        default=0.70, gt=0, le=1, description="Achieved / peak GPU-GPU bandwidth (all-reduce)."
+        default=0.70, ge=0.01, le=1, description="Achieved / peak GPU-GPU bandwidth (all-reduce)."
     )
     allreduce_latency_seconds: float = Field(
         default=8e-6, ge=0, le=1.0, description="Fixed latency of one tensor-parallel all-reduce."
@@ -68,7 +69,7 @@ class Assumptions(ApiModel):
     )
     kv_target_utilization: float = Field(
         default=0.90,
-        gt=0,
+        ge=0.01,
         le=1,
         description="Plan KV usage up to this fraction of the pool (the high watermark).",
     )

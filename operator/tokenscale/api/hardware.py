@@ -20,28 +20,28 @@ class GpuSpec(ApiModel):
 
     name: str = Field(default="custom", min_length=1, description="Product name, for reports.")
     memory_gib: float = Field(
-        gt=0, le=MAX_GIB, description="Device memory vLLM sees as total, GiB."
+        ge=0.5, le=MAX_GIB, description="Device memory vLLM sees as total, GiB."
     )
     hbm_bandwidth_gbps: float = Field(
-        gt=0, le=1e6, description="Memory bandwidth, GB/s (1e9 bytes/s)."
+        ge=1, le=1e6, description="Memory bandwidth, GB/s (1e9 bytes/s)."
     )
-    bf16_tflops: float = Field(gt=0, le=1e6, description="Dense BF16/FP16 tensor peak, TFLOPS.")
+    bf16_tflops: float = Field(ge=0.1, le=1e6, description="Dense BF16/FP16 tensor peak, TFLOPS.")
     fp8_tflops: float | None = Field(
         default=None,
-        gt=0,
+        ge=0.1,
         le=1e6,
         description="Dense FP8 tensor peak, TFLOPS; absent = no FP8 cores.",
     )
     int8_tops: float | None = Field(
-        default=None, gt=0, le=1e6, description="Dense INT8 peak, TOPS."
+        default=None, ge=0.1, le=1e6, description="Dense INT8 peak, TOPS."
     )
     interconnect_gbps: float | None = Field(
         default=None,
-        gt=0,
+        ge=1,
         le=1e6,
         description="GPU-to-GPU bandwidth per GPU, GB/s (NVLink); absent means PCIe only.",
     )
-    pcie_gbps: float = Field(default=64.0, gt=0, le=1e6, description="Host link bandwidth, GB/s.")
+    pcie_gbps: float = Field(default=64.0, ge=1, le=1e6, description="Host link bandwidth, GB/s.")
     product_label: str | None = Field(
         default=None, description="Node label nvidia.com/gpu.product value for scheduling."
     )
@@ -80,7 +80,7 @@ class HardwareSpec(ApiModel):
     )
     gpu_memory_utilization: float = Field(
         default=0.92,
-        gt=0.0,
+        ge=0.05,
         le=1.0,
         description="Fraction of total GPU memory vLLM may use (--gpu-memory-utilization).",
     )
