@@ -98,3 +98,30 @@ def test_int4_plans_a_quarter_of_bf16_only_when_vllm_would_load_a_quarter() -> N
     bf16 = plan_service(spec(model={"weightDtype": "bf16"}))
     awq = plan_service(spec(model={"catalog": None, "hfConfig": _hf(quant_method="awq", bits=4)}))
     assert awq.weight_bytes == pytest.approx(bf16.weight_bytes / 4)
+
+
+@pytest.mark.parametrize(
+    ("name", "dtype"),
+    [
+        ("hugging-quants/Meta-Llama-3.1-8B-Instruct-AWQ-INT4", "int4"),
+        ("RedHatAI/Meta-Llama-3.1-8B-Instruct-FP8", "fp8"),
+        ("neuralmagic/Meta-Llama-3.1-8B-Instruct-quantized.w8a8", "int8"),
+    ],
+)
+def test_a_catalog_architecture_served_from_a_quantized_checkpoint_plans_its_width(
+    name: str, dtype: str
+) -> None:
+    s = spec(model={"name": name, "catalog": "llama-3.1-8b"})
+    plan = plan_service(s)
+    assert plan.weight_dtype == dtype
+    assert "--quantization" not in engine_args(s, plan)
+    with pytest.raises(SpecError, match="does not match the checkpoint"):
+        plan_service(spec(model={"name": name, "catalog": "llama-3.1-8b", "weightDtype": "bf16"}))
+
+
+def test_hf_config_booleans_must_be_booleans() -> None:
+    with pytest.raises(SpecError) as exc:
+        plan_service(
+            spec(model={"catalog": None, "hfConfig": {**_hf(), "tie_word_embeddings": "false"}})
+        )
+    assert exc.value.paths == ("spec.model.hfConfig.tie_word_embeddings",)

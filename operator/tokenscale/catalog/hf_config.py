@@ -51,6 +51,14 @@ def _int(value: Any, field: str, *, minimum: int = 0) -> int:
     return int(value)
 
 
+def _opt_bool(cfg: Mapping[str, Any], field: str) -> bool | None:
+    """A JSON boolean from the config, or None; ``"false"`` is not false-y enough to guess."""
+    value = cfg.get(field)
+    if value is None or isinstance(value, bool):
+        return value
+    raise SpecError.single(f"{_PATH}.{field}", f"{value!r} is not a boolean; use true or false")
+
+
 def _opt_int(cfg: Mapping[str, Any], field: str, *, minimum: int = 0) -> int | None:
     value = cfg.get(field)
     return None if value is None else _int(value, field, minimum=minimum)
@@ -104,8 +112,8 @@ def architecture_from_hf_config(cfg: Mapping[str, Any]) -> Architecture:
     if shared_width and not shared:
         shared = 1
     model_type = str(c.get("model_type", ""))
-    tied = c.get("tie_word_embeddings")
-    bias = c.get("attention_bias")
+    tied = _opt_bool(c, "tie_word_embeddings")
+    bias = _opt_bool(c, "attention_bias")
     mla = bool(c.get("kv_lora_rank"))
     inter = _first(c, "intermediate_size", "ffn_dim", "n_inner")
     context = _first(c, "max_position_embeddings", "max_seq_len", "n_positions", "seq_length")
@@ -126,8 +134,8 @@ def architecture_from_hf_config(cfg: Mapping[str, Any]) -> Architecture:
         else 8192,
         "sliding_window": window,
         "sliding_window_layers": window_layers,
-        "tie_word_embeddings": bool(tied) if tied is not None else model_type in _TIED_BY_DEFAULT,
-        "attention_bias": bool(bias) if bias is not None else model_type in _QKV_BIAS_TYPES,
+        "tie_word_embeddings": tied if tied is not None else model_type in _TIED_BY_DEFAULT,
+        "attention_bias": bias if bias is not None else model_type in _QKV_BIAS_TYPES,
         "experts": experts,
         "experts_per_token": per_tok,
         "expert_intermediate_size": _opt_int(c, "moe_intermediate_size", minimum=1),

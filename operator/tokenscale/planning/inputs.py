@@ -16,7 +16,7 @@ from tokenscale.catalog.hf_config import (
     quantization_method,
     weight_dtype_from_hf_config,
 )
-from tokenscale.catalog.models import MODEL_CATALOG, find_model
+from tokenscale.catalog.models import MODEL_CATALOG, find_model, quantization_from_name
 from tokenscale.catalog.params import ParamCount, count_params
 
 
@@ -135,6 +135,10 @@ def resolve_model(spec: InferenceServiceSpec) -> ResolvedModel:
         arch, checkpoint_dtype = entry.architecture, entry.default_dtype
         method = quantization_method(entry.config)
         source = f"catalog {entry.key} ({entry.source})"
+    named = quantization_from_name(m.name) if m.hf_config is None else None
+    if named is not None:
+        checkpoint_dtype, method = named
+        source += f"; checkpoint pre-quantized to {checkpoint_dtype} ({method}, from its name)"
     dtype = check_loadable(m.weight_dtype, checkpoint_dtype, method)
     params = count_params(arch)
     if params.total > MAX_PARAMS:
