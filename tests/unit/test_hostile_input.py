@@ -247,6 +247,11 @@ def test_other_extra_args_pass(tmp_path: Path) -> None:
         ({"modelCacheClaim": "-x"}, ".modelCacheClaim", "object name"),
         ({"serviceAccountName": "a" * 254}, ".serviceAccountName", "object name"),
         ({"imagePullSecrets": ["ok", "Not_OK"]}, ".imagePullSecrets", "object name"),
+        ({"env": [{"name": "A", "value": 3}]}, ".env", "not a string"),
+        ({"env": [{"value": "x"}]}, ".env", "name"),
+        ({"tolerations": [{"operator": "Maybe"}]}, ".tolerations", "Exists or Equal"),
+        ({"tolerations": [{"effect": "NoSchedul"}]}, ".tolerations", "NoSchedule"),
+        ({"tolerations": [{"tolerationSeconds": 1.5}]}, ".tolerations", "not an integer"),
     ],
 )
 def test_deployment_overrides_are_checked(
@@ -363,3 +368,28 @@ def test_floats_render_finite(tmp_path: Path) -> None:
                 walk(x)
 
     walk(json.loads(out))
+
+
+@pytest.mark.parametrize(
+    ("metadata", "path"),
+    [
+        ({"name": "Llama_Chat"}, "metadata.name"),
+        ({"name": "x", "namespace": "Team A"}, "metadata.namespace"),
+    ],
+)
+def test_metadata_follows_kubernetes_rules(
+    tmp_path: Path, metadata: dict[str, Any], path: str
+) -> None:
+    _bad(tmp_path, deep_merge(manifest(), {"metadata": metadata}), path, "render")
+
+
+def test_render_namespace_option_is_checked(tmp_path: Path) -> None:
+    _bad(tmp_path, manifest(), "--namespace", "render", "--namespace", "Bad_NS")
+
+
+def test_odd_but_valid_names_render_with_derived_child_names(tmp_path: Path) -> None:
+    doc = deep_merge(manifest(), {"metadata": {"name": "llama.chat"}})
+    code, out = _run(tmp_path, doc, "render")
+    assert code == 0, out
+    assert "warning:" in out
+    assert "llama-chat-" in out

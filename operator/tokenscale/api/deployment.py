@@ -13,6 +13,10 @@ from tokenscale.api.k8s_names import LabelValue, ObjectName, QualifiedName, is_q
 from tokenscale.api.quantity import parse_quantity
 
 _RESOURCE_SECTIONS = ("requests", "limits")
+_TOLERATION_KEYS = {"key", "operator", "value", "effect", "tolerationSeconds"}
+_TOLERATION_OPERATORS = ("Exists", "Equal")
+_TAINT_EFFECTS = ("NoSchedule", "PreferNoSchedule", "NoExecute")
+_ENV_KEYS = {"name", "value", "valueFrom"}
 
 
 class DeploymentOverrides(ApiModel):
@@ -58,6 +62,55 @@ class DeploymentOverrides(ApiModel):
         le=int(MAX_SECONDS),
         description="Startup-probe budget; absent = estimated from size.",
     )
+
+    @field_validator("tolerations")
+    @classmethod
+    def _tolerations(cls, value: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        for index, tol in enumerate(value):
+            unknown = set(tol) - _TOLERATION_KEYS
+            if unknown:
+                raise ValueError(
+                    f"[{index}]: {', '.join(sorted(unknown))} is not a toleration field; use "
+                    + ", ".join(sorted(_TOLERATION_KEYS))
+                )
+            op, effect = tol.get("operator", "Equal"), tol.get("effect")
+            if op not in _TOLERATION_OPERATORS:
+                raise ValueError(f"[{index}].operator: {op!r}; use Exists or Equal")
+            if effect is not None and effect not in _TAINT_EFFECTS:
+                raise ValueError(f"[{index}].effect: {effect!r}; use {', '.join(_TAINT_EFFECTS)}")
+            for key in ("key", "value"):
+                if key in tol and not isinstance(tol[key], str):
+                    raise ValueError(f"[{index}].{key}: {tol[key]!r} is not a string")
+            seconds = tol.get("tolerationSeconds")
+            if seconds is not None and (
+                isinstance(seconds, bool)
+                or not isinstance(seconds, int)
+                or abs(seconds) > 2**63 - 1
+            ):
+                raise ValueError(f"[{index}].tolerationSeconds: {seconds!r} is not an integer")
+        return value
+
+    @field_validator("env")
+    @classmethod
+    def _env(cls, value: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        for index, var in enumerate(value):
+            name = var.get("name")
+            if not isinstance(name, str) or not name or "=" in name:
+                raise ValueError(f"[{index}].name: {name!r}; give the variable a name without '='")
+            unknown = set(var) - _ENV_KEYS
+            if unknown:
+                raise ValueError(
+                    f"[{index}]: {', '.join(sorted(unknown))} is not an env field; use name "
+                    "with value or valueFrom"
+                )
+            if "value" in var and not isinstance(var["value"], str):
+                raise ValueError(
+                    f"[{index}].value: {var['value']!r} is not a string; quote it "
+                    f'("{var["value"]}")'
+                )
+            if "value" in var and "valueFrom" in var:
+                raise ValueError(f"[{index}]: give value or valueFrom, not both")
+        return value
 
     @field_validator("resources")
     @classmethod

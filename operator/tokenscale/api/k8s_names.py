@@ -52,6 +52,19 @@ def _subdomain(value: str) -> str:
     return value
 
 
+def is_dns1123_label(value: str) -> bool:
+    return len(value) <= LABEL_MAX and bool(re.match(rf"^{_DNS1123_LABEL}$", value))
+
+
+def _namespace(value: str) -> str:
+    if not is_dns1123_label(value):
+        raise ValueError(
+            f"{value!r} is not a valid namespace; use at most 63 lowercase letters, digits "
+            "and '-', starting and ending with a letter or digit"
+        )
+    return value
+
+
 def _label_value(value: str) -> str:
     if not is_label_value(value):
         raise ValueError(
@@ -71,5 +84,6 @@ def _qualified(value: str) -> str:
 
 
 ObjectName = Annotated[str, AfterValidator(_subdomain)]
+Namespace = Annotated[str, AfterValidator(_namespace)]
 LabelValue = Annotated[str, AfterValidator(_label_value)]
 QualifiedName = Annotated[str, AfterValidator(_qualified)]

@@ -19,10 +19,11 @@ from rich.table import Table
 from tokenscale.api.crd import build_crd
 from tokenscale.api.crd_docs import crd_reference
 from tokenscale.api.errors import SpecError
+from tokenscale.api.k8s_names import is_dns1123_label
 from tokenscale.api.manifest import parse_manifests
 from tokenscale.catalog import GPU_CATALOG, MODEL_CATALOG, count_params
 from tokenscale.cli.bench import bench_command
-from tokenscale.cli.inputs import fail_invalid, read_input, warn
+from tokenscale.cli.inputs import bad_input, fail_invalid, read_input, warn
 from tokenscale.cli.plan_view import dumps, print_plans, sweep_table, to_data
 from tokenscale.cli.simulate import simulate_command
 from tokenscale.planning import plan_service, sweep
@@ -137,6 +138,10 @@ def render(
     ] = None,
 ) -> None:
     """Print the Deployment, Service and PDB the operator would apply for each service."""
+    if not is_dns1123_label(namespace):
+        raise bad_input(
+            f"--namespace {namespace!r}: use at most 63 lowercase letters, digits and '-'"
+        )
     try:
         services = parse_manifests(read_input(file))
         objects = []
