@@ -393,3 +393,18 @@ def test_odd_but_valid_names_render_with_derived_child_names(tmp_path: Path) -> 
     assert code == 0, out
     assert "warning:" in out
     assert "llama-chat-" in out
+
+
+def test_simulate_an_infeasible_plan_exits_1_with_the_reasons(tmp_path: Path) -> None:
+    doc = manifest(
+        model={"name": "meta-llama/Llama-3.1-405B", "catalog": "llama-3.1-405b"},
+        hardware={"gpu": "L4-24GB", "tensorParallelSize": 1},
+    )
+    trace = tmp_path / "t.csv"
+    trace.write_text("t,i,o\n0,100,10\n1,100,10\n")
+    code, out = _run(
+        tmp_path, doc, "simulate", "--trace", str(trace), "--columns", "arrival=t,input=i,output=o"
+    )
+    assert code == 1, out
+    assert "infeasible" in out
+    assert "[red]" not in out

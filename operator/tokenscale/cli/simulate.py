@@ -14,6 +14,7 @@ import typer
 from rich.console import Console
 from rich.progress import BarColumn, Progress, TaskProgressColumn, TextColumn, TimeElapsedColumn
 from rich.table import Table
+from rich.text import Text
 
 from tokenscale.api.errors import SpecError
 from tokenscale.api.manifest import parse_manifests
@@ -198,7 +199,15 @@ def simulate_command(
                     bar.update(task, completed=done + fraction)
 
                 results.append(simulate(setup, name, advance))
-    except (TraceError, SimulationError, ValueError) as exc:
+    except SimulationError as exc:
+        # an infeasible plan is exit 1 (as for `plan`), not bad input
+        Console(stderr=True).print(
+            Text.assemble(("error:", "red"), f" {isvc.metadata.name}: {exc}"),
+            highlight=False,
+            soft_wrap=True,
+        )
+        raise typer.Exit(1) from exc
+    except (TraceError, ValueError) as exc:
         raise bad_input(str(exc)) from exc
     if plot is not None:
         from tokenscale.cli.plot import draw_timeline  # noqa: PLC0415 (matplotlib is slow to import)
