@@ -408,3 +408,10 @@ def test_simulate_an_infeasible_plan_exits_1_with_the_reasons(tmp_path: Path) ->
     assert code == 1, out
     assert "infeasible" in out
     assert "[red]" not in out
+
+
+def test_crd_into_a_missing_folder_exits_2(tmp_path: Path) -> None:
+    result = runner.invoke(app, ["crd", "--out", str(tmp_path / "no" / "crd.yaml")])
+    assert result.exit_code == 2
+    assert "cannot write" in result.output
+    assert "Traceback" not in result.output

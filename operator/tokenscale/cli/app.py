@@ -63,6 +63,8 @@ def plan(
     top: Annotated[int, typer.Option(help="Rows to show with --sweep (table).")] = 25,
 ) -> None:
     """Plan each InferenceService in FILE: memory, KV, latency vs SLO, replicas, cost."""
+    if top < 1:
+        raise bad_input(f"--top {top}: show at least 1 row")
     try:
         services = parse_manifests(read_input(file))
         if not services:
@@ -184,13 +186,16 @@ def crd(
     ] = None,
 ) -> None:
     """Print (or write) the InferenceService CRD generated from the API models."""
-    if docs is not None:
-        docs.write_text(crd_reference())
     text = CRD_HEADER + yaml.safe_dump(build_crd(), sort_keys=False, width=100)
+    try:
+        if docs is not None:
+            docs.write_text(crd_reference())
+        if out is not None:
+            out.write_text(text)
+    except OSError as exc:
+        raise bad_input(f"cannot write {exc.filename}: {exc.strerror or exc}") from exc
     if out is None:
         typer.echo(text, nl=False)
-    else:
-        out.write_text(text)
 
 
 @app.command()
