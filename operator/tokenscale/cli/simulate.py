@@ -147,6 +147,8 @@ def simulate_command(
     check_number("--interval", interval, above=0, maximum=3600)
     check_number("--queue-target", queue_target, above=0, maximum=1e6)
     check_number("--kv-target", kv_target, above=0, maximum=1)
+    if plot is not None and not plot.parent.is_dir():
+        raise bad_input(f"--plot {plot}: the folder {plot.parent} does not exist; create it")
     text, trace_text = read_input(file), read_input(trace)
     try:
         services = parse_manifests(text)
