@@ -14,6 +14,7 @@ from pydantic import Field, ValidationError
 
 from tokenscale.api.base import MAX_REPLICAS, MAX_RPS, MAX_SECONDS, MAX_TOKENS, ApiModel
 from tokenscale.api.errors import from_validation_error
+from tokenscale.api.k8s_names import ObjectName
 from tokenscale.api.yaml_loader import safe_load
 
 Phase = Literal["baseline", "ramp", "mix", "replay"]
@@ -98,8 +99,13 @@ class BenchProfile(ApiModel):
 class ProfileRef(ApiModel):
     """A profile kept in a ConfigMap in the InferenceService's namespace."""
 
-    config_map_name: str = Field(description="ConfigMap holding the profile.")
-    key: str = Field(default="profile.yaml", description="Key of the profile (YAML or JSON).")
+    config_map_name: ObjectName = Field(description="ConfigMap holding the profile.")
+    key: str = Field(
+        default="profile.yaml",
+        pattern=r"^[-._a-zA-Z0-9]+$",
+        max_length=253,
+        description="Key of the profile (YAML or JSON).",
+    )
 
 
 def parse_profile(text: str, where: str) -> BenchProfile:
