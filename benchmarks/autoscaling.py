@@ -29,7 +29,7 @@ misses 99 %) and GPU-hours ≤ 1.2 × the oracle's; at 0.7 and 1.3 attainment �
 worse than static-at-peak, queue-threshold or kv-threshold on both attainment and GPU-hours
 at once; one simulated hour < 20 s.
 
-    python -m benchmarks.autoscaling [--grid ci|cross|full] [--shapes bursty step ...]
+    python benchmarks/autoscaling.py [--grid ci|cross|full] [--shapes bursty step ...]
         [--markdown results.md]
 """
 

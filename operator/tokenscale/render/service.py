@@ -5,13 +5,19 @@ from typing import Any
 
 from tokenscale.render.engine_args import VLLM_PORT
 from tokenscale.render.labels import common_labels, selector_labels
+from tokenscale.render.names import child_name
 
 
 def service(name: str, namespace: str) -> dict[str, Any]:
+    """The ClusterIP Service of InferenceService ``name`` (named :func:`child_name`)."""
     return {
         "apiVersion": "v1",
         "kind": "Service",
-        "metadata": {"name": name, "namespace": namespace, "labels": common_labels(name)},
+        "metadata": {
+            "name": child_name(name),
+            "namespace": namespace,
+            "labels": common_labels(name),
+        },
         "spec": {
             "type": "ClusterIP",
             "selector": selector_labels(name),
@@ -33,6 +39,10 @@ def pod_disruption_budget(name: str, namespace: str, min_available: int) -> dict
     return {
         "apiVersion": "policy/v1",
         "kind": "PodDisruptionBudget",
-        "metadata": {"name": name, "namespace": namespace, "labels": common_labels(name)},
+        "metadata": {
+            "name": child_name(name),
+            "namespace": namespace,
+            "labels": common_labels(name),
+        },
         "spec": {"minAvailable": min_available, "selector": {"matchLabels": selector_labels(name)}},
     }
