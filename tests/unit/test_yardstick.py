@@ -116,3 +116,10 @@ def test_cli_explain_prints_the_decision_with_signals_forecast_and_lead_time(
     bad = CliRunner().invoke(app, [*args[:-1], "soon"])
     assert bad.exit_code == 2
     assert "MM:SS" in bad.output
+
+
+def test_the_simulated_engines_run_the_planners_serving_knobs() -> None:
+    setup = _step_setup()
+    plan = setup.forecast
+    assert setup.replica.max_num_batched_tokens == plan.max_num_batched_tokens
+    assert setup.replica.max_num_seqs == plan.max_num_seqs
