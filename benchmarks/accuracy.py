@@ -208,7 +208,7 @@ def estimate(data: dict[str, Any], entry: dict[str, Any]) -> tuple[float, float]
         b = float(entry["batch"])
         return value, perf.prefill_seconds(b * inp) + (out - 1.0) * perf.step_seconds(b)
     if kind == "ttft_s":
-        return value, perf.prefill_seconds(inp) * 1e3
+        return value, perf.own_ttft_seconds(0.0, inp) * 1e3
     if kind == "throughput_tok_s":
         return value, perf.output_tps(float(entry["concurrency"]))
     if kind == "throughput_ratio":

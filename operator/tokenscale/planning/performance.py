@@ -191,8 +191,19 @@ class PerfModel:
     def _decode_flops_rate(self) -> float:
         return self.tp * self.flops_per_s * self.assumptions.decode_compute_efficiency
 
+    @cached_property
+    def _step_memo(self) -> dict[float, float]:
+        return {}
+
     def step_seconds(self, batch: float) -> float:
-        """One decode step for ``batch`` sequences: roofline max + all-reduce + overhead."""
+        """One decode step for ``batch`` sequences: roofline max + all-reduce + overhead
+        (memoized: the operating-point and knob searches ask for the same batches often)."""
+        memo = self._step_memo
+        if batch not in memo:
+            memo[batch] = self._step_seconds(batch)
+        return memo[batch]
+
+    def _step_seconds(self, batch: float) -> float:
         g = self.geometry
         kv_bytes = batch * g.bytes_per_token_per_rank * self._decode_held_tokens
         mem = self._weight_read_seconds(batch) + kv_bytes / self._bw
@@ -307,7 +318,8 @@ class PerfModel:
         return self.own_ttft_seconds(batch, prompt_tokens) + self.queue_wait_seconds(batch)
 
     def own_ttft_seconds(self, batch: float, prompt_tokens: float) -> float:
-        """A prompt's own prefill with ``batch`` decodes riding along its chunks (no queue)."""
+        """A prompt's own prefill with ``batch`` decodes riding along its chunks (no queue), plus
+        the fixed per-request latency outside the GPU (``requestOverheadSeconds``)."""
         n = prompt_tokens * (1.0 - self.prefix_cache_hit_rate)
         if self.chunked_prefill:
             budget = max(1, self.max_num_batched_tokens - math.ceil(batch))
@@ -315,7 +327,7 @@ class PerfModel:
         else:
             steps = 1
         riding = max(0.0, self.step_seconds(batch) - self.step_seconds(0.0)) if batch > 0 else 0.0
-        return self.prefill_seconds(n) + steps * riding
+        return self.prefill_seconds(n) + steps * riding + self.assumptions.request_overhead_seconds
 
     def queue_wait_seconds(self, batch: float) -> float:
         """Mean wait for the prompts ahead at batch B: ``ρ/(1−ρ) × t_prefill``."""
