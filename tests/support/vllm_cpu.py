@@ -15,7 +15,7 @@ import time
 import urllib.request
 from pathlib import Path
 
-from tests.support.processes import Process, free_port
+from tokenscale.playground.processes import Process, free_port
 
 TOKENIZER_SCRIPT = r"""
 import json, sys
