@@ -18,6 +18,7 @@ from tokenscale.catalog import GPU_CATALOG, MODEL_CATALOG, count_params
 from tokenscale.cli.bench import bench_command
 from tokenscale.cli.inputs import fail_invalid, read_input
 from tokenscale.cli.plan_view import dumps, print_plans, sweep_table, to_data
+from tokenscale.cli.playground import playground_command
 from tokenscale.cli.simulate import simulate_command
 from tokenscale.planning import plan_service, sweep
 from tokenscale.render import Owner, render_bundle
@@ -360,6 +361,7 @@ def catalog() -> None:
 
 app.command("simulate")(simulate_command)
 app.command("bench")(bench_command)
+app.command("playground")(playground_command)
 
 
 def main() -> None:
