@@ -106,7 +106,7 @@ class PodRunner:
             self._gone(self.pods.pop(name))
 
     async def _start(self, pod: str) -> None:
-        engine = TwinEngine(self.service.engine, self.clock)
+        engine = TwinEngine(self.service.engine, self.clock, self.driver.kick)
         port = free_port()
         twin = await Twin(engine, self.service.identity, port).start()
         self.ports_used.append(port)

@@ -3,11 +3,11 @@ simulator's replica model (``simulation.replica``: V1 scheduler, chunked prefill
 preemption) at the planner's per-step times, advanced in real time × ``speed``.
 
 Time. A :class:`ModelClock` maps wall time to modelled time (``× speed``); every twin of a
-playground shares it. The :class:`TwinDriver` ticks every few milliseconds: each engine runs
-its scheduler steps up to "now", and each stream releases the tokens whose modelled time has
-come (a stretch of decode steps is spread evenly over its span). Tokens that fall in the same
-tick go out in one chunk (vLLM's ``--stream-interval`` does the same); at ``speed`` 1 and a tick
-shorter than a step, that is one chunk per token.
+playground shares it. The :class:`TwinDriver` wakes when the next token is due or a request
+arrives: each engine runs its scheduler steps up to "now", and each stream releases the tokens
+whose modelled time has come (a stretch of decode steps is spread evenly over its span). Tokens
+due within one wake-up (at least 2 ms apart) go out in one chunk, as vLLM's
+``--stream-interval`` does; at modest speeds that is one chunk per token.
 
 Metrics. The exposition is vLLM 0.33's: the same names, ``model_name``/``engine`` labels,
 bucket bounds (``catalog.vllm_metrics``), ``_total``/``_created`` samples and
@@ -25,7 +25,7 @@ import json
 import math
 import time
 from collections import deque
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -97,13 +97,25 @@ class Stream:
             break
         return self.released > before
 
+    def next_due(self) -> float:
+        """Modelled time of the next token already scheduled (infinity when none is)."""
+        if not self.segments:
+            return math.inf
+        a, b, ta, tb = self.segments[0]
+        if b <= a + 1 or tb <= ta:
+            return tb
+        return ta + (self.released + 1 - a) * (tb - ta) / (b - a)
+
 
 class TwinEngine:
     """The modelled engine of one twin: a simulator replica and its open streams."""
 
-    def __init__(self, cfg: ReplicaConfig, clock: ModelClock) -> None:
+    def __init__(
+        self, cfg: ReplicaConfig, clock: ModelClock, kick: Callable[[], None] = lambda: None
+    ) -> None:
         self.cfg = cfg
         self.clock = clock
+        self.kick = kick
         self.rec = Recorder()
         self.replica = Replica(cfg, self.rec, clock.now())
         self.streams: set[Stream] = set()
@@ -116,27 +128,39 @@ class TwinEngine:
         self.replica.add(req, now)
         stream = Stream(req)
         self.streams.add(stream)
+        self.kick()
         return stream
 
-    def advance(self) -> None:
+    def advance(self) -> float:
+        """Run the engine to now, release due tokens; the modelled time of the next one."""
         if not self.streams:
-            return
+            return math.inf
         now = self.clock.now()
         self.replica.run_until(now)
+        due = math.inf
         for s in self.streams:
             s.learn()
             if s.release(now):
                 s.wake.set()
+            due = min(due, s.next_due())
         self.streams = {s for s in self.streams if not s.done}
+        return due
 
 
 class TwinDriver:
-    """Ticks every engine of the process (one task for all twins)."""
+    """Advances every engine of the process (one task for all twins): it wakes when the next
+    token is due (at most ``max_sleep_s`` later, at least ``min_sleep_s``) or a request arrives.
+    """
 
-    def __init__(self, tick_s: float = 0.005) -> None:
-        self.tick_s = tick_s
+    def __init__(self, min_sleep_s: float = 0.002, max_sleep_s: float = 0.05) -> None:
+        self.min_sleep_s = min_sleep_s
+        self.max_sleep_s = max_sleep_s
         self.engines: set[TwinEngine] = set()
+        self._kick = asyncio.Event()
         self._task: asyncio.Task[None] | None = None
+
+    def kick(self) -> None:
+        self._kick.set()
 
     def start(self) -> None:
         if self._task is None:
@@ -151,9 +175,15 @@ class TwinDriver:
 
     async def _run(self) -> None:
         while True:
-            for engine in list(self.engines):
-                engine.advance()
-            await asyncio.sleep(self.tick_s)
+            self._kick.clear()
+            due = min((e.advance() for e in list(self.engines)), default=math.inf)
+            delay = self.max_sleep_s
+            if due < math.inf and self.engines:
+                speed = next(iter(self.engines)).clock.speed
+                now = next(iter(self.engines)).clock.now()
+                delay = min(delay, max(self.min_sleep_s, (due - now) / speed))
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._kick.wait(), delay)
 
 
 @dataclass(frozen=True)
