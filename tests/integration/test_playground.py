@@ -205,8 +205,8 @@ def test_twin_latency_matches_the_simulator_within_10_percent(
 def test_playground_headless_scales_up_and_down_and_leaves_nothing_running(
     service: PlaygroundService, tmp_path: Path
 ) -> None:
-    """~2 minutes: a step load (low, 2× the spec's peak, low) at ×20."""
-    trace = shaped_trace("step", 1800.0, 0.25, 2.0, seed=1)
+    """~2 minutes: a step load (low, 3× the spec's peak, low) at ×20."""
+    trace = shaped_trace("step", 1800.0, 0.25, 3.0, seed=1)
     opts = PlaygroundOptions(
         service=service, trace=trace, workdir=tmp_path / "pg", speed=20.0, settle_s=240.0
     )
@@ -224,7 +224,14 @@ def test_playground_headless_scales_up_and_down_and_leaves_nothing_running(
     finally:
         pg.stop()
     print("\n".join(notes))
-    print([(round(e.t_s), e.message) for e in result.events])
+    for p in result.timeline[::5]:
+        print(
+            f"{p.t_s:6.0f} s  rps {p.arrival_rps:5.2f}  desired {p.replicas_target}  "
+            f"ready {p.replicas_ready}  starting {p.replicas_starting}  kv {p.kv_usage_max:.2f}  "
+            f"waiting {p.waiting}  ttft99 {p.ttft_p99_s}  {p.reason}"
+        )
+    for e in result.events:
+        print(f"{e.t_s:6.0f} s  {e.message}")
     ups = [e for e in result.events if _direction(e.message) > 0]
     downs = [e for e in result.events if _direction(e.message) < 0]
     assert ups, notes

@@ -172,7 +172,7 @@ def playground_command(
         float | None, typer.Option(help="--load: the low rate (default: half the spec's mean).")
     ] = None,
     high_rps: Annotated[
-        float | None, typer.Option(help="--load: the high rate (default: twice the spec's peak).")
+        float | None, typer.Option(help="--load: the high rate (default: 3× the spec's peak).")
     ] = None,
     cold_start: Annotated[
         float, typer.Option(help="Modelled seconds from a pod's creation to Ready.")
@@ -213,7 +213,7 @@ def playground_command(
                 load.value,
                 duration or 900.0,
                 low_rps if low_rps is not None else w.rps.mean / 2,
-                high_rps if high_rps is not None else 2 * peak,
+                high_rps if high_rps is not None else 3 * peak,
             )
         else:
             source = trace or bundled_trace(AZURE_CONVERSATION)

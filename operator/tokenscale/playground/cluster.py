@@ -52,17 +52,18 @@ def kube_bin_dir(progress: Callable[[str], None] | None = None) -> Path:
     """Build the binaries once (the script prints their directory); ``progress`` gets the
     script's own progress lines while a first build runs."""
     script = Path(str(resources.files("tokenscale") / "data" / "kube-env.sh"))
-    proc = subprocess.Popen(
-        ["bash", str(script)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
-    )
-    assert proc.stderr is not None
     lines: list[str] = []
-    for line in proc.stderr:
-        lines.append(line.rstrip())
-        if progress is not None and line.startswith("[kube-test-env]"):
-            progress(line.removeprefix("[kube-test-env]").strip())
-    out = proc.stdout.read() if proc.stdout else ""
-    if proc.wait() != 0:
+    with subprocess.Popen(
+        ["bash", str(script)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+    ) as proc:
+        assert proc.stderr is not None
+        assert proc.stdout is not None
+        for line in proc.stderr:
+            lines.append(line.rstrip())
+            if progress is not None and line.startswith("[kube-test-env]"):
+                progress(line.removeprefix("[kube-test-env]").strip())
+        out = proc.stdout.read()
+    if proc.returncode != 0:
         tail = "\n".join(lines[-20:])
         raise RuntimeError(f"building the Kubernetes binaries failed:\n{tail}")
     return Path(out.strip().splitlines()[-1])
