@@ -7,6 +7,7 @@ import asyncio
 import enum
 import math
 import shutil
+import signal
 import tempfile
 import time
 from pathlib import Path
@@ -238,6 +239,10 @@ def playground_command(
         stamp = time.strftime("%H:%M:%S")
         console.print(f"[dim]{stamp}[/] {message}", highlight=False)
 
+    def stop_on_term(_signum: int, _frame: object) -> None:
+        raise KeyboardInterrupt  # SIGTERM stops everything, as Ctrl-C does
+
+    signal.signal(signal.SIGTERM, stop_on_term)
     pg = Playground(opts, note)
     slo = service.spec.slo
     ok = False
