@@ -81,10 +81,11 @@ def render_frame(frame: Frame, ttft_slo: float | None, tpot_slo: float | None) -
 
 
 def summary_table(r: PlaygroundResult) -> Table:
-    table = Table(title=f"playground summary: {r.service} · {r.trace} · ×{r.speed:g}")
+    table = Table(title=f"playground summary: {r.service} · ×{r.speed:g}")
     table.add_column("metric")
     table.add_column("value", justify="right")
     rows = [
+        ("load", r.trace),
         ("modelled duration", f"{r.duration_s / 60:.1f} min"),
         ("requests sent / completed", f"{r.sent} / {r.completed}"),
         ("SLO attainment", f"{r.slo_attainment * 100:.1f} %"),
@@ -262,6 +263,7 @@ def playground_command(
                     live.update(render_frame(frame, slo.ttft_p99_seconds, slo.tpot_p99_seconds))
 
                 result = asyncio.run(pg.run(show))
+            console.print()
         ok = True
     except KeyboardInterrupt:
         console.print("interrupted: stopping everything the playground started")
