@@ -5,11 +5,11 @@ import pytest
 from typer.testing import CliRunner
 
 from tokenscale.cli.app import app
-from tokenscale.playground.load import shaped_trace
+from tokenscale.playground.load import shaped_trace, shared_prefix_prompt
 from tokenscale.playground.service import default_spec_path, load_service
-from tokenscale.playground.twin import Stream
+from tokenscale.playground.twin import Stream, prompt_blocks
 from tokenscale.simulation.replica import SimRequest
-from tokenscale.simulation.trace import window_rates
+from tokenscale.simulation.trace import TraceRequest, window_rates
 
 
 def test_tokens_are_released_at_their_modelled_times() -> None:
@@ -67,3 +67,16 @@ def test_the_command_rejects_bad_inputs() -> None:
     assert both.exit_code == 2
     slow = runner.invoke(app, ["playground", "--speed", "0"])
     assert slow.exit_code == 2
+
+
+def test_shared_prefix_blocks_reach_the_twins_prefix_cache() -> None:
+    a = TraceRequest(0.0, 1100, 5, (7, 8, 9))
+    b = TraceRequest(0.0, 1100, 5, (7, 8, 10))
+    c = TraceRequest(0.0, 1100, 5, (6, 8, 9))
+    pa, pb, pc = (shared_prefix_prompt(r, i, 512).split() for i, r in enumerate((a, b, c)))
+    assert len(pa) == 1100
+    ha, hb, hc = (prompt_blocks(p, 512) for p in (pa, pb, pc))
+    assert len(ha) == 2  # full blocks only
+    assert ha == hb  # the same two leading blocks (the third is partial: unique words)
+    assert ha[0] != hc[0]
+    assert ha[1] != hc[1]  # chained: the same block after a different prefix does not match

@@ -2,7 +2,8 @@
 router over the ready twins (the Service's stand-in), streaming like ``tokenscale bench``.
 
 Requests arriving while no twin is ready wait for one (their TTFT counts the wait, as a user's
-would). Latencies are reported in modelled seconds (wall × speed).
+would). Latencies are reported in modelled seconds (wall × speed). A trace's prefix blocks
+(Mooncake's ``hash_ids``) become shared leading word blocks, which the twins' prefix caches hit.
 """
 
 import asyncio
@@ -73,6 +74,7 @@ async def replay(
 ) -> None:
     """Send every request of ``trace`` at its time ÷ ``speed``; return when all have ended."""
     loop = asyncio.get_running_loop()
+    block_tokens = trace.block_tokens
     t0 = loop.time()
     connector = aiohttp.TCPConnector(limit=0)
     timeout = aiohttp.ClientTimeout(total=None, sock_connect=5)
@@ -86,7 +88,8 @@ async def replay(
             ep = Endpoint(
                 twin.url, model, timeout_s, overhead_tokens=1, max_model_len=max_model_len
             )
-            rec = await stream_one(session, ep, r.input_tokens, r.output_tokens, tag)
+            prompt = shared_prefix_prompt(r, tag, block_tokens) if r.prefix_blocks else None
+            rec = await stream_one(session, ep, r.input_tokens, r.output_tokens, tag, prompt=prompt)
             ttft = None if rec.ttft_s is None else (rec.ttft_s + waited) * speed
             tpot = None if rec.tpot_s is None else rec.tpot_s * speed
             out = Outcome(r.arrival_s, rec.ok, ttft, tpot, rec.output_tokens)
@@ -106,6 +109,16 @@ async def replay(
             task.add_done_callback(tasks.discard)
         if tasks:
             await asyncio.gather(*tasks)
+
+
+def shared_prefix_prompt(r: TraceRequest, tag: int, block_tokens: int) -> str:
+    """A prompt of ``r.input_tokens`` words whose leading full blocks are the trace's prefix
+    blocks (block ``h`` = ``block_tokens`` × the word ``p<h>``), the rest unique to the request
+    (so only the trace's shared prefixes can hit the cache)."""
+    full = min(len(r.prefix_blocks), (r.input_tokens - 1) // block_tokens)
+    words = [f"p{h}" for h in r.prefix_blocks[:full] for _ in range(block_tokens)]
+    words += [f"u{tag}"] * (r.input_tokens - len(words))
+    return " ".join(words)
 
 
 def shaped_trace(

@@ -20,6 +20,7 @@ and ``stop.sh`` in the work directory stops them.
 import asyncio
 import contextlib
 import math
+import shutil
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -151,6 +152,8 @@ class Playground:
         self.pids += self.cluster.pids
         self.ports.append(self.cluster.port)
         note(f"etcd, kube-apiserver, kube-controller-manager up ({time.monotonic() - t:.0f} s)")
+        if shutil.which("prometheus") is None:
+            note("Prometheus not found: installing Debian's package (apt-get install prometheus)")
         t = time.monotonic()
         self.prometheus.start()
         assert self.prometheus.process is not None

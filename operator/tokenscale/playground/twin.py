@@ -16,7 +16,9 @@ are divided by ``speed``, so that Prometheus' ``rate()`` over wall-clock windows
 rates (at ``speed`` 1 they are vLLM's own numbers).
 
 Tokens are whitespace-separated words (``/tokenize`` counts them); a prompt given as a list of
-token ids counts its ids. A client that goes away does not abort its request in the model.
+token ids counts its ids. The prefix cache sees the prompt's full blocks (chained hashes, as
+vLLM keys them), so prompts that share leading blocks hit. A client that goes away does not
+abort its request in the model.
 """
 
 import asyncio
@@ -121,10 +123,12 @@ class TwinEngine:
         self.streams: set[Stream] = set()
         self.created = time.time()
 
-    def submit(self, input_tokens: int, output_tokens: int) -> Stream:
+    def submit(
+        self, input_tokens: int, output_tokens: int, prefix_blocks: tuple[int, ...] = ()
+    ) -> Stream:
         now = self.clock.now()
         self.replica.run_until(now)
-        req = SimRequest(now, max(1, input_tokens), max(1, output_tokens))
+        req = SimRequest(now, max(1, input_tokens), max(1, output_tokens), prefix_blocks)
         self.replica.add(req, now)
         stream = Stream(req)
         self.streams.add(stream)
@@ -282,10 +286,25 @@ def _counter(
     return m
 
 
-def _count_tokens(prompt: object) -> int:
+def _tokens(prompt: object) -> list[str]:
     if isinstance(prompt, list):
-        return len(prompt)
-    return len(str(prompt).split())
+        return [str(t) for t in prompt]
+    return str(prompt).split()
+
+
+def _count_tokens(prompt: object) -> int:
+    return len(_tokens(prompt))
+
+
+def prompt_blocks(tokens: list[str], block_tokens: int) -> tuple[int, ...]:
+    """Chained hashes of the prompt's full ``block_tokens``-token blocks, as vLLM's prefix
+    cache keys its blocks: a block matches only after the same whole prefix."""
+    out: list[int] = []
+    previous = 0
+    for i in range(len(tokens) // block_tokens):
+        previous = hash((previous, tuple(tokens[i * block_tokens : (i + 1) * block_tokens])))
+        out.append(previous)
+    return tuple(out)
 
 
 class Twin:
@@ -359,7 +378,8 @@ class Twin:
 
     async def completions(self, request: web.Request) -> web.StreamResponse:
         body = await request.json()
-        prompt_tokens = _count_tokens(body.get("prompt", ""))
+        tokens = _tokens(body.get("prompt", ""))
+        prompt_tokens = len(tokens)
         max_tokens = int(body.get("max_tokens") or 16)
         if prompt_tokens + max_tokens > self.ident.max_model_len:
             return _error(
@@ -371,7 +391,8 @@ class Twin:
         self.requests += 1
         self.in_flight += 1
         try:
-            stream = self.engine.submit(prompt_tokens, max_tokens)
+            blocks = prompt_blocks(tokens, self.engine.cfg.prefix_block_tokens)
+            stream = self.engine.submit(prompt_tokens, max_tokens, blocks)
             rid, created = f"cmpl-{self.port}-{self.requests}", int(time.time())
             if body.get("stream"):
                 return await self._stream(request, body, stream, rid, created, prompt_tokens)
