@@ -153,6 +153,33 @@ def test_twin_speaks_the_fake_engines_wire_format(service: PlaygroundService) ->
     assert too_long == 400
 
 
+def test_a_client_that_goes_away_aborts_its_request(service: PlaygroundService) -> None:
+    payload = {"model": "m", "prompt": "a " * 100, "max_tokens": 500, "stream": True}
+
+    async def body(twin: Twin) -> str:
+        async with aiohttp.ClientSession() as session:
+            async with session.post(f"{twin.url}/v1/completions", json=payload) as resp:
+                await resp.content.readline()  # the first chunk, then hang up
+            for _ in range(100):
+                await asyncio.sleep(0.05)
+                if not twin.engine.streams:
+                    break
+            async with session.get(f"{twin.url}/metrics") as resp:
+                return await resp.text()
+
+    families = _families(_with_twin(service, 1.0, body))
+    running = next(iter(families["vllm:num_requests_running"].samples))
+    assert running.value == 0
+    aborted = next(
+        s
+        for s in families["vllm:request_success"].samples
+        if s.name.endswith("_total") and s.labels["finished_reason"] == "abort"
+    )
+    assert aborted.value == 1
+    kv = next(iter(families["vllm:kv_cache_usage_perc"].samples))
+    assert kv.value == 0
+
+
 def _simulated(service: PlaygroundService, trace: Trace) -> tuple[list[float], list[float]]:
     """The simulator's replica alone on the same requests (what one simulated pod serves)."""
     rec = Recorder()

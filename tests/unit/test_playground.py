@@ -7,7 +7,7 @@ from typer.testing import CliRunner
 from tokenscale.cli.app import app
 from tokenscale.playground.load import shaped_trace, shared_prefix_prompt
 from tokenscale.playground.service import default_spec_path, load_service
-from tokenscale.playground.twin import Stream, prompt_blocks
+from tokenscale.playground.twin import ModelClock, Stream, TwinEngine, prompt_blocks
 from tokenscale.simulation.replica import SimRequest
 from tokenscale.simulation.trace import TraceRequest, window_rates
 
@@ -80,3 +80,15 @@ def test_shared_prefix_blocks_reach_the_twins_prefix_cache() -> None:
     assert ha == hb  # the same two leading blocks (the third is partial: unique words)
     assert ha[0] != hc[0]
     assert ha[1] != hc[1]  # chained: the same block after a different prefix does not match
+
+
+def test_an_aborted_request_frees_its_kv_blocks() -> None:
+    service = load_service(default_spec_path().read_text(), "default")
+    engine = TwinEngine(service.engine, ModelClock(1.0))
+    stream = engine.submit(3000, 200)
+    engine.replica.run_until(engine.clock.now() + 5.0)  # prefilled, decoding
+    assert engine.replica.free_blocks < service.engine.kv_blocks
+    engine.abort(stream)
+    assert engine.replica.free_blocks == service.engine.kv_blocks
+    assert engine.replica.idle
+    assert engine.aborted == 1

@@ -17,8 +17,8 @@ rates (at ``speed`` 1 they are vLLM's own numbers).
 
 Tokens are whitespace-separated words (``/tokenize`` counts them); a prompt given as a list of
 token ids counts its ids. The prefix cache sees the prompt's full blocks (chained hashes, as
-vLLM keys them), so prompts that share leading blocks hit. A client that goes away does not
-abort its request in the model.
+vLLM keys them), so prompts that share leading blocks hit. A client that goes away aborts its
+request (its KV blocks are freed; ``finished_reason="abort"``).
 """
 
 import asyncio
@@ -122,6 +122,7 @@ class TwinEngine:
         self.replica = Replica(cfg, self.rec, clock.now())
         self.streams: set[Stream] = set()
         self.created = time.time()
+        self.aborted = 0
 
     def submit(
         self, input_tokens: int, output_tokens: int, prefix_blocks: tuple[int, ...] = ()
@@ -134,6 +135,20 @@ class TwinEngine:
         self.streams.add(stream)
         self.kick()
         return stream
+
+    def abort(self, stream: Stream) -> None:
+        """The client went away: drop the request and free its KV blocks, as vLLM does."""
+        r, replica = stream.req, self.replica
+        if stream not in self.streams:
+            return
+        self.streams.discard(stream)
+        if r in replica.waiting:
+            replica.waiting.remove(r)
+        elif r in replica.running:
+            replica.running.remove(r)
+            replica.free_blocks += r.blocks
+            r.blocks = 0
+        self.aborted += 1
 
     def advance(self) -> float:
         """Run the engine to now, release due tokens; the modelled time of the next one."""
@@ -241,8 +256,9 @@ class _VllmCollector(Collector):
             ("vllm:prefix_cache_hits", "Hits", rec.prefix_hits),
         ):
             yield _counter(name, doc, [(lab, value * scale)], created)
+        finished = {"length": rec.success, "abort": float(e.aborted)}
         success = [
-            ({**lab, "finished_reason": reason}, rec.success * scale if reason == "length" else 0.0)
+            ({**lab, "finished_reason": reason}, finished.get(reason, 0.0) * scale)
             for reason in v.FINISH_REASONS
         ]
         yield _counter("vllm:request_success", "Finished", success, created)
@@ -421,6 +437,21 @@ class Twin:
             self.in_flight -= 1
 
     async def _stream(
+        self,
+        request: web.Request,
+        body: dict[str, Any],
+        stream: Stream,
+        rid: str,
+        created: int,
+        prompt_tokens: int,
+    ) -> web.StreamResponse:
+        try:
+            return await self._write_stream(request, body, stream, rid, created, prompt_tokens)
+        except (ConnectionResetError, asyncio.CancelledError):
+            self.engine.abort(stream)
+            raise
+
+    async def _write_stream(
         self,
         request: web.Request,
         body: dict[str, Any],
