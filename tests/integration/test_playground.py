@@ -17,11 +17,12 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from tests.support.openai_server import OpenAIServer, ServerKnobs
 from tests.support.vllm_emulator import VllmMetricsEmulator
+from tokenscale.playground.engine import ModelClock, TwinDriver, TwinEngine
 from tokenscale.playground.load import LoadStats, Router, replay, shaped_trace
 from tokenscale.playground.processes import free_port, port_in_use
 from tokenscale.playground.service import PlaygroundService, default_spec_path, load_service
 from tokenscale.playground.session import Frame, Playground, PlaygroundOptions
-from tokenscale.playground.twin import ModelClock, Twin, TwinDriver, TwinEngine
+from tokenscale.playground.twin import Twin
 from tokenscale.simulation import Trace
 from tokenscale.simulation.recorder import Recorder
 from tokenscale.simulation.replica import Replica, SimRequest
@@ -40,9 +41,10 @@ def _with_twin(
     body: Callable[[Twin], Coroutine[Any, Any, Any]],
 ) -> Any:
     async def main() -> Any:
-        driver = TwinDriver()
+        clock = ModelClock(speed)
+        driver = TwinDriver(clock)
         driver.start()
-        engine = TwinEngine(service.engine, ModelClock(speed), driver.kick)
+        engine = TwinEngine(service.engine, clock, driver.kick)
         driver.engines.add(engine)
         twin = await Twin(engine, service.identity, free_port()).start()
         try:

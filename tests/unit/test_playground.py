@@ -5,9 +5,9 @@ import pytest
 from typer.testing import CliRunner
 
 from tokenscale.cli.app import app
+from tokenscale.playground.engine import ModelClock, Stream, TwinEngine, prompt_blocks
 from tokenscale.playground.load import shaped_trace, shared_prefix_prompt
 from tokenscale.playground.service import default_spec_path, load_service
-from tokenscale.playground.twin import ModelClock, Stream, TwinEngine, prompt_blocks
 from tokenscale.simulation.replica import SimRequest
 from tokenscale.simulation.trace import TraceRequest, window_rates
 

@@ -8,8 +8,8 @@ own layers (where only ``kube`` writes to the API), it talks to the API server i
 
 - :mod:`.processes`, :mod:`.cluster`, :mod:`.prometheus`: real components as child processes
   (shared with the integration tests: one implementation).
-- :mod:`.twin`: one vLLM pod's twin (OpenAI API + ``/metrics``, the simulator's replica in
-  real time).
+- :mod:`.twin`: one vLLM pod's twin, its OpenAI API; :mod:`.exposition`: its ``/metrics``;
+  :mod:`.engine`: the simulator's replica advanced in real time × speed.
 - :mod:`.runner`: the pod runner; :mod:`.load`: trace replay and router;
   :mod:`.service`: the spec and the engine it models; :mod:`.session`: one run.
 """

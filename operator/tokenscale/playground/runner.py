@@ -21,11 +21,12 @@ from typing import Any
 
 from kubernetes import client
 
+from tokenscale.playground.engine import ModelClock, TwinDriver, TwinEngine
 from tokenscale.playground.load import Router
 from tokenscale.playground.processes import free_port
 from tokenscale.playground.prometheus import PrometheusServer
 from tokenscale.playground.service import PlaygroundService
-from tokenscale.playground.twin import ModelClock, Twin, TwinDriver, TwinEngine
+from tokenscale.playground.twin import Twin
 from tokenscale.render.labels import INFERENCE_SERVICE_LABEL
 
 log = logging.getLogger(__name__)

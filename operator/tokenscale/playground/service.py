@@ -14,7 +14,7 @@ from tokenscale.api.errors import SpecError
 from tokenscale.api.inference_service import InferenceServiceSpec
 from tokenscale.api.manifest import parse_manifests
 from tokenscale.planning import Plan, plan_service
-from tokenscale.playground.twin import TwinIdentity
+from tokenscale.playground.engine import TwinIdentity
 from tokenscale.simulation.replica import ReplicaConfig, replica_config
 from tokenscale.simulation.trace import MOONCAKE_BLOCK_TOKENS
 

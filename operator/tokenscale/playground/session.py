@@ -33,12 +33,12 @@ from kubernetes import client
 from tokenscale.api.crd import build_crd
 from tokenscale.kube.connect import connect
 from tokenscale.playground.cluster import BUILD_MINUTES, Cluster, kube_binaries_cached
+from tokenscale.playground.engine import ModelClock, TwinDriver
 from tokenscale.playground.load import LoadStats, Outcome, Router, replay
 from tokenscale.playground.processes import Process
 from tokenscale.playground.prometheus import PrometheusServer
 from tokenscale.playground.runner import PodRunner
 from tokenscale.playground.service import PlaygroundService
-from tokenscale.playground.twin import ModelClock, TwinDriver
 from tokenscale.simulation import TimelinePoint, Trace
 from tokenscale.simulation.trace import percentile
 
@@ -224,7 +224,7 @@ class Playground:
         )
         self.note(f"InferenceService {NAMESPACE}/{svc.name} applied")
         clock = ModelClock(opts.speed)
-        driver = TwinDriver()
+        driver = TwinDriver(clock)
         driver.start()
         router = Router()
         runner = PodRunner(
