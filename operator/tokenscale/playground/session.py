@@ -246,10 +246,10 @@ class Playground:
         try:
             # traffic starts once the first replica serves
             while not runner.ready:
-                await asyncio.sleep(0.2)
-                self.frame.t_s = clock.now()
+                await asyncio.sleep(0.5)
+                frame = await self._observe(custom, core, 0.0, stats)
                 if on_frame:
-                    on_frame(self.frame)
+                    on_frame(frame)
             self.note("first replica Ready: replaying the load")
             load_clock = ModelClock(opts.speed)
             load = asyncio.get_running_loop().create_task(
