@@ -16,9 +16,9 @@ import yaml
 from typer.testing import CliRunner
 
 from tests.support.openai_server import OpenAIServer, ServerKnobs
-from tests.support.processes import free_port
 from tokenscale.bench import BenchConfig, BenchProfile, BenchState, partial_profile, run_bench
 from tokenscale.cli.app import app
+from tokenscale.playground.processes import free_port
 
 
 @pytest.fixture

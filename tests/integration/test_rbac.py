@@ -19,8 +19,8 @@ from kubernetes.client.exceptions import ApiException
 
 from tests.helpers import ROOT, manifest
 from tests.integration.conftest import CRD_FILE, GROUP, PLURAL, VERSION
-from tests.support.cluster import Cluster
-from tests.support.processes import Process, wait_for
+from tokenscale.playground.cluster import Cluster
+from tokenscale.playground.processes import Process, wait_for
 
 pytestmark = pytest.mark.integration
 SA_NAMESPACE, SA_NAME = "tokenscale-system", "ts-tokenscale"
