@@ -20,7 +20,7 @@ from dataclasses import dataclass
 
 from tokenscale.api.inference_service import InferenceServiceSpec
 from tokenscale.api.slo import Slo
-from tokenscale.api.workload import Workload
+from tokenscale.api.workload import TokenDistribution, Workload
 from tokenscale.planning.conditions import Conditions, forecast_conditions
 from tokenscale.planning.formulas import GIB, littles_law_concurrency, token_rates, weight_bytes
 from tokenscale.planning.inputs import bytes_per_param
@@ -28,6 +28,7 @@ from tokenscale.planning.knobs import Knobs, choose_knobs
 from tokenscale.planning.load import (
     LoadPoint,
     at_load,
+    closed_loop,
     concurrency_batch,
     curve,
     point_at_batch,
@@ -581,6 +582,24 @@ def with_curve(r: Resolved, conditions: Conditions, plan: Plan) -> Plan:
     limit = min(float(plan.max_num_seqs), max(plan.concurrency_limits.kv_mean_context, 1.0))
     points = curve(perf, w.input_tokens, w.output_tokens, limit)
     return plan.model_copy(update={"curve": [CurveStep(**vars(p)) for p in points]})
+
+
+def predicted_step(
+    r: Resolved, plan: Plan, concurrency: int, input_tokens: float, output_tokens: float
+) -> CurveStep:
+    """The model's prediction for one closed-loop bench step (``concurrency`` clients sending
+    ``input_tokens``/``output_tokens`` requests) on a replica of ``plan`` (its TP and budget)."""
+    w = r.spec.workload.model_copy(
+        update={
+            "input_tokens": TokenDistribution(mean=max(input_tokens, 1.0)),
+            "output_tokens": TokenDistribution(mean=max(output_tokens, 1.0)),
+        }
+    )
+    perf = perf_at(
+        r, Conditions(workload=w), plan.tensor_parallel_size, plan.max_num_batched_tokens
+    )
+    point = closed_loop(perf, concurrency, w.input_tokens, w.output_tokens)
+    return CurveStep(**vars(point))
 
 
 def plan_service(spec: InferenceServiceSpec, name: str = "") -> Plan:
