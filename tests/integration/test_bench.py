@@ -235,4 +235,4 @@ def test_cli_compares_the_measured_curve_with_the_plans(
     assert png.read_bytes()[:4] == b"\x89PNG"
     bad = CliRunner().invoke(app, [*args[:-1], str(tmp_path / "missing.yaml")])
     assert bad.exit_code == 2
-    assert "--plan" in bad.output
+    assert "missing.yaml" in bad.output
