@@ -13,7 +13,8 @@ from the replica's :class:`~tokenscale.planning.PerfModel`:
   ``block_size × KV bytes per token per GPU``)
 - TPOT at concurrency C: ``tpot_seconds(C)``; an offline batch of B prompts:
   ``prefill_seconds(B × in) + (out − 1) × step_seconds(B)``
-- TTFT at concurrency 1: ``prefill_seconds(in)``
+- TTFT at concurrency 1: ``own_ttft_seconds(0, in)`` (the prefill plus the fixed per-request
+  latency outside the GPU)
 - throughput at concurrency C: ``output_tps(C)`` (and ``output_tps(C) / output_tps(1)``)
 
 Engine version: vLLM reserves CUDA-graph memory before it sizes the KV pool only since 0.21

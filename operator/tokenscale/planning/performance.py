@@ -131,21 +131,23 @@ class PerfModel:
         return self.hbm_bytes_per_s * self.assumptions.decode_bandwidth_efficiency
 
     @cached_property
-    def _prefill_memo(self) -> dict[float, float]:
+    def _prefill_memo(self) -> dict[tuple[float, float], float]:
         return {}
 
-    def prefill_seconds(self, tokens: float) -> float:
-        """Time to prefill ``tokens`` uncached prompt tokens on an otherwise idle replica
+    def prefill_seconds(self, tokens: float, cached: float = 0.0) -> float:
+        """Time to prefill ``tokens`` uncached prompt tokens after ``cached`` prefix-cached ones
+        (their attention still reads the cached context) on an otherwise idle replica
         (memoized: the operating-point search asks for the same prompt many times)."""
         memo = self._prefill_memo
-        if tokens not in memo:
-            memo[tokens] = self._prefill_seconds(tokens)
-        return memo[tokens]
+        key = (tokens, cached)
+        if key not in memo:
+            memo[key] = self._prefill_seconds(tokens, cached)
+        return memo[key]
 
-    def _prefill_seconds(self, tokens: float) -> float:
+    def _prefill_seconds(self, tokens: float, cached: float) -> float:
         if tokens <= 0:
             return 0.0
-        compute = self.prefill_flops(tokens) / (
+        compute = self.prefill_flops(tokens, cached) / (
             self.tp * self.flops_per_s * self.assumptions.prefill_compute_efficiency
         )
         steps = chunk_count(tokens, self.max_num_batched_tokens) if self.chunked_prefill else 1
@@ -247,7 +249,10 @@ class PerfModel:
     # -- serving at batch B --------------------------------------------------------------------
     @cached_property
     def mean_prefill_seconds(self) -> float:
-        return self.prefill_seconds(self.mean_input_tokens * (1.0 - self.prefix_cache_hit_rate))
+        hit = self.prefix_cache_hit_rate
+        return self.prefill_seconds(
+            self.mean_input_tokens * (1.0 - hit), self.mean_input_tokens * hit
+        )
 
     def tpot_seconds(self, batch: float) -> float:
         """Per-request TPOT at batch B with prefill interference (module docstring)."""
@@ -327,7 +332,11 @@ class PerfModel:
         else:
             steps = 1
         riding = max(0.0, self.step_seconds(batch) - self.step_seconds(0.0)) if batch > 0 else 0.0
-        return self.prefill_seconds(n) + steps * riding + self.assumptions.request_overhead_seconds
+        return (
+            self.prefill_seconds(n, prompt_tokens - n)
+            + steps * riding
+            + self.assumptions.request_overhead_seconds
+        )
 
     def queue_wait_seconds(self, batch: float) -> float:
         """Mean wait for the prompts ahead at batch B: ``ρ/(1−ρ) × t_prefill``."""

@@ -449,7 +449,8 @@ def _assemble(
         tpot_estimate_s=tpot,
         e2e_p99_estimate_s=e2e99,
         prefill_p99_s=perf.prefill_seconds(
-            w.input_tokens.p99_or_mean * (1.0 - perf.prefix_cache_hit_rate)
+            w.input_tokens.p99_or_mean * (1.0 - perf.prefix_cache_hit_rate),
+            w.input_tokens.p99_or_mean * perf.prefix_cache_hit_rate,
         ),
         decode_step_s=perf.step_seconds(float(op.batch)),
         slo_checks=checks,
