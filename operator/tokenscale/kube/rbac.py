@@ -28,13 +28,11 @@ CLUSTER_READ: tuple[Rule, ...] = (
 ALL_NAMESPACES: tuple[Rule, ...] = (("", "namespaces", ("get", "list", "watch")),)
 """kopf tracks namespaces when it watches all of them."""
 
-PEERING_CLUSTER: tuple[Rule, ...] = (
-    ("kopf.dev", "clusterkopfpeerings", ("get", "list", "watch", "patch")),
+LEADER_ELECTION: tuple[Rule, ...] = (
+    ("coordination.k8s.io", "leases", ("get", "create", "update")),
 )
-PEERING_NAMESPACED: tuple[Rule, ...] = (
-    ("kopf.dev", "kopfpeerings", ("get", "list", "watch", "patch")),
-)
-"""Only with more than one operator replica (HA): exactly one is active."""
+"""Only with more than one operator replica (HA), in the operator's own namespace
+(kube/lease.py: read, create, replace the Lease)."""
 
 SECRETS: tuple[Rule, ...] = (("", "secrets", ("get",)),)
 """Only when a value enables it; the operator never reads Secrets today."""
