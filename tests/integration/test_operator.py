@@ -282,7 +282,7 @@ def test_a_409_conflict_is_retried(api: client.ApiClient, objects: Objects) -> N
     stale = objects.get("test")["metadata"]["resourceVersion"]
     objects.patch_spec("test", {"scaling": {"minReplicas": 2}})  # moves resourceVersion on
     kube = Kube(api)
-    written = kube.patch_status(objects.ns, "test", {"replicas": 4}, resource_version=stale)
+    written = kube.replace_status(objects.ns, "test", {"replicas": 4}, resource_version=stale)
     assert written["status"]["replicas"] == 4
     assert objects.get("test")["status"]["replicas"] == 4
 

@@ -9,16 +9,16 @@ Rule = tuple[str, str, tuple[str, ...]]
 
 NAMESPACED: tuple[Rule, ...] = (
     ("tokenscale.io", "inferenceservices", ("get", "list", "watch", "patch")),
-    ("tokenscale.io", "inferenceservices/status", ("get", "patch")),
+    ("tokenscale.io", "inferenceservices/status", ("get", "update")),
     ("apps", "deployments", ("get", "list", "watch", "create", "patch")),
     ("", "services", ("get", "create", "patch")),
     ("policy", "poddisruptionbudgets", ("get", "create", "patch")),
     ("", "events", ("create", "patch")),
     ("", "configmaps", ("get",)),
 )
-"""Reconcile: read/apply owned objects (server-side apply creates with create), write status
-and events, read the ConfigMap a ``spec.profileRef`` names; kopf watches InferenceServices
-and owned Deployments and patches its annotations."""
+"""Reconcile: read/apply owned objects (server-side apply creates with create), replace the
+status whole, post events, read the ConfigMap a ``spec.profileRef`` names; kopf watches
+InferenceServices and owned Deployments and patches its annotations."""
 
 CLUSTER_READ: tuple[Rule, ...] = (
     ("apiextensions.k8s.io", "customresourcedefinitions", ("get", "list", "watch")),
