@@ -12,6 +12,7 @@ import pytest
 
 from tests.helpers import EXAMPLES
 from tokenscale.api.manifest import parse_manifests
+from tokenscale.controller.graceful import DELETION_COST, deletion_costs
 from tokenscale.planning import plan_service
 from tokenscale.planning.inputs import resolve_gpu
 from tokenscale.render.deployment import (
@@ -93,3 +94,19 @@ def test_pre_stop_is_bounded(busy_engine: tuple[int, list[int]]) -> None:
 def pre_stop_script(port: int, delay: int, budget: int) -> str:
     """The pod's own drain script, pointed at the test's engine with a short budget."""
     return DRAIN_SCRIPT.format(budget=budget, delay=delay, port=port)
+
+
+def _pod(name: str, cost: str | None = None, deleting: bool = False) -> dict[str, object]:
+    meta: dict[str, object] = {"name": name}
+    if cost is not None:
+        meta["annotations"] = {DELETION_COST: cost}
+    if deleting:
+        meta["deletionTimestamp"] = "2026-01-01T00:00:00Z"
+    return {"metadata": meta}
+
+
+def test_deletion_cost_is_the_running_requests_and_only_changes_are_written() -> None:
+    pods = [_pod("a"), _pod("b", "7"), _pod("c", "3"), _pod("d"), _pod("e", deleting=True)]
+    running = {"a": 12.4, "b": 7.0, "c": 0.0, "e": 5.0, "gone": 4.0}
+    assert deletion_costs(pods, running) == {"a": "12", "c": "0"}  # d: unknown, kept
+    assert deletion_costs([_pod("x")], {"x": float(2**40)}) == {"x": str(2**31 - 1)}

@@ -16,6 +16,7 @@ from tokenscale.api.inference_service import InferenceService
 from tokenscale.api.manifest import parse_inference_service
 from tokenscale.api.profile import parse_profile
 from tokenscale.api.status import Condition, InferenceServiceStatus, ScalingStateStatus
+from tokenscale.controller.graceful import DELETION_COST, deletion_costs
 from tokenscale.controller.status import (
     condition,
     decision_status,
@@ -52,6 +53,8 @@ class MetricsView:
     source_error: str | None
     now_s: float
     stale_after_s: float = 120.0
+    running_by_pod: Mapping[str, float] | None = None
+    """Running requests per pod (None: unknown), to pick the pods a scale-down removes."""
 
 
 @dataclass
@@ -218,6 +221,8 @@ def reconcile(
         desired = {k: v for k, v in obj.items() if k not in ("apiVersion", "kind")}
         diff = differences(desired, live) if live is not None else ["(missing)"]
         if diff:
+            if kind == "Deployment" and live is not None:
+                _least_work_first(kube, ns, name, obj, live, metrics)
             applied = kube.apply(obj)
             outcome.applied.append(kind)
             _announce(kind, obj, live, diff, decision, previous_decision, emit, outcome)
@@ -269,6 +274,24 @@ def reconcile(
     )
     _write_status(kube, body, status, new_status)
     return outcome
+
+
+def _least_work_first(
+    kube: Kube,
+    ns: str,
+    name: str,
+    desired: dict[str, Any],
+    live: dict[str, Any],
+    metrics: MetricsView | None,
+) -> None:
+    """Before fewer replicas: the pods with the least running requests get the lowest
+    deletion cost, so the ReplicaSet removes them first."""
+    fewer = int(desired["spec"]["replicas"]) < int((live.get("spec") or {}).get("replicas") or 0)
+    if not fewer or metrics is None or not metrics.running_by_pod:
+        return
+    pods = kube.list_pods(ns, selector_string(name))
+    for pod, cost in deletion_costs(pods, metrics.running_by_pod).items():
+        kube.annotate_pod(ns, pod, {DELETION_COST: cost})
 
 
 def _write_status(

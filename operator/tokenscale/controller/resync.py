@@ -75,12 +75,14 @@ class FleetMetrics:
     stale_after_s: float
     telemetry: Telemetry
     snapshots: dict[tuple[str, str], Snapshot] = field(default_factory=dict)
+    running_by_pod: dict[tuple[str, str], dict[str, float]] = field(default_factory=dict)
     error: str | None = None
 
     def refresh(self) -> None:
         if self.source is None:
             return
         self.snapshots = self.source.snapshots(self.namespaces, time.time())
+        self.running_by_pod = self.source.running_by_pod(self.namespaces)
         self.error = self.source.last_error
         self.telemetry.record_query_errors(self.source.last_error)
 
@@ -92,6 +94,7 @@ class FleetMetrics:
             source_error=self.error,
             now_s=time.time(),
             stale_after_s=self.stale_after_s,
+            running_by_pod=self.running_by_pod.get(key),
         )
 
 

@@ -141,6 +141,20 @@ class Kube:
             raise ValueError(f"cannot apply {kind}")
         return self._plain(out)
 
+    def list_pods(self, namespace: str, selector: str) -> list[dict[str, Any]]:
+        got = self.core.list_namespaced_pod(namespace, label_selector=selector)
+        return list(self._plain(got).get("items") or [])
+
+    def annotate_pod(self, namespace: str, name: str, annotations: dict[str, str]) -> None:
+        """Merge-patch annotations onto a pod (404: it is already gone, which is fine)."""
+        _or_none(
+            lambda: self._plain(
+                self.core.patch_namespaced_pod(
+                    name, namespace, {"metadata": {"annotations": annotations}}
+                )
+            )
+        )
+
     # -- the InferenceService ----------------------------------------------------------------
     def read_inference_service(self, namespace: str, name: str) -> dict[str, Any] | None:
         return _or_none(

@@ -15,10 +15,12 @@ NAMESPACED: tuple[Rule, ...] = (
     ("policy", "poddisruptionbudgets", ("get", "create", "patch")),
     ("", "events", ("create", "patch")),
     ("", "configmaps", ("get",)),
+    ("", "pods", ("list", "patch")),
 )
 """Reconcile: read/apply owned objects (server-side apply creates with create), replace the
-status whole, post events, read the ConfigMap a ``spec.profileRef`` names; kopf watches
-InferenceServices and owned Deployments and patches its annotations."""
+status whole, post events, read the ConfigMap a ``spec.profileRef`` names, set the vLLM pods'
+deletion cost before a scale-down; kopf watches InferenceServices and owned Deployments and
+patches its annotations."""
 
 CLUSTER_READ: tuple[Rule, ...] = (
     ("apiextensions.k8s.io", "customresourcedefinitions", ("get", "list", "watch")),
