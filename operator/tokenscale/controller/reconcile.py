@@ -287,11 +287,18 @@ def _least_work_first(
     """Before fewer replicas: the pods with the least running requests get the lowest
     deletion cost, so the ReplicaSet removes them first."""
     fewer = int(desired["spec"]["replicas"]) < int((live.get("spec") or {}).get("replicas") or 0)
-    if not fewer or metrics is None or not metrics.running_by_pod:
+    if not fewer or metrics is None:
+        return
+    if not metrics.running_by_pod:
+        log.info("%s/%s: scale-down without per-pod metrics: the ReplicaSet picks", ns, name)
         return
     pods = kube.list_pods(ns, selector_string(name))
-    for pod, cost in deletion_costs(pods, metrics.running_by_pod).items():
+    costs = deletion_costs(pods, metrics.running_by_pod)
+    for pod, cost in costs.items():
         kube.annotate_pod(ns, pod, {DELETION_COST: cost})
+    log.info(
+        "%s/%s: scale-down: deletion cost set on %d of %d pods", ns, name, len(costs), len(pods)
+    )
 
 
 def _write_status(

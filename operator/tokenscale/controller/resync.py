@@ -83,6 +83,7 @@ class FleetMetrics:
             return
         self.snapshots = self.source.snapshots(self.namespaces, time.time())
         self.running_by_pod = self.source.running_by_pod(self.namespaces)
+        log.debug("metrics: %d services, per-pod %s", len(self.snapshots), self.running_by_pod)
         self.error = self.source.last_error
         self.telemetry.record_query_errors(self.source.last_error)
 
