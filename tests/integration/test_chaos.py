@@ -1,7 +1,9 @@
 """Chaos on the real control plane. Each test ends in the converged state with no duplicate
 objects, no scale-down on metric loss and at most one event per real change."""
 
+import os
 import random
+import signal
 import threading
 import time
 from collections import Counter
@@ -215,3 +217,32 @@ def test_apiserver_restarted_mid_reconcile(
     assert reasons["Scaled"] <= 2
     assert op.alive(), op.tail()
     print(f"API server restart: converged, {reasons['Scaled']} Scaled events for 2 changes")
+
+
+def test_slow_etcd(
+    cluster: Cluster, objects: Objects, namespace: str, start_operator: Callable[..., Process]
+) -> None:
+    """etcd frozen (SIGSTOP) for 3 s out of every 5 s while the spec changes: every API call
+    in that time hangs; the operator waits, retries, and converges."""
+    etcd = next(p for p in cluster.processes if p.name == "etcd")
+    op = start_operator(namespace)
+    objects.create(manifest(scaling={"replicas": 2}))
+    _converged(objects, 2)
+    changes = 0
+    try:
+        for target in (4, 3, 5):
+            objects.patch_spec("test", {"scaling": {"replicas": target}})
+            changes += 1
+            os.kill(etcd.proc.pid, signal.SIGSTOP)
+            time.sleep(3)
+            os.kill(etcd.proc.pid, signal.SIGCONT)
+            time.sleep(2)
+    finally:
+        os.kill(etcd.proc.pid, signal.SIGCONT)
+    _converged(objects, 5)
+    time.sleep(5)
+    reasons = _reasons(objects)
+    assert reasons["Created"] == 3
+    assert reasons["Scaled"] <= changes
+    assert op.alive(), op.tail()
+    print(f"slow etcd: 3 freezes of 3 s, converged, {reasons['Scaled']} Scaled for {changes}")
