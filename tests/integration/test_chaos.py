@@ -142,6 +142,7 @@ def test_another_writer_patching_every_second_is_undone_and_survived(
     )
 
 
+@pytest.mark.slow
 def test_prometheus_flapping_never_scales_down_blind(
     cluster: Cluster, objects: Objects, namespace: str, tmp_path: Path
 ) -> None:
@@ -201,6 +202,7 @@ def test_prometheus_flapping_never_scales_down_blind(
         prom.stop()
 
 
+@pytest.mark.slow
 def test_apiserver_restarted_mid_reconcile(
     cluster: Cluster, objects: Objects, namespace: str, start_operator: Callable[..., Process]
 ) -> None:
