@@ -113,14 +113,6 @@ async def _serve_health(endpoint: str, role: Callable[[], str]) -> web.AppRunner
     return runner
 
 
-def _kopf_kwargs(settings: Settings) -> dict[str, object]:
-    return {
-        "standalone": True,
-        "clusterwide": settings.clusterwide,
-        "namespaces": list(settings.namespaces),
-    }
-
-
 async def run_elected(
     settings: Settings, config: ElectionConfig, kube: Kube, telemetry: Telemetry
 ) -> None:
@@ -143,7 +135,13 @@ async def run_elected(
         registry = build_registry(settings, kube, telemetry, may_act=elector.leading)
         stop = asyncio.Event()
         work = asyncio.create_task(
-            kopf.operator(registry=registry, stop_flag=stop, **_kopf_kwargs(settings))  # type: ignore[arg-type]
+            kopf.operator(
+                registry=registry,
+                standalone=True,
+                clusterwide=settings.clusterwide,
+                namespaces=list(settings.namespaces),
+                stop_flag=stop,
+            )
         )
         renewal: asyncio.Task[bool] | None = None
         while not work.done():
@@ -177,6 +175,8 @@ def run_operator(settings: Settings) -> None:
         return
     kopf.run(
         registry=build_registry(settings, kube, telemetry),
+        standalone=True,
+        clusterwide=settings.clusterwide,
+        namespaces=list(settings.namespaces),
         liveness_endpoint=settings.liveness_endpoint,
-        **_kopf_kwargs(settings),  # type: ignore[arg-type]
     )

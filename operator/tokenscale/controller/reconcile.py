@@ -11,6 +11,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+from pydantic import ValidationError
+
 from tokenscale.api.errors import SpecError
 from tokenscale.api.inference_service import InferenceService
 from tokenscale.api.manifest import parse_inference_service
@@ -101,7 +103,10 @@ def _reject(
         if plan is not None and service is not None
         else None
     )
-    kept = status.get("scaling")
+    try:  # written by us through the same schema; anything else is dropped, not fatal
+        kept = ScalingStateStatus.model_validate(status.get("scaling"))
+    except ValidationError:
+        kept = None
     new_status = InferenceServiceStatus(
         observed_generation=gen,
         replicas=observed.replicas if observed else 0,
@@ -116,7 +121,7 @@ def _reject(
         plan=summary,
         # the engine's memory outlives a bad spec; the decision and live numbers do not
         decided_replicas=status.get("decidedReplicas"),
-        scaling=ScalingStateStatus.model_validate(kept) if isinstance(kept, dict) else None,
+        scaling=kept,
         last_scale_time=status.get("lastScaleTime"),
         ttft_p99=ttft_display(None, summary),
     )
@@ -127,7 +132,10 @@ def _reject(
 def _carry(previous: list[dict[str, Any]], ctype: str, now: str, gen: int | None) -> Condition:
     old = next((c for c in previous if c.get("type") == ctype), None)
     if old is not None:
-        return Condition.model_validate(old)
+        try:
+            return Condition.model_validate(old)
+        except ValidationError:
+            pass
     return condition(
         previous, ctype, "Unknown", "NotEvaluated", "the plan is not feasible", now, gen
     )
