@@ -9,14 +9,13 @@ which one runs Kopf at all.
 
 import asyncio
 import logging
-from collections.abc import Callable
 from typing import Any
 
 import kopf
 
 from tokenscale.api.crd import PLURAL
 from tokenscale.api.inference_service import API_GROUP, API_VERSION, KIND
-from tokenscale.controller.resync import FleetMetrics, Reconciler, metrics_source, resync_forever
+from tokenscale.controller.resync import Reconciler, fleet_metrics, resync_forever
 from tokenscale.controller.settings import Settings
 from tokenscale.controller.telemetry import Telemetry
 from tokenscale.kube.client import Kube
@@ -31,18 +30,16 @@ def build_registry(
     settings: Settings,
     kube: Kube,
     telemetry: Telemetry | None = None,
-    may_act: Callable[[], bool] = lambda: True,
+    run: Reconciler | None = None,
 ) -> kopf.OperatorRegistry:
+    """The handlers around ``run`` (default: a reconciler that always acts, for a single
+    operator; leader election passes one gated on the Lease)."""
     metrics_out = telemetry or Telemetry()
     registry = kopf.OperatorRegistry()
     resource = (API_GROUP, API_VERSION, PLURAL)
-    metrics = FleetMetrics(
-        source=metrics_source(settings),
-        namespaces=None if settings.clusterwide else list(settings.namespaces),
-        stale_after_s=max(60.0, 4 * settings.interval_seconds),
-        telemetry=metrics_out,
-    )
-    run = Reconciler(kube, metrics, metrics_out, may_act)
+    if run is None:
+        run = Reconciler(kube, fleet_metrics(settings, metrics_out), metrics_out)
+    metrics = run.metrics
 
     @kopf.on.startup(registry=registry)
     def configure(settings: kopf.OperatorSettings, **_: Any) -> None:

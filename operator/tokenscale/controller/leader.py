@@ -4,13 +4,16 @@ Only the leader runs Kopf (its handlers, the resync loop and the metrics reads i
 Followers keep retrying the Lease, answer their health probe and do nothing else. A leader
 that cannot renew within the renew deadline stops at once: the reconciler's gate refuses new
 work from that moment and the process exits (the Kubernetes convention: the pod restarts as a
-follower), before the Lease can expire for anybody else. A clean stop (SIGTERM) lets Kopf
-finish, then hands the Lease back so a follower takes over without waiting for it to expire.
+follower), before the Lease can expire for anybody else. A clean stop (SIGTERM) closes the
+gate, lets the reconciles already running finish, hands the Lease back (a follower takes over
+at once instead of after a lease duration), then lets Kopf stop.
 """
 
 import asyncio
 import logging
 import os
+import signal
+import threading
 import time
 from collections.abc import Callable
 from datetime import UTC, datetime
@@ -31,6 +34,7 @@ from tokenscale.controller.leadership import (
     step,
     wrote,
 )
+from tokenscale.controller.resync import Reconciler, fleet_metrics
 from tokenscale.controller.settings import Settings
 from tokenscale.controller.telemetry import Telemetry
 from tokenscale.kube.client import Kube
@@ -132,8 +136,15 @@ async def run_elected(
         while not await asyncio.to_thread(elector.attempt):
             await asyncio.sleep(config.retry_period_s)
         log.info("leader election: %s leads; starting the operator", config.identity)
-        registry = build_registry(settings, kube, telemetry, may_act=elector.leading)
-        stop = asyncio.Event()
+        stopping = threading.Event()
+        run = Reconciler(
+            kube,
+            fleet_metrics(settings, telemetry),
+            telemetry,
+            may_act=lambda: elector.leading() and not stopping.is_set(),
+        )
+        registry = build_registry(settings, kube, telemetry, run=run)
+        stop, ready = asyncio.Event(), asyncio.Event()
         work = asyncio.create_task(
             kopf.operator(
                 registry=registry,
@@ -141,14 +152,41 @@ async def run_elected(
                 clusterwide=settings.clusterwide,
                 namespaces=list(settings.namespaces),
                 stop_flag=stop,
+                ready_flag=ready,
             )
         )
         renewal: asyncio.Task[bool] | None = None
+
+        async def hand_over() -> None:
+            """On SIGTERM: refuse new work, let running reconciles finish (bounded), release
+            the Lease so a follower takes over now, then let Kopf stop."""
+            stopping.set()
+            deadline = time.monotonic() + config.renew_deadline_s
+            while run.in_flight and time.monotonic() < deadline:
+                await asyncio.sleep(0.05)
+            if renewal is not None:
+                await asyncio.wait({renewal})  # no renewal may land after the release
+            await asyncio.to_thread(elector.release)
+            stop.set()
+
+        handing_over: list[asyncio.Task[None]] = []
+
+        def on_signal() -> None:
+            if not handing_over:
+                log.info("leader election: stopping; handing the Lease over")
+                handing_over.append(asyncio.create_task(hand_over()))
+
+        await asyncio.wait({work, asyncio.create_task(ready.wait())}, return_when="FIRST_COMPLETED")
+        if threading.current_thread() is threading.main_thread():  # replaces Kopf's handlers
+            loop = asyncio.get_running_loop()
+            for sig in (signal.SIGTERM, signal.SIGINT):
+                loop.add_signal_handler(sig, on_signal)
         while not work.done():
-            if renewal is None or renewal.done():  # one attempt at a time, even if it hangs
+            if not stopping.is_set() and (renewal is None or renewal.done()):
+                # one attempt at a time, even if it hangs
                 renewal = asyncio.create_task(asyncio.to_thread(elector.attempt))
             await asyncio.wait({work}, timeout=config.retry_period_s)
-            if not work.done() and not elector.leading():
+            if not work.done() and not stopping.is_set() and not elector.leading():
                 log.error(
                     "leader election: lost the Lease %s (not renewed within %g s); stopping",
                     config.name,
@@ -157,7 +195,8 @@ async def run_elected(
                 logging.shutdown()
                 os._exit(1)
         await work
-        await asyncio.to_thread(elector.release)
+        if not handing_over:  # Kopf stopped on its own
+            await asyncio.to_thread(elector.release)
     finally:
         if health is not None:
             await health.cleanup()

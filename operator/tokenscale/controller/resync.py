@@ -66,6 +66,15 @@ def metrics_source(settings: Settings) -> PrometheusSource | None:
     )
 
 
+def fleet_metrics(settings: Settings, telemetry: Telemetry) -> "FleetMetrics":
+    return FleetMetrics(
+        source=metrics_source(settings),
+        namespaces=None if settings.clusterwide else list(settings.namespaces),
+        stale_after_s=max(60.0, 4 * settings.interval_seconds),
+        telemetry=telemetry,
+    )
+
+
 @dataclass
 class FleetMetrics:
     """The last fleet-wide read, replaced whole every cycle (None source: plan-only)."""
@@ -113,6 +122,12 @@ class Reconciler:
         self._locks: dict[tuple[str, str], threading.Lock] = {}
         self._guard = threading.Lock()
         self._last_error: dict[tuple[str, str], str] = {}
+        self._in_flight = 0
+
+    @property
+    def in_flight(self) -> int:
+        """Reconciles running now (past the leadership check, possibly writing)."""
+        return self._in_flight
 
     def __call__(self, body: Any) -> None:
         """The handler, the loop and a Deployment event may fire together; the later one
@@ -124,11 +139,17 @@ class Reconciler:
             if not self.may_act():  # checked under the lock: a lost lease stops queued work
                 log.info("%s/%s: not the leader; skipping", *key)
                 return
-            current = self.kube.read_inference_service(*key)
-            if current is None or (current.get("metadata") or {}).get("deletionTimestamp"):
-                self._locks.pop(key, None)
-                return
-            self._reconcile(key, current)
+            with self._guard:
+                self._in_flight += 1
+            try:
+                current = self.kube.read_inference_service(*key)
+                if current is None or (current.get("metadata") or {}).get("deletionTimestamp"):
+                    self._locks.pop(key, None)
+                    return
+                self._reconcile(key, current)
+            finally:
+                with self._guard:
+                    self._in_flight -= 1
 
     def _reconcile(self, key: tuple[str, str], body: dict[str, Any]) -> None:
         started = time.perf_counter()
