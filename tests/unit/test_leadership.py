@@ -117,3 +117,27 @@ def test_two_candidates_sharing_one_lease_never_both_lead(
             lease, version = s.write, version + 1
             memories[who] = wrote(memories[who], now, s.write)
         assert not (leading(A, memories["a"], now) and leading(B, memories["b"], now))
+
+
+def test_settings_ask_for_the_pod_identity_and_ordered_durations() -> None:
+    from tokenscale.controller.settings import Settings  # noqa: PLC0415
+
+    assert Settings().election() is None
+    with pytest.raises(ValidationError, match="POD_NAMESPACE"):
+        Settings(leader_elect=True)
+    with pytest.raises(ValidationError, match="retry period < renew deadline"):
+        Settings(
+            leader_elect=True,
+            leader_election_namespace="ops",
+            leader_election_identity="pod-a",
+            renew_deadline_seconds=20,
+        )
+    election = Settings(
+        leader_elect=True, leader_election_namespace="ops", leader_election_identity="pod-a"
+    ).election()
+    assert election is not None
+    assert (election.identity, election.namespace, election.name) == (
+        "pod-a",
+        "ops",
+        "tokenscale-leader",
+    )
