@@ -17,9 +17,14 @@ LEASE_S, RENEW_S, RETRY_S = 6, 4, 1
 LEASE = "tokenscale-leader"
 
 
+HEALTH: dict[int, int] = {}
+"""metrics port → health port of each candidate"""
+
+
 def _candidate(
     start_operator: Callable[..., Process], namespace: str, identity: str, port: int
 ) -> Process:
+    HEALTH[port] = free_port()
     return start_operator(
         namespace,
         "--leader-elect",
@@ -35,6 +40,8 @@ def _candidate(
         str(RETRY_S),
         "--metrics-port",
         str(port),
+        "--liveness",
+        f"http://127.0.0.1:{HEALTH[port]}/healthz",
         name=identity,
     )
 
@@ -87,10 +94,11 @@ def test_two_replicas_one_writer_and_a_killed_leader_is_replaced_in_time(
     assert "applied" not in procs[follower].log_path.read_text()
     assert len(_scaled(objects)) == 2  # one event per change, from one writer
     assert procs[follower].alive()
-    health = requests.get(
-        f"http://127.0.0.1:{ports[follower]}/metrics", timeout=5
-    )  # the idle follower still serves
-    assert health.ok
+    health = requests.get(f"http://127.0.0.1:{HEALTH[ports[follower]]}/healthz", timeout=5)
+    assert health.ok  # the idle follower stays ready
+    assert "follower" in health.text
+    leader_health = requests.get(f"http://127.0.0.1:{HEALTH[ports[leader]]}/healthz", timeout=5)
+    assert "leader" in leader_health.text
 
     procs[leader].kill()  # kill -9: the Lease is not released
     killed = time.monotonic()
