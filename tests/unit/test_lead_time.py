@@ -51,7 +51,8 @@ def test_the_rate_forecast_survives_a_restart_through_status() -> None:
         decided_replicas=3,
         rate=RateForecast(level_rps=12.5, trend_rps_per_s=0.01, variance=4.0, at_s=1000.0),
     )
-    status = {"decidedReplicas": 3, "scaling": scaling_state_status(state, 95.0)}
+    kept = scaling_state_status(state, 95.0).model_dump(by_alias=True, exclude_none=True)
+    status = {"decidedReplicas": 3, "scaling": kept}
     assert status["scaling"]["leadTimeSeconds"] == 95.0
     back = state_from_status(status)
     assert back.rate == state.rate

@@ -2,7 +2,13 @@
 
 from tokenscale.planning.conditions import Calibration, Conditions, forecast_conditions
 from tokenscale.planning.performance import PerfModel
-from tokenscale.planning.planner import perf_at, plan_at, plan_service, replica_perf_model
+from tokenscale.planning.planner import (
+    perf_at,
+    plan_at,
+    plan_service,
+    predicted_step,
+    replica_perf_model,
+)
 from tokenscale.planning.resolve import Resolved, resolve
 from tokenscale.planning.result import Plan
 from tokenscale.planning.sweep import SweepRow, sweep
@@ -18,6 +24,7 @@ __all__ = [
     "perf_at",
     "plan_at",
     "plan_service",
+    "predicted_step",
     "replica_perf_model",
     "resolve",
     "sweep",

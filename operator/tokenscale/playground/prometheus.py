@@ -1,4 +1,5 @@
-"""A real Prometheus server (Debian's package) for the tests, scraping every second.
+"""A real Prometheus server (Debian's package), scraping every second: the playground's and the
+integration tests'.
 
 Targets come from a file_sd file the test rewrites; each target carries the ``namespace`` and
 ``inferenceservice`` labels the operator queries by (a cluster's PodMonitor attaches them from
@@ -13,7 +14,7 @@ from pathlib import Path
 
 import requests
 
-from tests.support.processes import Process, free_port, wait_for
+from tokenscale.playground.processes import Process, free_port, wait_for
 
 
 def ensure_prometheus() -> str:
@@ -74,12 +75,16 @@ class PrometheusServer:
             self.process.stop()
             self.process = None
 
-    def add_target(self, target: str, namespace: str | None, service: str | None) -> None:
+    def add_target(
+        self, target: str, namespace: str | None, service: str | None, pod: str | None = None
+    ) -> None:
         """A vLLM pod (with the labels the operator queries by), or, with None, a plain target
         (the operator itself, whose series carry their own namespace/inferenceservice labels)."""
         labels = (
             {"namespace": namespace, "inferenceservice": service} if namespace and service else {}
         )
+        if pod:
+            labels["pod"] = pod
         self.targets[target] = labels
         self._write_targets()
 

@@ -1,34 +1,73 @@
-"""A real Kubernetes control plane for the tests: etcd, kube-apiserver, kube-controller-manager.
+"""A real Kubernetes control plane: etcd, kube-apiserver, kube-controller-manager.
 
-The binaries come from ``scripts/kube-test-env.sh`` (built once from Debian's Kubernetes 1.20
-source, then cached). The API server authenticates static bearer tokens; ``authorization``
-is AlwaysAllow or RBAC. The controller manager runs the garbage collector and the Deployment
-and ReplicaSet controllers (pods stay Pending: there is no scheduler or kubelet).
+Used by ``tokenscale playground`` and the integration tests. The binaries come from
+``tokenscale/data/kube-env.sh`` (built once from Debian's Kubernetes 1.20 source, 6-8 minutes
+on 2 cores, then cached under ``~/.cache/tokenscale/kube``). The API server authenticates
+static bearer tokens; ``authorization`` is AlwaysAllow or RBAC. The controller manager runs
+the garbage collector and the Deployment and ReplicaSet controllers (pods stay Pending: there
+is no scheduler or kubelet; the playground's pod runner stands in for one).
 """
 
+import os
+import shutil
 import subprocess
 import sys
 import textwrap
+import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
+from importlib import resources
 from pathlib import Path
+from typing import Any
 
 import requests
 import yaml
 
-from tests.support.processes import Process, free_port, wait_for
+from tokenscale.kube.connect import connect
+from tokenscale.playground.processes import Process, free_port, wait_for
 
-ROOT = Path(__file__).resolve().parents[2]
 ADMIN_TOKEN = "tokenscale-admin-token"
+BUILD_MINUTES = "6-8"
 
 
-def kube_bin_dir() -> Path:
-    out = subprocess.run(
-        ["bash", str(ROOT / "scripts" / "kube-test-env.sh")],
-        check=True,
-        capture_output=True,
-        text=True,
+def kube_cache_dir() -> Path:
+    return Path(
+        os.environ.get("TOKENSCALE_KUBE_CACHE") or Path.home() / ".cache" / "tokenscale" / "kube"
     )
-    return Path(out.stdout.strip().splitlines()[-1])
+
+
+def kube_binaries_cached() -> bool:
+    """The same test as the build script's: both binaries, the OpenAPI marker and etcd."""
+    cache = kube_cache_dir()
+    return (
+        all(
+            os.access(cache / "bin" / b, os.X_OK)
+            for b in ("kube-apiserver", "kube-controller-manager")
+        )
+        and (cache / ".openapi-v2").is_file()
+        and shutil.which("etcd") is not None
+    )
+
+
+def kube_bin_dir(progress: Callable[[str], None] | None = None) -> Path:
+    """Build the binaries once (the script prints their directory); ``progress`` gets the
+    script's own progress lines while a first build runs."""
+    script = Path(str(resources.files("tokenscale") / "data" / "kube-env.sh"))
+    lines: list[str] = []
+    with subprocess.Popen(
+        ["bash", str(script)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+    ) as proc:
+        assert proc.stderr is not None
+        assert proc.stdout is not None
+        for line in proc.stderr:
+            lines.append(line.rstrip())
+            if progress is not None and line.startswith("[kube-test-env]"):
+                progress(line.removeprefix("[kube-test-env]").strip())
+        out = proc.stdout.read()
+    if proc.returncode != 0:
+        tail = "\n".join(lines[-20:])
+        raise RuntimeError(f"building the Kubernetes binaries failed:\n{tail}")
+    return Path(out.strip().splitlines()[-1])
 
 
 @dataclass
@@ -41,6 +80,7 @@ class Cluster:
     """Installed before the controller manager starts, so its garbage collector knows them."""
     processes: list[Process] = field(default_factory=list)
     port: int = 0
+    apiserver_args: list[str] = field(default_factory=list)
 
     @property
     def server(self) -> str:
@@ -71,8 +111,14 @@ class Cluster:
         )
         return path
 
+    progress: Callable[[str], None] | None = None
+
+    @property
+    def pids(self) -> list[int]:
+        return [p.pid for p in self.processes]
+
     def start(self) -> "Cluster":
-        bins = kube_bin_dir()
+        bins = kube_bin_dir(self.progress)
         w = self.workdir
         (w / "certs").mkdir(parents=True, exist_ok=True)
         key = w / "sa.key"
@@ -115,44 +161,27 @@ class Cluster:
         wait_for(lambda: requests.get(f"{etcd_url}/health", timeout=1).ok, 30, "etcd")
 
         self.port = free_port()
-        apiserver = Process(
-            "kube-apiserver",
-            [
-                str(bins / "kube-apiserver"),
-                f"--etcd-servers={etcd_url}",
-                "--bind-address=127.0.0.1",
-                "--advertise-address=127.0.0.1",
-                f"--secure-port={self.port}",
-                f"--cert-dir={w / 'certs'}",
-                f"--token-auth-file={w / 'tokens.csv'}",
-                f"--authorization-mode={self.authorization}",
-                f"--service-account-key-file={w / 'sa.pub'}",
-                f"--service-account-signing-key-file={key}",
-                "--service-account-issuer=https://kubernetes.default.svc",
-                "--service-cluster-ip-range=10.96.0.0/16",
-                "--disable-admission-plugins=ServiceAccount",
-                "--enable-priority-and-fairness=false",
-                "--logtostderr=true",
-                "--v=1",
-            ],
-            w,
-        )
+        self.apiserver_args = [
+            str(bins / "kube-apiserver"),
+            f"--etcd-servers={etcd_url}",
+            "--bind-address=127.0.0.1",
+            "--advertise-address=127.0.0.1",
+            f"--secure-port={self.port}",
+            f"--cert-dir={w / 'certs'}",
+            f"--token-auth-file={w / 'tokens.csv'}",
+            f"--authorization-mode={self.authorization}",
+            f"--service-account-key-file={w / 'sa.pub'}",
+            f"--service-account-signing-key-file={key}",
+            "--service-account-issuer=https://kubernetes.default.svc",
+            "--service-cluster-ip-range=10.96.0.0/16",
+            "--disable-admission-plugins=ServiceAccount",
+            "--enable-priority-and-fairness=false",
+            "--logtostderr=true",
+            "--v=1",
+        ]
+        apiserver = Process("kube-apiserver", self.apiserver_args, w)
         self.processes.append(apiserver)
-
-        def ready() -> bool:
-            if not apiserver.alive():
-                raise RuntimeError(f"kube-apiserver exited:\n{apiserver.tail()}")
-            if not self.ca.exists():
-                return False
-            r = requests.get(
-                f"{self.server}/readyz",
-                verify=str(self.ca),
-                timeout=2,
-                headers={"Authorization": f"Bearer {ADMIN_TOKEN}"},
-            )
-            return r.status_code == 200
-
-        wait_for(ready, 90, "kube-apiserver")
+        self._wait_ready(apiserver)
         self._install_crds()
         manager = Process(
             "kube-controller-manager",
@@ -173,20 +202,46 @@ class Cluster:
         self.processes.append(manager)
         return self
 
-    def _install_crds(self) -> None:
-        from kubernetes import client, config  # noqa: PLC0415 - only needed here
+    def _wait_ready(self, apiserver: Process) -> None:
+        def ready() -> bool:
+            if not apiserver.alive():
+                raise RuntimeError(f"kube-apiserver exited:\n{apiserver.tail()}")
+            if not self.ca.exists():
+                return False
+            r = requests.get(
+                f"{self.server}/readyz",
+                verify=str(self.ca),
+                timeout=2,
+                headers={"Authorization": f"Bearer {ADMIN_TOKEN}"},
+            )
+            return r.status_code == 200
 
-        api = config.new_client_from_config(config_file=str(self.kubeconfig()))
+        wait_for(ready, 90, "kube-apiserver")
+
+    def restart_apiserver(self, down_s: float = 0.0) -> None:
+        """Stop the API server (SIGTERM), stay down ``down_s``, start it again on the same port
+        and etcd: clients see refused connections, then the same data."""
+        old = next(p for p in self.processes if p.name == "kube-apiserver")
+        old.stop()
+        time.sleep(down_s)
+        fresh = Process("kube-apiserver", self.apiserver_args, self.workdir)
+        self.processes[self.processes.index(old)] = fresh
+        self._wait_ready(fresh)
+
+    def _install_crds(self) -> None:
+        from kubernetes import client  # noqa: PLC0415 - only needed here
+
+        api = connect(str(self.kubeconfig()))
         ext = client.ApiextensionsV1Api(api)
         for path in self.crd_files:
-            body = yaml.safe_load(path.read_text())
-            ext.create_custom_resource_definition(body)
+            body: dict[str, Any] = yaml.safe_load(path.read_text())
+            ext.create_custom_resource_definition(body)  # type: ignore[arg-type]
 
             def established(name: str = body["metadata"]["name"]) -> bool:
                 got = ext.read_custom_resource_definition(name)
                 return any(
                     c.type == "Established" and c.status == "True"
-                    for c in got.status.conditions or []
+                    for c in (got.status.conditions if got.status else None) or []
                 )
 
             wait_for(established, 30, f"CRD {path.name} established")
