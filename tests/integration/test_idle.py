@@ -14,11 +14,11 @@ import pytest
 from tests.helpers import manifest
 from tests.helpers import spec as make_spec
 from tests.integration.conftest import Objects
-from tests.support.cluster import Cluster
-from tests.support.processes import Process, wait_for
-from tests.support.prometheus import PrometheusServer
 from tests.support.vllm_emulator import VllmMetricsEmulator
 from tokenscale.planning import plan_service
+from tokenscale.playground.cluster import Cluster
+from tokenscale.playground.processes import Process, wait_for
+from tokenscale.playground.prometheus import PrometheusServer
 
 pytestmark = pytest.mark.integration
 WINDOW_S = 8

@@ -9,10 +9,10 @@ from kubernetes import client
 
 from tests.helpers import manifest
 from tests.integration.conftest import Objects
-from tests.support.cluster import Cluster
-from tests.support.processes import wait_for
-from tests.support.prometheus import PrometheusServer
 from tests.support.vllm_emulator import Load, VllmMetricsEmulator
+from tokenscale.playground.cluster import Cluster
+from tokenscale.playground.processes import wait_for
+from tokenscale.playground.prometheus import PrometheusServer
 from tokenscale.render.labels import selector_labels
 
 pytestmark = pytest.mark.integration
