@@ -375,6 +375,9 @@ def _assemble(
         load.e2e_mean_s,
     )
     checks = _slo_checks(perf, spec.slo, w, load.batch, measured)
+    # the longest a request takes when a replica carries all its SLOs allow: independent of
+    # the replica count (so a scale never changes the pod template built from it)
+    e2e99_full = point_at_batch(perf, batch, w.input_tokens, w.output_tokens).e2e_p99_s
     sources: dict[str, str] = {}
     if measured is not None:
         m = measured.step
@@ -382,6 +385,7 @@ def _assemble(
         mean_request_s = measured.request_s
         tpot = m.tpot_p50_seconds if m.tpot_p50_seconds is not None else tpot
         ttft99 = m.ttft_p99_seconds if m.ttft_p99_seconds is not None else ttft99
+        e2e99_full = m.e2e_p99_seconds if m.e2e_p99_seconds is not None else e2e99_full
         rps_replica = m.requests_per_second
         out_tps_replica = rps_replica * w.output_tokens.mean
         for key in ("rps_per_replica", "operating_batch", "latency_estimates"):
@@ -448,6 +452,7 @@ def _assemble(
         ttft_p99_estimate_s=ttft99,
         tpot_estimate_s=tpot,
         e2e_p99_estimate_s=e2e99,
+        e2e_p99_at_capacity_s=e2e99_full,
         prefill_p99_s=perf.prefill_seconds(
             w.input_tokens.p99_or_mean * (1.0 - perf.prefix_cache_hit_rate),
             w.input_tokens.p99_or_mean * perf.prefix_cache_hit_rate,

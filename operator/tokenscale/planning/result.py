@@ -166,6 +166,11 @@ class Plan(_Frozen):
     ttft_p99_estimate_s: float = Field(description="At the load each replica carries")
     tpot_estimate_s: float = Field(description="Mean TPOT at the load each replica carries")
     e2e_p99_estimate_s: float = Field(description="At the load each replica carries")
+    e2e_p99_at_capacity_s: float = Field(
+        default=0.0,
+        description="At the operating batch: the longest a request takes when a replica carries "
+        "all its SLOs allow (does not depend on the replica count; sizes the drain)",
+    )
     prefill_p99_s: float = Field(description="Prefill alone of a P99 prompt on an idle replica")
     decode_step_s: float
     slo_checks: list[SloCheck]

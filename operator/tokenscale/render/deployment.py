@@ -47,8 +47,10 @@ while time.monotonic() < deadline:
 
 def drain_seconds(plan: Plan) -> int:
     """How long a removed replica may take to finish its in-flight requests: the plan's E2E P99
-    (a request admitted just before admission stopped takes that long at worst, P99)."""
-    e2e = plan.e2e_p99_estimate_s
+    at the operating batch (a request admitted just before admission stopped takes that long at
+    worst, P99). Not the estimate at the current load: that moves with the replica count, and a
+    scale must never change the pod template (it would roll every pod)."""
+    e2e = plan.e2e_p99_at_capacity_s or plan.e2e_p99_estimate_s
     if not math.isfinite(e2e) or e2e <= 0:
         return MAX_DRAIN_S
     return min(MAX_DRAIN_S, math.ceil(e2e))
