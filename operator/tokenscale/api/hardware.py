@@ -1,4 +1,4 @@
-"""``spec.hardware``: the accelerator, tensor parallelism and memory reservation."""
+"""``spec.hardware``: the accelerator, parallelism, node fabric and memory reservation."""
 
 from typing import Literal, Self
 
@@ -27,6 +27,14 @@ class GpuSpec(ApiModel):
         description="GPU-to-GPU bandwidth per GPU, GB/s (NVLink); absent means PCIe only.",
     )
     pcie_gbps: float = Field(default=64.0, gt=0, description="Host link bandwidth, GB/s.")
+    inter_node_gbps: float | None = Field(
+        default=None,
+        gt=0,
+        description=(
+            "Node-to-node bandwidth per GPU, GB/s (InfiniBand/RoCE NIC per GPU); absent means "
+            "no RDMA fabric: replicas spanning nodes are assumed to use 100 GbE (12.5 GB/s)."
+        ),
+    )
     product_label: str | None = Field(
         default=None, description="Node label nvidia.com/gpu.product value for scheduling."
     )
@@ -47,6 +55,14 @@ class HardwareSpec(ApiModel):
     )
     gpus_per_node: int = Field(
         default=8, ge=1, description="GPUs on one node; tensor parallelism stays inside a node."
+    )
+    inter_node_gbps: float | None = Field(
+        default=None,
+        gt=0,
+        description=(
+            "Node-to-node bandwidth per GPU, GB/s (InfiniBand/RoCE), for replicas that span "
+            "nodes (pipeline stages, expert all-to-all); absent = the GPU's catalog figure."
+        ),
     )
     gpu_memory_utilization: float = Field(
         default=0.92,
