@@ -18,24 +18,36 @@ START_OVERHEAD_S = 180
 PROBE_PERIOD_S = 10
 
 
+def gpus_per_pod(plan: Plan) -> int:
+    """GPUs one pod requests: the replica's GPUs over the nodes it spans (TP on one node)."""
+    return max(1, plan.gpus_per_replica // max(1, plan.nodes_per_replica))
+
+
+def weight_bytes_per_pod(plan: Plan) -> float:
+    """The share of the weights one pod loads (a pipeline stage, or one node's experts)."""
+    return plan.weight_bytes / max(1, plan.nodes_per_replica)
+
+
 def startup_budget_seconds(spec: InferenceServiceSpec, plan: Plan) -> int:
-    """Seconds the startup probe allows: ``weights / 400 MB/s + 180 s`` unless overridden."""
+    """Seconds the startup probe allows: ``one pod's weight share / 400 MB/s + 180 s`` unless
+    overridden (the pods of a multi-node replica load their shares in parallel)."""
     if spec.deployment.model_load_seconds is not None:
         return spec.deployment.model_load_seconds
-    return math.ceil(plan.weight_bytes / LOAD_BYTES_PER_S) + START_OVERHEAD_S
+    return math.ceil(weight_bytes_per_pod(plan) / LOAD_BYTES_PER_S) + START_OVERHEAD_S
 
 
 def _resources(spec: InferenceServiceSpec, plan: Plan, gpu: GpuSpec) -> dict[str, Any]:
-    """CPU 4 per GPU, host memory ``8 GiB × TP + 10 % of the weights``; GPUs = TP exactly."""
-    tp = plan.tensor_parallel_size
-    host_gib = 8 * tp + math.ceil(plan.weight_bytes / GIB * 0.1)
-    requests: dict[str, str] = {"cpu": str(4 * tp), "memory": f"{host_gib}Gi"}
+    """CPU 4 per GPU, host memory ``8 GiB × GPUs + 10 % of the pod's weight share``; GPUs =
+    the pod's share of the layout exactly (TP on a single node)."""
+    gpus = gpus_per_pod(plan)
+    host_gib = 8 * gpus + math.ceil(weight_bytes_per_pod(plan) / GIB * 0.1)
+    requests: dict[str, str] = {"cpu": str(4 * gpus), "memory": f"{host_gib}Gi"}
     limits: dict[str, str] = {}
     user = spec.deployment.resources or {}
     requests.update({k: str(v) for k, v in dict(user.get("requests", {})).items()})
     limits.update({k: str(v) for k, v in dict(user.get("limits", {})).items()})
-    requests[gpu.resource_name] = str(tp)
-    limits[gpu.resource_name] = str(tp)
+    requests[gpu.resource_name] = str(gpus)
+    limits[gpu.resource_name] = str(gpus)
     return {"requests": requests, "limits": limits}
 
 
@@ -51,7 +63,6 @@ def _probe(path: str, period: int, failures: int) -> dict[str, Any]:
 def pod_template(name: str, spec: InferenceServiceSpec, plan: Plan, gpu: GpuSpec) -> dict[str, Any]:
     """The pod template, without the config-hash annotation (it is computed over this)."""
     d = spec.deployment
-    tp = plan.tensor_parallel_size
     env: list[dict[str, Any]] = []
     volumes: list[dict[str, Any]] = []
     mounts: list[dict[str, Any]] = []
@@ -68,7 +79,7 @@ def pod_template(name: str, spec: InferenceServiceSpec, plan: Plan, gpu: GpuSpec
             {"name": "model-cache", "persistentVolumeClaim": {"claimName": d.model_cache_claim}}
         )
         mounts.append({"name": "model-cache", "mountPath": "/models"})
-    if tp > 1:
+    if gpus_per_pod(plan) > 1:
         volumes.append(
             {"name": "dshm", "emptyDir": {"medium": "Memory", "sizeLimit": f"{d.shm_size_gib:g}Gi"}}
         )
