@@ -18,6 +18,7 @@ import yaml
 
 from tests.helpers import deep_merge, manifest
 from tokenscale.api.manifest import parse_manifests
+from tokenscale.controller.workload import observe_workload, remove_stale
 from tokenscale.planning import Plan, plan_service
 from tokenscale.render import Owner, render_bundle
 from tokenscale.render.deployment import startup_budget_seconds
@@ -246,3 +247,61 @@ def test_single_node_plans_still_render_a_deployment() -> None:
     objs = render_bundle("test", "default", service.spec, plan, 2).objects
     assert [o["kind"] for o in objs] == ["Deployment", "Service", "PodDisruptionBudget"]
     assert "tokenscale.io/role" not in objs[1]["spec"]["selector"]
+
+
+class _FakeKube:
+    """Only the reads and deletes controller/workload.py makes."""
+
+    def __init__(self, deployment: dict[str, Any] | None, lws: dict[str, Any] | None) -> None:
+        self.objects = {"Deployment": deployment, "LeaderWorkerSet": lws}
+        self.deleted: list[str] = []
+
+    def read_deployment(self, namespace: str, name: str) -> dict[str, Any] | None:
+        return self.objects["Deployment"]
+
+    def read_leader_worker_set(self, namespace: str, name: str) -> dict[str, Any] | None:
+        return self.objects["LeaderWorkerSet"]
+
+    def delete_deployment(self, namespace: str, name: str) -> None:
+        self.deleted.append("Deployment")
+
+    def delete_leader_worker_set(self, namespace: str, name: str) -> None:
+        self.deleted.append("LeaderWorkerSet")
+
+
+def _owned(kind: str, owner: str = "big") -> dict[str, Any]:
+    ref = {"apiVersion": "tokenscale.io/v1alpha1", "kind": "InferenceService", "name": owner}
+    return {"kind": kind, "metadata": {"name": "big", "ownerReferences": [ref]}}
+
+
+def test_switching_layout_removes_only_our_other_workload() -> None:
+    kube = _FakeKube(_owned("Deployment"), None)
+    assert remove_stale(kube, "ns", "big", "LeaderWorkerSet") == "Deployment"  # type: ignore[arg-type]
+    assert kube.deleted == ["Deployment"]
+    foreign = _FakeKube(_owned("Deployment", owner="someone-else"), None)
+    assert remove_stale(foreign, "ns", "big", "LeaderWorkerSet") is None  # type: ignore[arg-type]
+    assert foreign.deleted == []
+    back = _FakeKube(None, _owned("LeaderWorkerSet"))
+    assert remove_stale(back, "ns", "big", "Deployment") == "LeaderWorkerSet"  # type: ignore[arg-type]
+    nothing = _FakeKube(None, None)
+    assert remove_stale(nothing, "ns", "big", "Deployment") is None  # type: ignore[arg-type]
+
+
+def test_lws_status_is_read_in_groups() -> None:
+    live = {
+        "kind": "LeaderWorkerSet",
+        "spec": {"replicas": 3},
+        "status": {
+            "replicas": 3,
+            "readyReplicas": 2,
+            "conditions": [{"type": "Available", "status": "True", "message": "All replicas"}],
+        },
+    }
+    seen = observe_workload(live)
+    assert seen is not None
+    assert (seen.replicas, seen.ready_replicas, seen.available) == (3, 2, True)
+    fresh = observe_workload({"kind": "LeaderWorkerSet", "spec": {"replicas": 2}})
+    assert fresh is not None
+    assert not fresh.available
+    assert "LeaderWorkerSet controller" in fresh.available_message
+    assert observe_workload(None) is None

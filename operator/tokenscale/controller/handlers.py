@@ -1,6 +1,7 @@
 """Kopf handlers, registered on a registry built at start-up from the settings.
 
-Every entry point (create, update, resume, the resync timer, a change to an owned Deployment)
+Every entry point (create, update, resume, the resync timer, a change to an owned Deployment
+or LeaderWorkerSet)
 calls the same :func:`reconcile`. Kopf keeps its own state in annotations (works on a 1.20 API
 server with a structural status schema) and runs standalone unless peering is asked for.
 """
@@ -21,6 +22,7 @@ from tokenscale.api.inference_service import API_GROUP, API_VERSION, KIND
 from tokenscale.controller.reconcile import EventSink, MetricsView, reconcile
 from tokenscale.controller.settings import Settings
 from tokenscale.controller.telemetry import Telemetry
+from tokenscale.kube import lws
 from tokenscale.kube.client import Kube
 from tokenscale.kube.connect import bearer_token, connect
 from tokenscale.metrics import PrometheusConfig, PrometheusSource
@@ -223,6 +225,13 @@ def build_registry(
         "apps",
         "v1",
         "deployments",
+        registry=registry,
+        labels={"app.kubernetes.io/managed-by": MANAGED_BY},
+    )
+    @kopf.on.event(
+        lws.GROUP,
+        lws.VERSION,
+        lws.PLURAL,
         registry=registry,
         labels={"app.kubernetes.io/managed-by": MANAGED_BY},
     )
