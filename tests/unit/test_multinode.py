@@ -1,8 +1,27 @@
 """Multi-node layouts: the plan's layout fields, the fabric figures, the LeaderWorkerSet render."""
 
+import dataclasses
+
+import pytest
+
 from tests.helpers import EXAMPLES
+from tokenscale.api.assumptions import Assumptions
 from tokenscale.api.manifest import parse_manifests
+from tokenscale.catalog.gpus import GPU_CATALOG
+from tokenscale.catalog.models import MODEL_CATALOG
+from tokenscale.catalog.params import count_params
 from tokenscale.planning import plan_service
+from tokenscale.planning.memory import kv_geometry
+from tokenscale.planning.parallel import (
+    Layout,
+    LayoutPerfModel,
+    all_to_all_seconds,
+    candidate_layouts,
+    kv_lanes,
+    kv_layer_share,
+    remote_node_copies,
+    weight_bytes_per_gpu,
+)
 
 
 def test_single_node_plans_keep_the_single_node_layout() -> None:
@@ -23,3 +42,81 @@ def test_single_node_plans_keep_the_single_node_layout() -> None:
             "gpus_per_replica",
         ):
             assert key in data
+
+
+def _perf(key: str, gpu_key: str, layout: Layout, bpp: float = 2.0) -> LayoutPerfModel:
+    arch = MODEL_CATALOG[key].architecture
+    gpu = GPU_CATALOG[gpu_key].spec
+    flops = gpu.fp8_tflops if bpp == 1.0 and gpu.fp8_tflops else gpu.bf16_tflops
+    return LayoutPerfModel(
+        arch=arch,
+        params=count_params(arch),
+        geometry=kv_geometry(arch, 2.0, layout.tp),
+        weight_bytes_per_param=bpp,
+        tp=layout.tp,
+        hbm_bytes_per_s=gpu.hbm_bandwidth_gbps * 1e9,
+        link_bytes_per_s=(gpu.interconnect_gbps or gpu.pcie_gbps) * 1e9,
+        flops_per_s=flops * 1e12,
+        assumptions=Assumptions(),
+        max_num_batched_tokens=8192,
+        chunked_prefill=True,
+        mean_input_tokens=2000,
+        mean_output_tokens=500,
+        prefix_cache_hit_rate=0.0,
+        layout=layout,
+        inter_node_bytes_per_s=(gpu.inter_node_gbps or 12.5) * 1e9,
+    )
+
+
+def test_candidates_span_nodes_with_pipeline_stages_and_expert_parallel() -> None:
+    dense = MODEL_CATALOG["llama-3.1-405b"].architecture
+    got = candidate_layouts(dense, [1, 2, 4, 8], 8, max_nodes=4)
+    assert Layout(tp=8, pp=2, nodes=2) in got
+    assert Layout(tp=8, pp=4, nodes=4) in got
+    assert not any(lay.ep for lay in got)
+    moe = MODEL_CATALOG["deepseek-v3"].architecture
+    got = candidate_layouts(moe, [1, 2, 4, 8], 8, max_nodes=2)
+    assert Layout(tp=1, dp=16, ep=True, nodes=2) in got
+    assert Layout(tp=1, dp=8, ep=True, nodes=1) in got
+    assert Layout(tp=8, dp=2, ep=True, nodes=2) in got
+    for lay in got:
+        assert lay.gpus == lay.nodes * 8 or lay.nodes == 1
+
+
+def test_memory_per_gpu_of_a_stage_and_of_an_expert_rank() -> None:
+    arch = MODEL_CATALOG["llama-3.1-405b"].architecture
+    p = count_params(arch)
+    one_node = weight_bytes_per_gpu(p, arch, Layout(tp=8), 2.0)
+    two = weight_bytes_per_gpu(p, arch, Layout(tp=8, pp=2, nodes=2), 2.0)
+    assert one_node == pytest.approx(p.total * 2 / 8)  # 101 GB: does not fit an H100
+    # 63 of 126 layers plus the LM head, over 8 GPUs: ≈ 50.7 GB
+    assert two == pytest.approx(one_node / 2, rel=0.02)
+    assert two < 79.65 * 2**30 * 0.92
+    ds = MODEL_CATALOG["deepseek-v3"].architecture
+    q = count_params(ds)
+    ep16 = weight_bytes_per_gpu(q, ds, Layout(tp=1, dp=16, ep=True, nodes=2), 1.0)
+    assert ep16 == pytest.approx(q.total - q.routed_experts + q.routed_experts / 16)
+    assert kv_layer_share(arch, Layout(tp=8, pp=2, nodes=2)) == 0.5
+    assert kv_lanes(Layout(tp=1, dp=16, ep=True, nodes=2)) == 16
+
+
+def test_pipeline_bubbles_at_small_batch_and_transfers_cost_time() -> None:
+    pp2 = _perf("llama-3.1-405b", "H100-SXM-80GB", Layout(tp=8, pp=2, nodes=2))
+    assert pp2.pipeline_bubble(1) == 0.5
+    assert pp2.pipeline_bubble(64) == 0.0
+    # one sequence: every stage in turn, plus one hand-off; no more tokens than TP 8 alone
+    assert pp2.output_tps(2) == pytest.approx(2 * pp2.output_tps(1), rel=0.1)
+    slow = dataclasses.replace(pp2, inter_node_bytes_per_s=1e9)
+    assert slow.step_seconds(256) > pp2.step_seconds(256)
+
+
+def test_expert_all_to_all_crosses_nodes_once_per_node() -> None:
+    assert remote_node_copies(Layout(tp=1, dp=8, ep=True, nodes=1), 8) == 0.0
+    assert remote_node_copies(Layout(tp=1, dp=16, ep=True, nodes=2), 8) == pytest.approx(1 - 0.5**8)
+    ds = MODEL_CATALOG["deepseek-v3"].architecture
+    one = all_to_all_seconds(32, ds, Layout(tp=1, dp=8, ep=True, nodes=1), 50e9, 630e9, 0)
+    two = all_to_all_seconds(32, ds, Layout(tp=1, dp=16, ep=True, nodes=2), 50e9, 630e9, 0)
+    assert two > one > 0
+    ep = _perf("deepseek-v3", "H200-SXM-141GB", Layout(tp=1, dp=16, ep=True, nodes=2), 1.0)
+    # 16 ranks decode 16× the sequences of one at similar step time: throughput scales
+    assert ep.output_tps(256) > 5 * ep.output_tps(16)
