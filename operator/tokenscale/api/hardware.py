@@ -56,6 +56,15 @@ class HardwareSpec(ApiModel):
     gpus_per_node: int = Field(
         default=8, ge=1, description="GPUs on one node; tensor parallelism stays inside a node."
     )
+    max_nodes_per_replica: int = Field(
+        default=4,
+        ge=1,
+        le=8,
+        description=(
+            "Most nodes one replica may span (pipeline stages or expert-parallel ranks, run as "
+            "a LeaderWorkerSet group); 1 keeps every replica on one node."
+        ),
+    )
     inter_node_gbps: float | None = Field(
         default=None,
         gt=0,

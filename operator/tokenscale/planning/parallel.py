@@ -184,12 +184,14 @@ class LayoutPerfModel(PerfModel):
 
     layout: Layout = Layout(tp=1)
     inter_node_bytes_per_s: float = 12.5 * GB
-    inter_node_efficiency: float = 0.8
-    inter_node_latency_seconds: float = 2.5e-5
 
     @cached_property
     def _fabric(self) -> float:
-        return self.inter_node_bytes_per_s * self.inter_node_efficiency
+        return self.inter_node_bytes_per_s * self.assumptions.inter_node_efficiency
+
+    @property
+    def inter_node_latency_seconds(self) -> float:
+        return self.assumptions.inter_node_latency_seconds
 
     def _micro_batches(self, batch: float) -> float:
         return max(1.0, min(float(self.layout.pp), batch))
