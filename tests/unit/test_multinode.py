@@ -19,6 +19,7 @@ from tokenscale.planning.parallel import (
     candidate_layouts,
     kv_lanes,
     kv_layer_share,
+    layouts_to_plan,
     remote_node_copies,
     weight_bytes_per_gpu,
 )
@@ -120,3 +121,21 @@ def test_expert_all_to_all_crosses_nodes_once_per_node() -> None:
     ep = _perf("deepseek-v3", "H200-SXM-141GB", Layout(tp=1, dp=16, ep=True, nodes=2), 1.0)
     # 16 ranks decode 16× the sequences of one at similar step time: throughput scales
     assert ep.output_tps(256) > 5 * ep.output_tps(16)
+
+
+def test_only_the_smallest_fitting_multi_node_layouts_are_planned() -> None:
+    arch = MODEL_CATALOG["llama-3.1-405b"].architecture
+    budget = 79.65 * 2**30 * 0.92 - 3 * 2**30
+    got = layouts_to_plan(arch, count_params(arch), 2.0, [1, 2, 4, 8], 8, 4, budget)
+    multi = [lay for lay in got if lay.nodes > 1]
+    assert multi == [Layout(tp=8, pp=2, nodes=2), Layout(tp=8, pp=3, nodes=3)]
+    assert layouts_to_plan(arch, count_params(arch), 2.0, [1, 2, 4, 8], 8, 1, budget) == [
+        Layout(tp=t) for t in (1, 2, 4, 8)
+    ]
+    ds = MODEL_CATALOG["deepseek-v3"].architecture
+    got = layouts_to_plan(ds, count_params(ds), 2.0, [1, 2, 4, 8], 8, 4, budget)
+    multi = [lay for lay in got if lay.nodes > 1]
+    assert Layout(tp=8, pp=3, nodes=3) in multi  # BF16 1.34 TB: two nodes are not enough
+    assert Layout(tp=1, dp=32, ep=True, nodes=4) not in multi  # 75 GB/GPU: no room for KV
+    assert Layout(tp=8, dp=3, ep=True, nodes=3) in multi
+    assert len(got) <= 10

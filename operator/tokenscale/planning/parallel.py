@@ -99,6 +99,47 @@ def candidate_layouts(
     return out
 
 
+def layouts_to_plan(
+    arch: Architecture,
+    params: ParamCount,
+    bytes_per_param: float,
+    tp_sizes: list[int],
+    gpus_per_node: int,
+    max_nodes: int,
+    weight_budget_bytes: float,
+) -> list[Layout]:
+    """The layouts worth planning: every single-node TP, and of the multi-node ones only the
+    smallest that leave room for KV (weights ≤ 90 % of ``weight_budget_bytes`` per GPU) and the
+    next size up — one more node buys KV and batch, more rarely pays (and planning every
+    layout would cost milliseconds). Expert parallelism is tried at the smallest and largest
+    TP (vLLM's DP-attention and TP-attention deployments)."""
+    single = [Layout(tp=tp) for tp in tp_sizes]
+    if max_nodes <= 1 or not tp_sizes:
+        return single
+
+    def fits(layout: Layout) -> bool:
+        used = weight_bytes_per_gpu(params, arch, layout, bytes_per_param)
+        return used <= 0.9 * weight_budget_bytes
+
+    every = candidate_layouts(arch, tp_sizes, gpus_per_node, max_nodes)
+    out = list(single)
+    families: dict[tuple[str, int], list[Layout]] = {}
+    ep_tps = {min(tp_sizes), max(tp_sizes)}
+    for lay in every:
+        if lay.nodes == 1 and lay.dp == 1:
+            continue  # the single-node TP layouts, above
+        if lay.ep and lay.tp not in ep_tps:
+            continue
+        family = ("ep" if lay.ep else "pp", lay.tp)
+        families.setdefault(family, []).append(lay)
+    for family in families.values():
+        family.sort(key=lambda lay: lay.nodes)
+        first = next((i for i, lay in enumerate(family) if fits(lay)), None)
+        if first is not None:
+            out.extend(family[first : first + 2])
+    return out
+
+
 def non_expert_params(p: ParamCount) -> float:
     return p.total - p.routed_experts
 
