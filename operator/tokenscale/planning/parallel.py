@@ -130,13 +130,12 @@ def layouts_to_plan(
             continue  # the single-node TP layouts, above
         if lay.ep and lay.tp not in ep_tps:
             continue
-        family = ("ep" if lay.ep else "pp", lay.tp)
-        families.setdefault(family, []).append(lay)
-    for family in families.values():
-        family.sort(key=lambda lay: lay.nodes)
-        first = next((i for i, lay in enumerate(family) if fits(lay)), None)
+        families.setdefault(("ep" if lay.ep else "pp", lay.tp), []).append(lay)
+    for members in families.values():
+        members.sort(key=lambda lay: lay.nodes)
+        first = next((i for i, lay in enumerate(members) if fits(lay)), None)
         if first is not None:
-            out.extend(family[first : first + 2])
+            out.extend(members[first : first + 2])
     return out
 
 
