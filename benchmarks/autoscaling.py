@@ -20,7 +20,7 @@ import time
 from pathlib import Path
 
 from tokenscale.api.manifest import parse_manifests
-from tokenscale.catalog.traces import AZURE_CONVERSATION, bundled_trace
+from tokenscale.data import AZURE_CONVERSATION, bundled_trace
 from tokenscale.simulation import (
     POLICIES,
     Setup,

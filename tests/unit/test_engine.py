@@ -11,9 +11,9 @@ from hypothesis import strategies as st
 
 from tests.helpers import spec as make_spec
 from tokenscale.api.inference_service import InferenceServiceSpec
-from tokenscale.planning import plan_service, predict_tpot
+from tokenscale.planning import Conditions, perf_at, plan_service, resolve
 from tokenscale.scaling import Decision, EngineInput, ScalingState, Snapshot, decide
-from tokenscale.scaling.engine import with_workload
+from tokenscale.scaling.engine import observed_workload
 
 NOW = 1_000_000.0
 FAST = settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -194,7 +194,8 @@ def test_calibration_prefers_the_exact_mean_and_the_observed_workload() -> None:
     # the engines run exactly as the model predicts for the workload they see (8 per replica)
     seen = snap(n=2)
     tp = plan_service(spec).tensor_parallel_size
-    truth = predict_tpot(with_workload(spec, seen, "observed"), tp, 8.0)
+    workload = observed_workload(spec.workload, seen, "observed")
+    truth = perf_at(resolve(spec), Conditions(workload=workload), tp).tpot_seconds(8.0)
     # a bucketed P50 40 % off must not move the factor when the exact mean is there
     exact = seen.model_copy(update={"tpot_mean_s": truth, "tpot_p50_s": truth * 1.4})
     d = run(spec, exact, ScalingState(decided_replicas=2, calibration=1.0))

@@ -11,7 +11,7 @@ from tokenscale.api.errors import SpecError
 from tokenscale.api.manifest import parse_inference_service
 from tokenscale.api.profile import BenchProfile, parse_profile
 from tokenscale.bench.analysis import RequestRecord, find_knee, operating_concurrency, summarize
-from tokenscale.planning import plan_service
+from tokenscale.planning import plan_service, resolve
 from tokenscale.scaling.engine import profile_calibration
 
 
@@ -78,10 +78,10 @@ def test_parse_profile_names_where_and_the_field() -> None:
 def test_calibration_starts_from_the_measurement() -> None:
     s = _with()
     plan = plan_service(s)
-    start = profile_calibration(s, plan)
+    start = profile_calibration(resolve(s), plan)
     assert 0.5 <= start <= 1.5
     assert start != 1.0
-    assert profile_calibration(_with(None), plan_service(_with(None))) == 1.0
+    assert profile_calibration(resolve(_with(None)), plan_service(_with(None))) == 1.0
 
 
 def test_profile_round_trips_camel_case() -> None:

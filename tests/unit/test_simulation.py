@@ -19,9 +19,9 @@ from typer.testing import CliRunner
 from tokenscale.api.inference_service import InferenceServiceSpec
 from tokenscale.api.manifest import parse_manifests
 from tokenscale.api.slo import Slo
-from tokenscale.catalog.traces import AZURE_CONVERSATION, bundled_trace
 from tokenscale.catalog.vllm_metrics import TTFT_BUCKETS
 from tokenscale.cli.app import app
+from tokenscale.data import AZURE_CONVERSATION, bundled_trace
 from tokenscale.planning import plan_service
 from tokenscale.simulation import (
     Setup,

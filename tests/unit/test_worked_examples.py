@@ -7,7 +7,7 @@ import pytest
 from tests.helpers import spec
 from tokenscale.api.model import BYTES_PER_ELEMENT
 from tokenscale.catalog import MODEL_CATALOG
-from tokenscale.planning import formulas, plan_service
+from tokenscale.planning import forecast_conditions, formulas, perf_at, plan_service, resolve
 from tokenscale.planning.memory import kv_geometry
 
 
@@ -68,9 +68,8 @@ def test_kv_per_token_llama_70b_from_catalog_and_plan() -> None:
 def test_performance_model_attention_is_the_maps_formula() -> None:
     """PerfModel's prefill FLOPs = 2·P·N (+ LM head once) + the map's causal attention term."""
     p = plan_service(spec())  # Llama-3.1-8B: no sliding window
-    from tokenscale.planning.planner import _perf_model, _resolve  # noqa: PLC0415
-
-    perf = _perf_model(_resolve(spec(), ""), 1, p.max_num_batched_tokens)
+    r = resolve(spec())
+    perf = perf_at(r, forecast_conditions(r), 1, p.max_num_batched_tokens)
     arch = MODEL_CATALOG["llama-3.1-8b"].architecture
     n = 4096.0
     params = perf.params

@@ -75,6 +75,7 @@ def plan_renderable(p: Plan) -> Panel:
                 f"knee {lim.knee:,.0f} · KV(mean) {lim.kv_mean_context:,.0f} · "
                 f"KV(P99) {lim.kv_p99_context:,.0f}",
             ),
+            ("serving knobs", p.serving_knobs_reason or "—"),
             (
                 "operating batch",
                 f"{p.operating_batch:,.0f} "
@@ -86,6 +87,12 @@ def plan_renderable(p: Plan) -> Panel:
     perf = Table(title="Estimates vs SLO", title_justify="left")
     for col in ("metric", "estimate", "target", "ok"):
         perf.add_column(col)
+    if p.at_load is not None:
+        load = p.at_load
+        perf.title = (
+            f"Estimates vs SLO at the load each replica carries ({load.rps_per_replica:,.2f} "
+            f"RPS, batch {load.batch:,.1f}{', saturated' if load.saturated else ''})"
+        )
     perf.add_row("TTFT P99", f"{p.ttft_p99_estimate_s * 1e3:,.1f} ms", "", "")
     perf.add_row("TPOT", f"{p.tpot_estimate_s * 1e3:,.2f} ms", "", "")
     perf.add_row("E2E P99", f"{p.e2e_p99_estimate_s:,.2f} s", "", "")
@@ -110,12 +117,20 @@ def plan_renderable(p: Plan) -> Panel:
         name = f"[bold]{con.name} ◀ binding[/]" if con.name == p.binding_constraint else con.name
         cons.add_row(name, f"{con.replicas:,.2f}", con.formula)
     r = p.replicas
-    cons.add_row(
-        "total",
-        f"[bold]{r.total}[/]",
-        f"ceil({r.needed:,.2f} × redundancy) + spares = {r.with_redundancy}, "
-        f"within bounds → {r.total} replicas, {p.gpus_total} GPUs",
-    )
+    if r is None:
+        cons.add_row("total", "[red]—[/]", "no count: this configuration cannot serve (below)")
+    else:
+        bounded = (
+            "within bounds"
+            if r.total == r.with_redundancy
+            else f"bounded by min/maxReplicas to {r.total}"
+        )
+        cons.add_row(
+            "total",
+            f"[bold]{r.total}[/]",
+            f"ceil({r.needed:,.2f} × redundancy) + spares = {r.with_redundancy:,}, "
+            f"{bounded} → {r.total:,} replicas, {p.gpus_total:,} GPUs",
+        )
     cost = _kv_table(
         [
             ("fleet per hour", _num(p.cost_per_hour, ",.2f", f" {p.currency}")),
@@ -183,8 +198,8 @@ def sweep_table(rows: list[SweepRow], limit: int) -> Table:
             str(p.tensor_parallel_size),
             p.weight_dtype,
             "yes" if p.feasible else "no",
-            str(p.replicas.total),
-            str(p.gpus_total),
+            "—" if p.replicas is None else str(p.replicas.total),
+            "—" if p.gpus_total is None else str(p.gpus_total),
             f"{p.output_tps_per_replica:,.0f}",
             f"{p.tpot_estimate_s * 1e3:,.1f}",
             f"{p.ttft_p99_estimate_s * 1e3:,.0f}",

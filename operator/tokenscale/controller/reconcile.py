@@ -186,7 +186,7 @@ def reconcile(
         plan = plan_service(service.spec, name)
     except SpecError as err:
         return _reject(kube, body, "InvalidSpec", str(err), now, emit)
-    if not plan.feasible:
+    if plan.replicas is None:  # nothing can serve; a bound shortfall still deploys, flagged
         return _reject(
             kube, body, "Infeasible", "; ".join(plan.infeasible_reasons), now, emit, plan, service
         )
@@ -255,10 +255,11 @@ def reconcile(
             condition(
                 previous,
                 "PlanFeasible",
-                "True",
-                "Planned",
-                f"{plan.replicas.total} × TP {plan.tensor_parallel_size} planned: "
-                f"{plan.binding_constraint} binds",
+                "True" if plan.feasible else "False",
+                "Planned" if plan.feasible else "BelowNeed",
+                f"{plan.sized.total} × TP {plan.tensor_parallel_size} planned: "
+                f"{plan.binding_constraint} binds"
+                + ("" if plan.feasible else "; " + "; ".join(plan.infeasible_reasons)),
                 now,
                 gen,
             ),

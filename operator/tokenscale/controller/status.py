@@ -67,7 +67,7 @@ def condition(
 
 
 def plan_summary(plan: Plan, ttft_slo: float | None, tpot_slo: float | None) -> dict[str, Any]:
-    r = plan.replicas
+    r = plan.sized
     return PlanSummary(
         feasible=plan.feasible,
         tensor_parallel_size=plan.tensor_parallel_size,

@@ -99,7 +99,7 @@ class Telemetry:
         ready: int,
     ) -> None:
         svc = (ns, name)
-        r = plan.replicas
+        r = plan.sized
         for constraint, value in (
             ("throughput", r.throughput),
             ("concurrency", r.concurrency),

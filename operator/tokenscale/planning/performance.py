@@ -66,6 +66,8 @@ class PerfModel:
     mean_input_tokens: float
     mean_output_tokens: float
     prefix_cache_hit_rate: float
+    tail_input_tokens: float = 0.0
+    """The P99 prompt (0: the mean), for the chunk a tail request shares its steps with."""
 
     # -- prefill -----------------------------------------------------------------------------
     @cached_property
@@ -223,19 +225,27 @@ class PerfModel:
     def tpot_quantile_seconds(self, batch: float, z: float) -> float:
         """TPOT at a high percentile (z = 2.326 for P99, 1.645 for P95) under Poisson arrivals.
 
-        Two things vary around the mean: the batch a request decodes in (an M/G/∞ count,
-        Poisson around B, so ``B_z = B + z·√B`` for its step time) and the prefills that land in
-        its decode (Poisson around ``m = B − 1``, correlated with the batch; their variances
-        add: ``σ² ≈ 2m``): ``TPOT_z = t_step(B_z) + (m + z·√(2m))·t_prefill(mean)/out``.
-        Checked against the fleet simulator's P99 (validation tests): the SLO-bound capacity
-        agrees within 10 % when decode dominates; for long prompts with short answers (prefill
-        interference dominating) it is up to 20 % optimistic. Using the mean TPOT for a P99
-        SLO was 15–30 % optimistic.
+        Two things vary around the mean. The batch a request decodes in is an M/G/∞ count,
+        Poisson around B, so its steps take ``t_step(B + z·√B)``. And the prefill chunks its
+        steps share: the mean adds ``(B − 1)·t_prefill/out`` per token (module docstring), paid
+        as whole chunks of ``c`` seconds (a P99 prompt capped by the chunk budget) landing on a
+        share ``p = (B − 1)·t_prefill/(out·c)`` of the steps. Over its ``k = out − 1`` intervals
+        the share it sees is binomial, its variance doubled because the arrivals that bring the
+        chunks also raise the batch (the same correlation as the Poisson form this replaces,
+        which it equals when a chunk is a whole prompt and p is small), so at the percentile it
+        pays ``c·min(1, p + z·√(2p(1−p)/k))`` per token: short answers beside long prompts see
+        whole chunks (the chunk budget bounds the tail), long answers see the mean.
         """
         b_z = batch + z * math.sqrt(max(batch, 0.0))
-        m = max(batch - 1.0, 0.0)
-        interference = (m + z * math.sqrt(2.0 * m)) * self.mean_prefill_seconds
-        return self.step_seconds(b_z) + interference / max(self.mean_output_tokens, 1.0)
+        out = max(self.mean_output_tokens, 1.0)
+        mean_interference = max(batch - 1.0, 0.0) * self.mean_prefill_seconds / out
+        c = self.tail_chunk_seconds
+        if mean_interference <= 0.0 or c <= 0.0:
+            return self.step_seconds(b_z) + mean_interference
+        p = min(1.0, mean_interference / c)
+        k = max(out - 1.0, 1.0)
+        share = min(1.0, p + z * math.sqrt(2.0 * p * (1.0 - p) / k))
+        return self.step_seconds(b_z) + max(mean_interference, c * share)
 
     @cached_property
     def weight_floor_seconds(self) -> float:
@@ -260,22 +270,52 @@ class PerfModel:
         return min(0.99, self.request_rate(batch) * self.mean_prefill_seconds)
 
     def ttft_seconds(self, batch: float, prompt_tokens: float) -> float:
-        """TTFT of a ``prompt_tokens`` prompt arriving while B sequences decode.
+        """TTFT of a ``prompt_tokens`` prompt arriving while B sequences decode, B being the
+        batch this replica carries (the load: ``request_rate(B)`` requests per second).
 
-        Its own prefill, chunked into ``ceil(N / (budget − B))`` steps that each also carry the
-        B decodes, plus a queueing allowance ``ρ/(1−ρ) × t_prefill(mean)`` for prompts ahead.
+        Its own prefill, chunked into ``ceil(N / (budget − B))`` steps; each chunk also carries
+        the B decodes, which add their KV reads and FLOPs (the weights are read once per step
+        and already counted by the prefill); plus a queueing allowance ``ρ/(1−ρ) × t_prefill``
+        for prompts ahead, ``ρ = request_rate(B) × t_prefill`` (M/M/1-like). At B → 0 this is
+        the prefill alone: no queue, no decode riding along.
         """
+        return self.own_ttft_seconds(batch, prompt_tokens) + self.queue_wait_seconds(batch)
+
+    def own_ttft_seconds(self, batch: float, prompt_tokens: float) -> float:
+        """A prompt's own prefill with ``batch`` decodes riding along its chunks (no queue)."""
         n = prompt_tokens * (1.0 - self.prefix_cache_hit_rate)
         if self.chunked_prefill:
             budget = max(1, self.max_num_batched_tokens - math.ceil(batch))
             steps = chunk_count(n, budget)
         else:
             steps = 1
-        own = self.prefill_seconds(n) + steps * (
-            self.step_seconds(batch) - self.assumptions.step_overhead_seconds
-        )
+        riding = max(0.0, self.step_seconds(batch) - self.step_seconds(0.0)) if batch > 0 else 0.0
+        return self.prefill_seconds(n) + steps * riding
+
+    def queue_wait_seconds(self, batch: float) -> float:
+        """Mean wait for the prompts ahead at batch B: ``ρ/(1−ρ) × t_prefill``."""
+        if batch <= 0:
+            return 0.0
         rho = self.prefill_utilization(batch)
-        return own + rho / (1.0 - rho) * self.mean_prefill_seconds
+        return rho / (1.0 - rho) * self.mean_prefill_seconds
+
+    # -- the chunk budget's share of the TPOT tail ------------------------------------------
+    def chunk_seconds(self, chunk_tokens: float) -> float:
+        """What a prefill chunk of ``chunk_tokens`` adds to the step it shares: its FLOPs at
+        the prefill efficiency (the step's weight read is the decode's, already counted)."""
+        if chunk_tokens <= 0:
+            return 0.0
+        return self.prefill_flops(chunk_tokens) / (
+            self.tp * self.flops_per_s * self.assumptions.prefill_compute_efficiency
+        )
+
+    @cached_property
+    def tail_chunk_seconds(self) -> float:
+        """The chunk a tail request's decode steps share: a P99 prompt, capped by the budget."""
+        tokens = self.tail_input_tokens or self.mean_input_tokens
+        tokens *= 1.0 - self.prefix_cache_hit_rate
+        cap = self.max_num_batched_tokens if self.chunked_prefill else tokens
+        return self.chunk_seconds(min(tokens, float(cap)))
 
 
 def link_bytes_per_s(gpu: GpuSpec) -> float:

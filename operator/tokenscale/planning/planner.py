@@ -1,70 +1,83 @@
-"""Plan one InferenceService: resolve inputs, size at each TP, choose, explain.
+"""Plan one InferenceService: three explicit questions.
 
-``tensorParallelSize: auto`` plans every valid TP in {1, 2, 4, 8} that fits on a node and
-chooses the feasible one with the fewest GPUs in the fleet (``replicas × TP``); ties go to the
-lower cost per 1M output tokens, then to the smaller TP (more, smaller replicas fail smaller).
+1. :func:`~tokenscale.planning.resolve.resolve` — what the spec resolves to (GPU, model shapes,
+   vLLM defaults; invalid input raises ``SpecError``).
+2. :func:`plan_at` — a plan for that :class:`Resolved` under :class:`Conditions` (workload,
+   per-phase calibration, knee policy, profile) at one tensor-parallel size: **estimate** from
+   the model (memory, KV, knobs, operating point, sizing, latency at the load each replica
+   carries), **override** with a bench profile where one applies, **assemble** the Plan.
+3. :func:`plan_service` — the forecast: resolve, ``plan_at`` every valid TP, choose.
+
+``tensorParallelSize: auto`` compares layouts on what they *need* (``replicas.with_redundancy ×
+TP`` GPUs, before ``minReplicas``/``maxReplicas`` apply) and keeps the feasible one with the
+fewest GPUs; ties go to the lower GPU-hours per 1M output tokens, then to the smaller TP (more,
+smaller replicas fail smaller). A layout whose need exceeds ``maxReplicas`` is not feasible:
+the plan says so with the shortfall. The decision engine and the simulator call ``plan_at``
+with the TP the Deployment runs, never letting the model re-choose it.
 """
 
 from dataclasses import dataclass
 
-from tokenscale.api.hardware import GpuSpec
 from tokenscale.api.inference_service import InferenceServiceSpec
+from tokenscale.api.slo import Slo
+from tokenscale.api.workload import Workload
+from tokenscale.planning.conditions import Conditions, forecast_conditions
 from tokenscale.planning.formulas import GIB, littles_law_concurrency, token_rates, weight_bytes
-from tokenscale.planning.inputs import (
-    ResolvedModel,
-    ServingDefaults,
-    bytes_per_param,
-    check_tp,
-    resolve_gpu,
-    resolve_model,
-    valid_tp_sizes,
-    vllm_serving_defaults,
+from tokenscale.planning.inputs import bytes_per_param
+from tokenscale.planning.knobs import Knobs, choose_knobs
+from tokenscale.planning.load import (
+    LoadPoint,
+    at_load,
+    concurrency_batch,
+    curve,
+    point_at_batch,
+    queued,
 )
 from tokenscale.planning.measured import MeasuredPoint, measured_point, token_mismatch
 from tokenscale.planning.memory import (
+    MemoryBudget,
     activation_peak_bytes,
     kv_capacity_blocks,
     kv_geometry,
     memory_budget,
 )
-from tokenscale.planning.operating_point import find_operating_point, slo_estimates
+from tokenscale.planning.operating_point import (
+    OperatingPoint,
+    find_operating_point,
+    slo_estimates,
+)
 from tokenscale.planning.performance import PerfModel, link_bytes_per_s, peak_flops
 from tokenscale.planning.pricing import Pricing, price_plan
+from tokenscale.planning.resolve import Resolved, resolve
 from tokenscale.planning.result import (
     ConcurrencyLimits,
+    CurveStep,
+    LoadEstimate,
     MemoryBreakdown,
     Plan,
     SloCheck,
     TpCandidate,
 )
-from tokenscale.planning.sizing import ConstraintInput, SizingInputs, size
+from tokenscale.planning.sizing import ConstraintInput, Sizing, SizingInputs, size
+
+LIVE_KNEE_TPOT_RATIO = 1e6
 
 
-@dataclass(frozen=True)
-class _Context:
-    spec: InferenceServiceSpec
-    name: str
-    gpu: GpuSpec
-    gpu_key: str
-    model: ResolvedModel
-    defaults: ServingDefaults
-
-
-def _resolve(spec: InferenceServiceSpec, name: str) -> _Context:
-    gpu = resolve_gpu(spec)
-    return _Context(
-        spec=spec,
-        name=name,
-        gpu=gpu,
-        gpu_key=spec.hardware.gpu or gpu.name,
-        model=resolve_model(spec),
-        defaults=vllm_serving_defaults(gpu),
+def perf_at(
+    r: Resolved, conditions: Conditions, tp: int, max_num_batched_tokens: int | None = None
+) -> PerfModel:
+    """The timing model of one replica at ``tp`` under ``conditions`` (calibration applied;
+    the knee lifted under the ``slo`` policy when an SLO is set)."""
+    spec, model, gpu = r.spec, r.model, r.gpu
+    w, serving = conditions.workload, spec.serving
+    a = conditions.calibration.apply(spec.assumptions)
+    if conditions.knee == "slo" and spec.slo.any_set:
+        a = a.model_copy(update={"knee_tpot_ratio": LIVE_KNEE_TPOT_RATIO})
+    budget = (
+        max_num_batched_tokens
+        or serving.max_num_batched_tokens
+        or r.defaults.max_num_batched_tokens
     )
-
-
-def _perf_model(ctx: _Context, tp: int, max_num_batched_tokens: int) -> PerfModel:
-    spec, model, gpu = ctx.spec, ctx.model, ctx.gpu
-    w, serving = spec.workload, spec.serving
     return PerfModel(
         arch=model.architecture,
         params=model.params,
@@ -74,35 +87,35 @@ def _perf_model(ctx: _Context, tp: int, max_num_batched_tokens: int) -> PerfMode
         hbm_bytes_per_s=gpu.hbm_bandwidth_gbps * 1e9,
         link_bytes_per_s=link_bytes_per_s(gpu),
         flops_per_s=peak_flops(gpu, model.weight_dtype)[0],
-        assumptions=spec.assumptions,
-        max_num_batched_tokens=max_num_batched_tokens,
+        assumptions=a,
+        max_num_batched_tokens=budget,
         chunked_prefill=serving.enable_chunked_prefill,
         mean_input_tokens=w.input_tokens.mean,
         mean_output_tokens=w.output_tokens.mean,
         prefix_cache_hit_rate=w.prefix_cache_hit_rate if serving.enable_prefix_caching else 0.0,
+        tail_input_tokens=w.input_tokens.p99_or_mean,
     )
-
-
-def predict_tpot(spec: InferenceServiceSpec, tensor_parallel_size: int, batch: float) -> float:
-    """The planner's TPOT for ``batch`` running sequences per replica (for calibration)."""
-    ctx = _resolve(spec, "")
-    batched = spec.serving.max_num_batched_tokens or ctx.defaults.max_num_batched_tokens
-    return _perf_model(ctx, tensor_parallel_size, batched).tpot_seconds(max(batch, 1.0))
 
 
 def replica_perf_model(spec: InferenceServiceSpec, plan: Plan) -> PerfModel:
     """The timing model behind ``plan`` (its TP and token budget), for the fleet simulator."""
-    return _perf_model(
-        _resolve(spec, plan.name), plan.tensor_parallel_size, plan.max_num_batched_tokens
+    r = resolve(spec, plan.name)
+    return perf_at(
+        r, forecast_conditions(r), plan.tensor_parallel_size, plan.max_num_batched_tokens
     )
 
 
 def _max_model_len(
-    ctx: _Context, capacity_tokens: float, held: float, reasons: list[str], warnings: list[str]
+    r: Resolved,
+    w: Workload,
+    capacity_tokens: float,
+    held: float,
+    reasons: list[str],
+    warnings: list[str],
 ) -> int:
     """``--max-model-len``: the workload's cap, else the model's max lowered to fit the KV pool
     (as vLLM's ``--max-model-len auto`` would)."""
-    arch, w = ctx.model.architecture, ctx.spec.workload
+    arch = r.model.architecture
     if w.max_context_tokens is not None:
         if w.max_context_tokens > arch.max_context_tokens:
             reasons.append(
@@ -117,7 +130,7 @@ def _max_model_len(
             )
         return w.max_context_tokens
     if capacity_tokens > 0 and held > capacity_tokens:
-        block = ctx.spec.serving.block_size
+        block = r.spec.serving.block_size
         fitted = int(capacity_tokens // block * block)
         warnings.append(
             f"max model len lowered from the model's {arch.max_context_tokens:,} to {fitted:,} "
@@ -127,22 +140,53 @@ def _max_model_len(
     return arch.max_context_tokens
 
 
-def _plan_at(ctx: _Context, tp: int) -> Plan:
-    spec, model, gpu = ctx.spec, ctx.model, ctx.gpu
-    arch, a, w, serving = model.architecture, spec.assumptions, spec.workload, spec.serving
+@dataclass(frozen=True)
+class _Estimate:
+    """What the model says about one replica at one TP, before any measurement."""
+
+    tp: int
+    perf: PerfModel
+    knobs: Knobs
+    budget: MemoryBudget
+    blocks: int
+    capacity_tokens: float
+    max_len: int
+    op: OperatingPoint
+    held_mean: float
+    held_p99: float
+    reserve: float
+    kv_batch: float
+    concurrency_batch: float
+    reasons: list[str]
+    warnings: list[str]
+
+
+def _estimate(r: Resolved, c: Conditions, tp: int) -> _Estimate:
+    spec, model, w, serving, a = r.spec, r.model, c.workload, r.spec.serving, r.spec.assumptions
+    arch = model.architecture
     reasons: list[str] = []
     warnings: list[str] = []
-    bpp = bytes_per_param(model.weight_dtype)
-    weights = weight_bytes(model.params.total, bpp)
+    knobs = choose_knobs(
+        lambda budget: perf_at(r, c, tp, budget),
+        spec.slo,
+        w.input_tokens,
+        w.output_tokens,
+        r.defaults.max_num_batched_tokens,
+        r.defaults.max_num_seqs,
+        serving.max_num_batched_tokens,
+        serving.max_num_seqs,
+        serving.enable_chunked_prefill,
+    )
+    warnings.extend(knobs.warnings)
+    seqs, batched = knobs.max_num_seqs, knobs.max_num_batched_tokens
     geom = kv_geometry(arch, model.kv_bytes_per_element, tp)
-    seqs = serving.max_num_seqs or ctx.defaults.max_num_seqs
-    batched = serving.max_num_batched_tokens or ctx.defaults.max_num_batched_tokens
+    weights = weight_bytes(model.params.total, bytes_per_param(model.weight_dtype))
     activation = (
         a.activation_peak_gib * GIB
         if a.activation_peak_gib is not None
         else activation_peak_bytes(arch, tp, batched, seqs)
     )
-    budget = memory_budget(gpu, spec.hardware.gpu_memory_utilization, weights, tp, activation, a)
+    budget = memory_budget(r.gpu, spec.hardware.gpu_memory_utilization, weights, tp, activation, a)
     blocks = kv_capacity_blocks(budget.kv_pool_bytes, geom, serving.block_size)
     capacity = float(blocks * serving.block_size)
     if budget.kv_pool_bytes <= 0:
@@ -151,13 +195,15 @@ def _plan_at(ctx: _Context, tp: int) -> Plan:
             f"does not fit at TP={tp}: weights {budget.weights_bytes / GIB:,.1f} GiB + "
             f"overheads {overheads / GIB:,.1f} GiB "
             f"per GPU exceed the usable {budget.usable_bytes / GIB:,.1f} GiB "
-            f"({spec.hardware.gpu_memory_utilization:.2f} × {gpu.memory_gib:,.1f} GiB)"
+            f"({spec.hardware.gpu_memory_utilization:.2f} × {r.gpu.memory_gib:,.1f} GiB)"
         )
-    model_max = arch.max_context_tokens
-    max_len_hint = w.max_context_tokens or model_max
-    max_len = _max_model_len(ctx, capacity, geom.tokens_held(max_len_hint), reasons, warnings)
+    max_len_hint = w.max_context_tokens or arch.max_context_tokens
+    max_len = _max_model_len(r, w, capacity, geom.tokens_held(max_len_hint), reasons, warnings)
+    perf = perf_at(r, c, tp, batched)
     if not serving.enable_chunked_prefill and batched < max_len:
-        batched = max_len  # vLLM raises the budget to max_model_len without chunked prefill
+        # vLLM raises the budget to max_model_len without chunked prefill
+        knobs = Knobs(max_len, seqs, "max_model_len: chunked prefill is off", False)
+        perf = perf_at(r, c, tp, max_len)
     p99_ctx = w.input_tokens.p99_or_mean + w.output_tokens.p99_or_mean
     if p99_ctx > max_len:
         reasons.append(
@@ -168,58 +214,7 @@ def _plan_at(ctx: _Context, tp: int) -> Plan:
     for label, tokens in (("input", w.input_tokens), ("output", w.output_tokens)):
         if tokens.p99 is None:
             warnings.append(f"no spec.workload.{label}Tokens.p99: the mean is used as P99")
-    flops, flops_note = peak_flops(gpu, model.weight_dtype)
-    perf = _perf_model(ctx, tp, batched)
     op = find_operating_point(perf, spec.slo, w.input_tokens, w.output_tokens, seqs)
-    measured = measured_point(spec.profile, spec.slo, tp, ctx.gpu_key, warnings)
-    if measured is not None:
-        mismatch = token_mismatch(measured, w.input_tokens.mean, w.output_tokens.mean)
-        if mismatch:
-            warnings.append(mismatch)
-    if op.slo_batch == 0 and measured is None:
-        misses = [
-            e
-            for e in slo_estimates(perf, spec.slo, 1, w.input_tokens, w.output_tokens)
-            if not e.met
-        ]
-        reasons.append(
-            "SLO unreachable even at batch 1: "
-            + "; ".join(
-                f"{e.name} estimate {e.estimate_s:.3f}s > target {e.target_s:.3f}s" for e in misses
-            )
-        )
-    batch = float(op.batch)
-    tpot = perf.tpot_seconds(batch)
-    ttft99 = perf.ttft_seconds(batch, w.input_tokens.p99_or_mean)
-
-    def request_s(b: float) -> float:
-        """In-flight time of a mean request at batch b: TTFT (with queueing) + decode."""
-        return perf.ttft_seconds(b, w.input_tokens.mean) + w.output_tokens.mean * (
-            perf.tpot_seconds(b)
-        )
-
-    def running_s(b: float) -> float:
-        """Time a mean request holds a batch slot and KV at batch b: b / completions per s."""
-        return b / perf.request_rate(b)
-
-    mean_request_s = request_s(batch)
-    sources: dict[str, str] = {}
-    if measured is not None:
-        m = measured.step
-        batch = measured.concurrency
-        mean_request_s = measured.request_s
-        tpot = m.tpot_p50_seconds if m.tpot_p50_seconds is not None else tpot
-        ttft99 = m.ttft_p99_seconds if m.ttft_p99_seconds is not None else ttft99
-        for key in ("rps_per_replica", "operating_batch", "latency_estimates"):
-            sources[key] = measured.source
-    design_rps = w.rps.design_rps
-    input_tps, output_tps = token_rates(design_rps, w.input_tokens.mean, w.output_tokens.mean)
-    concurrency = littles_law_concurrency(design_rps, mean_request_s)
-    out_tps_replica = perf.output_tps(batch)
-    rps_replica = perf.request_rate(batch)
-    if measured is not None:
-        rps_replica = measured.step.requests_per_second
-        out_tps_replica = rps_replica * w.output_tokens.mean
     held_mean = geom.tokens_held(w.input_tokens.mean + w.output_tokens.mean / 2.0)
     held_p99 = geom.tokens_held(min(p99_ctx, float(max_len)))
     reserve = max(0.0, held_p99 - held_mean)
@@ -229,59 +224,178 @@ def _plan_at(ctx: _Context, tp: int) -> Plan:
             f"one P99 request needs {held_p99:,.0f} KV tokens; with it a replica's "
             f"{capacity:,.0f} × {a.kv_target_utilization:.2f} leaves no room for a mean request"
         )
-    safe = float(op.safe_concurrency)
-    throughput_in = ConstraintInput(batch, running_s(batch))
-    slots_in = ConstraintInput(safe, request_s(safe))
-    if measured is not None:
-        safe = measured.concurrency
-        throughput_in = slots_in = ConstraintInput(safe, measured.request_s)
-    sizing = size(
-        SizingInputs(
-            design_rps=design_rps,
-            output_tokens_mean=w.output_tokens.mean,
-            throughput=throughput_in,
-            slots=slots_in,
-            kv=ConstraintInput(kv_batch, running_s(kv_batch))
-            if kv_batch >= 1
-            else ConstraintInput(1.0, 0.0),
-            kv_tokens_mean_request=held_mean,
-            kv_tokens_reserve=reserve,
-            kv_capacity_tokens=capacity,
-            kv_target_utilization=a.kv_target_utilization,
-        ),
-        spec.scaling,
-    )
-    warnings.extend(sizing.warnings)
     if not serving.enable_chunked_prefill and w.input_tokens.p99_or_mean > 2048:
         warnings.append("chunked prefill is off: long prompts stall every decode (TPOT P99)")
-    prices = Pricing.for_gpu(spec.cost, ctx.gpu_key)
+    return _Estimate(
+        tp=tp,
+        perf=perf,
+        knobs=knobs,
+        budget=budget,
+        blocks=blocks,
+        capacity_tokens=capacity,
+        max_len=max_len,
+        op=op,
+        held_mean=held_mean,
+        held_p99=held_p99,
+        reserve=reserve,
+        kv_batch=kv_batch,
+        concurrency_batch=concurrency_batch(perf, float(op.safe_concurrency)),
+        reasons=reasons,
+        warnings=warnings,
+    )
+
+
+def _unreachable(e: _Estimate, r: Resolved, c: Conditions) -> str | None:
+    if e.op.slo_batch != 0:
+        return None
+    w = c.workload
+    misses = [
+        s
+        for s in slo_estimates(e.perf, r.spec.slo, 1, w.input_tokens, w.output_tokens)
+        if not s.met
+    ]
+    return "SLO unreachable even at batch 1: " + "; ".join(
+        f"{s.name} estimate {s.estimate_s:.3f}s > target {s.target_s:.3f}s" for s in misses
+    )
+
+
+def _size(e: _Estimate, r: Resolved, c: Conditions, measured: MeasuredPoint | None) -> Sizing:
+    """The three constraints at the batches that limit them (planning/sizing.py)."""
+    perf, w = e.perf, c.workload
+
+    def holding(batch: float) -> ConstraintInput:
+        """At ``batch`` decoding, a request holds its slot ``batch / completions per s``."""
+        return ConstraintInput(batch, batch / perf.request_rate(batch))
+
+    b_c = e.concurrency_batch
+    # in flight per replica at the concurrency batch, queued prompts included (≤ the safe
+    # concurrency): Little's law over the time a request spends in the replica
+    in_flight = b_c + queued(perf, b_c)
+    throughput = holding(float(e.op.batch))
+    slots = (
+        ConstraintInput(in_flight, in_flight / perf.request_rate(b_c))
+        if b_c > 0
+        else ConstraintInput(1.0, 0.0)
+    )
+    if measured is not None:
+        throughput = slots = ConstraintInput(measured.concurrency, measured.request_s)
+    return size(
+        SizingInputs(
+            design_rps=w.rps.design_rps,
+            output_tokens_mean=w.output_tokens.mean,
+            throughput=throughput,
+            slots=slots,
+            kv=holding(e.kv_batch) if e.kv_batch >= 1 else ConstraintInput(1.0, 0.0),
+            kv_tokens_mean_request=e.held_mean,
+            kv_tokens_reserve=e.reserve,
+            kv_capacity_tokens=e.capacity_tokens,
+            kv_target_utilization=r.spec.assumptions.kv_target_utilization,
+        ),
+        r.spec.scaling,
+    )
+
+
+def _load(e: _Estimate, c: Conditions, replicas: int) -> tuple[LoadPoint, bool]:
+    """Latency at the load each of ``replicas`` carries (saturated: at the operating batch)."""
+    w = c.workload
+    rps = w.rps.design_rps / replicas if replicas > 0 else 0.0
+    point = at_load(e.perf, rps, w.input_tokens, w.output_tokens, float(e.knobs.max_num_seqs))
+    if point is not None:
+        return point, False
+    return point_at_batch(e.perf, float(e.op.batch), w.input_tokens, w.output_tokens), True
+
+
+def plan_at(r: Resolved, conditions: Conditions, tp: int) -> Plan:
+    """Plan ``r`` under ``conditions`` at tensor-parallel size ``tp`` (no TP choice)."""
+    e = _estimate(r, conditions, tp)
+    reasons, warnings = list(e.reasons), list(e.warnings)
+    w = conditions.workload
+    measured = None
+    if conditions.use_profile:
+        measured = measured_point(r.spec.profile, r.spec.slo, tp, r.gpu_key, warnings)
+    if measured is not None:
+        mismatch = token_mismatch(measured, w.input_tokens.mean, w.output_tokens.mean)
+        if mismatch:
+            warnings.append(mismatch)
+    elif (why := _unreachable(e, r, conditions)) is not None:
+        reasons.append(why)
+    sizing = _size(e, r, conditions, measured)
+    warnings.extend(sizing.warnings)
+    if sizing.shortfall is not None:
+        reasons.append(sizing.shortfall)
+    return _assemble(r, conditions, e, sizing, measured, reasons, warnings)
+
+
+def _assemble(
+    r: Resolved,
+    c: Conditions,
+    e: _Estimate,
+    sizing: Sizing,
+    measured: MeasuredPoint | None,
+    reasons: list[str],
+    warnings: list[str],
+) -> Plan:
+    spec, model, w, perf, a = r.spec, r.model, c.workload, e.perf, r.spec.assumptions
+    tp = e.tp
+    physical = not [x for x in reasons if x != sizing.shortfall]
+    total = sizing.replicas.total
+    load, saturated = _load(e, c, total)
+    if saturated:
+        warnings.append(
+            f"{total} replicas cannot carry {w.rps.design_rps:,.2f} RPS: latency estimates are "
+            "at the operating batch, the queue would grow"
+        )
+    batch = float(e.op.batch)
+    rps_replica = perf.request_rate(batch)
+    out_tps_replica = perf.output_tps(batch)
+    ttft99, tpot, e2e99, mean_request_s = (
+        load.ttft_p99_s,
+        load.tpot_mean_s,
+        load.e2e_p99_s,
+        load.e2e_mean_s,
+    )
+    checks = _slo_checks(perf, spec.slo, w, load.batch, measured)
+    sources: dict[str, str] = {}
+    if measured is not None:
+        m = measured.step
+        batch = measured.concurrency
+        mean_request_s = measured.request_s
+        tpot = m.tpot_p50_seconds if m.tpot_p50_seconds is not None else tpot
+        ttft99 = m.ttft_p99_seconds if m.ttft_p99_seconds is not None else ttft99
+        rps_replica = m.requests_per_second
+        out_tps_replica = rps_replica * w.output_tokens.mean
+        for key in ("rps_per_replica", "operating_batch", "latency_estimates"):
+            sources[key] = measured.source
+    design_rps = w.rps.design_rps
+    input_tps, output_tps = token_rates(design_rps, w.input_tokens.mean, w.output_tokens.mean)
+    prices = Pricing.for_gpu(spec.cost, r.gpu_key)
     costs = price_plan(
-        prices,
-        tp,
-        sizing.replicas.total,
-        out_tps_replica,
-        rps_replica * w.input_tokens.mean,
-        rps_replica,
+        prices, tp, total, out_tps_replica, rps_replica * w.input_tokens.mean, rps_replica
     )
     if prices.gpu_hour_price is None:
         warnings.append("no spec.cost.gpuHourPrice: cost figures are omitted")
+    flops, flops_note = peak_flops(r.gpu, model.weight_dtype)
+    budget, op = e.budget, e.op
+    geom_bytes = e.perf.geometry
+    kv_limit = min(float(e.knobs.max_num_seqs), max(e.kv_batch, 1.0))
     return Plan(
-        name=ctx.name,
+        name=r.name,
         model=spec.model.name,
         model_source=model.source,
-        gpu=ctx.gpu_key,
+        gpu=r.gpu_key,
         weight_dtype=model.weight_dtype,
         checkpoint_weight_dtype=model.checkpoint_dtype,
         kv_cache_dtype="fp8" if model.kv_bytes_per_element == 1.0 else "auto",
         params=model.params.total,
         active_params=model.params.active,
-        weight_bytes=weights,
-        kv_bytes_per_token=geom.bytes_per_token,
-        kv_bytes_per_token_per_gpu=geom.bytes_per_token_per_rank,
+        weight_bytes=weight_bytes(model.params.total, bytes_per_param(model.weight_dtype)),
+        kv_bytes_per_token=geom_bytes.bytes_per_token,
+        kv_bytes_per_token_per_gpu=geom_bytes.bytes_per_token_per_rank,
         tensor_parallel_size=tp,
-        max_model_len=max_len,
-        max_num_seqs=seqs,
-        max_num_batched_tokens=batched,
+        max_model_len=e.max_len,
+        max_num_seqs=e.knobs.max_num_seqs,
+        max_num_batched_tokens=e.knobs.max_num_batched_tokens,
+        serving_knobs_reason=e.knobs.reason,
         memory_per_gpu=MemoryBreakdown(
             gpu_total_bytes=budget.total_bytes,
             usable_bytes=budget.usable_bytes,
@@ -292,41 +406,55 @@ def _plan_at(ctx: _Context, tp: int) -> Plan:
             runtime_bytes=budget.runtime_bytes,
             kv_pool_bytes=budget.kv_pool_bytes,
         ),
-        kv_capacity_tokens_per_replica=capacity,
-        kv_capacity_blocks_per_replica=blocks,
-        kv_bytes_per_request_mean=geom.bytes_per_token * held_mean,
-        kv_bytes_per_request_p99=geom.bytes_per_token * held_p99,
-        max_concurrency_per_replica=safe,
+        kv_capacity_tokens_per_replica=e.capacity_tokens,
+        kv_capacity_blocks_per_replica=e.blocks,
+        kv_bytes_per_request_mean=geom_bytes.bytes_per_token * e.held_mean,
+        kv_bytes_per_request_p99=geom_bytes.bytes_per_token * e.held_p99,
+        max_concurrency_per_replica=measured.concurrency
+        if measured is not None
+        else float(op.safe_concurrency),
         concurrency_limits=ConcurrencyLimits(
-            max_num_seqs=seqs,
+            max_num_seqs=e.knobs.max_num_seqs,
             slo=float(op.slo_batch) if op.slo_batch is not None else None,
             knee=float(op.knee),
-            kv_mean_context=capacity * a.kv_target_utilization / held_mean,
-            kv_p99_context=capacity / held_p99 if held_p99 > 0 else 0.0,
+            kv_mean_context=e.capacity_tokens * a.kv_target_utilization / e.held_mean,
+            kv_p99_context=e.capacity_tokens / e.held_p99 if e.held_p99 > 0 else 0.0,
         ),
         design_rps=design_rps,
         input_tps=input_tps,
         output_tps=output_tps,
-        concurrency=concurrency,
+        concurrency=littles_law_concurrency(design_rps, mean_request_s),
         mean_request_s=mean_request_s,
         operating_batch=batch,
         ttft_p99_estimate_s=ttft99,
         tpot_estimate_s=tpot,
-        e2e_p99_estimate_s=ttft99 + w.output_tokens.p99_or_mean * tpot,
+        e2e_p99_estimate_s=e2e99,
         prefill_p99_s=perf.prefill_seconds(
             w.input_tokens.p99_or_mean * (1.0 - perf.prefix_cache_hit_rate)
         ),
-        decode_step_s=perf.step_seconds(batch),
-        slo_checks=_slo_checks(perf, spec, batch, measured),
+        decode_step_s=perf.step_seconds(float(op.batch)),
+        slo_checks=checks,
+        at_load=LoadEstimate(
+            rps_per_replica=load.rps_per_replica,
+            batch=load.batch,
+            prefill_utilization=load.prefill_utilization,
+            saturated=saturated,
+            ttft_mean_s=load.ttft_mean_s,
+            ttft_p99_s=load.ttft_p99_s,
+            tpot_mean_s=load.tpot_mean_s,
+            tpot_p99_s=load.tpot_p99_s,
+            e2e_mean_s=load.e2e_mean_s,
+            e2e_p99_s=load.e2e_p99_s,
+        ),
         output_tps_per_replica=out_tps_replica,
         input_tps_per_replica=rps_replica * w.input_tokens.mean,
         rps_per_replica=rps_replica,
-        replicas=sizing.replicas,
+        replicas=sizing.replicas if physical else None,
         constraints=sizing.constraints,
         binding_constraint=sizing.binding,
-        gpus_total=sizing.replicas.total * tp,
+        gpus_total=total * tp if physical else None,
         gpu_hours_per_million_output_tokens=costs.gpu_hours_per_million_output_tokens,
-        cost_per_hour=costs.fleet_cost_per_hour,
+        cost_per_hour=costs.fleet_cost_per_hour if physical else None,
         cost_per_million_output_tokens=costs.per_million_output,
         cost_per_million_input_tokens=costs.per_million_input,
         cost_per_million_tokens=costs.per_million_blended,
@@ -336,26 +464,33 @@ def _plan_at(ctx: _Context, tp: int) -> Plan:
         infeasible_reasons=reasons,
         warnings=warnings,
         assumptions={
-            **a.model_dump(mode="json"),
+            **perf.assumptions.model_dump(mode="json"),
             "peak_tflops": flops / 1e12,
             "peak_tflops_note": flops_note,
-            "hbm_bandwidth_gbps": gpu.hbm_bandwidth_gbps,
-            "interconnect_gbps": link_bytes_per_s(gpu) / 1e9,
+            "hbm_bandwidth_gbps": r.gpu.hbm_bandwidth_gbps,
+            "interconnect_gbps": link_bytes_per_s(r.gpu) / 1e9,
             "kv_bytes_per_element": model.kv_bytes_per_element,
-            "serving_defaults": ctx.defaults.source,
+            "serving_defaults": r.defaults.source,
             "operating_point_limited_by": op.limited_by,
+            "calibration_prefill": c.calibration.prefill,
+            "calibration_decode": c.calibration.decode,
+            "knee_policy": c.knee,
         },
         tp_candidates=[],
         sources=sources,
+        curve=[CurveStep(**vars(p)) for p in curve(perf, w.input_tokens, w.output_tokens, kv_limit)]
+        if physical
+        else [],
     )
 
 
 def _slo_checks(
-    perf: PerfModel, spec: InferenceServiceSpec, batch: float, measured: MeasuredPoint | None
+    perf: PerfModel, slo_spec: Slo, w: Workload, batch: float, measured: MeasuredPoint | None
 ) -> list[SloCheck]:
-    """The model's estimates, or the measured P99s where a profile applies."""
-    w = spec.workload
-    estimates = slo_estimates(perf, spec.slo, batch, w.input_tokens, w.output_tokens)
+    """The model's estimates at the load each replica carries, or the measured P99s where a
+    profile applies."""
+    estimates = slo_estimates(perf, slo_spec, batch, w.input_tokens, w.output_tokens)
+    seen: dict[str, float | None] = {}
     if measured is not None:
         m = measured.step
         seen = {
@@ -366,70 +501,77 @@ def _slo_checks(
             "tpot_p95": m.tpot_p95_seconds,
             "e2e_p95": m.e2e_p95_seconds,
         }
-        return [
-            SloCheck(name=e.name, target_s=e.target_s, estimate_s=v, met=v <= e.target_s)
-            if (v := seen.get(e.name)) is not None
-            else SloCheck(name=e.name, target_s=e.target_s, estimate_s=e.estimate_s, met=e.met)
-            for e in estimates
-        ]
     return [
-        SloCheck(name=e.name, target_s=e.target_s, estimate_s=e.estimate_s, met=e.met)
+        SloCheck(name=e.name, target_s=e.target_s, estimate_s=v, met=v <= e.target_s)
+        if (v := seen.get(e.name)) is not None
+        else SloCheck(name=e.name, target_s=e.target_s, estimate_s=e.estimate_s, met=e.met)
         for e in estimates
     ]
 
 
+def _gpus_needed(p: Plan) -> int | None:
+    """GPUs the layout needs before ``minReplicas``/``maxReplicas`` apply."""
+    if p.replicas is None:
+        return None
+    return p.replicas.with_redundancy * p.tensor_parallel_size
+
+
 def _candidate(p: Plan) -> TpCandidate:
-    reason = (
-        "; ".join(p.infeasible_reasons)
-        if not p.feasible
-        else (f"{p.replicas.total} replicas × TP {p.tensor_parallel_size}")
-    )
+    need = _gpus_needed(p)
+    if p.feasible and p.replicas is not None:
+        reason = f"{p.replicas.total} replicas × TP {p.tensor_parallel_size}"
+    else:
+        reason = "; ".join(p.infeasible_reasons)
     return TpCandidate(
         tensor_parallel_size=p.tensor_parallel_size,
         feasible=p.feasible,
-        replicas=p.replicas.total,
+        replicas=p.replicas.total if p.replicas is not None else None,
         gpus=p.gpus_total,
+        replicas_needed=p.replicas.with_redundancy if p.replicas is not None else None,
+        gpus_needed=need,
         cost_per_million_output_tokens=p.cost_per_million_output_tokens,
         reason=reason,
     )
 
 
 def _choose(plans: list[Plan]) -> Plan:
+    """Compare layouts on what they need, then the bounds: feasible first; else the layout
+    that needs the fewest GPUs (capped by maxReplicas); else the first that fits."""
+
+    def key(p: Plan) -> tuple[int, float, int]:
+        return (
+            _gpus_needed(p) or 0,
+            p.gpu_hours_per_million_output_tokens or 0.0,
+            p.tensor_parallel_size,
+        )
+
     feasible = [p for p in plans if p.feasible]
     if feasible:
-        return min(
-            feasible,
-            key=lambda p: (
-                p.gpus_total,
-                p.gpu_hours_per_million_output_tokens or 0.0,
-                p.tensor_parallel_size,
-            ),
-        )
+        return min(feasible, key=key)
+    counted = [p for p in plans if p.replicas is not None]
+    if counted:
+        return min(counted, key=key)
     fits = [p for p in plans if p.kv_capacity_blocks_per_replica > 0]
     return fits[0] if fits else plans[-1]
 
 
 def plan_service(spec: InferenceServiceSpec, name: str = "") -> Plan:
     """Plan ``spec``. Raises :class:`SpecError` for invalid input; infeasibility is a Plan."""
-    ctx = _resolve(spec, name)
-    arch, hw = ctx.model.architecture, spec.hardware
-    if hw.tensor_parallel_size != "auto":
-        check_tp(arch, hw.tensor_parallel_size, hw.gpus_per_node)
-        return _plan_at(ctx, hw.tensor_parallel_size)
-    sizes = valid_tp_sizes(arch, hw.gpus_per_node)
-    if not sizes:
-        check_tp(arch, 1, hw.gpus_per_node)  # raises with the reason
-    plans = [_plan_at(ctx, tp) for tp in sizes]
+    r = resolve(spec, name)
+    conditions = forecast_conditions(r)
+    sizes = r.tp_sizes()
+    plans = [plan_at(r, conditions, tp) for tp in sizes]
+    if len(plans) == 1:
+        return plans[0]
     chosen = _choose(plans)
     candidates = [_candidate(p) for p in plans]
     if not any(p.feasible for p in plans) and all(
         p.kv_capacity_blocks_per_replica == 0 for p in plans
     ):
-        need = chosen.weight_bytes / GIB
         reason = (
             f"does not fit at any TP ({', '.join(str(t) for t in sizes)}): "
-            f"{need:,.1f} GiB of weights on {ctx.gpu.memory_gib:,.1f} GiB GPUs, at most "
-            f"{max(sizes)} per replica (gpusPerNode={hw.gpus_per_node})"
+            f"{chosen.weight_bytes / GIB:,.1f} GiB of weights on {r.gpu.memory_gib:,.1f} GiB "
+            f"GPUs, at most {max(sizes)} per replica (gpusPerNode={spec.hardware.gpus_per_node})"
         )
         return chosen.model_copy(
             update={

@@ -73,10 +73,53 @@ class TpCandidate(_Frozen):
     expert_parallel: bool = False
     nodes_per_replica: int = 1
     feasible: bool
-    replicas: int
-    gpus: int
+    replicas: int | None = Field(description="Within the bounds; null when nothing can serve")
+    gpus: int | None
+    replicas_needed: int | None = Field(
+        default=None, description="Before minReplicas/maxReplicas: what the layout needs"
+    )
+    gpus_needed: int | None = Field(
+        default=None, description="replicas_needed × GPUs per replica: what auto layout compares"
+    )
     cost_per_million_output_tokens: float | None
     reason: str
+
+
+class LoadEstimate(_Frozen):
+    """Latency of one replica at the load the plan gives it (design RPS ÷ replicas)."""
+
+    rps_per_replica: float
+    batch: float = Field(description="Sequences decoding at that load (steady state)")
+    prefill_utilization: float
+    saturated: bool = Field(description="The load exceeds what a replica completes")
+    ttft_mean_s: float
+    ttft_p99_s: float
+    tpot_mean_s: float
+    tpot_p99_s: float
+    e2e_mean_s: float
+    e2e_p99_s: float
+
+
+class CurveStep(_Frozen):
+    """The model's prediction for a closed-loop load test at ``concurrency`` (the shape of a
+    bench profile's step)."""
+
+    concurrency: int
+    ttft_mean_seconds: float
+    ttft_p50_seconds: float
+    ttft_p99_seconds: float
+    tpot_mean_seconds: float
+    tpot_p50_seconds: float
+    tpot_p99_seconds: float
+    itl_mean_seconds: float
+    itl_p50_seconds: float
+    itl_p99_seconds: float
+    e2e_mean_seconds: float
+    e2e_p50_seconds: float
+    e2e_p99_seconds: float
+    input_tps: float
+    output_tps: float
+    requests_per_second: float
 
 
 class Plan(_Frozen):
@@ -117,6 +160,9 @@ class Plan(_Frozen):
     max_model_len: int
     max_num_seqs: int
     max_num_batched_tokens: int
+    serving_knobs_reason: str = Field(
+        default="", description="Why this chunk budget and sequence cap"
+    )
 
     memory_per_gpu: MemoryBreakdown
     kv_capacity_tokens_per_replica: float
@@ -137,22 +183,27 @@ class Plan(_Frozen):
     operating_batch: float = Field(
         description="Batch for throughput: min(knee, SLO batch, maxNumSeqs)"
     )
-    ttft_p99_estimate_s: float
-    tpot_estimate_s: float
-    e2e_p99_estimate_s: float
+    ttft_p99_estimate_s: float = Field(description="At the load each replica carries")
+    tpot_estimate_s: float = Field(description="Mean TPOT at the load each replica carries")
+    e2e_p99_estimate_s: float = Field(description="At the load each replica carries")
     prefill_p99_s: float = Field(description="Prefill alone of a P99 prompt on an idle replica")
     decode_step_s: float
     slo_checks: list[SloCheck]
+    at_load: LoadEstimate | None = Field(
+        default=None, description="Latency at the load each replica carries"
+    )
 
     output_tps_per_replica: float
     input_tps_per_replica: float
     rps_per_replica: float
 
-    replicas: Replicas
+    replicas: Replicas | None = Field(
+        description="Null when this configuration cannot serve at all (see infeasible_reasons)"
+    )
     constraints: list[Constraint]
     binding_constraint: ConstraintName
 
-    gpus_total: int
+    gpus_total: int | None
     gpu_hours_per_million_output_tokens: float | None
     cost_per_hour: float | None = Field(description="Whole fleet at replicas.total")
     cost_per_million_output_tokens: float | None
@@ -170,6 +221,23 @@ class Plan(_Frozen):
         default_factory=dict,
         description="Where a number came from when not the model (a bench profile)",
     )
+    curve: list[CurveStep] = Field(
+        default_factory=list,
+        description="Predicted closed-loop load test at concurrency 1, 2, 4, … (the KV limit)",
+    )
+
+    @property
+    def sized(self) -> Replicas:
+        """The replica counts of a plan that has them; ``ValueError`` for one that cannot
+        serve (callers act only on plans with counts)."""
+        if self.replicas is None:
+            raise ValueError(f"plan {self.name!r} has no replica count: it cannot serve")
+        return self.replicas
+
+    @property
+    def replica_count(self) -> int:
+        """``replicas.total``, or 0 when the plan has no count."""
+        return self.replicas.total if self.replicas is not None else 0
 
     @model_validator(mode="before")
     @classmethod

@@ -58,6 +58,8 @@ class Sizing:
     constraints: list[Constraint]
     binding: ConstraintName
     warnings: list[str]
+    shortfall: str | None = None
+    """Why the bounds leave the need unmet (``maxReplicas`` below it): the plan is infeasible."""
 
 
 def _explain(s: SizingInputs) -> list[Constraint]:
@@ -99,6 +101,7 @@ def size(s: SizingInputs, scaling: Scaling) -> Sizing:
     factor = scaling.redundancy.factor
     with_redundancy = ceil_replicas(needed * factor) + scaling.redundancy.spare_replicas
     warnings: list[str] = []
+    shortfall: str | None = None
     if scaling.replicas is not None:
         total = scaling.replicas
         if total < with_redundancy:
@@ -109,9 +112,12 @@ def size(s: SizingInputs, scaling: Scaling) -> Sizing:
     else:
         total = min(max(with_redundancy, scaling.min_replicas), scaling.max_replicas)
         if with_redundancy > scaling.max_replicas:
-            warnings.append(
-                f"maxReplicas={scaling.max_replicas} caps the fleet below the {with_redundancy} "
-                "replicas the plan needs: SLOs will be missed at the design rate"
+            carried = scaling.max_replicas / with_redundancy
+            shortfall = (
+                f"spec.scaling.maxReplicas={scaling.max_replicas} is below the "
+                f"{with_redundancy:,} replicas the plan needs ({with_redundancy - total:,} short;"
+                f" {scaling.max_replicas} carry {carried:.0%} of the design load): raise "
+                "maxReplicas or lower the load"
             )
     if total == 0:
         warnings.append("the plan allows zero replicas: requests will fail until it scales up")
@@ -127,4 +133,5 @@ def size(s: SizingInputs, scaling: Scaling) -> Sizing:
         constraints=constraints,
         binding=binding,
         warnings=warnings,
+        shortfall=shortfall,
     )

@@ -62,7 +62,7 @@ def render_bundle(
     if plan.nodes_per_replica > 1:
         templates = lws_templates(template, plan)
         digest = config_hash(templates)
-        max_unavailable = group_pdb_max_unavailable(replicas, plan.replicas.needed)
+        max_unavailable = group_pdb_max_unavailable(replicas, plan.sized.needed)
         objs = [
             leader_worker_set(name, namespace, replicas, plan, templates, digest),
             service(name, namespace, leader_only=True),
@@ -73,9 +73,7 @@ def render_bundle(
         objs = [
             deployment(name, namespace, replicas, template, digest),
             service(name, namespace),
-            pod_disruption_budget(
-                name, namespace, pdb_min_available(replicas, plan.replicas.needed)
-            ),
+            pod_disruption_budget(name, namespace, pdb_min_available(replicas, plan.sized.needed)),
         ]
     if owner is not None:
         for obj in objs:

@@ -1,6 +1,6 @@
 """The replica decision. Today: plan-only (no metrics source); the seam for live metrics.
 
-With no metrics the replicas follow the forecast plan: ``plan.replicas.total`` is already
+With no metrics the replicas follow the forecast plan: ``plan.sized.total`` is already
 ``ceil(max(throughput, concurrency, KV) × redundancy) + spares`` within
 ``[minReplicas, maxReplicas]``, or the ``scaling.replicas`` pin.
 """
@@ -49,7 +49,7 @@ def decide_plan_only(plan: Plan, pinned: int | None) -> Decision:
         return Decision(
             replicas=pinned, reason=f"pinned by spec.scaling.replicas={pinned}", source="pin"
         )
-    r = plan.replicas
+    r = plan.sized
     return Decision(
         replicas=r.total,
         reason=(

@@ -25,8 +25,17 @@ from pydantic import BaseModel, ConfigDict
 
 from tokenscale.api.inference_service import InferenceServiceSpec
 from tokenscale.api.scaling import ScalingPolicy
-from tokenscale.planning import Plan, plan_service, predict_tpot
-from tokenscale.planning.measured import MeasuredPoint, measured_point
+from tokenscale.api.workload import TokenDistribution, Workload
+from tokenscale.planning import (
+    Calibration,
+    Conditions,
+    Plan,
+    Resolved,
+    perf_at,
+    plan_at,
+    resolve,
+)
+from tokenscale.planning.measured import measured_point
 from tokenscale.scaling.decision import Decision, Signal
 from tokenscale.scaling.diagnosis import diagnose
 from tokenscale.scaling.snapshot import Snapshot
@@ -34,7 +43,6 @@ from tokenscale.scaling.state import ScalingState
 
 CALIBRATION_BOUNDS = (0.5, 1.5)
 CALIBRATION_SMOOTHING = 0.3
-LIVE_KNEE_TPOT_RATIO = 1e6
 MAX_LOAD_RATIO = 2.0
 MAX_LATENCY_RATIO = 1.2
 SCALE_DOWN_STEP_S = 120.0
@@ -58,125 +66,101 @@ def _bounded(replicas: int, spec: InferenceServiceSpec) -> int:
     return min(max(replicas, s.min_replicas), s.max_replicas)
 
 
-def _calibrated_spec(spec: InferenceServiceSpec, factor: float) -> InferenceServiceSpec:
-    a = spec.assumptions
-    scaled = a.model_copy(
+def observed_workload(w: Workload, snap: Snapshot, source: str) -> Workload:
+    """The workload the metrics show, per ``workloadSource``: ``observed`` (the metrics), ``max``
+    (the larger of forecast and observed, per quantity) or ``forecast`` (the spec's)."""
+    if source == "forecast" or snap.request_rate_rps is None:
+        return w
+    observed_rps = snap.request_rate_rps
+    in_mean = snap.mean_input_tokens or w.input_tokens.mean
+    out_mean = snap.mean_output_tokens or w.output_tokens.mean
+    if source == "max":
+        observed_rps = max(observed_rps, w.rps.design_rps)
+        in_mean = max(in_mean, w.input_tokens.mean)
+        out_mean = max(out_mean, w.output_tokens.mean)
+    return w.model_copy(
         update={
-            "decode_bandwidth_efficiency": min(1.0, a.decode_bandwidth_efficiency * factor),
-            "decode_compute_efficiency": min(1.0, a.decode_compute_efficiency * factor),
-            "prefill_compute_efficiency": min(1.0, a.prefill_compute_efficiency * factor),
-            "step_overhead_seconds": a.step_overhead_seconds / factor,
+            "rps": w.rps.model_copy(
+                update={"mean": observed_rps, "peak": None, "burst_factor": None}
+            ),
+            "input_tokens": w.input_tokens.model_copy(
+                update={
+                    "mean": in_mean,
+                    "p99": max(in_mean, w.input_tokens.p99_or_mean),
+                    "p95": None,
+                }
+            ),
+            "output_tokens": w.output_tokens.model_copy(
+                update={
+                    "mean": out_mean,
+                    "p99": max(out_mean, w.output_tokens.p99_or_mean),
+                    "p95": None,
+                }
+            ),
         }
     )
-    return spec.model_copy(update={"assumptions": scaled})
 
 
-def observed_spec(
-    spec: InferenceServiceSpec, snap: Snapshot, factor: float
-) -> InferenceServiceSpec:
-    """The spec with the workload the metrics show (per ``workloadSource``) and calibration."""
-    source = spec.scaling.policy.workload_source
-    observed = with_workload(spec, snap, source)
-    return _live_sized(_calibrated_spec(observed, factor))
+def live_conditions(spec: InferenceServiceSpec, snap: Snapshot, factor: float) -> Conditions:
+    """The engine's question to the planner: the observed workload (per ``workloadSource``),
+    the calibrated engines, sized at the SLO batch.
+
+    Live, replicas are sized at the SLO batch, not the knee: the knee is the forecast's comfort
+    margin for traffic nobody has seen; with live traffic the pressure signals guard the SLO and
+    the knee would hold ~20 % more GPUs than needed (measured by the fleet simulator). Without an
+    SLO the knee stays the only latency limit. Calibration is one factor from the exact TPOT
+    mean, applied to both phases (prefill has no exact live signal yet: TTFT buckets are too
+    coarse to calibrate on).
+    """
+    workload = observed_workload(spec.workload, snap, spec.scaling.policy.workload_source)
+    return Conditions(
+        workload=workload, calibration=Calibration(prefill=factor, decode=factor), knee="slo"
+    )
 
 
-def with_workload(spec: InferenceServiceSpec, snap: Snapshot, source: str) -> InferenceServiceSpec:
-    w = spec.workload
-    if source != "forecast" and snap.request_rate_rps is not None:
-        observed_rps = snap.request_rate_rps
-        in_mean = snap.mean_input_tokens or w.input_tokens.mean
-        out_mean = snap.mean_output_tokens or w.output_tokens.mean
-        if source == "max":
-            observed_rps = max(observed_rps, w.rps.design_rps)
-            in_mean = max(in_mean, w.input_tokens.mean)
-            out_mean = max(out_mean, w.output_tokens.mean)
-        w = w.model_copy(
-            update={
-                "rps": w.rps.model_copy(
-                    update={"mean": observed_rps, "peak": None, "burst_factor": None}
-                ),
-                "input_tokens": w.input_tokens.model_copy(
-                    update={
-                        "mean": in_mean,
-                        "p99": max(in_mean, w.input_tokens.p99_or_mean),
-                        "p95": None,
-                    }
-                ),
-                "output_tokens": w.output_tokens.model_copy(
-                    update={
-                        "mean": out_mean,
-                        "p99": max(out_mean, w.output_tokens.p99_or_mean),
-                        "p95": None,
-                    }
-                ),
-            }
-        )
-    return spec.model_copy(update={"workload": w})
-
-
-def _live_sized(spec: InferenceServiceSpec) -> InferenceServiceSpec:
-    """Live, size replicas at the SLO batch, not the knee: the knee is the forecast's comfort
-    margin for traffic nobody has seen; with live traffic the pressure signals guard the SLO
-    and the knee would hold ~20 % more GPUs than needed (measured by the fleet simulator).
-    Without an SLO the knee stays the only latency limit."""
-    slo = spec.slo
-    has_slo = slo.any_set
-    if not has_slo:
-        return spec
-    a = spec.assumptions.model_copy(update={"knee_tpot_ratio": LIVE_KNEE_TPOT_RATIO})
-    return spec.model_copy(update={"assumptions": a})
-
-
-def calibrate(spec: InferenceServiceSpec, forecast: Plan, snap: Snapshot, old: float) -> float:
+def calibrate(r: Resolved, forecast: Plan, snap: Snapshot, old: float) -> float:
     """Smoothed, bounded ratio of predicted to observed TPOT at the observed batch.
 
     Observed: the exact mean (histogram sum ÷ count) where Prometheus has it, else the P50
     from buckets (up to ±25 % off inside vLLM's 25 ms TPOT buckets — enough to make the model
-    think correct engines slow). Predicted: the model at the observed batch *and* the observed
-    token means (the forecast's means would blame a workload change on the engines).
+    think correct engines slow). Predicted: the model at the TP the fleet runs, the observed
+    batch *and* the observed token means (the forecast's means would blame a workload change on
+    the engines).
     """
+    spec = r.spec
     observed = snap.tpot_mean_s if snap.tpot_mean_s is not None else snap.tpot_p50_s
     if not spec.scaling.policy.calibrate or observed is None or snap.running is None:
         return old
     batch = snap.running / max(snap.replicas_reporting, 1)
     if batch < 1 or observed <= 0:
         return old
-    workload = with_workload(spec, snap, "observed")
-    predicted = predict_tpot(_calibrated_spec(workload, 1.0), forecast.tensor_parallel_size, batch)
+    seen = Conditions(workload=observed_workload(spec.workload, snap, "observed"))
+    predicted = perf_at(r, seen, forecast.tensor_parallel_size).tpot_seconds(batch)
     ratio = min(max(predicted / observed, CALIBRATION_BOUNDS[0]), CALIBRATION_BOUNDS[1])
     smoothed = old * (1 - CALIBRATION_SMOOTHING) + ratio * CALIBRATION_SMOOTHING
     return round(min(max(smoothed, CALIBRATION_BOUNDS[0]), CALIBRATION_BOUNDS[1]), 4)
 
 
-def profile_calibration(spec: InferenceServiceSpec, forecast: Plan) -> float:
+def profile_calibration(r: Resolved, forecast: Plan) -> float:
     """Where calibration starts when a bench profile applies: predicted ÷ measured TPOT P50 at
-    the measured operating concurrency (bounded); 1 without one."""
+    the measured operating concurrency and token means (bounded); 1 without one."""
+    spec = r.spec
     point = measured_point(spec.profile, spec.slo, forecast.tensor_parallel_size, forecast.gpu, [])
     if point is None or not point.step.tpot_p50_seconds:
         return 1.0
-    measured = _with_measured_means(spec, point)
-    predicted = predict_tpot(measured, forecast.tensor_parallel_size, point.concurrency)
-    ratio = predicted / point.step.tpot_p50_seconds
-    return round(min(max(ratio, CALIBRATION_BOUNDS[0]), CALIBRATION_BOUNDS[1]), 4)
-
-
-def _with_measured_means(spec: InferenceServiceSpec, point: MeasuredPoint) -> InferenceServiceSpec:
     w = spec.workload
     step = point.step
-    return spec.model_copy(
-        update={
-            "workload": w.model_copy(
-                update={
-                    "input_tokens": w.input_tokens.model_copy(
-                        update={"mean": step.input_tokens_mean, "p95": None, "p99": None}
-                    ),
-                    "output_tokens": w.output_tokens.model_copy(
-                        update={"mean": step.output_tokens_mean, "p95": None, "p99": None}
-                    ),
-                }
-            )
-        }
+    measured = Conditions(
+        workload=w.model_copy(
+            update={
+                "input_tokens": TokenDistribution(mean=step.input_tokens_mean),
+                "output_tokens": TokenDistribution(mean=step.output_tokens_mean),
+            }
+        )
     )
+    predicted = perf_at(r, measured, forecast.tensor_parallel_size).tpot_seconds(point.concurrency)
+    ratio = predicted / point.step.tpot_p50_seconds
+    return round(min(max(ratio, CALIBRATION_BOUNDS[0]), CALIBRATION_BOUNDS[1]), 4)
 
 
 def signals(snap: Snapshot, spec: InferenceServiceSpec, policy: ScalingPolicy) -> list[Signal]:
@@ -251,7 +235,7 @@ def signals(snap: Snapshot, spec: InferenceServiceSpec, policy: ScalingPolicy) -
 def decide(inp: EngineInput) -> Decision:
     spec, forecast, state, now = inp.spec, inp.forecast, inp.state, inp.now_s
     policy = spec.scaling.policy
-    floor = forecast.replicas.total
+    floor = forecast.sized.total
     # the last decision, within today's bounds (maxReplicas may have been lowered since)
     current = _bounded(
         state.decided_replicas if state.decided_replicas is not None else floor, spec
@@ -282,12 +266,15 @@ def decide(inp: EngineInput) -> Decision:
             ),
         )
     assert snap is not None
+    resolved = resolve(spec, forecast.name)
     start = (
-        state.calibration if state.peak_at_s is not None else profile_calibration(spec, forecast)
+        state.calibration
+        if state.peak_at_s is not None
+        else profile_calibration(resolved, forecast)
     )
-    factor = calibrate(spec, forecast, snap, start)
-    model_plan = plan_service(observed_spec(spec, snap, factor), forecast.name)
-    model = _bounded(model_plan.replicas.with_redundancy if model_plan.feasible else floor, spec)
+    factor = calibrate(resolved, forecast, snap, start)
+    live = plan_at(resolved, live_conditions(spec, snap, factor), forecast.tensor_parallel_size)
+    model = _bounded(live.replicas.with_redundancy if live.replicas is not None else floor, spec)
     sigs = signals(snap, spec, policy)
     diagnosis = diagnose(snap, spec.slo, policy)
     high = [s for s in sigs if s.level == "high"]
@@ -316,8 +303,7 @@ def decide(inp: EngineInput) -> Decision:
             )
         target = _bounded(min(max(want, current), up_cap), spec)
         why = (
-            ", ".join(s.reason for s in high)
-            or f"model needs {model} ({model_plan.binding_constraint})"
+            ", ".join(s.reason for s in high) or f"model needs {model} ({live.binding_constraint})"
         )
         state_out = new_state.model_copy(
             update={"pressure_since_s": pressure_since if high else None, "low_since_s": None}

@@ -43,7 +43,7 @@ class TokenscalePolicy:
         self.spec = spec
         self.forecast = forecast
         self.stale_after_s = stale_after_s
-        self.state = ScalingState(decided_replicas=forecast.replicas.total)
+        self.state = ScalingState(decided_replicas=forecast.sized.total)
         self.last_reason = ""
 
     def decide(self, now: float, snap: Snapshot | None, current: int) -> int:

@@ -16,7 +16,8 @@ from dataclasses import dataclass
 from pydantic import BaseModel, ConfigDict, Field
 
 from tokenscale.api.inference_service import InferenceServiceSpec
-from tokenscale.planning import plan_service
+from tokenscale.api.workload import Workload
+from tokenscale.planning import Conditions, plan_at, plan_service, resolve
 from tokenscale.planning.pricing import Pricing
 from tokenscale.scaling.snapshot import Snapshot
 from tokenscale.simulation.capacity import oracle_gpu_hours, sustainable_rps
@@ -78,15 +79,17 @@ class Setup:
             raise SimulationError(
                 "the plan is infeasible: " + "; ".join(forecast.infeasible_reasons)
             )
-        hw = spec.hardware.model_copy(
-            update={"tensor_parallel_size": forecast.tensor_parallel_size}
-        )
-        self.spec = spec.model_copy(update={"hardware": hw})
+        self.spec = spec
         self.forecast = forecast
         self.trace = trace
         self.opts = opts
         self.stats = trace_stats(trace)
-        self.peak_plan = plan_service(self._trace_spec(), name)
+        # the static plan: the trace's workload at its 1-minute peak, at the forecast's TP
+        self.peak_plan = plan_at(
+            resolve(spec, name),
+            Conditions(workload=self._trace_workload()),
+            forecast.tensor_parallel_size,
+        )
         self.replica = replica_config(self.spec, forecast, trace.block_tokens, opts.mismatch)
         pairs = [(r.input_tokens, r.output_tokens) for r in trace.requests]
         self.pairs = [p for p in pairs if p[0] + p[1] <= forecast.max_model_len] or pairs
@@ -106,10 +109,10 @@ class Setup:
             opts.oracle_bin_s,
         )
 
-    def _trace_spec(self) -> InferenceServiceSpec:
-        """The spec with the trace's workload at its 1-minute peak (the static plan)."""
+    def _trace_workload(self) -> Workload:
+        """The trace's workload at its 1-minute peak (the static plan)."""
         s, w = self.stats, self.spec.workload
-        workload = w.model_copy(
+        return w.model_copy(
             update={
                 "rps": w.rps.model_copy(
                     update={"mean": s.mean_rps, "peak": s.peak_rps, "burst_factor": None}
@@ -122,14 +125,13 @@ class Setup:
                 ),
             }
         )
-        return self.spec.model_copy(update={"workload": workload})
 
     def policy(self, name: PolicyName) -> Policy:
         sc = self.spec.scaling
         if name == "tokenscale":
             return TokenscalePolicy(self.spec, self.forecast, self.opts.stale_after_s)
         if name == "static":
-            return StaticPolicy(self.peak_plan.replicas.total)
+            return StaticPolicy(self.peak_plan.sized.total)
         if name == "queue-threshold":
             return HpaPolicy(
                 name, "waiting", self.opts.queue_target, sc.min_replicas, sc.max_replicas
@@ -138,8 +140,8 @@ class Setup:
 
     def initial_replicas(self, name: PolicyName) -> int:
         if name == "static":
-            return self.peak_plan.replicas.total
-        return self.forecast.replicas.total
+            return self.peak_plan.sized.total
+        return self.forecast.sized.total
 
     @property
     def gpu_hour_price(self) -> float | None:

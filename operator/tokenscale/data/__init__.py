@@ -1,5 +1,7 @@
-"""Request traces shipped with the package (their licences and attribution sit beside them in
-``tokenscale/data/traces/``, README included): the default load of ``tokenscale simulate``
+"""Data shipped with the package (a shell package: it reads package files).
+
+Request traces (their licences and attribution sit beside them in ``tokenscale/data/traces/``,
+README included): the default load of ``tokenscale simulate``
 examples, the autoscaling benchmark and the tests.
 
 - ``azure-2023-conv.csv``: one hour of an LLM conversation service's arrivals (Azure LLM

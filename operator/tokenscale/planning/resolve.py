@@ -1,0 +1,57 @@
+"""The first planner question: what does this spec resolve to?
+
+:func:`resolve` turns a spec into concrete inputs — the GPU, the model's shapes and dtypes,
+vLLM's serving defaults for the GPU — or raises :class:`SpecError` naming the field. Every later
+question (:func:`tokenscale.planning.planner.plan_at`) starts from a :class:`Resolved`, so the
+decision engine and the simulator never edit a spec to ask the planner something.
+"""
+
+from dataclasses import dataclass
+
+from tokenscale.api.hardware import GpuSpec
+from tokenscale.api.inference_service import InferenceServiceSpec
+from tokenscale.planning.inputs import (
+    ResolvedModel,
+    ServingDefaults,
+    check_tp,
+    resolve_gpu,
+    resolve_model,
+    valid_tp_sizes,
+    vllm_serving_defaults,
+)
+
+
+@dataclass(frozen=True)
+class Resolved:
+    """A spec with its catalog lookups done: everything the planner needs besides conditions."""
+
+    spec: InferenceServiceSpec
+    name: str
+    gpu: GpuSpec
+    gpu_key: str
+    model: ResolvedModel
+    defaults: ServingDefaults
+
+    def tp_sizes(self) -> list[int]:
+        """The tensor-parallel sizes to plan: the pinned one (checked), or every valid one."""
+        hw, arch = self.spec.hardware, self.model.architecture
+        if hw.tensor_parallel_size != "auto":
+            check_tp(arch, hw.tensor_parallel_size, hw.gpus_per_node)
+            return [hw.tensor_parallel_size]
+        sizes = valid_tp_sizes(arch, hw.gpus_per_node)
+        if not sizes:
+            check_tp(arch, 1, hw.gpus_per_node)  # raises with the reason
+        return sizes
+
+
+def resolve(spec: InferenceServiceSpec, name: str = "") -> Resolved:
+    """Resolve ``spec`` (raises :class:`SpecError` for invalid input)."""
+    gpu = resolve_gpu(spec)
+    return Resolved(
+        spec=spec,
+        name=name,
+        gpu=gpu,
+        gpu_key=spec.hardware.gpu or gpu.name,
+        model=resolve_model(spec),
+        defaults=vllm_serving_defaults(gpu),
+    )
