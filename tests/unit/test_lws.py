@@ -1,8 +1,8 @@
 """LeaderWorkerSet rendering: golden files, the upstream CRD's schema, the launch wiring.
 
-Until the planner chooses multi-node layouts itself, these tests pin a layout on a plan made
-at the layout's TP (``_pinned``): the renderer reads only the layout fields, the model's
-size and the serving limits from a plan, so the objects are the ones a multi-node plan gives.
+Each case is the planner's plan at one pinned layout (``plan_at``), so a golden changes only
+when the renderer or that layout's plan does, not when auto layout would choose differently
+(the examples in deploy/examples cover auto's choices).
 """
 
 import copy
@@ -19,7 +19,7 @@ import yaml
 from tests.helpers import deep_merge, manifest
 from tokenscale.api.manifest import parse_manifests
 from tokenscale.controller.workload import observe_workload, remove_stale
-from tokenscale.planning import Plan, plan_service
+from tokenscale.planning import Layout, Plan, forecast_conditions, plan_at, plan_service, resolve
 from tokenscale.render import Owner, render_bundle
 from tokenscale.render.deployment import startup_budget_seconds
 from tokenscale.render.lws import group_pdb_max_unavailable
@@ -52,16 +52,12 @@ LAYOUTS: dict[str, tuple[dict[str, Any], dict[str, Any]]] = {
         },
         {"tp": 1, "pp": 1, "dp": 16, "ep": True, "nodes": 2},
     ),
-    "deepseek-v3-h100-bf16-ep32": (
+    "deepseek-v3-h100-ep16": (
         {
-            "model": {
-                "name": "deepseek-ai/DeepSeek-V3",
-                "catalog": "deepseek-v3",
-                "weightDtype": "bf16",
-            },
+            "model": {"name": "deepseek-ai/DeepSeek-V3", "catalog": "deepseek-v3"},
             "hardware": {"gpu": "H100-SXM-80GB", "tensorParallelSize": 1},
         },
-        {"tp": 1, "pp": 1, "dp": 32, "ep": True, "nodes": 4},
+        {"tp": 1, "pp": 1, "dp": 16, "ep": True, "nodes": 2},
     ),
 }
 
@@ -74,19 +70,11 @@ def _spec_body(patch: dict[str, Any]) -> dict[str, Any]:
 
 def _pinned(patch: dict[str, Any], layout: dict[str, Any]) -> tuple[Any, Plan]:
     service = parse_manifests(yaml.safe_dump(_spec_body(patch)))[0]
-    plan = plan_service(service.spec, service.metadata.name)
-    gpus = layout["tp"] * layout["pp"] * layout["dp"]
-    pinned = plan.model_copy(
-        update={
-            "tensor_parallel_size": layout["tp"],
-            "pipeline_parallel_size": layout["pp"],
-            "data_parallel_size": layout["dp"],
-            "expert_parallel": layout["ep"],
-            "nodes_per_replica": layout["nodes"],
-            "gpus_per_replica": gpus,
-        }
-    )
-    return service, pinned
+    r = resolve(service.spec, service.metadata.name)
+    at = Layout(layout["tp"], layout["pp"], layout["dp"], layout["ep"], layout["nodes"])
+    plan = plan_at(r, forecast_conditions(r), at)
+    assert plan.replicas is not None, plan.infeasible_reasons
+    return service, plan
 
 
 def _render(name: str, replicas: int = 2) -> list[dict[str, Any]]:
@@ -126,21 +114,27 @@ def test_lws_passes_the_upstream_crd_schema(name: str) -> None:
         _upstream_validator().validate(wrong)
 
 
+def validate_lws(lws: dict[str, Any], version: str) -> None:
+    """The upstream CRD's schema, and each pod template as a strict core/v1 PodTemplate."""
+    _upstream_validator().validate(lws)
+    for role in ("leaderTemplate", "workerTemplate"):
+        template = lws["spec"]["leaderWorkerTemplate"][role]
+        wrapped = {
+            "apiVersion": "v1",
+            "kind": "PodTemplate",
+            "metadata": {"name": f"t-{role.lower()}", "namespace": "inference"},
+            "template": template,
+        }
+        kubernetes_validate.validate(wrapped, version, strict=True)
+
+
 @pytest.mark.parametrize("version", ["1.29.0", "1.33.0"])
 @pytest.mark.parametrize("name", sorted(LAYOUTS))
 def test_built_in_objects_and_pod_templates_pass_strict_validation(name: str, version: str) -> None:
     lws, *rest = _render(name)
     for obj in rest:
         kubernetes_validate.validate(obj, version, strict=True)
-    for role in ("leaderTemplate", "workerTemplate"):
-        template = lws["spec"]["leaderWorkerTemplate"][role]
-        wrapped = {
-            "apiVersion": "v1",
-            "kind": "PodTemplate",
-            "metadata": {"name": f"big-{role.lower()}", "namespace": "inference"},
-            "template": template,
-        }
-        kubernetes_validate.validate(wrapped, version, strict=True)
+    validate_lws(lws, version)
 
 
 def _flags(container: dict[str, Any]) -> dict[str, str]:
@@ -200,13 +194,13 @@ def test_startup_probe_is_sized_from_one_nodes_weight_share() -> None:
 
 
 def test_expert_parallel_layout_wiring() -> None:
-    lws = _render("deepseek-v3-h100-bf16-ep32")[0]
+    lws = _render("deepseek-v3-h100-ep16")[0]
     group = lws["spec"]["leaderWorkerTemplate"]
-    assert group["size"] == 4
+    assert group["size"] == 2
     leader = group["leaderTemplate"]["spec"]["containers"][0]
     worker = group["workerTemplate"]["spec"]["containers"][0]
     lf = _flags(leader)
-    assert lf["--data-parallel-size"] == "32"
+    assert lf["--data-parallel-size"] == "16"
     assert lf["--data-parallel-size-local"] == "8"
     assert lf["--data-parallel-address"] == "$(LWS_LEADER_ADDRESS)"
     assert "--enable-expert-parallel" in lf

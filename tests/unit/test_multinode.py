@@ -24,9 +24,17 @@ from tokenscale.planning.parallel import (
     weight_bytes_per_gpu,
 )
 
+MULTI_NODE_EXAMPLES = {
+    "llama-3.1-405b-h100-bf16",
+    "deepseek-v3-h100-bf16-ep",
+    "kimi-k2-h200",
+}
+
 
 def test_single_node_plans_keep_the_single_node_layout() -> None:
     for example in EXAMPLES:
+        if example.stem in MULTI_NODE_EXAMPLES:
+            continue
         service = parse_manifests(example.read_text())[0]
         plan = plan_service(service.spec)
         assert plan.pipeline_parallel_size == 1
@@ -139,3 +147,50 @@ def test_only_the_smallest_fitting_multi_node_layouts_are_planned() -> None:
     assert Layout(tp=1, dp=32, ep=True, nodes=4) not in multi  # 75 GB/GPU: no room for KV
     assert Layout(tp=8, dp=3, ep=True, nodes=3) in multi
     assert len(got) <= 10
+
+
+def test_big_models_plan_across_nodes_instead_of_failing() -> None:
+    """The issue's wall: 405B in BF16 on H100 nodes said "does not fit at any TP"."""
+    got = {}
+    for example in EXAMPLES:
+        if example.stem in MULTI_NODE_EXAMPLES:
+            service = parse_manifests(example.read_text())[0]
+            plan = plan_service(service.spec, service.metadata.name)
+            assert plan.feasible, (example.stem, plan.infeasible_reasons)
+            assert plan.nodes_per_replica > 1
+            assert plan.gpus_total == plan.sized.total * plan.gpus_per_replica
+            assert any(c.nodes_per_replica > 1 for c in plan.tp_candidates)
+            got[example.stem] = plan
+    llama = got["llama-3.1-405b-h100-bf16"]
+    assert (llama.tensor_parallel_size, llama.pipeline_parallel_size) == (8, 2)
+    assert llama.gpus_per_replica == 16
+    assert llama.memory_per_gpu.weights_bytes < 0.75 * llama.memory_per_gpu.usable_bytes
+
+
+def test_a_model_that_fits_one_node_stays_on_one_node() -> None:
+    """70B on H100: TP 4 needs 20 GPUs; TP 8 × PP 2 (16 per replica) is tried, since it
+    might need fewer, and loses (48)."""
+    example = next(e for e in EXAMPLES if e.stem == "llama-3.1-70b-h100-bf16-tp4")
+    service = parse_manifests(example.read_text())[0]
+    auto = service.spec.model_copy(
+        update={
+            "hardware": service.spec.hardware.model_copy(update={"tensor_parallel_size": "auto"})
+        }
+    )
+    plan = plan_service(auto)
+    assert plan.nodes_per_replica == 1
+    need = plan.sized.with_redundancy * plan.gpus_per_replica
+    for c in plan.tp_candidates:
+        if c.nodes_per_replica > 1:
+            assert c.tensor_parallel_size * c.pipeline_parallel_size < need  # why it was tried
+            assert c.gpus_needed is None or c.gpus_needed > need  # and why it lost
+
+
+def test_max_nodes_per_replica_one_restores_the_single_node_wall() -> None:
+    example = next(e for e in EXAMPLES if e.stem == "llama-3.1-405b-h100-bf16")
+    service = parse_manifests(example.read_text())[0]
+    hw = service.spec.hardware.model_copy(update={"max_nodes_per_replica": 1})
+    plan = plan_service(service.spec.model_copy(update={"hardware": hw}))
+    assert not plan.feasible
+    assert "does not fit at any TP" in plan.infeasible_reasons[0]
+    assert "maxNodesPerReplica" in plan.infeasible_reasons[0]

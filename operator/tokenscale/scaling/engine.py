@@ -31,6 +31,7 @@ from tokenscale.planning import (
     Conditions,
     Plan,
     Resolved,
+    layout_of,
     perf_at,
     plan_at,
     resolve,
@@ -135,7 +136,7 @@ def calibrate(r: Resolved, forecast: Plan, snap: Snapshot, old: float) -> float:
     if batch < 1 or observed <= 0:
         return old
     seen = Conditions(workload=observed_workload(spec.workload, snap, "observed"))
-    predicted = perf_at(r, seen, forecast.tensor_parallel_size).tpot_seconds(batch)
+    predicted = perf_at(r, seen, layout_of(forecast)).tpot_seconds(batch)
     ratio = min(max(predicted / observed, CALIBRATION_BOUNDS[0]), CALIBRATION_BOUNDS[1])
     smoothed = old * (1 - CALIBRATION_SMOOTHING) + ratio * CALIBRATION_SMOOTHING
     return round(min(max(smoothed, CALIBRATION_BOUNDS[0]), CALIBRATION_BOUNDS[1]), 4)
@@ -158,7 +159,7 @@ def profile_calibration(r: Resolved, forecast: Plan) -> float:
             }
         )
     )
-    predicted = perf_at(r, measured, forecast.tensor_parallel_size).tpot_seconds(point.concurrency)
+    predicted = perf_at(r, measured, layout_of(forecast)).tpot_seconds(point.concurrency)
     ratio = predicted / point.step.tpot_p50_seconds
     return round(min(max(ratio, CALIBRATION_BOUNDS[0]), CALIBRATION_BOUNDS[1]), 4)
 
@@ -273,7 +274,7 @@ def decide(inp: EngineInput) -> Decision:
         else profile_calibration(resolved, forecast)
     )
     factor = calibrate(resolved, forecast, snap, start)
-    live = plan_at(resolved, live_conditions(spec, snap, factor), forecast.tensor_parallel_size)
+    live = plan_at(resolved, live_conditions(spec, snap, factor), layout_of(forecast))
     model = _bounded(live.replicas.with_redundancy if live.replicas is not None else floor, spec)
     sigs = signals(snap, spec, policy)
     diagnosis = diagnose(snap, spec.slo, policy)

@@ -17,7 +17,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from tokenscale.api.inference_service import InferenceServiceSpec
 from tokenscale.api.workload import Workload
-from tokenscale.planning import Conditions, plan_at, plan_service, resolve
+from tokenscale.planning import Conditions, layout_of, plan_at, plan_service, resolve
 from tokenscale.planning.pricing import Pricing
 from tokenscale.scaling.snapshot import Snapshot
 from tokenscale.simulation.capacity import oracle_gpu_hours, sustainable_rps
@@ -84,11 +84,11 @@ class Setup:
         self.trace = trace
         self.opts = opts
         self.stats = trace_stats(trace)
-        # the static plan: the trace's workload at its 1-minute peak, at the forecast's TP
+        # the static plan: the trace's workload at its 1-minute peak, at the forecast's layout
         self.peak_plan = plan_at(
             resolve(spec, name),
             Conditions(workload=self._trace_workload()),
-            forecast.tensor_parallel_size,
+            layout_of(forecast),
         )
         self.replica = replica_config(self.spec, forecast, trace.block_tokens, opts.mismatch)
         pairs = [(r.input_tokens, r.output_tokens) for r in trace.requests]
