@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 from kubernetes import client, config
 
 from tests.helpers import ROOT
@@ -186,3 +187,96 @@ def test_apply_without_the_lws_api_says_what_to_install(tmp_path: Path) -> None:
             kube.apply(_bundle("x", "big", "uid-1", replicas=1)[0])
     finally:
         bare.stop()
+
+
+# ---- the operator end to end (needs the planner to choose a multi-node layout) ------------
+EXAMPLE_405B = ROOT / "deploy" / "examples" / "llama-3.1-405b-h100-bf16.yaml"
+
+
+def _example(ns: str) -> dict[str, Any]:
+    body: dict[str, Any] = yaml.safe_load(EXAMPLE_405B.read_text())
+    body["metadata"]["namespace"] = ns
+    body["spec"]["scaling"] = {"minReplicas": 1, "maxReplicas": 8, "replicas": 2}
+    return body
+
+
+def _events(admin: client.ApiClient, ns: str, name: str) -> list[Any]:
+    items = client.CoreV1Api(admin).list_namespaced_event(ns).items
+    return [e for e in items if e.involved_object.name == name]
+
+
+def _condition(custom: client.CustomObjectsApi, ns: str, ctype: str) -> dict[str, Any]:
+    got = custom.get_namespaced_custom_object(GROUP, VERSION, ns, PLURAL, "llama-405b")
+    conditions = (got.get("status") or {}).get("conditions") or []
+    return next((c for c in conditions if c["type"] == ctype), {})
+
+
+def test_operator_runs_a_multi_node_replica_as_an_lws_group(
+    lws_cluster: Cluster, admin: client.ApiClient, ns: str, tmp_path: Path
+) -> None:
+    kube, custom = Kube(admin), client.CustomObjectsApi(admin)
+    op = lws_cluster.operator("operator-lws", ns, 1, tmp_path)
+    try:
+        custom.create_namespaced_custom_object(GROUP, VERSION, ns, PLURAL, _example(ns))
+
+        def live() -> dict[str, Any] | None:
+            if not op.alive():
+                raise RuntimeError(op.tail())
+            return kube.read_leader_worker_set(ns, "llama-405b")
+
+        wait_for(lambda: live() is not None, 60, "LWS created")
+        got = live()
+        assert got is not None
+        owner = custom.get_namespaced_custom_object(GROUP, VERSION, ns, PLURAL, "llama-405b")
+        assert got["metadata"]["ownerReferences"][0]["uid"] == owner["metadata"]["uid"]
+        assert got["spec"]["replicas"] == 2
+        assert got["spec"]["leaderWorkerTemplate"]["size"] == 2
+        assert client.AppsV1Api(admin).list_namespaced_deployment(ns).items == []
+        svc = client.CoreV1Api(admin).read_namespaced_service("llama-405b", ns)
+        assert svc.spec.selector["tokenscale.io/role"] == "leader"
+        assert any(e.reason == "Created" for e in _events(admin, ns, "llama-405b"))
+        # not available until the LWS controller says so (we play it here)
+        wait_for(
+            lambda: _condition(custom, ns, "DeploymentAvailable").get("status") == "False",
+            30,
+            "DeploymentAvailable False",
+        )
+        _write_status(admin, ns, "llama-405b", ready=2, total=2)
+        wait_for(
+            lambda: _condition(custom, ns, "DeploymentAvailable").get("status") == "True",
+            30,
+            "DeploymentAvailable from the LWS status",
+        )
+        status = custom.get_namespaced_custom_object(GROUP, VERSION, ns, PLURAL, "llama-405b")
+        assert status["status"]["readyReplicas"] == 2
+
+        # a manual scale through the LWS scale subresource is undone
+        custom.patch_namespaced_custom_object_scale(
+            lws.GROUP, lws.VERSION, ns, lws.PLURAL, "llama-405b", {"spec": {"replicas": 5}}
+        )
+        wait_for(lambda: (live() or {})["spec"]["replicas"] == 2, 30, "drift undone")
+        assert any(e.reason == "DriftCorrected" for e in _events(admin, ns, "llama-405b"))
+
+        # scaling the InferenceService scales the groups through spec.replicas
+        custom.patch_namespaced_custom_object(
+            GROUP, VERSION, ns, PLURAL, "llama-405b", {"spec": {"scaling": {"replicas": 3}}}
+        )
+        wait_for(lambda: (live() or {})["spec"]["replicas"] == 3, 30, "scaled to 3")
+        scale = custom.get_namespaced_custom_object_scale(
+            lws.GROUP, lws.VERSION, ns, lws.PLURAL, "llama-405b"
+        )
+        assert scale["spec"]["replicas"] == 3
+
+        # FP8 fits one node: the LWS is replaced by a Deployment, with one event
+        custom.patch_namespaced_custom_object(
+            GROUP, VERSION, ns, PLURAL, "llama-405b", {"spec": {"model": {"weightDtype": "fp8"}}}
+        )
+        apps = client.AppsV1Api(admin)
+        wait_for(lambda: len(apps.list_namespaced_deployment(ns).items) == 1, 60, "Deployment")
+        wait_for(lambda: live() is None, 60, "LWS removed")
+        assert any(e.reason == "WorkloadReplaced" for e in _events(admin, ns, "llama-405b"))
+        svc = client.CoreV1Api(admin).read_namespaced_service("llama-405b", ns)
+        assert "tokenscale.io/role" not in svc.spec.selector
+        assert "forbidden" not in op.log_path.read_text().lower()
+    finally:
+        op.stop()

@@ -18,7 +18,7 @@ import yaml
 
 from tests.helpers import deep_merge, manifest
 from tokenscale.api.manifest import parse_manifests
-from tokenscale.controller.workload import observe_workload, remove_stale
+from tokenscale.controller.workload import observe_workload, remove_stale, selector_drift
 from tokenscale.planning import Layout, Plan, forecast_conditions, plan_at, plan_service, resolve
 from tokenscale.render import Owner, render_bundle
 from tokenscale.render.deployment import startup_budget_seconds
@@ -299,3 +299,11 @@ def test_lws_status_is_read_in_groups() -> None:
     assert not fresh.available
     assert "LeaderWorkerSet controller" in fresh.available_message
     assert observe_workload(None) is None
+
+
+def test_a_leftover_leader_selector_is_drift() -> None:
+    desired = {"kind": "Service", "spec": {"selector": {"a": "1"}}}
+    assert selector_drift(desired, {"spec": {"selector": {"a": "1"}}}) == []
+    leftover = {"spec": {"selector": {"a": "1", "tokenscale.io/role": "leader"}}}
+    assert selector_drift(desired, leftover) == [".spec.selector"]
+    assert selector_drift({"kind": "Deployment"}, leftover) == []

@@ -32,6 +32,7 @@ from tokenscale.controller.workload import (
     read_workload,
     reader,
     remove_stale,
+    selector_drift,
 )
 from tokenscale.kube.client import Kube
 from tokenscale.kube.drift import differences
@@ -213,6 +214,7 @@ def reconcile(
         # the reader chose the type (a PDB may be served as policy/v1beta1 on old clusters)
         desired = {k: v for k, v in obj.items() if k not in ("apiVersion", "kind")}
         diff = differences(desired, live) if live is not None else ["(missing)"]
+        diff = diff or selector_drift(obj, live)
         if diff:
             try:
                 applied = kube.apply(obj)

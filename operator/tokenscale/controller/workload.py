@@ -78,3 +78,13 @@ def remove_stale(kube: Kube, namespace: str, name: str, wanted: str) -> str | No
     else:
         kube.delete_deployment(namespace, name)
     return other
+
+
+def selector_drift(desired: dict[str, Any], live: dict[str, Any] | None) -> list[str]:
+    """A Service's selector is wholly ours and must match exactly: ``desired ⊆ live`` misses a
+    key left over from the other workload kind (the LWS leader-only ``tokenscale.io/role``)."""
+    if live is None or desired.get("kind") != "Service":
+        return []
+    want = (desired.get("spec") or {}).get("selector")
+    have = (live.get("spec") or {}).get("selector")
+    return [] if want == have else [".spec.selector"]
