@@ -17,7 +17,7 @@ from tokenscale.api.manifest import parse_manifests
 from tokenscale.catalog import GPU_CATALOG, MODEL_CATALOG, count_params
 from tokenscale.cli.bench import bench_command
 from tokenscale.cli.inputs import fail_invalid, read_input
-from tokenscale.cli.plan_view import dumps, print_plans, sweep_table, to_data
+from tokenscale.cli.plan_view import curve_table, dumps, print_plans, sweep_table, to_data
 from tokenscale.cli.simulate import simulate_command
 from tokenscale.planning import plan_service, sweep
 from tokenscale.render import Owner, render_bundle
@@ -49,6 +49,14 @@ def plan(
         bool, typer.Option("--sweep", help="Compare GPUs × TP × weight dtype.")
     ] = False,
     top: Annotated[int, typer.Option(help="Rows to show with --sweep (table).")] = 25,
+    show_curve: Annotated[
+        bool,
+        typer.Option(
+            "--curve",
+            help="Also print the predicted load-test curve (concurrency 1, 2, 4, … up to the "
+            "KV limit); JSON always carries it as 'curve'.",
+        ),
+    ] = False,
 ) -> None:
     """Plan each InferenceService in FILE: memory, KV, latency vs SLO, replicas, cost."""
     try:
@@ -89,6 +97,9 @@ def plan(
         return
     if output is Output.table:
         print_plans(console, plans)
+        if show_curve:
+            for p in plans:
+                console.print(curve_table(p))
     else:
         typer.echo(dumps(to_data(plans), output.value))
     if not all(p.feasible for p in plans):

@@ -157,6 +157,38 @@ def plan_renderable(p: Plan) -> Panel:
     return Panel(Group(*parts), title=f"plan {p.name} — {status}", title_align="left")
 
 
+def curve_table(p: Plan) -> Table:
+    """The predicted closed-loop load test, in a bench profile's columns."""
+    t = Table(
+        title=f"{p.name or p.model}: predicted load-test curve (TP {p.tensor_parallel_size}, "
+        f"chunk {p.max_num_batched_tokens:,})",
+        title_justify="left",
+    )
+    for col in (
+        "concurrency",
+        "TTFT mean / P99 ms",
+        "TPOT mean / P99 ms",
+        "ITL P99 ms",
+        "E2E mean / P99 s",
+        "out tok/s",
+        "req/s",
+    ):
+        t.add_column(col, justify="right")
+    for c in p.curve:
+        t.add_row(
+            str(c.concurrency),
+            f"{c.ttft_mean_seconds * 1e3:,.0f} / {c.ttft_p99_seconds * 1e3:,.0f}",
+            f"{c.tpot_mean_seconds * 1e3:,.1f} / {c.tpot_p99_seconds * 1e3:,.1f}",
+            f"{c.itl_p99_seconds * 1e3:,.1f}",
+            f"{c.e2e_mean_seconds:,.2f} / {c.e2e_p99_seconds:,.2f}",
+            f"{c.output_tps:,.0f}",
+            f"{c.requests_per_second:,.2f}",
+        )
+    if not p.curve:
+        t.caption = "no curve: this configuration cannot serve"
+    return t
+
+
 def sweep_table(rows: list[SweepRow], limit: int) -> Table:
     t = Table(title="Sweep: GPU × TP × weight dtype (feasible first, cheapest first)")
     for col in (

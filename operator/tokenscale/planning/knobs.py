@@ -42,10 +42,12 @@ class Knobs:
 def _capacity(
     perf: PerfModel, slo: Slo, i: TokenDistribution, o: TokenDistribution, seqs: int
 ) -> float:
+    """Requests/s a replica completes at the largest batch within the SLOs (the knee aside:
+    the budget is chosen for what the SLOs allow)."""
     op = find_operating_point(perf, slo, i, o, seqs)
-    if op.slo_batch is None or op.slo_batch < 1:
+    if op.slo_batch is None or op.slo_batch <= 0:
         return 0.0
-    return perf.request_rate(float(op.batch))
+    return perf.request_rate(min(op.slo_batch, float(seqs)))
 
 
 def choose_knobs(

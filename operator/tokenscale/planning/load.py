@@ -15,7 +15,7 @@ load sets latency, and latency sets the concurrency — one fixed point, solved 
 """
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from tokenscale.api.workload import TokenDistribution
 from tokenscale.planning.performance import PerfModel
@@ -57,7 +57,7 @@ def batch_at_rate(perf: PerfModel, rps: float, max_batch: float) -> float | None
             lo = mid
         else:
             hi = mid
-        if hi - lo < 1e-3:
+        if hi - lo < 1e-4 * max(hi, 1.0):
             break
     return hi
 
@@ -93,7 +93,7 @@ def at_load(
     batch = batch_at_rate(perf, rps_per_replica, max_batch)
     if batch is None:
         return None
-    return point_at_batch(perf, batch, inputs, outputs)
+    return replace(point_at_batch(perf, batch, inputs, outputs), rps_per_replica=rps_per_replica)
 
 
 def queued(perf: PerfModel, batch: float) -> float:

@@ -8,6 +8,7 @@ for little throughput (inference-formulas.md: "the operating point belongs befor
 throughput knee").
 """
 
+import math
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -29,9 +30,11 @@ class SloEstimate:
 
 @dataclass(frozen=True)
 class OperatingPoint:
-    batch: int
-    slo_batch: int | None
-    """None when no SLO is set; 0 when even batch 1 misses an SLO."""
+    batch: float
+    slo_batch: float | None
+    """None when no SLO is set; 0 when the SLOs are missed even at the lightest load. Below 1
+    when only a replica that is mostly idle meets them (short answers to long prompts: a
+    batch of 1 would mean back-to-back prefills)."""
     knee: int
     limited_by: str
     safe_concurrency: int
@@ -52,6 +55,20 @@ def _largest(lo: int, hi: int, ok: Callable[[int], bool]) -> int:
             lo = mid
         else:
             hi = mid - 1
+    return lo
+
+
+def _largest_fraction(ok: Callable[[float], bool], floor: float = 1e-3) -> float:
+    """Largest batch in (0, 1) with ok(b) (monotone), 0 when even ``floor`` fails."""
+    if not ok(floor):
+        return 0.0
+    lo, hi = floor, 1.0
+    for _ in range(24):
+        mid = (lo + hi) / 2.0
+        if ok(mid):
+            lo = mid
+        else:
+            hi = mid
     return lo
 
 
@@ -110,18 +127,21 @@ def find_operating_point(
 ) -> OperatingPoint:
     knee = min(knee_batch(perf, max_num_seqs, perf.assumptions.knee_tpot_ratio), max_num_seqs)
     has_slo = slo.any_set
-    slo_batch: int | None = None
+    slo_batch: float | None = None
+    limits: dict[str, float] = {"maxNumSeqs": float(max_num_seqs), "knee": float(knee)}
     if has_slo:
-        slo_batch = _largest(
-            1,
-            max_num_seqs,
-            lambda b: all(e.met for e in slo_estimates(perf, slo, b, inputs, outputs)),
-        )
-    limits = {"maxNumSeqs": max_num_seqs, "knee": knee}
-    if slo_batch is not None:
-        limits["SLO"] = max(slo_batch, 1)
+
+        def ok(b: float) -> bool:  # ``_largest`` probes integers, ``_largest_fraction`` (0, 1)
+            return all(e.met for e in slo_estimates(perf, slo, b, inputs, outputs))
+
+        whole = _largest(1, max_num_seqs, ok)
+        slo_batch = float(whole) if whole >= 1 else _largest_fraction(ok)
+        if slo_batch > 0:
+            limits["SLO"] = slo_batch
     limited_by = min(limits, key=lambda k: limits[k])
-    safe = min(max_num_seqs, max(slo_batch, 1)) if slo_batch is not None else max_num_seqs
+    safe = (
+        min(max_num_seqs, max(math.floor(slo_batch), 1)) if slo_batch is not None else max_num_seqs
+    )
     return OperatingPoint(
         batch=limits[limited_by],
         slo_batch=slo_batch,

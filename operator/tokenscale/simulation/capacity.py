@@ -23,18 +23,26 @@ from tokenscale.simulation.trace import Trace, percentile, window_rates
 
 
 def run_one_replica(
-    cfg: ReplicaConfig, rate_rps: float, pairs: Sequence[tuple[int, int]], requests: int, seed: int
+    cfg: ReplicaConfig,
+    rate_rps: float,
+    pairs: Sequence[tuple[int, int]],
+    requests: int,
+    seed: int,
+    prefixes: Sequence[tuple[int, ...]] | None = None,
 ) -> Recorder:
-    """Replay ``requests`` Poisson arrivals at ``rate_rps`` on one replica; returns its record."""
+    """Replay ``requests`` Poisson arrivals at ``rate_rps`` on one replica; returns its record.
+    ``prefixes[i]`` (optional) are the prefix-block ids of ``pairs[i]`` (prefix-cache reuse)."""
     rng = random.Random(seed)
     rec = Recorder()
     replica = Replica(cfg, rec, 0.0)
     t = 0.0
     for _ in range(requests):
         t += rng.expovariate(rate_rps)
-        n_in, n_out = pairs[rng.randrange(len(pairs))]
+        i = rng.randrange(len(pairs))
+        n_in, n_out = pairs[i]
         replica.run_until(t)
-        replica.add(SimRequest(t, n_in, n_out), t)
+        blocks = prefixes[i] if prefixes is not None else ()
+        replica.add(SimRequest(t, n_in, n_out, prefix_blocks=blocks), t)
     replica.run_until(math.inf)
     return rec
 
@@ -63,20 +71,25 @@ def sustainable_rps(
     requests: int = 1500,
     seed: int = 0,
     rel_precision: float = 0.02,
+    prefixes: Sequence[tuple[int, ...]] | None = None,
 ) -> float:
     """Bisection for μ (module docstring); ``guess_rps`` seeds the bracket (the planner's)."""
+
+    def ok(rate: float) -> bool:
+        return meets_slo(run_one_replica(cfg, rate, pairs, requests, seed, prefixes), slo)
+
     lo, hi = 0.0, max(guess_rps, 0.01)
-    while meets_slo(run_one_replica(cfg, hi, pairs, requests, seed), slo):
+    while ok(hi):
         lo, hi = hi, hi * 2.0
         if hi > 1e4:
             return lo
     if lo == 0.0:
         lo = hi / 64.0
-        if not meets_slo(run_one_replica(cfg, lo, pairs, requests, seed), slo):
+        if not ok(lo):
             return 0.0
     while hi - lo > rel_precision * hi:
         mid = (lo + hi) / 2.0
-        if meets_slo(run_one_replica(cfg, mid, pairs, requests, seed), slo):
+        if ok(mid):
             lo = mid
         else:
             hi = mid
