@@ -110,7 +110,8 @@ def _reject(
             _carry(previous, "MetricsAvailable", now, gen),
         ],
     }
-    if plan is not None and service is not None:
+    if plan is not None and service is not None and plan.replicas is not None:
+        # a configuration that cannot serve has no counts to summarise
         new_status["plan"] = plan_summary(
             plan, service.spec.slo.ttft_p99_seconds, service.spec.slo.tpot_p99_seconds
         )
