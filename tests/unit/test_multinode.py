@@ -1,8 +1,10 @@
 """Multi-node layouts: the plan's layout fields, the fabric figures, the LeaderWorkerSet render."""
 
 import dataclasses
+from pathlib import Path
 
 import pytest
+import yaml
 
 from tests.helpers import EXAMPLES
 from tokenscale.api.assumptions import Assumptions
@@ -194,3 +196,17 @@ def test_max_nodes_per_replica_one_restores_the_single_node_wall() -> None:
     assert not plan.feasible
     assert "does not fit at any TP" in plan.infeasible_reasons[0]
     assert "maxNodesPerReplica" in plan.infeasible_reasons[0]
+
+
+def test_multinode_measurements_cite_their_sources() -> None:
+    data = yaml.safe_load(
+        (Path(__file__).resolve().parents[2] / "benchmarks/accuracy/multinode.yaml").read_text()
+    )
+    for m in data["measurements"]:
+        assert m["source"] in data["sources"], m["id"]
+        src = data["sources"][m["source"]]
+        assert src["url"].startswith("https://"), m["id"]
+        assert src["title"], m["id"]
+        assert m["quote"], m["id"]
+        assert m["value"] > 0, m["id"]
+        assert m.get("scored", True) or m.get("note"), f"{m['id']}: say why it is not scored"
