@@ -260,7 +260,7 @@ def reconcile(
                 "PlanFeasible",
                 "True" if plan.feasible else "False",
                 "Planned" if plan.feasible else "BelowNeed",
-                f"{plan.sized.total} × TP {plan.tensor_parallel_size} planned: "
+                f"{plan.sized.total} × {_layout(plan)} planned: "
                 f"{plan.binding_constraint} binds"
                 + ("" if plan.feasible else "; " + "; ".join(plan.infeasible_reasons)),
                 now,
@@ -286,8 +286,8 @@ def _layout(plan: Plan) -> str:
         parts.append(f"PP {plan.pipeline_parallel_size}")
     if plan.data_parallel_size > 1:
         parts.append(f"DP {plan.data_parallel_size}")
-    text = " × ".join(parts)
-    return text + (" with expert parallel" if plan.expert_parallel else "")
+    text = " × ".join(parts) + (" with expert parallel" if plan.expert_parallel else "")
+    return text + (f" on {plan.nodes_per_replica} nodes" if plan.nodes_per_replica > 1 else "")
 
 
 def _status_changed(old: Mapping[str, Any], new: Mapping[str, Any]) -> bool:
