@@ -106,6 +106,9 @@ def test_snapshot_fields_equal_the_emulators_state(
     assert snap.tpot_p50_s == pytest.approx(_quantile_in_bucket(0.5, 0.01, 0.025))
     assert snap.tpot_mean_s == pytest.approx(0.02)  # the sum over the count: no bucket error
     assert snap.queue_p99_s == pytest.approx(_quantile_in_bucket(0.99, 0.0, 0.3))
+    # exact means (sum over count): what prefill calibration compares with the model
+    assert snap.ttft_mean_s == pytest.approx(0.3)
+    assert snap.queue_mean_s == pytest.approx(0.1)
     # e2e = 0.1 + 0.3 + 199 × 0.02 = 4.38 s: bucket (2.5, 5]
     assert snap.e2e_p99_s == pytest.approx(_quantile_in_bucket(0.99, 2.5, 5.0))
     assert snap.request_rate_rps == pytest.approx(10, rel=0.25)  # rate() extrapolates

@@ -289,3 +289,32 @@ def test_stationary_noisy_load_does_not_flap(seed: int, noise: float) -> None:
     )
     assert per_window <= 1, changes
     assert math.isfinite(float(replicas))
+
+
+def test_prefill_and_decode_calibrate_separately() -> None:
+    """Engines whose prefill runs at 60 % of the model while decode is exact: the prefill factor
+    moves down, the decode factor stays at 1."""
+    spec = _spec()
+    r = resolve(spec)
+    tp = plan_service(spec).tensor_parallel_size
+    seen = snap(n=2)
+    workload = observed_workload(spec.workload, seen, "observed")
+    perf = perf_at(r, Conditions(workload=workload), tp, plan_service(spec).max_num_batched_tokens)
+    tpot = perf.tpot_seconds(8.0)
+    prefill = perf.own_ttft_seconds(8.0, 1000.0)  # prompt_tps / request_rate = 1000 tokens
+    slow_prefill = seen.model_copy(
+        update={
+            "tpot_mean_s": tpot,
+            "ttft_mean_s": prefill / 0.6 + 0.05,
+            "queue_mean_s": 0.05,
+        }
+    )
+    d = run(spec, slow_prefill, ScalingState(decided_replicas=2, calibration=1.0))
+    assert d.calibration == pytest.approx(1.0, abs=1e-3)
+    assert d.prefill_calibration == pytest.approx(0.7 + 0.3 * 0.6, abs=1e-3)
+    assert d.state.prefill_calibration == d.prefill_calibration
+    # a long queue: the prefill phase is not measured cleanly, the factor holds
+    queued = slow_prefill.model_copy(update={"waiting": 40.0})
+    remembered = ScalingState(decided_replicas=2, prefill_calibration=0.9, peak_at_s=NOW - 15)
+    held = run(spec, queued, remembered)
+    assert held.prefill_calibration == pytest.approx(0.9)

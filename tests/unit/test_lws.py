@@ -63,7 +63,9 @@ LAYOUTS: dict[str, tuple[dict[str, Any], dict[str, Any]]] = {
 
 
 def _spec_body(patch: dict[str, Any]) -> dict[str, Any]:
-    body = manifest(workload=_WORKLOAD, **patch)
+    body = manifest(
+        workload=_WORKLOAD, slo={"ttftP99Seconds": 10.0, "tpotP99Seconds": 0.15}, **patch
+    )
     body["spec"]["model"] = patch["model"]
     return body
 

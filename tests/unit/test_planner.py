@@ -5,8 +5,9 @@ import math
 import pytest
 
 from tests.helpers import spec
+from tokenscale.api.assumptions import Assumptions
 from tokenscale.api.inference_service import InferenceServiceSpec
-from tokenscale.catalog import MODEL_CATALOG, count_params
+from tokenscale.catalog import GPU_CATALOG, MODEL_CATALOG, count_params
 from tokenscale.planning import plan_service
 from tokenscale.planning.formulas import GIB
 
@@ -23,7 +24,7 @@ def test_kv_capacity_follows_vllms_arithmetic() -> None:
     s = spec(hardware={"gpuMemoryUtilization": 0.9}, assumptions=FIXED_OVERHEADS)
     p = plan_service(s)
     params = count_params(MODEL_CATALOG["llama-3.1-8b"].architecture).total
-    usable = math.ceil(79.65 * GIB * 0.9)
+    usable = math.ceil(GPU_CATALOG["H100-SXM-80GB"].spec.memory_gib * GIB * 0.9)
     pool = usable - params * 2 - (2.0 + 0.5 + 1.0) * GIB
     per_token = 2 * 32 * 8 * 128 * 2
     blocks = int(pool // (16 * per_token))
@@ -235,7 +236,8 @@ def test_decode_is_bandwidth_bound_at_batch_one() -> None:
     read = (params.active - params.embedding) * 2
     bound_s = read / (3350e9 * 0.80)
     assert p.operating_batch == 1
-    assert p.decode_step_s == pytest.approx(bound_s + 0.0008, rel=0.01)
+    overhead = Assumptions().step_overhead_seconds
+    assert p.decode_step_s == pytest.approx(bound_s + overhead, rel=0.01)
 
 
 def test_assumption_overrides_are_used_and_reported() -> None:

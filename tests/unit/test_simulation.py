@@ -273,7 +273,7 @@ def _ramp_setup(mismatch: float = 1.0) -> Setup:
     spec = spec.model_copy(update={"workload": w.model_copy(update={"rps": rps})})
     trace = synthetic_trace(
         1200,
-        lambda t: 4.0 + 10.0 * min(1.0, t / 600),
+        lambda t: 4.0 + 12.0 * min(1.0, t / 600),
         lambda r: int(r.lognormvariate(6.6, 0.6)),
         lambda r: int(r.lognormvariate(5.0, 0.6)),
         seed=4,

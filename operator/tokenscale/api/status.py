@@ -100,7 +100,12 @@ class DecisionStatus(ApiModel):
     source: str = Field(description="plan, pin, metrics or hold.")
     reason: str = Field(description="Why.")
     model_replicas: int | None = Field(default=None, description="The re-planned model's need.")
-    calibration: float | None = Field(default=None, description="Efficiency calibration factor.")
+    calibration: float | None = Field(
+        default=None, description="Decode calibration: predicted ÷ observed TPOT."
+    )
+    prefill_calibration: float | None = Field(
+        default=None, description="Prefill calibration: predicted ÷ observed prefill phase."
+    )
     signals: list[SignalStatus] = Field(default_factory=list, description="Each signal.")
 
 
@@ -114,7 +119,10 @@ class ScalingStateStatus(ApiModel):
     peak_at_seconds: float | None = Field(default=None, description="When it was updated.")
     pressure_since_seconds: float | None = Field(default=None, description="Pressure since.")
     last_scale_seconds: float | None = Field(default=None, description="Last replica change.")
-    calibration: float | None = Field(default=None, description="Smoothed calibration.")
+    calibration: float | None = Field(default=None, description="Smoothed decode calibration.")
+    prefill_calibration: float | None = Field(
+        default=None, description="Smoothed prefill calibration."
+    )
 
 
 class InferenceServiceStatus(ApiModel):

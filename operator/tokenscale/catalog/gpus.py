@@ -1,8 +1,12 @@
 """Built-in GPU catalog. Dense peaks (no sparsity) from vendor datasheets.
 
 ``memoryGiB`` is what the CUDA/ROCm runtime reports as total device memory (what vLLM
-multiplies by ``gpu_memory_utilization``), which is below the marketing "GB" figure:
-an "80GB" H100 reports 81,559 MiB ≈ 79.6 GiB. Bandwidth is in GB/s (1e9 bytes/s).
+multiplies by ``gpu_memory_utilization``), which is below the marketing "GB" figure and below
+what ``nvidia-smi`` lists: vLLM start-up logs report 79.18 GiB for an "80GB" H100
+(``Free memory on device (78.57/79.18 GiB)``), 79.15 GiB for an 80 GB A100
+(``total_gpu_memory=79.15GiB``), 139.80 GiB for an H200 (``total_gpu_memory=139.80GiB``) and
+PyTorch 39.39 GiB for a 40 GB A100; the other entries are ``nvidia-smi`` MiB ÷ 1024.
+Bandwidth is in GB/s (1e9 bytes/s).
 """
 
 from dataclasses import dataclass
@@ -57,7 +61,7 @@ GPU_CATALOG: dict[str, GpuEntry] = {
             _NVIDIA_A100 + _DGX_A100_NIC,
             name="NVIDIA A100-SXM4-40GB",
             interNodeGBps=25,
-            memoryGiB=40.0,
+            memoryGiB=39.39,
             hbmBandwidthGBps=1555,
             bf16Tflops=312,
             int8Tops=624,
@@ -69,7 +73,7 @@ GPU_CATALOG: dict[str, GpuEntry] = {
             _NVIDIA_A100 + _DGX_A100_NIC,
             name="NVIDIA A100-SXM4-80GB",
             interNodeGBps=25,
-            memoryGiB=80.0,
+            memoryGiB=79.15,
             hbmBandwidthGBps=2039,
             bf16Tflops=312,
             int8Tops=624,
@@ -81,7 +85,7 @@ GPU_CATALOG: dict[str, GpuEntry] = {
             _NVIDIA_H100 + _DGX_H100_NIC,
             name="NVIDIA H100 80GB HBM3",
             interNodeGBps=50,
-            memoryGiB=79.65,
+            memoryGiB=79.18,
             hbmBandwidthGBps=3350,
             bf16Tflops=989,
             fp8Tflops=1979,
@@ -93,7 +97,7 @@ GPU_CATALOG: dict[str, GpuEntry] = {
             "H100-PCIE-80GB",
             _NVIDIA_H100 + ", PCIe column",
             name="NVIDIA H100 PCIe",
-            memoryGiB=79.65,
+            memoryGiB=79.18,
             hbmBandwidthGBps=2000,
             bf16Tflops=756,
             fp8Tflops=1513,
@@ -106,7 +110,7 @@ GPU_CATALOG: dict[str, GpuEntry] = {
             "NVIDIA H200 Tensor Core GPU datasheet (2024), SXM column" + _DGX_H200_NIC,
             name="NVIDIA H200",
             interNodeGBps=50,
-            memoryGiB=140.4,
+            memoryGiB=139.8,
             hbmBandwidthGBps=4800,
             bf16Tflops=989,
             fp8Tflops=1979,

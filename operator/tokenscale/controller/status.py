@@ -251,6 +251,7 @@ def decision_status(decision: Decision) -> dict[str, Any]:
         reason=decision.reason,
         model_replicas=decision.model_replicas,
         calibration=decision.calibration,
+        prefill_calibration=decision.prefill_calibration,
         signals=[
             SignalStatus(
                 name=s.name,
@@ -273,6 +274,7 @@ def scaling_state_status(state: ScalingState) -> dict[str, Any]:
         pressure_since_seconds=state.pressure_since_s,
         last_scale_seconds=state.last_scale_s,
         calibration=state.calibration,
+        prefill_calibration=state.prefill_calibration,
     ).model_dump(by_alias=True, exclude_none=True)
 
 
@@ -287,4 +289,5 @@ def state_from_status(status: dict[str, Any]) -> ScalingState:
         pressure_since_s=kept.get("pressureSinceSeconds"),
         last_scale_s=kept.get("lastScaleSeconds"),
         calibration=kept.get("calibration") or 1.0,
+        prefill_calibration=kept.get("prefillCalibration") or 1.0,
     )

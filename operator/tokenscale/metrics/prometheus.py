@@ -42,6 +42,8 @@ FIELDS = {
     "tpot_p50": "tpot_p50_s",
     "tpot_p99": "tpot_p99_s",
     "tpot_mean": "tpot_mean_s",
+    "ttft_mean": "ttft_mean_s",
+    "queue_mean": "queue_mean_s",
     "e2e_p99": "e2e_p99_s",
     "queue_p99": "queue_p99_s",
     "request_rate": "request_rate_rps",

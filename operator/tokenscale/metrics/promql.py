@@ -67,6 +67,15 @@ def queries(cfg: QueryConfig, namespaces: list[str] | None) -> dict[str, str]:
         "tpot_p99": f"{quantile(0.99, tpot_new)} or {quantile(0.99, tpot_old)}",
         # exact, not bucketed: what calibration compares with the model
         "tpot_mean": f"{rate(tpot_new + '_sum')} / {rate(tpot_new + '_count')}",
+        # TTFT = queue + prefill phase: their exact means calibrate prefill
+        "ttft_mean": (
+            f"{rate('vllm:time_to_first_token_seconds_sum')} / "
+            f"{rate('vllm:time_to_first_token_seconds_count')}"
+        ),
+        "queue_mean": (
+            f"{rate('vllm:request_queue_time_seconds_sum')} / "
+            f"{rate('vllm:request_queue_time_seconds_count')}"
+        ),
         "e2e_p99": quantile(0.99, "vllm:e2e_request_latency_seconds"),
         "queue_p99": quantile(0.99, "vllm:request_queue_time_seconds"),
         "request_rate": rate("vllm:request_success_total"),

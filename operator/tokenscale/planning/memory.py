@@ -88,22 +88,38 @@ class MemoryBudget:
         )
 
 
+#: Bytes per (sequence × vocabulary entry) that vLLM's sampler warm-up holds at its peak: the
+#: dummy sampling step over ``max_num_seqs`` rows keeps several FP32 ``[S, V]`` tensors alive at
+#: once (logits, scaled logits, probabilities, log-probabilities, the top-k/top-p sort's values
+#: and int64 indices). H100 start-up logs of vLLM 0.11 (benchmarks/accuracy) imply ≈ 38 B
+#: (5.56 GiB for Qwen3-0.6B, 4.76 GiB for Llama-3.1-8B at S = 1024, both sampler-bound); an
+#: A100 log of vLLM 0.19 implies far less. 34 B is the fit-set optimum over both (the engine
+#: version is not an input of the memory budget).
+SAMPLER_BYTES_PER_LOGIT = 34.0
+
+
 def activation_peak_bytes(
     arch: Architecture, tp: int, max_num_batched_tokens: int, max_num_seqs: int
 ) -> float:
-    """Estimated activation peak of vLLM's profiling step, per GPU.
+    """Estimated activation peak of vLLM's profiling run, per GPU.
 
-    ``T × (3·I/TP + 4·d) × 2 B`` for the widest layer's live tensors (gate/up output, activation,
-    residual and normed hidden states) over ``T = max_num_batched_tokens``, plus the sampler's
-    FP32 logits and probabilities ``min(S, T) × V × 8 B`` over ``S = max_num_seqs``.
+    vLLM profiles the forward pass of a ``T = max_num_batched_tokens`` dummy step and, separately,
+    a dummy sampling step over ``S = max_num_seqs`` rows; the peak is the larger of the two, not
+    their sum. Forward: ``T × (3·I/TP + 4·d) × 2 B`` for the widest layer's live tensors
+    (gate/up output, activation, residual and normed hidden states). Sampler:
+    ``min(S, T) × V × SAMPLER_BYTES_PER_LOGIT``.
     """
     width = float(arch.intermediate_size or 0)
     if arch.experts is not None and arch.experts_per_token is not None:
         expert_width = arch.expert_intermediate_size or arch.intermediate_size or 0
         width = max(width, float(expert_width * arch.experts_per_token))
     hidden = max_num_batched_tokens * (3.0 * width / tp + 4.0 * arch.hidden_size) * 2.0
-    logits = min(max_num_seqs, max_num_batched_tokens) * float(arch.vocab_size or 0) * 8.0
-    return hidden + logits
+    sampler = (
+        min(max_num_seqs, max_num_batched_tokens)
+        * float(arch.vocab_size or 0)
+        * SAMPLER_BYTES_PER_LOGIT
+    )
+    return max(hidden, sampler)
 
 
 def memory_budget(

@@ -29,12 +29,23 @@ from tokenscale.catalog.params import ParamCount
 from tokenscale.planning.formulas import GB, chunk_count, ring_allreduce_seconds
 from tokenscale.planning.memory import KvGeometry
 
+#: Weight-only quantized GEMMs (INT4 AWQ/GPTQ, FP8/INT8 weights on GPUs without those cores)
+#: dequantize tiles to 16 bits inside the kernel; at prefill sizes that costs tensor-core time,
+#: so they reach this fraction of the BF16 peak a plain BF16 GEMM would (fitted on the
+#: 16,000-token TTFT of Qwen3-14B-AWQ on A100, benchmarks/accuracy).
+WEIGHT_ONLY_GEMM_EFFICIENCY = 0.6
+
+#: Bytes per parameter of the embedding and LM-head matrices: quantized checkpoints
+#: (AWQ, GPTQ, FP8) keep them in 16 bits.
+EMBEDDING_BYTES_PER_PARAM = 2.0
+
 
 def peak_flops(gpu: GpuSpec, dtype: WeightDtype) -> tuple[float, str]:
     """Tensor peak (FLOP/s) the GEMMs run at for this weight dtype, and why.
 
     FP8 uses FP8 cores where present (W8A8), INT8 uses INT8 cores (W8A8); INT4 and the
-    Marlin FP8 fallback on GPUs without FP8 cores dequantize to BF16; FP32 runs at TF32 ≈ BF16/2.
+    Marlin FP8 fallback on GPUs without FP8 cores dequantize to BF16 inside the GEMM, which costs
+    tensor-core time (``WEIGHT_ONLY_GEMM_EFFICIENCY``); FP32 runs at TF32 ≈ BF16/2.
     """
     if dtype == "fp8" and gpu.fp8_tflops:
         return gpu.fp8_tflops * 1e12, "FP8 tensor cores"
@@ -44,7 +55,11 @@ def peak_flops(gpu: GpuSpec, dtype: WeightDtype) -> tuple[float, str]:
         return gpu.bf16_tflops * 0.5e12, "TF32 (half the BF16 peak)"
     note = "BF16 tensor cores"
     if dtype in ("fp8", "int8", "int4"):
-        note += f" ({dtype} weights dequantized: weight-only kernels)"
+        note += (
+            f" ({dtype} weights dequantized by weight-only kernels: "
+            f"{WEIGHT_ONLY_GEMM_EFFICIENCY:.0%} of the BF16 peak)"
+        )
+        return gpu.bf16_tflops * 1e12 * WEIGHT_ONLY_GEMM_EFFICIENCY, note
     return gpu.bf16_tflops * 1e12, note
 
 
@@ -96,12 +111,15 @@ class PerfModel:
         return linear + 4.0 * pairs * d_attn
 
     def _allreduce(self, tokens: float) -> float:
+        """Two all-reduces per layer. A ring all-reduce takes ``2 (TP − 1)`` hops, so its fixed
+        latency grows with TP: ``allreduceLatencySeconds`` is the TP = 2 figure, ×(TP − 1) above
+        (A100 TP 4 → TP 8 decode steps of Mixtral-8x22B, benchmarks/accuracy)."""
         payload = tokens * self.arch.hidden_size * 2.0
         per = ring_allreduce_seconds(
             payload,
             self.tp,
             self.link_bytes_per_s * self.assumptions.interconnect_efficiency,
-            self.assumptions.allreduce_latency_seconds,
+            self.assumptions.allreduce_latency_seconds * max(self.tp - 1, 1),
         )
         return 2.0 * self.arch.layers * per
 
@@ -133,20 +151,25 @@ class PerfModel:
         steps = chunk_count(tokens, self.max_num_batched_tokens) if self.chunked_prefill else 1
         weight_floor = steps * self._weight_read_seconds(1)
         comm = self._allreduce(tokens) + (steps - 1) * 2 * self.arch.layers * (
-            self.assumptions.allreduce_latency_seconds if self.tp > 1 else 0.0
+            self.assumptions.allreduce_latency_seconds * (self.tp - 1) if self.tp > 1 else 0.0
         )
         return max(compute, weight_floor) + comm + steps * self.assumptions.step_overhead_seconds
 
     # -- decode ------------------------------------------------------------------------------
     def weight_read_bytes(self, batch: float) -> float:
-        """Bytes of weights one decode step reads (whole replica). MoE: expected experts touched."""
+        """Bytes of weights one decode step reads (whole replica). MoE: expected experts touched.
+
+        The LM head (the embedding matrix when tied) stays in 16 bits in quantized checkpoints,
+        so it is read at 2 B/param whatever the weight dtype."""
         p, a = self.params, self.arch
         read = p.decode_read_params
         if a.experts is not None and a.experts_per_token is not None and p.routed_experts > 0:
             active_routed = p.routed_experts * a.experts_per_token / a.experts
             touched = 1.0 - (1.0 - a.experts_per_token / a.experts) ** max(batch, 1.0)
             read += p.routed_experts * touched - active_routed
-        return read * self.weight_bytes_per_param
+        head = p.lm_head or p.embedding
+        head_extra = head * max(EMBEDDING_BYTES_PER_PARAM - self.weight_bytes_per_param, 0.0)
+        return read * self.weight_bytes_per_param + head_extra
 
     @cached_property
     def decode_context_tokens(self) -> float:
@@ -253,6 +276,8 @@ class PerfModel:
         plus its all-reduces and overhead: the workload-independent reference for the knee."""
         p = self.params
         read = (p.total - (p.embedding if p.lm_head > 0 else 0.0)) * self.weight_bytes_per_param
+        head = p.lm_head or p.embedding  # kept in 16 bits by quantized checkpoints
+        read += head * max(EMBEDDING_BYTES_PER_PARAM - self.weight_bytes_per_param, 0.0)
         return (
             read / self.tp / self._bw + self._allreduce(1) + self.assumptions.step_overhead_seconds
         )

@@ -39,6 +39,7 @@ class Decision(BaseModel):
     diagnosis: list[str] = Field(default_factory=list)
     model_replicas: int | None = None
     calibration: float = 1.0
+    prefill_calibration: float = 1.0
     metrics_available: bool = False
     metrics_reason: str = "no metrics source"
     state: ScalingState = Field(default_factory=ScalingState)

@@ -11,7 +11,7 @@
   stabilisation window, the model asks for fewer, and the recent peak load would still fit
   under the high watermarks at the smaller count (``peak_load / target < scaleDownHeadroom``,
   0.9 by default, where
-  ``peak_load = max(value / high) × replicas reporting`` decays with a half-life of six
+  ``peak_load = max(value / high) × replicas reporting`` decays with a half-life of two
   windows): a quiet spell inside a noisy but stationary load cannot trigger a step that the
   noise would undo; ``maxScaleDownStep`` at a time, never below ``minReplicas`` or the model;
   the window restarts after each step.
@@ -102,20 +102,23 @@ def observed_workload(w: Workload, snap: Snapshot, source: str) -> Workload:
     )
 
 
-def live_conditions(spec: InferenceServiceSpec, snap: Snapshot, factor: float) -> Conditions:
+def live_conditions(
+    spec: InferenceServiceSpec, snap: Snapshot, factor: float, prefill_factor: float | None = None
+) -> Conditions:
     """The engine's question to the planner: the observed workload (per ``workloadSource``),
     the calibrated engines, sized at the SLO batch.
 
     Live, replicas are sized at the SLO batch, not the knee: the knee is the forecast's comfort
     margin for traffic nobody has seen; with live traffic the pressure signals guard the SLO and
     the knee would hold ~20 % more GPUs than needed (measured by the fleet simulator). Without an
-    SLO the knee stays the only latency limit. Calibration is one factor from the exact TPOT
-    mean, applied to both phases (prefill has no exact live signal yet: TTFT buckets are too
-    coarse to calibrate on).
+    SLO the knee stays the only latency limit. Calibration is per phase: decode from the exact
+    TPOT mean, prefill from the exact prefill phase (TTFT mean − queue mean); without a prefill
+    factor the decode one stands for both.
     """
     workload = observed_workload(spec.workload, snap, spec.scaling.policy.workload_source)
+    prefill = factor if prefill_factor is None else prefill_factor
     return Conditions(
-        workload=workload, calibration=Calibration(prefill=factor, decode=factor), knee="slo"
+        workload=workload, calibration=Calibration(prefill=prefill, decode=factor), knee="slo"
     )
 
 
@@ -137,6 +140,37 @@ def calibrate(r: Resolved, forecast: Plan, snap: Snapshot, old: float) -> float:
         return old
     seen = Conditions(workload=observed_workload(spec.workload, snap, "observed"))
     predicted = perf_at(r, seen, layout_of(forecast)).tpot_seconds(batch)
+    ratio = min(max(predicted / observed, CALIBRATION_BOUNDS[0]), CALIBRATION_BOUNDS[1])
+    smoothed = old * (1 - CALIBRATION_SMOOTHING) + ratio * CALIBRATION_SMOOTHING
+    return round(min(max(smoothed, CALIBRATION_BOUNDS[0]), CALIBRATION_BOUNDS[1]), 4)
+
+
+PREFILL_QUEUE_LIMIT = 1.0
+"""Waiting prompts per replica above which the prefill phase is not measured cleanly."""
+
+
+def calibrate_prefill(r: Resolved, forecast: Plan, snap: Snapshot, old: float) -> float:
+    """Smoothed, bounded ratio of predicted to observed prefill phase (TTFT − queue wait, both
+    exact means) at the observed batch and prompt mean; unchanged while the queue is long (its
+    wait dominates and the split is noisy) or a mean is missing."""
+    spec = r.spec
+    if (
+        not spec.scaling.policy.calibrate
+        or snap.ttft_mean_s is None
+        or snap.queue_mean_s is None
+        or snap.running is None
+        or snap.mean_input_tokens is None
+    ):
+        return old
+    n = max(snap.replicas_reporting, 1)
+    if snap.waiting is not None and snap.waiting / n > PREFILL_QUEUE_LIMIT:
+        return old
+    observed = snap.ttft_mean_s - snap.queue_mean_s
+    if observed <= 0:
+        return old
+    seen = Conditions(workload=observed_workload(spec.workload, snap, "observed"))
+    perf = perf_at(r, seen, layout_of(forecast), forecast.max_num_batched_tokens)
+    predicted = perf.own_ttft_seconds(snap.running / n, snap.mean_input_tokens)
     ratio = min(max(predicted / observed, CALIBRATION_BOUNDS[0]), CALIBRATION_BOUNDS[1])
     smoothed = old * (1 - CALIBRATION_SMOOTHING) + ratio * CALIBRATION_SMOOTHING
     return round(min(max(smoothed, CALIBRATION_BOUNDS[0]), CALIBRATION_BOUNDS[1]), 4)
@@ -274,7 +308,9 @@ def decide(inp: EngineInput) -> Decision:
         else profile_calibration(resolved, forecast)
     )
     factor = calibrate(resolved, forecast, snap, start)
-    live = plan_at(resolved, live_conditions(spec, snap, factor), layout_of(forecast))
+    prefill_start = state.prefill_calibration if state.peak_at_s is not None else start
+    prefill = calibrate_prefill(resolved, forecast, snap, prefill_start)
+    live = plan_at(resolved, live_conditions(spec, snap, factor, prefill), layout_of(forecast))
     model = _bounded(live.replicas.with_redundancy if live.replicas is not None else floor, spec)
     sigs = signals(snap, spec, policy)
     diagnosis = diagnose(snap, spec.slo, policy)
@@ -282,7 +318,12 @@ def decide(inp: EngineInput) -> Decision:
     all_low = bool(sigs) and all(s.level == "low" for s in sigs)
     peak_load = _peak_load(state, sigs, snap.replicas_reporting, now, policy)
     new_state = state.model_copy(
-        update={"calibration": factor, "peak_load": peak_load, "peak_at_s": now}
+        update={
+            "calibration": factor,
+            "prefill_calibration": prefill,
+            "peak_load": peak_load,
+            "peak_at_s": now,
+        }
     )
     up_cap = current + policy.max_scale_up_step
 
@@ -417,6 +458,7 @@ def _decided(
         diagnosis=diagnosis,
         model_replicas=model,
         calibration=state.calibration,
+        prefill_calibration=state.prefill_calibration,
         metrics_available=True,
         metrics_reason="ok",
         state=state.model_copy(update={"decided_replicas": replicas}),

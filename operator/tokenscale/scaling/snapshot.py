@@ -26,6 +26,10 @@ class Snapshot(BaseModel):
     tpot_mean_s: float | None = Field(
         default=None, description="rate(_sum) / rate(_count): exact, unlike bucket quantiles"
     )
+    ttft_mean_s: float | None = Field(default=None, description="rate(_sum) / rate(_count)")
+    queue_mean_s: float | None = Field(
+        default=None, description="Mean time waiting before the prefill: rate(_sum) / rate(_count)"
+    )
     e2e_p99_s: float | None = None
     queue_p99_s: float | None = None
     request_rate_rps: float | None = None

@@ -12,9 +12,12 @@ class ScalingState(BaseModel):
     low_since_s: float | None = None
     peak_load: float = 0.0
     """Recent peak of the fleet's load in replicas-at-the-high-watermark
-    (``max(value / high) × replicas reporting``), decaying with a half-life of six scale-down
+    (``max(value / high) × replicas reporting``), decaying with a half-life of two scale-down
     windows; a step down to ``target`` needs ``peak_load / target < 1``."""
     peak_at_s: float | None = None
     pressure_since_s: float | None = None
     last_scale_s: float | None = None
     calibration: float = 1.0
+    """Decode: predicted ÷ observed TPOT (scales the decode efficiencies)."""
+    prefill_calibration: float = 1.0
+    """Prefill: predicted ÷ observed prefill phase (TTFT − queue; scales prefill efficiency)."""

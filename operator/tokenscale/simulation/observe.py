@@ -114,6 +114,8 @@ def snapshot_at(
         tpot_p50_s=quantile(0.5, "tpot"),
         tpot_p99_s=quantile(0.99, "tpot"),
         tpot_mean_s=mean("tpot"),
+        ttft_mean_s=mean("ttft"),
+        queue_mean_s=mean("queue"),
         e2e_p99_s=quantile(0.99, "e2e"),
         queue_p99_s=quantile(0.99, "queue"),
         request_rate_rps=rate("success"),
