@@ -100,12 +100,23 @@ def _config(data: dict[str, Any], entry: dict[str, Any]) -> tuple[dict[str, Any]
     """The spec's model section and the config.json fields for one entry."""
     name = entry.get("model_config", entry["model"])
     if name in data.get("models", {}):
-        cfg = data["models"][name]["config"]
-        return {"hfConfig": cfg}, cfg
-    catalog = find_model(name)
-    if catalog is None:
-        raise SystemExit(f"{entry['id']}: model {name!r} is neither in the catalog nor in models:")
-    return {"catalog": catalog.key}, catalog.config
+        cfg = dict(data["models"][name]["config"])
+    else:
+        catalog = find_model(name)
+        if catalog is None:
+            raise SystemExit(
+                f"{entry['id']}: model {name!r} is neither in the catalog nor in models:"
+            )
+        if entry["weight_dtype"] not in ("int4", "int8"):
+            return {"catalog": catalog.key}, catalog.config
+        cfg = dict(catalog.config)
+    if entry["weight_dtype"] in ("int4", "int8") and "quantization_config" not in cfg:
+        # the measured checkpoint is the pre-quantized one (its config.json carries this);
+        # the base model's shapes are the same
+        method = "awq" if "awq" in str(entry["model"]).lower() else "gptq"
+        bits = 4 if entry["weight_dtype"] == "int4" else 8
+        cfg["quantization_config"] = {"quant_method": method, "bits": bits}
+    return {"hfConfig": cfg}, cfg
 
 
 def _kv_bytes_per_token_per_gpu(cfg: dict[str, Any], tp: int, kv_dtype: str) -> float:

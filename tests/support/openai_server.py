@@ -10,7 +10,8 @@ It speaks vLLM's wire format — ``POST /v1/completions`` with ``stream``: SSE `
 Timing is a toy engine, not a GPU: ``max_num_seqs`` run at once (the rest wait);
 TTFT = ``prefill_s_per_token × prompt tokens``; each next token after
 ``itl_s × (1 + running / knee)``. Knobs make it misbehave: every ``error_every``-th request
-answers HTTP 500, ``stall_s`` freezes the stream mid-way, ``stop()`` kills it mid-phase.
+answers HTTP 500, ``stall_s`` freezes the stream mid-way, ``hang`` never answers at all,
+``metrics_text`` replaces the Prometheus page, ``stop()`` kills it mid-phase.
 Tokens are whitespace-separated words.
 """
 
@@ -34,6 +35,12 @@ class ServerKnobs:
     error_every: int = 0
     stall_s: float = 0.0
     tokenize: bool = True
+    models: bool = True
+    """Serve ``GET /v1/models`` (with ``max_model_len``, as vLLM does)."""
+    hang: bool = False
+    """Accept every request and never answer."""
+    metrics_text: str | None = None
+    """Serve this on ``/metrics`` instead of Prometheus text."""
 
 
 class FakeEngine:
@@ -50,7 +57,20 @@ class FakeEngine:
         if self.knobs.tokenize:
             app.router.add_post("/tokenize", self.tokenize)
         app.router.add_get("/metrics", self.metrics)
+        if self.knobs.models:
+            app.router.add_get("/v1/models", self.models)
+        if self.knobs.hang:
+            app.middlewares.append(self._hang)
         return app
+
+    @web.middleware
+    async def _hang(self, request: web.Request, handler: object) -> web.StreamResponse:
+        await asyncio.sleep(3600)
+        raise web.HTTPServiceUnavailable
+
+    async def models(self, request: web.Request) -> web.Response:
+        model = {"id": "fake", "object": "model", "max_model_len": self.knobs.max_model_len}
+        return web.json_response({"object": "list", "data": [model]})
 
     async def tokenize(self, request: web.Request) -> web.Response:
         body = await request.json()
@@ -59,6 +79,8 @@ class FakeEngine:
         )
 
     async def metrics(self, request: web.Request) -> web.Response:
+        if self.knobs.metrics_text is not None:
+            return web.Response(text=self.knobs.metrics_text, content_type="text/plain")
         labels = 'model_name="fake",engine="0"'
         usage = min(1.0, self.running / max(self.knobs.max_num_seqs, 1))
         text = (

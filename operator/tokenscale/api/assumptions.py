@@ -17,26 +17,27 @@ Defaults and where they come from (see README "Accuracy"):
 
 from pydantic import Field
 
-from tokenscale.api.base import ApiModel
+from tokenscale.api.base import MAX_GIB, ApiModel
 
 
 class Assumptions(ApiModel):
-    """Efficiencies and overhead estimates; reported with every plan."""
+    """Efficiencies and overhead estimates; reported with every plan. Efficiencies lie in
+    [0.01, 1]: below 1 % a figure is a typo, and zero would divide by zero."""
 
     prefill_compute_efficiency: float = Field(
-        default=0.85, gt=0, le=1, description="Achieved / peak FLOPS during prefill."
+        default=0.85, ge=0.01, le=1, description="Achieved / peak FLOPS during prefill."
     )
     decode_bandwidth_efficiency: float = Field(
-        default=0.80, gt=0, le=1, description="Achieved / peak HBM bandwidth during decode."
+        default=0.80, ge=0.01, le=1, description="Achieved / peak HBM bandwidth during decode."
     )
     decode_compute_efficiency: float = Field(
-        default=0.50, gt=0, le=1, description="Achieved / peak FLOPS during large-batch decode."
+        default=0.50, ge=0.01, le=1, description="Achieved / peak FLOPS during large-batch decode."
     )
     interconnect_efficiency: float = Field(
-        default=0.70, gt=0, le=1, description="Achieved / peak GPU-GPU bandwidth (all-reduce)."
+        default=0.70, ge=0.01, le=1, description="Achieved / peak GPU-GPU bandwidth (all-reduce)."
     )
     allreduce_latency_seconds: float = Field(
-        default=8e-6, ge=0, description="Fixed latency of one tensor-parallel all-reduce."
+        default=8e-6, ge=0, le=1.0, description="Fixed latency of one tensor-parallel all-reduce."
     )
     inter_node_efficiency: float = Field(
         default=0.80,
@@ -51,31 +52,42 @@ class Assumptions(ApiModel):
         description="Fixed latency of one node-to-node transfer or all-to-all phase.",
     )
     step_overhead_seconds: float = Field(
-        default=0.0012, ge=0, description="Per engine step: scheduling, sampling, launches."
+        default=0.0012,
+        ge=0,
+        le=10.0,
+        description="Per engine step: scheduling, sampling, launches.",
     )
     runtime_overhead_gib: float = Field(
-        default=0.14, ge=0, description="Per GPU: CUDA context and non-torch allocations."
+        default=0.14,
+        ge=0,
+        le=MAX_GIB,
+        description="Per GPU: CUDA context and non-torch allocations.",
     )
     cuda_graph_gib: float = Field(
-        default=0.5, ge=0, description="Per GPU: CUDA-graph capture pools."
+        default=0.5, ge=0, le=MAX_GIB, description="Per GPU: CUDA-graph capture pools."
     )
     nccl_buffer_gib: float = Field(
-        default=0.41, ge=0, description="Per GPU when tensorParallelSize > 1: NCCL buffers."
+        default=0.41,
+        ge=0,
+        le=MAX_GIB,
+        description="Per GPU when tensorParallelSize > 1: NCCL buffers.",
     )
     activation_peak_gib: float | None = Field(
         default=None,
         ge=0,
+        le=MAX_GIB,
         description="Per GPU activation peak of a max-num-batched-tokens step; absent = estimated.",
     )
     knee_tpot_ratio: float = Field(
         default=2.0,
         ge=1,
+        le=100,
         description="The knee: the largest batch whose TPOT is at most this multiple of the "
         "weight-read floor (every weight read once per step). 2 = latency doubled.",
     )
     kv_target_utilization: float = Field(
         default=0.90,
-        gt=0,
+        ge=0.01,
         le=1,
         description="Plan KV usage up to this fraction of the pool (the high watermark).",
     )

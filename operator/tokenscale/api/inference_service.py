@@ -9,6 +9,7 @@ from tokenscale.api.base import ApiModel
 from tokenscale.api.cost import Cost
 from tokenscale.api.deployment import DeploymentOverrides
 from tokenscale.api.hardware import HardwareSpec
+from tokenscale.api.k8s_names import Namespace, ObjectName
 from tokenscale.api.model import ModelSpec
 from tokenscale.api.profile import BenchProfile, ProfileRef
 from tokenscale.api.scaling import Scaling
@@ -58,8 +59,8 @@ class ObjectMeta(ApiModel):
 
     model_config = ApiModel.model_config | {"extra": "allow"}
 
-    name: str = Field(default="unnamed", description="Object name.")
-    namespace: str | None = Field(default=None, description="Namespace.")
+    name: ObjectName = Field(default="unnamed", description="Object name.")
+    namespace: Namespace | None = Field(default=None, description="Namespace.")
 
 
 class InferenceService(ApiModel):

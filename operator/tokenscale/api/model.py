@@ -4,7 +4,10 @@ from typing import Any, Literal, Self
 
 from pydantic import Field, model_validator
 
-from tokenscale.api.base import ApiModel
+from tokenscale.api.base import MAX_PARAMS, MAX_TOKENS, ApiModel
+
+#: Largest layer count, width, head count or expert count an architecture may name.
+MAX_DIM = 10_000_000
 
 WeightDtype = Literal["fp32", "bf16", "fp16", "fp8", "int8", "int4"]
 KvCacheDtype = Literal["auto", "fp8"]
@@ -29,67 +32,108 @@ class Architecture(ApiModel):
     (``kvLoraRank``/``qkRopeHeadDim``) models are all described by these fields.
     """
 
-    layers: int = Field(gt=0, description="Decoder layers (num_hidden_layers).")
-    hidden_size: int = Field(gt=0, description="Model width d_model (hidden_size).")
-    attention_heads: int = Field(gt=0, description="Query heads (num_attention_heads).")
+    layers: int = Field(gt=0, le=MAX_DIM, description="Decoder layers (num_hidden_layers).")
+    hidden_size: int = Field(gt=0, le=MAX_DIM, description="Model width d_model (hidden_size).")
+    attention_heads: int = Field(gt=0, le=MAX_DIM, description="Query heads (num_attention_heads).")
     kv_heads: int | None = Field(
-        default=None, gt=0, description="Key/value heads; absent means MHA (= attentionHeads)."
+        default=None,
+        gt=0,
+        le=MAX_DIM,
+        description="Key/value heads; absent means MHA (= attentionHeads).",
     )
     head_dim: int | None = Field(
         default=None,
         gt=0,
+        le=MAX_DIM,
         description="Per-head dimension; absent means hiddenSize/attentionHeads.",
     )
     intermediate_size: int | None = Field(
-        default=None, gt=0, description="Dense MLP width (gated: gate, up and down projections)."
+        default=None,
+        gt=0,
+        le=MAX_DIM,
+        description="Dense MLP width (gated: gate, up and down projections).",
     )
-    vocab_size: int | None = Field(default=None, gt=0, description="Vocabulary size.")
+    vocab_size: int | None = Field(default=None, gt=0, le=MAX_DIM, description="Vocabulary size.")
     params: float | None = Field(
         default=None,
         gt=0,
+        le=MAX_PARAMS,
         description="Total parameters (a count, e.g. 70.6e9); derived if absent.",
     )
     active_params: float | None = Field(
-        default=None, gt=0, description="Parameters used per token (MoE); derived if absent."
+        default=None,
+        gt=0,
+        le=MAX_PARAMS,
+        description="Parameters used per token (MoE); derived if absent.",
     )
     max_context_tokens: int = Field(
         default=8192,
         gt=0,
+        le=MAX_TOKENS,
         description="Longest context the model supports (max_position_embeddings).",
     )
     sliding_window: int | None = Field(
-        default=None, gt=0, description="Sliding-window size in tokens for windowed layers."
+        default=None,
+        gt=0,
+        le=MAX_DIM,
+        description="Sliding-window size in tokens for windowed layers.",
     )
     sliding_window_layers: int | None = Field(
-        default=None, ge=0, description="How many layers use the window; absent means all layers."
+        default=None,
+        ge=0,
+        le=MAX_DIM,
+        description="How many layers use the window; absent means all layers.",
     )
     tie_word_embeddings: bool = Field(default=False, description="LM head shares the embedding.")
     attention_bias: bool = Field(default=False, description="q/k/v projections carry a bias.")
-    experts: int | None = Field(default=None, ge=2, description="Routed experts per MoE layer.")
+    experts: int | None = Field(
+        default=None, ge=2, le=MAX_DIM, description="Routed experts per MoE layer."
+    )
     experts_per_token: int | None = Field(
-        default=None, ge=1, description="Routed experts each token uses (num_experts_per_tok)."
+        default=None,
+        ge=1,
+        le=MAX_DIM,
+        description="Routed experts each token uses (num_experts_per_tok).",
     )
     expert_intermediate_size: int | None = Field(
-        default=None, gt=0, description="Width of one expert's MLP; absent means intermediateSize."
+        default=None,
+        gt=0,
+        le=MAX_DIM,
+        description="Width of one expert's MLP; absent means intermediateSize.",
     )
-    shared_experts: int = Field(default=0, ge=0, description="Always-on shared experts per layer.")
+    shared_experts: int = Field(
+        default=0, ge=0, le=MAX_DIM, description="Always-on shared experts per layer."
+    )
     shared_expert_intermediate_size: int | None = Field(
-        default=None, gt=0, description="Width of one shared expert; absent means the expert width."
+        default=None,
+        gt=0,
+        le=MAX_DIM,
+        description="Width of one shared expert; absent means the expert width.",
     )
     dense_layers: int = Field(
-        default=0, ge=0, description="Leading layers with a dense MLP in an MoE model."
+        default=0, ge=0, le=MAX_DIM, description="Leading layers with a dense MLP in an MoE model."
     )
     kv_lora_rank: int | None = Field(
-        default=None, gt=0, description="MLA compressed KV latent rank (DeepSeek-V2/V3)."
+        default=None,
+        gt=0,
+        le=MAX_DIM,
+        description="MLA compressed KV latent rank (DeepSeek-V2/V3).",
     )
     qk_rope_head_dim: int | None = Field(
         default=None,
         gt=0,
+        le=MAX_DIM,
         description="MLA decoupled RoPE key dimension, cached beside the latent.",
     )
-    qk_nope_head_dim: int | None = Field(default=None, gt=0, description="MLA non-RoPE q/k dim.")
-    v_head_dim: int | None = Field(default=None, gt=0, description="MLA value head dimension.")
-    q_lora_rank: int | None = Field(default=None, gt=0, description="MLA query low-rank.")
+    qk_nope_head_dim: int | None = Field(
+        default=None, gt=0, le=MAX_DIM, description="MLA non-RoPE q/k dim."
+    )
+    v_head_dim: int | None = Field(
+        default=None, gt=0, le=MAX_DIM, description="MLA value head dimension."
+    )
+    q_lora_rank: int | None = Field(
+        default=None, gt=0, le=MAX_DIM, description="MLA query low-rank."
+    )
 
     @model_validator(mode="after")
     def _consistent(self) -> Self:

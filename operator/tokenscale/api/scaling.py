@@ -4,14 +4,18 @@ from typing import Literal, Self
 
 from pydantic import Field, model_validator
 
-from tokenscale.api.base import ApiModel
+from tokenscale.api.base import MAX_REPLICAS, MAX_SECONDS, ApiModel
 
 
 class Redundancy(ApiModel):
     """Headroom over the computed need: ``ceil(need × factor) + spareReplicas`` (N+k)."""
 
-    factor: float = Field(default=1.0, ge=1.0, description="Multiplier on the computed need.")
-    spare_replicas: int = Field(default=0, ge=0, description="Extra replicas for N+k.")
+    factor: float = Field(
+        default=1.0, ge=1.0, le=100.0, description="Multiplier on the computed need."
+    )
+    spare_replicas: int = Field(
+        default=0, ge=0, le=MAX_REPLICAS, description="Extra replicas for N+k."
+    )
 
 
 WorkloadSource = Literal["max", "observed", "forecast"]
@@ -27,21 +31,37 @@ class ScalingPolicy(ApiModel):
         default=0.60, ge=0, lt=1, description="KV usage below this counts as low."
     )
     waiting_per_replica_high: float = Field(
-        default=2.0, gt=0, description="Waiting requests per replica at or above this scale up."
+        default=2.0,
+        gt=0,
+        le=1e6,
+        description="Waiting requests per replica at or above this scale up.",
     )
     waiting_per_replica_low: float = Field(
-        default=0.5, ge=0, description="Waiting requests per replica below this count as low."
+        default=0.5,
+        ge=0,
+        le=1e6,
+        description="Waiting requests per replica below this count as low.",
     )
     latency_low_ratio: float = Field(
         default=0.7, gt=0, le=1, description="TTFT/TPOT P99 below this share of the SLO is low."
     )
-    max_scale_up_step: int = Field(default=4, ge=1, description="Most replicas added at once.")
-    max_scale_down_step: int = Field(default=1, ge=1, description="Most replicas removed at once.")
+    max_scale_up_step: int = Field(
+        default=4, ge=1, le=MAX_REPLICAS, description="Most replicas added at once."
+    )
+    max_scale_down_step: int = Field(
+        default=1, ge=1, le=MAX_REPLICAS, description="Most replicas removed at once."
+    )
     scale_up_stabilization_seconds: int = Field(
-        default=0, ge=0, description="Pressure must persist this long before scaling up."
+        default=0,
+        ge=0,
+        le=int(MAX_SECONDS),
+        description="Pressure must persist this long before scaling up.",
     )
     scale_down_stabilization_seconds: int = Field(
-        default=300, ge=0, description="Every signal must stay low this long before scaling down."
+        default=300,
+        ge=0,
+        le=int(MAX_SECONDS),
+        description="Every signal must stay low this long before scaling down.",
     )
     scale_down_headroom: float = Field(
         default=0.9,
@@ -76,11 +96,18 @@ class ScalingPolicy(ApiModel):
 class Scaling(ApiModel):
     """Replica bounds and policy."""
 
-    min_replicas: int = Field(default=1, ge=0, description="Never fewer replicas than this.")
-    max_replicas: int = Field(default=64, ge=1, description="Never more replicas than this.")
+    min_replicas: int = Field(
+        default=1, ge=0, le=MAX_REPLICAS, description="Never fewer replicas than this."
+    )
+    max_replicas: int = Field(
+        default=64, ge=1, le=MAX_REPLICAS, description="Never more replicas than this."
+    )
     redundancy: Redundancy = Field(default_factory=Redundancy, description="Headroom.")
     replicas: int | None = Field(
-        default=None, ge=0, description="Pin the replica count; autoscaling is off when set."
+        default=None,
+        ge=0,
+        le=MAX_REPLICAS,
+        description="Pin the replica count; autoscaling is off when set.",
     )
     policy: ScalingPolicy = Field(
         default_factory=ScalingPolicy, description="How live metrics move the replica count."

@@ -2,11 +2,48 @@
 
 from typing import Literal
 
-from pydantic import Field
+from pydantic import Field, field_validator
 
-from tokenscale.api.base import ApiModel
+from tokenscale.api.base import MAX_TOKENS, ApiModel
 
 DEFAULT_VLLM_IMAGE = "vllm/vllm-openai:v0.33.0"
+
+#: Flags the operator renders from the plan (render/engine_args.py) or that change the GPUs a
+#: replica uses: vLLM takes the last value, so an extra copy would silently override the plan.
+OWNED_FLAGS: dict[str, str] = {
+    "--model": "spec.model.name",
+    "--served-model-name": "spec.model.name",
+    "--port": "the operator's port 8000 (probes and the Service use it)",
+    "--host": "the operator (the pod listens on all addresses)",
+    "--tensor-parallel-size": "spec.hardware.tensorParallelSize",
+    "-tp": "spec.hardware.tensorParallelSize",
+    "--pipeline-parallel-size": "spec.hardware.tensorParallelSize (GPUs per replica)",
+    "-pp": "spec.hardware.tensorParallelSize (GPUs per replica)",
+    "--data-parallel-size": "more replicas (spec.scaling)",
+    "-dp": "more replicas (spec.scaling)",
+    "--max-model-len": "spec.workload.maxContextTokens",
+    "--max-num-seqs": "spec.serving.maxNumSeqs",
+    "--max-num-batched-tokens": "spec.serving.maxNumBatchedTokens",
+    "--gpu-memory-utilization": "spec.hardware.gpuMemoryUtilization",
+    "--kv-cache-dtype": "spec.model.kvCacheDtype",
+    "--block-size": "spec.serving.blockSize",
+    "--enable-chunked-prefill": "spec.serving.enableChunkedPrefill",
+    "--no-enable-chunked-prefill": "spec.serving.enableChunkedPrefill",
+    "--enable-prefix-caching": "spec.serving.enablePrefixCaching",
+    "--no-enable-prefix-caching": "spec.serving.enablePrefixCaching",
+    "--quantization": "spec.model.weightDtype",
+    "-q": "spec.model.weightDtype",
+}
+
+
+def owned_flag(arg: str) -> str | None:
+    """The operator-owned flag ``arg`` sets (``--x=1``, ``--x_y`` spelled either way), or None."""
+    if not arg.startswith("-"):
+        return None
+    flag = arg.split("=", 1)[0]
+    if flag.startswith("--"):
+        flag = "--" + flag[2:].replace("_", "-")
+    return flag if flag in OWNED_FLAGS else None
 
 
 class Serving(ApiModel):
@@ -14,11 +51,15 @@ class Serving(ApiModel):
 
     image: str = Field(default=DEFAULT_VLLM_IMAGE, min_length=1, description="vLLM image.")
     max_num_seqs: int | None = Field(
-        default=None, ge=1, description="--max-num-seqs; absent = vLLM's default for the GPU."
+        default=None,
+        ge=1,
+        le=1_000_000,
+        description="--max-num-seqs; absent = vLLM's default for the GPU.",
     )
     max_num_batched_tokens: int | None = Field(
         default=None,
         ge=16,
+        le=MAX_TOKENS,
         description="--max-num-batched-tokens (per-step token budget); absent = vLLM's default.",
     )
     block_size: Literal[8, 16, 32, 64, 128] = Field(
@@ -26,4 +67,20 @@ class Serving(ApiModel):
     )
     enable_chunked_prefill: bool = Field(default=True, description="Chunked prefill.")
     enable_prefix_caching: bool = Field(default=True, description="Automatic prefix caching.")
-    extra_args: list[str] = Field(default_factory=list, description="Extra vllm serve arguments.")
+    extra_args: list[str] = Field(
+        default_factory=list,
+        description="Extra vllm serve arguments; flags the operator renders from the plan "
+        "(--model, --port, --tensor-parallel-size, …) are refused.",
+    )
+
+    @field_validator("extra_args")
+    @classmethod
+    def _not_owned(cls, value: list[str]) -> list[str]:
+        for index, arg in enumerate(value):
+            flag = owned_flag(arg)
+            if flag is not None:
+                raise ValueError(
+                    f"[{index}] {arg!r}: the operator renders {flag} from the plan and vLLM "
+                    f"takes the last value; set {OWNED_FLAGS[flag]} instead"
+                )
+        return value

@@ -4,18 +4,30 @@ from typing import Self
 
 from pydantic import Field, model_validator
 
-from tokenscale.api.base import ApiModel
+from tokenscale.api.base import MAX_SECONDS, ApiModel
 
 
 class Slo(ApiModel):
     """Latency objectives at P99 (optional P95 variants are reported against estimates too)."""
 
-    ttft_p99_seconds: float | None = Field(default=None, gt=0, description="Time to first token.")
-    tpot_p99_seconds: float | None = Field(default=None, gt=0, description="Time per output token.")
-    e2e_p99_seconds: float | None = Field(default=None, gt=0, description="End-to-end latency.")
-    ttft_p95_seconds: float | None = Field(default=None, gt=0, description="TTFT at P95.")
-    tpot_p95_seconds: float | None = Field(default=None, gt=0, description="TPOT at P95.")
-    e2e_p95_seconds: float | None = Field(default=None, gt=0, description="E2E at P95.")
+    ttft_p99_seconds: float | None = Field(
+        default=None, gt=0, le=MAX_SECONDS, description="Time to first token."
+    )
+    tpot_p99_seconds: float | None = Field(
+        default=None, gt=0, le=MAX_SECONDS, description="Time per output token."
+    )
+    e2e_p99_seconds: float | None = Field(
+        default=None, gt=0, le=MAX_SECONDS, description="End-to-end latency."
+    )
+    ttft_p95_seconds: float | None = Field(
+        default=None, gt=0, le=MAX_SECONDS, description="TTFT at P95."
+    )
+    tpot_p95_seconds: float | None = Field(
+        default=None, gt=0, le=MAX_SECONDS, description="TPOT at P95."
+    )
+    e2e_p95_seconds: float | None = Field(
+        default=None, gt=0, le=MAX_SECONDS, description="E2E at P95."
+    )
 
     @model_validator(mode="after")
     def _ordered(self) -> Self:

@@ -4,16 +4,18 @@ from typing import Self
 
 from pydantic import Field, model_validator
 
-from tokenscale.api.base import ApiModel
+from tokenscale.api.base import MAX_RPS, MAX_TOKENS, ApiModel
 
 
 class Rps(ApiModel):
     """Request rate. Peak is given directly or as ``mean × burstFactor``; sizing uses the peak."""
 
-    mean: float = Field(ge=0, description="Mean requests per second.")
-    peak: float | None = Field(default=None, ge=0, description="Peak requests per second.")
+    mean: float = Field(ge=0, le=MAX_RPS, description="Mean requests per second.")
+    peak: float | None = Field(
+        default=None, ge=0, le=MAX_RPS, description="Peak requests per second."
+    )
     burst_factor: float | None = Field(
-        default=None, ge=1, description="Peak / mean; used when peak is absent."
+        default=None, ge=1, le=1000, description="Peak / mean; used when peak is absent."
     )
 
     @model_validator(mode="after")
@@ -35,9 +37,13 @@ class Rps(ApiModel):
 class TokenDistribution(ApiModel):
     """Tokens per request: mean and tail percentiles. Absent percentiles fall back to the mean."""
 
-    mean: float = Field(ge=1, description="Mean tokens per request.")
-    p95: float | None = Field(default=None, ge=1, description="95th percentile tokens.")
-    p99: float | None = Field(default=None, ge=1, description="99th percentile tokens.")
+    mean: float = Field(ge=1, le=MAX_TOKENS, description="Mean tokens per request.")
+    p95: float | None = Field(
+        default=None, ge=1, le=MAX_TOKENS, description="95th percentile tokens."
+    )
+    p99: float | None = Field(
+        default=None, ge=1, le=MAX_TOKENS, description="99th percentile tokens."
+    )
 
     @model_validator(mode="after")
     def _ordered(self) -> Self:
@@ -61,6 +67,7 @@ class Workload(ApiModel):
     max_context_tokens: int | None = Field(
         default=None,
         gt=0,
+        le=MAX_TOKENS,
         description="Longest prompt+output to accept (--max-model-len); absent = the model's max.",
     )
     streaming: bool = Field(default=True, description="Clients stream tokens (TTFT matters).")

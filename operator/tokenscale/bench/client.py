@@ -48,16 +48,66 @@ async def _count(session: aiohttp.ClientSession, ep: Endpoint, text: str) -> tup
     """Prompt tokens of ``text``: ``/tokenize`` if served, else a one-token request's usage."""
     try:
         async with session.post(
-            f"{ep.url}/tokenize", json={"model": ep.model, "prompt": text}
+            f"{ep.url}/tokenize",
+            json={"model": ep.model, "prompt": text},
+            timeout=aiohttp.ClientTimeout(total=ep.timeout_s),
         ) as resp:
             if resp.status == 200:
                 body = await resp.json()
-                ep.max_model_len = body.get("max_model_len") or ep.max_model_len
+                ep.max_model_len = _positive_int(body.get("max_model_len")) or ep.max_model_len
                 return int(body.get("count") or len(body.get("tokens", []))), True
-    except (aiohttp.ClientError, TimeoutError, ValueError):
+    except (aiohttp.ClientError, TimeoutError, ValueError, TypeError, AttributeError):
         pass
     record = await stream_one(session, ep, 0, 1, tag=0, prompt=text)
     return (record.input_tokens if record.ok else 0), False
+
+
+def _positive_int(value: object) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else None
+
+
+class EndpointError(Exception):
+    """The endpoint cannot be benchmarked as asked; the message says why and what to change.
+
+    ``bad_input`` is True when an option is at fault (exit 2), False when the server is
+    (unreachable, failing: exit 1).
+    """
+
+    def __init__(self, message: str, *, bad_input: bool) -> None:
+        super().__init__(message)
+        self.bad_input = bad_input
+
+
+async def served_models(session: aiohttp.ClientSession, ep: Endpoint) -> dict[str, int | None]:
+    """``GET /v1/models``: each served model and its ``max_model_len`` (vLLM reports it).
+
+    Raises :class:`EndpointError` when nothing answers at the URL; an answer that is not the
+    OpenAI model list (another server, an old one) gives an empty dict.
+    """
+    try:
+        async with session.get(
+            f"{ep.url}/v1/models", timeout=aiohttp.ClientTimeout(total=ep.timeout_s)
+        ) as resp:
+            if resp.status != 200:
+                return {}
+            body = await resp.json(content_type=None)
+    except TimeoutError as exc:
+        raise EndpointError(
+            f"{ep.url}/v1/models did not answer within --timeout {ep.timeout_s:g} s",
+            bad_input=False,
+        ) from exc
+    except aiohttp.ClientConnectionError as exc:
+        raise EndpointError(f"cannot reach {ep.url}: {exc}", bad_input=False) from exc
+    except (aiohttp.ClientError, ValueError):
+        return {}
+    data = body.get("data") if isinstance(body, dict) else None
+    if not isinstance(data, list):
+        return {}
+    return {
+        str(m["id"]): _positive_int(m.get("max_model_len"))
+        for m in data
+        if isinstance(m, dict) and "id" in m
+    }
 
 
 async def probe(session: aiohttp.ClientSession, ep: Endpoint) -> list[str]:
@@ -138,4 +188,6 @@ async def stream_one(
         rec.timed_out = True
     except (aiohttp.ClientError, ValueError, ConnectionError) as exc:
         rec.error = f"{type(exc).__name__}: {exc}"[:200]
+    except (TypeError, AttributeError, KeyError) as exc:  # a chunk not shaped like OpenAI's
+        rec.error = f"unexpected stream chunk ({type(exc).__name__}: {exc})"[:200]
     return rec

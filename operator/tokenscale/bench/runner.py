@@ -14,6 +14,7 @@ Ctrl-C: the caller catches it and writes the steps measured so far.
 
 import asyncio
 import contextlib
+import math
 import random
 import time
 from collections.abc import Callable, Sequence
@@ -29,7 +30,8 @@ from tokenscale.bench.analysis import (
     operating_concurrency,
     summarize,
 )
-from tokenscale.bench.client import Endpoint, probe, stream_one
+from tokenscale.bench.client import Endpoint, EndpointError, probe, served_models, stream_one
+from tokenscale.catalog import vllm_metrics as v
 
 DEFAULT_CONCURRENCY = (1, 2, 4, 8, 16, 32, 64)
 DEFAULT_MIX = ((0.80, 1000, 200), (0.15, 8000, 500), (0.05, 32000, 1000))
@@ -82,6 +84,7 @@ class _Sampler:
         self.waiting: list[float] = []
         self.kv: list[float] = []
         self.available = True
+        self.problem: str | None = None
 
     async def run(self, stop: asyncio.Event) -> None:
         while self.available and not stop.is_set():
@@ -101,12 +104,20 @@ class _Sampler:
         except (aiohttp.ClientError, TimeoutError):
             return
         waiting, kv = 0.0, None
-        for family in text_string_to_metric_families(text):
-            for s in family.samples:
-                if s.name == "vllm:num_requests_waiting":
-                    waiting += s.value
-                elif s.name in ("vllm:kv_cache_usage_perc", "vllm:gpu_cache_usage_perc"):
-                    kv = s.value if kv is None else max(kv, s.value)
+        try:
+            for family in text_string_to_metric_families(text):
+                for s in family.samples:
+                    value = float(s.value)
+                    if not math.isfinite(value) or value < 0:
+                        continue  # a NaN gauge (no engine yet) says nothing
+                    if s.name == v.NUM_REQUESTS_WAITING:
+                        waiting += value
+                    elif s.name in (v.KV_CACHE_USAGE, v.KV_CACHE_USAGE_LEGACY) and value <= 1:
+                        kv = value if kv is None else max(kv, value)
+        except (ValueError, TypeError, IndexError, KeyError) as exc:
+            self.available = False
+            self.problem = f"/metrics is not Prometheus text ({exc}); queue and KV not sampled"
+            return
         self.waiting.append(waiting)
         if kv is not None:
             self.kv.append(kv)
@@ -164,6 +175,7 @@ async def run_bench(cfg: BenchConfig, state: BenchState, progress: Progress) -> 
     rng = random.Random(cfg.seed)
     connector = aiohttp.TCPConnector(limit=0)
     async with aiohttp.ClientSession(connector=connector) as session:
+        await _check_model(session, ep, cfg)
         state.notes += await probe(session, ep)
         plan: list[tuple[Phase, int]] = [("baseline", 1)]
         plan += [("ramp", c) for c in cfg.concurrency]
@@ -181,8 +193,16 @@ async def run_bench(cfg: BenchConfig, state: BenchState, progress: Progress) -> 
             )
             stop.set()
             await sampling
+            if sampler.problem is not None and sampler.problem not in state.notes:
+                state.notes.append(sampler.problem)
             result = summarize(phase, records, took, concurrency, None, sampler.waiting, sampler.kv)
             state.steps.append(result)
+            if result.requests == 0:
+                state.notes.append(
+                    f"{phase} at concurrency {concurrency}: no request succeeded ("
+                    + failure_summary(records)
+                    + "); stopping"
+                )
             return result
 
         def fixed() -> tuple[int, int]:
@@ -192,7 +212,6 @@ async def run_bench(cfg: BenchConfig, state: BenchState, progress: Progress) -> 
             cap = cfg.baseline_requests if phase == "baseline" else max(cfg.step_requests, c)
             s = await step(phase, c, fixed, cap)
             if s.requests == 0:
-                state.notes.append(f"{phase} at concurrency {c}: no request succeeded; stopping")
                 return _profile(cfg, state)
         ramp = [s for s in state.steps if s.phase == "ramp"]
         knee = find_knee(ramp)
@@ -221,6 +240,45 @@ async def run_bench(cfg: BenchConfig, state: BenchState, progress: Progress) -> 
         state.complete = True
         progress("done", 1.0)
     return _profile(cfg, state)
+
+
+def failure_summary(records: Sequence[RequestRecord], limit: int = 3) -> str:
+    """The first distinct errors of failed requests, with counts: why nothing succeeded."""
+    counts: dict[str, int] = {}
+    for r in records:
+        if r.ok:
+            continue
+        why = "timed out (--timeout)" if r.timed_out else (r.error or "no [DONE]")
+        counts[why] = counts.get(why, 0) + 1
+    if not counts:
+        return "no request was sent"
+    shown = [f"{n}× {why}" for why, n in list(counts.items())[:limit]]
+    more = len(counts) - limit
+    return "; ".join(shown) + (f"; {more} other distinct errors" if more > 0 else "")
+
+
+async def _check_model(session: aiohttp.ClientSession, ep: Endpoint, cfg: BenchConfig) -> None:
+    """Refuse a model the server does not serve, or lengths beyond its ``max_model_len``."""
+    models = await served_models(session, ep)
+    if not models:
+        return
+    if cfg.model not in models:
+        raise EndpointError(
+            f"--model {cfg.model!r} is not served at {ep.url}; it serves "
+            + ", ".join(sorted(models)),
+            bad_input=True,
+        )
+    limit = models[cfg.model]
+    if limit is None:
+        return
+    ep.max_model_len = limit
+    if cfg.input_tokens + cfg.output_tokens > limit:
+        raise EndpointError(
+            f"--input-tokens {cfg.input_tokens} + --output-tokens {cfg.output_tokens} exceeds "
+            f"the server's max_model_len {limit} for {cfg.model}; lower them so that they sum "
+            f"to at most {limit}",
+            bad_input=True,
+        )
 
 
 def _scaled_mix(max_model_len: int | None) -> list[tuple[float, int, int]]:

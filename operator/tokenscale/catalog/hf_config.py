@@ -6,13 +6,14 @@ Reads the standard field names (``num_hidden_layers``, ``num_key_value_heads`` â
 Mistral/Qwen/Gemma sliding windows, and ``quantization_config``. It does no I/O.
 """
 
+import math
 from collections.abc import Mapping
 from typing import Any
 
 from pydantic import ValidationError
 
 from tokenscale.api.errors import SpecError, SpecIssue, from_validation_error
-from tokenscale.api.model import Architecture, WeightDtype
+from tokenscale.api.model import MAX_DIM, Architecture, WeightDtype
 
 _PATH = "spec.model.hfConfig"
 _TIED_BY_DEFAULT = ("gemma", "gemma2", "gemma3_text", "qwen2_vl")
@@ -35,22 +36,52 @@ def _first(cfg: Mapping[str, Any], *names: str) -> Any:
     return None
 
 
+def _int(value: Any, field: str, *, minimum: int = 0) -> int:
+    """A whole number from the config: not a bool, a string or a fraction (``4096.0`` passes)."""
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise SpecError.single(
+            f"{_PATH}.{field}", f"{value!r} is not a number; config.json holds an integer here"
+        )
+    if isinstance(value, float) and not (math.isfinite(value) and value.is_integer()):
+        raise SpecError.single(f"{_PATH}.{field}", f"{value!r} is not a whole number")
+    if not minimum <= value <= MAX_DIM:
+        raise SpecError.single(
+            f"{_PATH}.{field}", f"{value!r} is out of range; use {minimum}..{MAX_DIM}"
+        )
+    return int(value)
+
+
+def _opt_bool(cfg: Mapping[str, Any], field: str) -> bool | None:
+    """A JSON boolean from the config, or None; ``"false"`` is not false-y enough to guess."""
+    value = cfg.get(field)
+    if value is None or isinstance(value, bool):
+        return value
+    raise SpecError.single(f"{_PATH}.{field}", f"{value!r} is not a boolean; use true or false")
+
+
+def _opt_int(cfg: Mapping[str, Any], field: str, *, minimum: int = 0) -> int | None:
+    value = cfg.get(field)
+    return None if value is None else _int(value, field, minimum=minimum)
+
+
 def _sliding_window_layers(cfg: Mapping[str, Any], layers: int) -> tuple[int | None, int | None]:
-    window = cfg.get("sliding_window")
-    if not window or cfg.get("use_sliding_window") is False:
+    raw = cfg.get("sliding_window")
+    if not raw or cfg.get("use_sliding_window") is False:
         return None, None
+    window = _int(raw, "sliding_window", minimum=1)
     layer_types = cfg.get("layer_types")
     if isinstance(layer_types, list) and layer_types:
-        return int(window), sum(1 for t in layer_types if t == "sliding_attention")
+        return window, sum(1 for t in layer_types if t == "sliding_attention")
     pattern = cfg.get("sliding_window_pattern")
-    if isinstance(pattern, int) and pattern > 0:
-        return int(window), layers - layers // pattern
+    if isinstance(pattern, int) and not isinstance(pattern, bool) and pattern > 0:
+        return window, layers - layers // pattern
     if cfg.get("model_type") == "gemma2":
-        return int(window), layers // 2
+        return window, layers // 2
     max_window_layers = cfg.get("max_window_layers")
     if cfg.get("use_sliding_window") is True and isinstance(max_window_layers, int):
-        return int(window), max(0, layers - max_window_layers)
-    return int(window), layers
+        max_window_layers = _int(max_window_layers, "max_window_layers")
+        return window, max(0, layers - max_window_layers)
+    return window, layers
 
 
 def architecture_from_hf_config(cfg: Mapping[str, Any]) -> Architecture:
@@ -67,48 +98,55 @@ def architecture_from_hf_config(cfg: Mapping[str, Any]) -> Architecture:
         raise SpecError(
             [SpecIssue(f"{_PATH}.{k}", "is required to derive the architecture") for k in missing]
         )
-    layers = int(required["num_hidden_layers"])
-    heads = int(required["num_attention_heads"])
+    layers = _int(required["num_hidden_layers"], "num_hidden_layers", minimum=1)
+    heads = _int(required["num_attention_heads"], "num_attention_heads", minimum=1)
     kv_heads = _first(c, "num_key_value_heads", "num_kv_heads")
     if kv_heads is None and c.get("multi_query"):
         kv_heads = 1
     window, window_layers = _sliding_window_layers(c, layers)
-    experts = _first(c, "num_local_experts", "n_routed_experts", "num_experts")
-    per_tok = c.get("num_experts_per_tok") if experts else None
-    moe_width = c.get("moe_intermediate_size")
-    shared = int(c.get("n_shared_experts") or 0)
-    shared_width = c.get("shared_expert_intermediate_size")
+    experts_raw = _first(c, "num_local_experts", "n_routed_experts", "num_experts")
+    experts = _int(experts_raw, "num_experts") if experts_raw else None
+    per_tok = _opt_int(c, "num_experts_per_tok", minimum=1) if experts else None
+    shared = _opt_int(c, "n_shared_experts") or 0
+    shared_width = _opt_int(c, "shared_expert_intermediate_size", minimum=1)
     if shared_width and not shared:
         shared = 1
     model_type = str(c.get("model_type", ""))
-    tied = c.get("tie_word_embeddings")
-    bias = c.get("attention_bias")
+    tied = _opt_bool(c, "tie_word_embeddings")
+    bias = _opt_bool(c, "attention_bias")
+    mla = bool(c.get("kv_lora_rank"))
+    inter = _first(c, "intermediate_size", "ffn_dim", "n_inner")
+    context = _first(c, "max_position_embeddings", "max_seq_len", "n_positions", "seq_length")
     fields: dict[str, Any] = {
         "layers": layers,
-        "hidden_size": int(required["hidden_size"]),
+        "hidden_size": _int(required["hidden_size"], "hidden_size", minimum=1),
         "attention_heads": heads,
-        "kv_heads": int(kv_heads) if kv_heads is not None else None,
-        "head_dim": c.get("head_dim"),
-        "intermediate_size": _first(c, "intermediate_size", "ffn_dim", "n_inner"),
-        "vocab_size": int(required["vocab_size"]),
-        "max_context_tokens": int(
-            _first(c, "max_position_embeddings", "max_seq_len", "n_positions", "seq_length") or 8192
-        ),
+        "kv_heads": _int(kv_heads, "num_key_value_heads", minimum=1)
+        if kv_heads is not None
+        else None,
+        "head_dim": _opt_int(c, "head_dim", minimum=1),
+        "intermediate_size": _int(inter, "intermediate_size", minimum=1)
+        if inter is not None
+        else None,
+        "vocab_size": _int(required["vocab_size"], "vocab_size", minimum=1),
+        "max_context_tokens": _int(context, "max_position_embeddings", minimum=1)
+        if context
+        else 8192,
         "sliding_window": window,
         "sliding_window_layers": window_layers,
-        "tie_word_embeddings": bool(tied) if tied is not None else model_type in _TIED_BY_DEFAULT,
-        "attention_bias": bool(bias) if bias is not None else model_type in _QKV_BIAS_TYPES,
-        "experts": int(experts) if experts else None,
-        "experts_per_token": int(per_tok) if per_tok else None,
-        "expert_intermediate_size": moe_width,
+        "tie_word_embeddings": tied if tied is not None else model_type in _TIED_BY_DEFAULT,
+        "attention_bias": bias if bias is not None else model_type in _QKV_BIAS_TYPES,
+        "experts": experts,
+        "experts_per_token": per_tok,
+        "expert_intermediate_size": _opt_int(c, "moe_intermediate_size", minimum=1),
         "shared_experts": shared,
         "shared_expert_intermediate_size": shared_width,
-        "dense_layers": int(c.get("first_k_dense_replace") or 0) if experts else 0,
-        "kv_lora_rank": c.get("kv_lora_rank"),
-        "qk_rope_head_dim": c.get("qk_rope_head_dim") if c.get("kv_lora_rank") else None,
-        "qk_nope_head_dim": c.get("qk_nope_head_dim") if c.get("kv_lora_rank") else None,
-        "v_head_dim": c.get("v_head_dim") if c.get("kv_lora_rank") else None,
-        "q_lora_rank": c.get("q_lora_rank") if c.get("kv_lora_rank") else None,
+        "dense_layers": (_opt_int(c, "first_k_dense_replace") or 0) if experts else 0,
+        "kv_lora_rank": _opt_int(c, "kv_lora_rank", minimum=1),
+        "qk_rope_head_dim": _opt_int(c, "qk_rope_head_dim", minimum=1) if mla else None,
+        "qk_nope_head_dim": _opt_int(c, "qk_nope_head_dim", minimum=1) if mla else None,
+        "v_head_dim": _opt_int(c, "v_head_dim", minimum=1) if mla else None,
+        "q_lora_rank": _opt_int(c, "q_lora_rank", minimum=1) if mla else None,
     }
     try:
         return Architecture.model_validate(fields)
@@ -116,18 +154,55 @@ def architecture_from_hf_config(cfg: Mapping[str, Any]) -> Architecture:
         raise from_validation_error(exc, f"{_PATH}(derived architecture)") from exc
 
 
+_BITS_TO_DTYPE: dict[int, WeightDtype] = {4: "int4", 8: "int8"}
+#: Checkpoint formats whose weight bits vLLM reads from ``quantization_config`` itself.
+_FP8_METHODS = ("fp8", "fbgemm_fp8", "modelopt")
+
+
+def _compressed_tensors_dtype(quant: Mapping[str, Any]) -> WeightDtype | None:
+    """compressed-tensors keeps the weight format per group: ``config_groups.*.weights``."""
+    groups = quant.get("config_groups")
+    if not isinstance(groups, Mapping):
+        return None
+    for group in groups.values():
+        weights = group.get("weights") if isinstance(group, Mapping) else None
+        if isinstance(weights, Mapping):
+            bits, kind = weights.get("num_bits"), str(weights.get("type", "int")).lower()
+            if bits == 8 and kind == "float":
+                return "fp8"
+            if isinstance(bits, int) and not isinstance(bits, bool):
+                return _BITS_TO_DTYPE.get(bits)
+    return None
+
+
+def quantization_method(cfg: Mapping[str, Any]) -> str | None:
+    """``quantization_config.quant_method`` of a pre-quantized checkpoint (awq, gptq, fp8 â€¦)."""
+    quant = _flatten(cfg).get("quantization_config")
+    if not isinstance(quant, Mapping):
+        return None
+    return str(quant.get("quant_method") or "unknown").lower()
+
+
 def weight_dtype_from_hf_config(cfg: Mapping[str, Any]) -> WeightDtype | None:
-    """The checkpoint's stored precision: ``quantization_config`` first, then ``torch_dtype``."""
+    """The checkpoint's stored precision: ``quantization_config`` first, then ``torch_dtype``.
+
+    None when the config does not say (or names a quantization whose width is not known here).
+    """
     c = _flatten(cfg)
     quant = c.get("quantization_config")
     if isinstance(quant, Mapping):
         method = str(quant.get("quant_method", "")).lower()
-        bits = quant.get("bits") or quant.get("w_bit") or quant.get("num_bits")
-        if method in ("fp8", "fbgemm_fp8") or "fp8" in str(quant.get("fmt", "")).lower():
+        if method in _FP8_METHODS or "fp8" in str(quant.get("fmt", "")).lower():
             return "fp8"
+        if method == "compressed-tensors":
+            return _compressed_tensors_dtype(quant)
+        if method == "bitsandbytes":
+            return "int4" if quant.get("load_in_4bit") else "int8"
+        bits = quant.get("bits") or quant.get("w_bit") or quant.get("num_bits")
         if bits in (4, "4"):
             return "int4"
         if bits in (8, "8"):
             return "int8"
+        return None
     dtype = str(_first(c, "torch_dtype", "dtype") or "").lower()
     return {"bfloat16": "bf16", "float16": "fp16", "float32": "fp32"}.get(dtype)  # type: ignore[return-value]

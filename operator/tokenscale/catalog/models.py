@@ -4,6 +4,7 @@ Entries go through the same loader as a user's ``hfConfig`` so one code path is 
 the published parameter counts (``published_params``, from each model card).
 """
 
+import re
 from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any
@@ -250,6 +251,35 @@ MODEL_CATALOG: dict[str, ModelEntry] = {
         ),
     )
 }
+
+
+#: Markers in a checkpoint's name (its HF repo id) that say how it is pre-quantized, checked in
+#: order (``W8A8-FP8`` is FP8, not INT8): the marker, the stored width, the method's name.
+_NAME_MARKERS: tuple[tuple[str, WeightDtype, str], ...] = (
+    ("fp8", "fp8", "fp8"),
+    ("awq", "int4", "awq"),
+    ("gptq-int8", "int8", "gptq"),
+    ("gptq", "int4", "gptq"),
+    ("w4a16", "int4", "compressed-tensors"),
+    ("nvfp4", "int4", "modelopt fp4"),
+    ("mxfp4", "int4", "mxfp4"),
+    ("int4", "int4", "int4"),
+    ("4bit", "int4", "bitsandbytes"),
+    ("w8a8", "int8", "compressed-tensors"),
+    ("w8a16", "int8", "compressed-tensors"),
+    ("int8", "int8", "int8"),
+    ("8bit", "int8", "bitsandbytes"),
+)
+
+
+def quantization_from_name(name: str) -> tuple[WeightDtype, str] | None:
+    """The stored width and method a checkpoint's name declares (``…-AWQ-INT4`` → int4, awq),
+    or None. Markers count only as whole ``-``/``_``/``.``/``/``-separated words."""
+    words = "-" + re.sub(r"[_./]", "-", name.lower()) + "-"
+    for marker, dtype, method in _NAME_MARKERS:
+        if f"-{marker}-" in words:
+            return dtype, method
+    return None
 
 
 def find_model(name: str) -> ModelEntry | None:

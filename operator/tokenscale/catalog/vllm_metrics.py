@@ -1,9 +1,34 @@
 """vLLM 0.33's metric names, labels and default histogram buckets (vllm/v1/metrics/buckets.py).
 
-One source of truth for the PromQL module, the test emulator and the simulator.
+The names below are what ``metrics/promql.py`` queries; the buckets are what the simulator's
+recorder and the test emulator expose (the emulator spells the names on its own, as a second
+witness of what vLLM serves).
 """
 
 LABELS = ("model_name", "engine")
+
+# Gauges
+NUM_REQUESTS_RUNNING = "vllm:num_requests_running"
+NUM_REQUESTS_WAITING = "vllm:num_requests_waiting"
+KV_CACHE_USAGE = "vllm:kv_cache_usage_perc"
+#: The KV usage gauge's name before vLLM 0.12.
+KV_CACHE_USAGE_LEGACY = "vllm:gpu_cache_usage_perc"
+CACHE_CONFIG_INFO = "vllm:cache_config_info"
+# Histograms (seconds)
+TIME_TO_FIRST_TOKEN = "vllm:time_to_first_token_seconds"
+INTER_TOKEN_LATENCY = "vllm:inter_token_latency_seconds"
+REQUEST_TIME_PER_OUTPUT_TOKEN = "vllm:request_time_per_output_token_seconds"
+#: The per-token histogram's name before vLLM 0.13.
+TIME_PER_OUTPUT_TOKEN_LEGACY = "vllm:time_per_output_token_seconds"
+E2E_REQUEST_LATENCY = "vllm:e2e_request_latency_seconds"
+REQUEST_QUEUE_TIME = "vllm:request_queue_time_seconds"
+# Counters
+REQUEST_SUCCESS = "vllm:request_success_total"
+PROMPT_TOKENS = "vllm:prompt_tokens_total"
+GENERATION_TOKENS = "vllm:generation_tokens_total"
+PREFIX_CACHE_HITS = "vllm:prefix_cache_hits_total"
+PREFIX_CACHE_QUERIES = "vllm:prefix_cache_queries_total"
+NUM_PREEMPTIONS = "vllm:num_preemptions_total"
 
 TTFT_BUCKETS = (
     0.001,

@@ -1,4 +1,10 @@
-"""``tokenscale``: plan (offline sizing), catalog. Exit codes: 0 ok, 1 infeasible, 2 bad input."""
+"""``tokenscale``: plan (offline sizing, ``--sweep`` to compare GPUs), render (the objects the
+operator would apply), crd (generate the CRD), run (the operator), catalog (built-in GPUs and
+models), simulate (replay a trace against a simulated fleet), bench (load-test an endpoint into
+a profile).
+
+Exit codes: 0 ok, 1 infeasible, 2 bad input (``field.path: what is wrong``, never a traceback).
+"""
 
 import enum
 import logging
@@ -13,14 +19,16 @@ from rich.table import Table
 from tokenscale.api.crd import build_crd
 from tokenscale.api.crd_docs import crd_reference
 from tokenscale.api.errors import SpecError
+from tokenscale.api.k8s_names import is_dns1123_label
 from tokenscale.api.manifest import parse_manifests
 from tokenscale.catalog import GPU_CATALOG, MODEL_CATALOG, count_params
 from tokenscale.cli.bench import bench_command
-from tokenscale.cli.inputs import fail_invalid, read_input
+from tokenscale.cli.inputs import bad_input, fail_invalid, read_input, warn
 from tokenscale.cli.plan_view import curve_table, dumps, print_plans, sweep_table, to_data
 from tokenscale.cli.simulate import simulate_command
 from tokenscale.planning import plan_service, sweep
-from tokenscale.render import Owner, render_bundle
+from tokenscale.planning.sweep import SweepRow, ranking
+from tokenscale.render import Owner, derived_names, render_bundle
 from tokenscale.scaling import decide_plan_only
 
 CRD_HEADER = (
@@ -33,6 +41,10 @@ app = typer.Typer(
     no_args_is_help=True,
     add_completion=False,
 )
+
+
+def _any_feasible(rows: list[SweepRow]) -> bool:
+    return any(r.plan is not None and r.plan.feasible for r in rows)
 
 
 class Output(enum.StrEnum):
@@ -59,6 +71,8 @@ def plan(
     ] = False,
 ) -> None:
     """Plan each InferenceService in FILE: memory, KV, latency vs SLO, replicas, cost."""
+    if top < 1:
+        raise bad_input(f"--top {top}: show at least 1 row")
     try:
         services = parse_manifests(read_input(file))
         if not services:
@@ -68,6 +82,9 @@ def plan(
             results = [(s, sweep(s.spec, name=s.metadata.name)) for s in services]
         else:
             plans = [plan_service(s.spec, s.metadata.name) for s in services]
+        for s in services:
+            for note in derived_names(s.metadata.name):
+                warn(f"{s.metadata.name}: {note}")
     except SpecError as err:
         fail_invalid(err, file)
         return
@@ -80,6 +97,7 @@ def plan(
             data = [
                 {
                     "name": s.metadata.name,
+                    "ranked_by": ranking(rows),
                     "rows": [
                         {
                             "gpu": r.gpu,
@@ -94,6 +112,14 @@ def plan(
                 for s, rows in results
             ]
             typer.echo(dumps(data[0] if len(data) == 1 else data, output.value))
+        if not all(_any_feasible(rows) for _, rows in results):
+            Console(stderr=True).print(
+                "no configuration is feasible for "
+                + ", ".join(s.metadata.name for s, rows in results if not _any_feasible(rows)),
+                highlight=False,
+                markup=False,
+            )
+            raise typer.Exit(1)
         return
     if output is Output.table:
         print_plans(console, plans)
@@ -125,6 +151,10 @@ def render(
     ] = None,
 ) -> None:
     """Print the Deployment, Service and PDB the operator would apply for each service."""
+    if not is_dns1123_label(namespace):
+        raise bad_input(
+            f"--namespace {namespace!r}: use at most 63 lowercase letters, digits and '-'"
+        )
     try:
         services = parse_manifests(read_input(file))
         objects = []
@@ -148,6 +178,8 @@ def render(
                 owner,
             )
             objects.extend(bundle.objects)
+            for note in bundle.derived_names:
+                warn(f"{s.metadata.name}: {note}")
     except SpecError as err:
         fail_invalid(err, file)
         return
@@ -165,13 +197,16 @@ def crd(
     ] = None,
 ) -> None:
     """Print (or write) the InferenceService CRD generated from the API models."""
-    if docs is not None:
-        docs.write_text(crd_reference())
     text = CRD_HEADER + yaml.safe_dump(build_crd(), sort_keys=False, width=100)
+    try:
+        if docs is not None:
+            docs.write_text(crd_reference())
+        if out is not None:
+            out.write_text(text)
+    except OSError as exc:
+        raise bad_input(f"cannot write {exc.filename}: {exc.strerror or exc}") from exc
     if out is None:
         typer.echo(text, nl=False)
-    else:
-        out.write_text(text)
 
 
 @app.command()

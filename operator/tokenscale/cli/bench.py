@@ -10,9 +10,17 @@ import yaml
 from rich.console import Console
 from rich.progress import BarColumn, Progress, TaskProgressColumn, TextColumn, TimeElapsedColumn
 from rich.table import Table
+from rich.text import Text
 
-from tokenscale.bench import BenchConfig, BenchProfile, BenchState, partial_profile, run_bench
-from tokenscale.cli.inputs import TableOrJson, bad_input, read_input
+from tokenscale.bench import (
+    BenchConfig,
+    BenchProfile,
+    BenchState,
+    EndpointError,
+    partial_profile,
+    run_bench,
+)
+from tokenscale.cli.inputs import TableOrJson, bad_input, check_number, read_input
 from tokenscale.simulation import TraceError, parse_trace, scale_trace
 
 
@@ -21,8 +29,8 @@ def _concurrency(text: str) -> list[int]:
         values = [int(x) for x in text.split(",") if x.strip()]
     except ValueError as exc:
         raise bad_input(f"--concurrency {text!r}: expected integers like 1,2,4,8") from exc
-    if not values or min(values) < 1:
-        raise bad_input(f"--concurrency {text!r}: expected integers ≥ 1 like 1,2,4,8")
+    if not values or min(values) < 1 or max(values) > 100_000:
+        raise bad_input(f"--concurrency {text!r}: expected integers 1..100000 like 1,2,4,8")
     return values
 
 
@@ -95,6 +103,29 @@ def bench_command(
     plot: Annotated[Path | None, typer.Option(help="Draw throughput/latency curves.")] = None,
 ) -> None:
     """Load-test an OpenAI-compatible endpoint: baseline, concurrency ramp, mix, replay."""
+    for flag, value, low in (
+        ("--input-tokens", input_tokens, 1),
+        ("--output-tokens", output_tokens, 1),
+        ("--step-requests", step_requests, 1),
+        ("--baseline-requests", baseline_requests, 0),
+        ("--mix-requests", mix_requests, 1),
+    ):
+        check_number(flag, value, minimum=low, maximum=10_000_000)
+    if tp is not None:
+        check_number("--tp", tp, minimum=1, maximum=64)
+    check_number("--step-seconds", step_seconds, above=0, maximum=86_400)
+    check_number("--replay-seconds", replay_seconds, above=0, maximum=86_400)
+    check_number("--timeout", timeout, above=0, maximum=86_400)
+    for flag, slo in (("--slo-ttft", slo_ttft), ("--slo-tpot", slo_tpot)):
+        if slo is not None:
+            check_number(flag, slo, above=0, maximum=86_400)
+    if replay_rps is not None:
+        check_number("--replay-rps", replay_rps, above=0, maximum=1_000_000)
+    for flag, out in (("--profile-out", profile_out), ("--plot", plot)):
+        if out is not None and not out.parent.is_dir():
+            raise bad_input(f"{flag} {out}: the folder {out.parent} does not exist; create it")
+    if profile_out is not None and profile_out.suffix not in (".json", ".yaml", ".yml"):
+        raise bad_input(f"--profile-out {profile_out}: name a .json, .yaml or .yml file")
     replay: list[tuple[float, int, int]] = []
     if trace is not None:
         try:
@@ -145,6 +176,13 @@ def bench_command(
             profile = asyncio.run(run_bench(cfg, state, progress))
         except KeyboardInterrupt:
             profile = partial_profile(cfg, state)
+        except EndpointError as exc:
+            if exc.bad_input:
+                raise bad_input(str(exc)) from exc
+            stderr.print(
+                Text.assemble(("error:", "red"), " ", str(exc)), highlight=False, soft_wrap=True
+            )
+            raise typer.Exit(1) from exc
     if profile_out is not None:
         data = profile.model_dump(mode="json", by_alias=True)
         text = (
@@ -175,4 +213,6 @@ def bench_command(
         for note in profile.notes:
             console.print(f"note: {note}", highlight=False, markup=False)
     if not profile.steps or all(s.requests == 0 for s in profile.steps):
+        why = next((n for n in profile.notes if "no request succeeded" in n), "no step ran")
+        stderr.print(Text.assemble(("error:", "red"), " ", why), highlight=False, soft_wrap=True)
         raise typer.Exit(1)

@@ -2,12 +2,14 @@
 (exit 2, the message on stderr)."""
 
 import enum
+import math
 import sys
 from pathlib import Path
 from typing import NoReturn
 
 import typer
 from rich.console import Console
+from rich.text import Text
 
 from tokenscale.api.errors import SpecError
 
@@ -15,19 +17,32 @@ from tokenscale.api.errors import SpecError
 def fail_invalid(err: SpecError, file: Path) -> NoReturn:
     """Print every field path and fix of an invalid InferenceService, then exit 2."""
     console = Console(stderr=True)
-    console.print(f"[red]error:[/] {file} is not a valid InferenceService:", highlight=False)
+    console.print(
+        Text.assemble(("error:", "red"), f" {file} is not a valid InferenceService:"),
+        highlight=False,
+        soft_wrap=True,
+    )
     for issue in err.issues:
-        console.print(f"  {issue.path}: {issue.message}", highlight=False, markup=False)
+        console.print(
+            f"  {issue.path}: {issue.message}", highlight=False, markup=False, soft_wrap=True
+        )
     raise typer.Exit(2)
 
 
 def read_input(file: Path) -> str:
-    """A file's text, or standard input for ``-``; an unreadable file exits 2."""
+    """A file's text, or standard input for ``-``; an unreadable or non-UTF-8 file exits 2."""
     try:
-        return sys.stdin.read() if str(file) == "-" else file.read_text()
+        if str(file) == "-":
+            data = sys.stdin.buffer.read() if hasattr(sys.stdin, "buffer") else sys.stdin.read()
+        else:
+            data = file.read_bytes()
+        return data.decode("utf-8") if isinstance(data, bytes) else data
     except OSError as exc:
-        Console(stderr=True).print(f"[red]error:[/] cannot read {file}: {exc.strerror}")
-        raise typer.Exit(2) from exc
+        raise bad_input(f"cannot read {file}: {exc.strerror or exc}") from exc
+    except UnicodeDecodeError as exc:
+        raise bad_input(
+            f"{file}: byte {exc.start} is not UTF-8; save the file as UTF-8 text"
+        ) from exc
 
 
 class TableOrJson(enum.StrEnum):
@@ -36,6 +51,49 @@ class TableOrJson(enum.StrEnum):
 
 
 def bad_input(message: str) -> typer.Exit:
-    """Print ``error: message`` to stderr; raise the returned Exit (code 2)."""
-    Console(stderr=True).print(f"[red]error:[/] {message}", highlight=False, markup=False)
+    """Print ``error: message`` to stderr (the message verbatim, never read as markup); raise
+    the returned Exit (code 2)."""
+    Console(stderr=True).print(
+        Text.assemble(("error:", "red"), " ", message), highlight=False, soft_wrap=True
+    )
     return typer.Exit(2)
+
+
+def warn(message: str) -> None:
+    """Print ``warning: message`` to stderr (verbatim)."""
+    Console(stderr=True).print(
+        Text.assemble(("warning:", "yellow"), " ", message), highlight=False, soft_wrap=True
+    )
+
+
+def check_number(
+    flag: str,
+    value: float,
+    *,
+    minimum: float | None = None,
+    maximum: float | None = None,
+    above: float | None = None,
+) -> None:
+    """Exit 2 naming ``flag`` unless ``value`` is finite and within the bounds given."""
+    wrong = None
+    if not math.isfinite(value):
+        wrong = "is not a finite number"
+    elif minimum is not None and value < minimum:
+        wrong = f"is below {minimum:g}"
+    elif above is not None and value <= above:
+        wrong = f"must be greater than {above:g}"
+    elif maximum is not None and value > maximum:
+        wrong = f"is above {maximum:g}"
+    if wrong is not None:
+        low = (
+            f"> {above:g}"
+            if above is not None
+            else f">= {minimum:g}"
+            if minimum is not None
+            else ""
+        )
+        high = f"<= {maximum:g}" if maximum is not None else ""
+        allowed = " and ".join(x for x in (low, high) if x)
+        raise bad_input(
+            f"{flag}: {value!r} {wrong}" + (f"; use a value {allowed}" if allowed else "")
+        )

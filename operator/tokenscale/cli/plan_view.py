@@ -1,6 +1,7 @@
 """Render a Plan for people (rich tables) and for programs (JSON/YAML)."""
 
 import json
+import math
 from typing import Any
 
 import yaml
@@ -11,7 +12,7 @@ from rich.text import Text
 
 from tokenscale.planning.formulas import GIB
 from tokenscale.planning.result import Plan
-from tokenscale.planning.sweep import SweepRow
+from tokenscale.planning.sweep import SweepRow, ranking
 
 
 def _gib(v: float) -> str:
@@ -49,6 +50,18 @@ def layout_text(p: Plan, compact: bool = False) -> str:
     if p.nodes_per_replica > 1 or p.data_parallel_size > 1:
         text += f" · {p.nodes_per_replica} node(s), {p.gpus_per_replica} GPUs per replica"
     return text
+
+
+def replica_bounds_text(wanted: int, total: int) -> str:
+    """How the bounds (or a pin) moved the count: kept, capped below the need, or raised."""
+    if total == wanted:
+        return f"{total:,} replicas"
+    if total < wanted:
+        return (
+            f"capped at {total:,} replicas by maxReplicas or the pin, "
+            f"{wanted - total:,} short of the need"
+        )
+    return f"raised to {total:,} replicas by minReplicas or the pin"
 
 
 def plan_renderable(p: Plan) -> Panel:
@@ -140,16 +153,11 @@ def plan_renderable(p: Plan) -> Panel:
     if r is None:
         cons.add_row("total", "[red]—[/]", "no count: this configuration cannot serve (below)")
     else:
-        bounded = (
-            "within bounds"
-            if r.total == r.with_redundancy
-            else f"bounded by min/maxReplicas to {r.total}"
-        )
         cons.add_row(
             "total",
-            f"[bold]{r.total}[/]",
-            f"ceil({r.needed:,.2f} × redundancy) + spares = {r.with_redundancy:,}, "
-            f"{bounded} → {r.total:,} replicas, {p.gpus_total:,} GPUs",
+            f"[bold]{r.total:,}[/]",
+            f"ceil({r.needed:,.2f} × redundancy) + spares = {r.with_redundancy:,}; "
+            f"{replica_bounds_text(r.with_redundancy, r.total)}, {p.gpus_total or 0:,} GPUs",
         )
     cost = _kv_table(
         [
@@ -210,9 +218,16 @@ def curve_table(p: Plan) -> Table:
 
 
 def sweep_table(rows: list[SweepRow], limit: int) -> Table:
+    if ranking(rows) == "cost":
+        order = "feasible first, cheapest first"
+    else:
+        order = (
+            "feasible first, fewest GPU-hours per 1M output tokens first: not every GPU has a "
+            "price (set cost.gpuHourPrices per GPU key to rank by cost)"
+        )
     t = Table(
-        title="Sweep: GPU × TP × weight dtype, multi-node layouts at each TP where they could "
-        "pay (feasible first, cheapest first; /2n = 2 nodes per replica)"
+        title=f"Sweep: GPU × TP × weight dtype, multi-node layouts at each TP where they could "
+        f"pay ({order}; /2n = 2 nodes per replica)"
     )
     for col in (
         "gpu",
@@ -270,10 +285,23 @@ def to_data(plans: list[Plan]) -> Any:
     return data[0] if len(data) == 1 else data
 
 
+def finite_or_null(value: Any) -> Any:
+    """JSON has no NaN or Infinity: a figure that is not finite is written as null."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    if isinstance(value, dict):
+        return {k: finite_or_null(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [finite_or_null(v) for v in value]
+    return value
+
+
 def dumps(data: Any, fmt: str) -> str:
+    """JSON or YAML; never NaN or Infinity (not JSON, and no program expects them)."""
+    clean = finite_or_null(data)
     if fmt == "json":
-        return json.dumps(data, indent=2)
-    return yaml.safe_dump(data, sort_keys=False)
+        return json.dumps(clean, indent=2, allow_nan=False)
+    return yaml.safe_dump(clean, sort_keys=False)
 
 
 def print_plans(console: Console, plans: list[Plan]) -> None:

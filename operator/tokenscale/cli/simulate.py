@@ -14,10 +14,17 @@ import typer
 from rich.console import Console
 from rich.progress import BarColumn, Progress, TaskProgressColumn, TextColumn, TimeElapsedColumn
 from rich.table import Table
+from rich.text import Text
 
 from tokenscale.api.errors import SpecError
 from tokenscale.api.manifest import parse_manifests
-from tokenscale.cli.inputs import TableOrJson, bad_input, fail_invalid, read_input
+from tokenscale.cli.inputs import (
+    TableOrJson,
+    bad_input,
+    check_number,
+    fail_invalid,
+    read_input,
+)
 from tokenscale.simulation import (
     POLICIES,
     PolicyName,
@@ -132,6 +139,16 @@ def simulate_command(
     """Replay a trace against a simulated vLLM fleet; compare scaling policies."""
     if arrival_unit not in ("s", "ms"):
         raise bad_input(f"--arrival-unit {arrival_unit!r}: use s or ms")
+    check_number("--time-scale", time_scale, above=0, maximum=1e6)
+    check_number("--rate-scale", rate_scale, above=0, maximum=1000)
+    check_number("--mismatch", mismatch, above=0, maximum=100)
+    check_number("--cold-start", cold_start, minimum=0, maximum=86_400)
+    check_number("--scrape-interval", scrape_interval, above=0, maximum=3600)
+    check_number("--interval", interval, above=0, maximum=3600)
+    check_number("--queue-target", queue_target, above=0, maximum=1e6)
+    check_number("--kv-target", kv_target, above=0, maximum=1)
+    if plot is not None and not plot.parent.is_dir():
+        raise bad_input(f"--plot {plot}: the folder {plot.parent} does not exist; create it")
     text, trace_text = read_input(file), read_input(trace)
     try:
         services = parse_manifests(text)
@@ -184,7 +201,15 @@ def simulate_command(
                     bar.update(task, completed=done + fraction)
 
                 results.append(simulate(setup, name, advance))
-    except (TraceError, SimulationError, ValueError) as exc:
+    except SimulationError as exc:
+        # an infeasible plan is exit 1 (as for `plan`), not bad input
+        Console(stderr=True).print(
+            Text.assemble(("error:", "red"), f" {isvc.metadata.name}: {exc}"),
+            highlight=False,
+            soft_wrap=True,
+        )
+        raise typer.Exit(1) from exc
+    except (TraceError, ValueError) as exc:
         raise bad_input(str(exc)) from exc
     if plot is not None:
         from tokenscale.cli.plot import draw_timeline  # noqa: PLC0415 (matplotlib is slow to import)

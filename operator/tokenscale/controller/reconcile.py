@@ -211,7 +211,8 @@ def reconcile(
             "Service": kube.read_service,
             "PodDisruptionBudget": kube.read_pdb,
         }.get(kind) or reader(kube, kind)
-        live = read(ns, name)
+        child = obj["metadata"]["name"]  # the InferenceService's name, or one derived from it
+        live = read(ns, child)
         # the reader chose the type (a PDB may be served as policy/v1beta1 on old clusters)
         desired = {k: v for k, v in obj.items() if k not in ("apiVersion", "kind")}
         diff = differences(desired, live) if live is not None else ["(missing)"]
@@ -228,10 +229,10 @@ def reconcile(
             live = applied
         if kind in WORKLOAD_KINDS:
             live_workload = {**(live or {}), "kind": kind}
-            replaced = remove_stale(kube, ns, name, kind)
+            replaced = remove_stale(kube, ns, child, kind, owner=name)
             if replaced is not None:
                 message = (
-                    f"Replaced {replaced} {name} by {kind} {name}: a replica now spans "
+                    f"Replaced {replaced} {child} by {kind} {child}: a replica now spans "
                     f"{plan.nodes_per_replica} node(s) ({_layout(plan)})"
                 )
                 emit("Normal", "WorkloadReplaced", message)

@@ -67,11 +67,14 @@ def stale_kind(wanted: str) -> str:
     return LWS_KIND if wanted == DEPLOYMENT else DEPLOYMENT
 
 
-def remove_stale(kube: Kube, namespace: str, name: str, wanted: str) -> str | None:
-    """Delete the other kind's workload if we own it; the deleted kind, or None."""
+def remove_stale(
+    kube: Kube, namespace: str, name: str, wanted: str, owner: str | None = None
+) -> str | None:
+    """Delete the other kind's workload ``name`` if InferenceService ``owner`` (default: the
+    same name) owns it; the deleted kind, or None."""
     other = stale_kind(wanted)
     live = reader(kube, other)(namespace, name)
-    if live is None or not _owned_by(live, name):
+    if live is None or not _owned_by(live, owner or name):
         return None
     if other == LWS_KIND:
         kube.delete_leader_worker_set(namespace, name)

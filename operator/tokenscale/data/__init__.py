@@ -11,15 +11,16 @@ examples, the autoscaling benchmark and the tests.
 """
 
 from importlib import resources
-from pathlib import Path
+from importlib.resources.abc import Traversable
 
 AZURE_CONVERSATION = "azure-2023-conv.csv"
 MOONCAKE_SYNTHETIC = "mooncake-synthetic.jsonl"
 BUNDLED_TRACES = (AZURE_CONVERSATION, MOONCAKE_SYNTHETIC)
 
 
-def bundled_trace(name: str) -> Path:
-    """The path of a shipped trace; ``KeyError`` naming the choices for an unknown name."""
+def bundled_trace(name: str) -> Traversable:
+    """A shipped trace (``read_text()``, ``name``); ``KeyError`` naming the choices for an
+    unknown name. Not a ``pathlib.Path``: the catalog does no file-system I/O of its own."""
     if name not in BUNDLED_TRACES:
         raise KeyError(f"no bundled trace {name!r}; choose one of {', '.join(BUNDLED_TRACES)}")
-    return Path(str(resources.files("tokenscale") / "data" / "traces" / name))
+    return resources.files("tokenscale") / "data" / "traces" / name

@@ -5,10 +5,13 @@ evaluation cycle costs the same ~20 queries for 1 or 1,000 InferenceServices. Ga
 with ``last_over_time(…[gauge window])`` (a missed scrape is not a gap); rates and quantiles
 over the rate window. Renamed metrics fall back with ``or``: ``vllm:gpu_cache_usage_perc``
 (before 0.12) and ``vllm:time_per_output_token_seconds`` (before 0.13). Quantiles follow vLLM's
-own dashboard: ``histogram_quantile(q, sum by (le) (rate(…_bucket[w])))``.
+own dashboard: ``histogram_quantile(q, sum by (le) (rate(…_bucket[w])))``. The metric names
+come from ``catalog/vllm_metrics.py``.
 """
 
 from dataclasses import dataclass
+
+from tokenscale.catalog import vllm_metrics as v
 
 
 @dataclass(frozen=True)
@@ -41,49 +44,43 @@ def queries(cfg: QueryConfig, namespaces: list[str] | None) -> dict[str, str]:
     def quantile(q: float, metric: str) -> str:
         return f"histogram_quantile({q}, sum by ({g}, le) (rate({metric}_bucket{s}[{rw}])))"
 
-    kv_new, kv_old = "vllm:kv_cache_usage_perc", "vllm:gpu_cache_usage_perc"
-    tpot_new = "vllm:request_time_per_output_token_seconds"
-    tpot_old = "vllm:time_per_output_token_seconds"
+    kv_new, kv_old = v.KV_CACHE_USAGE, v.KV_CACHE_USAGE_LEGACY
+    tpot_new = v.REQUEST_TIME_PER_OUTPUT_TOKEN
+    tpot_old = v.TIME_PER_OUTPUT_TOKEN_LEGACY
     per_instance_waiting = (
-        f"sum by ({g}, {cfg.instance_label}) (last_over_time(vllm:num_requests_waiting{s}[{gw}]))"
+        f"sum by ({g}, {cfg.instance_label}) (last_over_time({v.NUM_REQUESTS_WAITING}{s}[{gw}]))"
     )
     return {
-        "replicas": f"count by ({g}) (last_over_time(vllm:num_requests_running{s}[{gw}]))",
-        "waiting": gauge("vllm:num_requests_waiting"),
+        "replicas": f"count by ({g}) (last_over_time({v.NUM_REQUESTS_RUNNING}{s}[{gw}]))",
+        "waiting": gauge(v.NUM_REQUESTS_WAITING),
         "waiting_max": f"max by ({g}) ({per_instance_waiting})",
-        "running": gauge("vllm:num_requests_running"),
+        "running": gauge(v.NUM_REQUESTS_RUNNING),
         "kv_max": f"{gauge(kv_new, 'max')} or {gauge(kv_old, 'max')}",
         "kv_mean": f"{gauge(kv_new, 'avg')} or {gauge(kv_old, 'avg')}",
         "kv_per_instance": (
             f"max by ({g}, {cfg.instance_label}) (last_over_time({kv_new}{s}[{gw}])) or "
             f"max by ({g}, {cfg.instance_label}) (last_over_time({kv_old}{s}[{gw}]))"
         ),
-        "cache_info": f"last_over_time(vllm:cache_config_info{s}[{gw}])",
-        "ttft_p50": quantile(0.5, "vllm:time_to_first_token_seconds"),
-        "ttft_p95": quantile(0.95, "vllm:time_to_first_token_seconds"),
-        "ttft_p99": quantile(0.99, "vllm:time_to_first_token_seconds"),
-        "itl_p99": quantile(0.99, "vllm:inter_token_latency_seconds"),
+        "cache_info": f"last_over_time({v.CACHE_CONFIG_INFO}{s}[{gw}])",
+        "ttft_p50": quantile(0.5, v.TIME_TO_FIRST_TOKEN),
+        "ttft_p95": quantile(0.95, v.TIME_TO_FIRST_TOKEN),
+        "ttft_p99": quantile(0.99, v.TIME_TO_FIRST_TOKEN),
+        "itl_p99": quantile(0.99, v.INTER_TOKEN_LATENCY),
         "tpot_p50": f"{quantile(0.5, tpot_new)} or {quantile(0.5, tpot_old)}",
         "tpot_p99": f"{quantile(0.99, tpot_new)} or {quantile(0.99, tpot_old)}",
         # exact, not bucketed: what calibration compares with the model
         "tpot_mean": f"{rate(tpot_new + '_sum')} / {rate(tpot_new + '_count')}",
         # TTFT = queue + prefill phase: their exact means calibrate prefill
-        "ttft_mean": (
-            f"{rate('vllm:time_to_first_token_seconds_sum')} / "
-            f"{rate('vllm:time_to_first_token_seconds_count')}"
-        ),
-        "queue_mean": (
-            f"{rate('vllm:request_queue_time_seconds_sum')} / "
-            f"{rate('vllm:request_queue_time_seconds_count')}"
-        ),
-        "e2e_p99": quantile(0.99, "vllm:e2e_request_latency_seconds"),
-        "queue_p99": quantile(0.99, "vllm:request_queue_time_seconds"),
-        "request_rate": rate("vllm:request_success_total"),
-        "prompt_tps": rate("vllm:prompt_tokens_total"),
-        "generation_tps": rate("vllm:generation_tokens_total"),
-        "prefix_hit_rate": (
-            f"{rate('vllm:prefix_cache_hits_total')} / {rate('vllm:prefix_cache_queries_total')}"
-        ),
-        "preemptions": rate("vllm:num_preemptions_total"),
-        "newest_sample": f"max by ({g}) (timestamp(vllm:num_requests_running{s}))",
+        "ttft_mean": f"{rate(v.TIME_TO_FIRST_TOKEN + '_sum')} / "
+        f"{rate(v.TIME_TO_FIRST_TOKEN + '_count')}",
+        "queue_mean": f"{rate(v.REQUEST_QUEUE_TIME + '_sum')} / "
+        f"{rate(v.REQUEST_QUEUE_TIME + '_count')}",
+        "e2e_p99": quantile(0.99, v.E2E_REQUEST_LATENCY),
+        "queue_p99": quantile(0.99, v.REQUEST_QUEUE_TIME),
+        "request_rate": rate(v.REQUEST_SUCCESS),
+        "prompt_tps": rate(v.PROMPT_TOKENS),
+        "generation_tps": rate(v.GENERATION_TOKENS),
+        "prefix_hit_rate": (f"{rate(v.PREFIX_CACHE_HITS)} / {rate(v.PREFIX_CACHE_QUERIES)}"),
+        "preemptions": rate(v.NUM_PREEMPTIONS),
+        "newest_sample": f"max by ({g}) (timestamp({v.NUM_REQUESTS_RUNNING}{s}))",
     }

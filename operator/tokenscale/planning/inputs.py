@@ -5,13 +5,18 @@ Invalid input raises :class:`SpecError` naming the field, the value and what is 
 
 from dataclasses import dataclass
 
+from tokenscale.api.base import MAX_PARAMS
 from tokenscale.api.errors import SpecError, SpecIssue
 from tokenscale.api.hardware import TP_CHOICES, GpuSpec
 from tokenscale.api.inference_service import InferenceServiceSpec
 from tokenscale.api.model import BYTES_PER_ELEMENT, Architecture, WeightDtype
 from tokenscale.catalog.gpus import GPU_CATALOG
-from tokenscale.catalog.hf_config import architecture_from_hf_config, weight_dtype_from_hf_config
-from tokenscale.catalog.models import MODEL_CATALOG, find_model
+from tokenscale.catalog.hf_config import (
+    architecture_from_hf_config,
+    quantization_method,
+    weight_dtype_from_hf_config,
+)
+from tokenscale.catalog.models import MODEL_CATALOG, find_model, quantization_from_name
 from tokenscale.catalog.params import ParamCount, count_params
 
 
@@ -63,14 +68,60 @@ def resolve_gpu(spec: InferenceServiceSpec) -> GpuSpec:
     return entry.spec
 
 
+_UNQUANTIZED: tuple[WeightDtype, ...] = ("fp32", "bf16", "fp16")
+_WEIGHT_DTYPE_PATH = "spec.model.weightDtype"
+
+
+def check_loadable(
+    requested: WeightDtype | None, checkpoint: WeightDtype | None, method: str | None
+) -> WeightDtype:
+    """The dtype vLLM will hold the weights in, or :class:`SpecError` at spec.model.weightDtype.
+
+    vLLM loads a pre-quantized checkpoint in its stored format (it reads quantization_config
+    itself) and can quantize a 16/32-bit checkpoint only to FP8 on load (``--quantization
+    fp8``). An INT8/INT4 plan of an unquantized checkpoint would plan a quarter of the memory
+    vLLM then uses, so it is refused, as is a wider plan of a pre-quantized checkpoint.
+    """
+    stored: WeightDtype = checkpoint or "bf16"
+    if requested is None:
+        if method is not None and checkpoint is None:
+            raise SpecError.single(
+                _WEIGHT_DTYPE_PATH,
+                f"the checkpoint is quantized ({method}) with a weight width tokenscale cannot "
+                "read from quantization_config; set weightDtype to the stored width "
+                "(fp8, int8 or int4)",
+            )
+        return stored
+    if method is not None:
+        if checkpoint is not None and requested != checkpoint:
+            raise SpecError.single(
+                _WEIGHT_DTYPE_PATH,
+                f"{requested!r} does not match the checkpoint, pre-quantized to {checkpoint} "
+                f"({method}); vLLM loads it as stored: set weightDtype: {checkpoint} or omit it",
+            )
+        return requested
+    if requested in (*_UNQUANTIZED, "fp8", stored):
+        return requested
+    origin = "bf16 when nothing names it" if checkpoint is None else f"{checkpoint}"
+    raise SpecError.single(
+        _WEIGHT_DTYPE_PATH,
+        f"{requested!r} needs a pre-quantized checkpoint, but this one is unquantized "
+        f"({origin}) and vLLM quantizes on load only to fp8; use fp8 (online), the "
+        "checkpoint's own width, or serve an AWQ/GPTQ/compressed-tensors checkpoint and give "
+        "its config.json (with quantization_config) as hfConfig",
+    )
+
+
 def resolve_model(spec: InferenceServiceSpec) -> ResolvedModel:
     m = spec.model
     checkpoint_dtype: WeightDtype | None = None
+    method: str | None = None
     if m.architecture is not None:
         arch, source = m.architecture, "spec.model.architecture"
     elif m.hf_config is not None:
         arch = architecture_from_hf_config(m.hf_config)
         checkpoint_dtype, source = weight_dtype_from_hf_config(m.hf_config), "spec.model.hfConfig"
+        method = quantization_method(m.hf_config)
     else:
         key = m.catalog or m.name
         entry = MODEL_CATALOG.get(key) if m.catalog else find_model(key)
@@ -82,11 +133,24 @@ def resolve_model(spec: InferenceServiceSpec) -> ResolvedModel:
                 "or give architecture or hfConfig",
             )
         arch, checkpoint_dtype = entry.architecture, entry.default_dtype
+        method = quantization_method(entry.config)
         source = f"catalog {entry.key} ({entry.source})"
-    dtype: WeightDtype = m.weight_dtype or checkpoint_dtype or "bf16"
+    named = quantization_from_name(m.name) if m.hf_config is None else None
+    if named is not None:
+        checkpoint_dtype, method = named
+        source += f"; checkpoint pre-quantized to {checkpoint_dtype} ({method}, from its name)"
+    dtype = check_loadable(m.weight_dtype, checkpoint_dtype, method)
+    params = count_params(arch)
+    if params.total > MAX_PARAMS:
+        where = "spec.model.architecture" if m.architecture is not None else source
+        raise SpecError.single(
+            where,
+            f"the model has {params.total:.3g} parameters, above the {MAX_PARAMS:.0e} the planner "
+            "accepts; check the layer count and widths",
+        )
     activation_bytes = 4.0 if dtype == "fp32" else 2.0
     kv_bytes = 1.0 if m.kv_cache_dtype == "fp8" else activation_bytes
-    return ResolvedModel(arch, count_params(arch), dtype, checkpoint_dtype, kv_bytes, source)
+    return ResolvedModel(arch, params, dtype, checkpoint_dtype, kv_bytes, source)
 
 
 def tp_problem(arch: Architecture, tp: int) -> str | None:

@@ -1,10 +1,18 @@
-"""Compare GPUs × TP × weight dtype for one spec, cheapest plans meeting the SLOs first."""
+"""Compare GPUs × TP × weight dtype for one spec, cheapest plans meeting the SLOs first.
+
+A price belongs to one GPU: ``cost.gpuHourPrices[key]``, or ``cost.gpuHourPrice`` for the GPU
+the spec names. A GPU without its own price gets no cost (never another GPU's price), and when
+any feasible row lacks a cost the rows are ranked by GPU-hours per million output tokens instead
+(:func:`ranking` says which).
+"""
 
 from collections.abc import Iterable
+from typing import Literal
 
 from pydantic import BaseModel, ConfigDict
 
-from tokenscale.api.errors import SpecError
+from tokenscale.api.cost import Cost
+from tokenscale.api.errors import SpecError, SpecIssue
 from tokenscale.api.inference_service import InferenceServiceSpec
 from tokenscale.api.model import WeightDtype
 from tokenscale.catalog.gpus import GPU_CATALOG
@@ -28,6 +36,7 @@ class SweepRow(BaseModel):
 
     @property
     def sort_key(self) -> tuple[int, float, float, int]:
+        """Feasible first, then cost, then GPU-hours per 1M output tokens, then smaller TP."""
         p = self.plan
         if p is None or not p.feasible:
             return (1, float("inf"), float("inf"), self.tensor_parallel_size)
@@ -40,6 +49,34 @@ class SweepRow(BaseModel):
             p.tensor_parallel_size,
         )
 
+    @property
+    def gpu_hours_key(self) -> tuple[int, float, int]:
+        """Feasible first, then GPU-hours per 1M output tokens, then smaller TP."""
+        p = self.plan
+        if p is None or not p.feasible:
+            return (1, float("inf"), self.tensor_parallel_size)
+        return (0, p.gpu_hours_per_million_output_tokens or float("inf"), p.tensor_parallel_size)
+
+
+Ranking = Literal["cost", "gpu-hours"]
+
+
+def ranking(rows: Iterable[SweepRow]) -> Ranking:
+    """``cost`` when every feasible row has a price of its own GPU, else ``gpu-hours``."""
+    feasible = [r.plan for r in rows if r.plan is not None and r.plan.feasible]
+    if feasible and all(p.cost_per_million_output_tokens is not None for p in feasible):
+        return "cost"
+    return "gpu-hours"
+
+
+def _cost_for(spec: InferenceServiceSpec, gpu: str) -> Cost:
+    """The spec's cost section as it applies to ``gpu``: its own price or none."""
+    cost = spec.cost
+    own = spec.hardware.gpu is not None and spec.hardware.gpu.lower() == gpu.lower()
+    if gpu in cost.gpu_hour_prices or own:
+        return cost
+    return cost.model_copy(update={"gpu_hour_price": None})
+
 
 def sweep(
     spec: InferenceServiceSpec,
@@ -48,7 +85,19 @@ def sweep(
     dtypes: Iterable[WeightDtype] = SWEEP_DTYPES,
     name: str = "",
 ) -> list[SweepRow]:
-    """Plan every combination; feasible rows first, by cost then GPU-hours per 1M output tokens."""
+    """Plan every combination; feasible rows first, by cost (when every feasible row has one,
+    see :func:`ranking`) else by GPU-hours per 1M output tokens."""
+    unknown = [k for k in spec.cost.gpu_hour_prices if k not in GPU_CATALOG]
+    if unknown:
+        raise SpecError(
+            [
+                SpecIssue(
+                    f"spec.cost.gpuHourPrices.{k}",
+                    f"{k!r} is not a GPU catalog key; use one of {', '.join(GPU_CATALOG)}",
+                )
+                for k in unknown
+            ]
+        )
     rows: list[SweepRow] = []
     gpu_keys = list(gpus) if gpus is not None else list(GPU_CATALOG)
     dtype_list, tp_list = list(dtypes), list(tp_sizes)
@@ -66,6 +115,7 @@ def sweep(
                             }
                         ),
                         "model": spec.model.model_copy(update={"weight_dtype": dtype}),
+                        "cost": _cost_for(spec, gpu),
                     }
                 )
                 try:
@@ -84,4 +134,6 @@ def sweep(
                 rows.append(
                     SweepRow(gpu=gpu, tensor_parallel_size=tp, weight_dtype=dtype, plan=plan)
                 )
-    return sorted(rows, key=lambda r: r.sort_key)
+    if ranking(rows) == "cost":
+        return sorted(rows, key=lambda r: r.sort_key)
+    return sorted(rows, key=lambda r: r.gpu_hours_key)

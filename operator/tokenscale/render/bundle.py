@@ -10,6 +10,7 @@ from tokenscale.planning.inputs import resolve_gpu
 from tokenscale.planning.result import Plan
 from tokenscale.render.deployment import deployment, pod_template
 from tokenscale.render.lws import group_pdb_max_unavailable, leader_worker_set, lws_templates
+from tokenscale.render.names import derived_names
 from tokenscale.render.service import pdb_min_available, pod_disruption_budget, service
 
 
@@ -39,6 +40,8 @@ class RenderedBundle:
     pdb: dict[str, Any]
     config_hash: str
     objects: list[dict[str, Any]] = field(default_factory=list)
+    #: What was derived because the service's name is not a valid Service name or label value.
+    derived_names: tuple[str, ...] = ()
 
 
 def config_hash(template: dict[str, Any]) -> str:
@@ -79,5 +82,10 @@ def render_bundle(
         for obj in objs:
             obj["metadata"]["ownerReferences"] = [owner.reference()]
     return RenderedBundle(
-        workload=objs[0], service=objs[1], pdb=objs[2], config_hash=digest, objects=objs
+        workload=objs[0],
+        service=objs[1],
+        pdb=objs[2],
+        config_hash=digest,
+        objects=objs,
+        derived_names=tuple(derived_names(name)),
     )

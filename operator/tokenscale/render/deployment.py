@@ -5,10 +5,12 @@ from typing import Any
 
 from tokenscale.api.hardware import GpuSpec
 from tokenscale.api.inference_service import InferenceServiceSpec
+from tokenscale.api.quantity import parse_quantity
 from tokenscale.planning.formulas import GIB
 from tokenscale.planning.result import Plan
 from tokenscale.render.engine_args import VLLM_PORT, engine_args
 from tokenscale.render.labels import CONFIG_HASH_ANNOTATION, common_labels, selector_labels
+from tokenscale.render.names import child_name
 
 GPU_PRODUCT_LABEL = "nvidia.com/gpu.product"
 #: Bytes/s a replica is assumed to load weights at (object store or PVC to host to GPU).
@@ -38,14 +40,23 @@ def startup_budget_seconds(spec: InferenceServiceSpec, plan: Plan) -> int:
 
 def _resources(spec: InferenceServiceSpec, plan: Plan, gpu: GpuSpec) -> dict[str, Any]:
     """CPU 4 per GPU, host memory ``8 GiB × GPUs + 10 % of the pod's weight share``; GPUs =
-    the pod's share of the layout exactly (TP on a single node)."""
+    the pod's share of the layout exactly (TP on a single node).
+
+    The user's requests and limits override these; a user limit below a default request lowers
+    that request to the limit (the API validated that the user's own requests fit their limits).
+    """
     gpus = gpus_per_pod(plan)
     host_gib = 8 * gpus + math.ceil(weight_bytes_per_pod(plan) / GIB * 0.1)
     requests: dict[str, str] = {"cpu": str(4 * gpus), "memory": f"{host_gib}Gi"}
     limits: dict[str, str] = {}
     user = spec.deployment.resources or {}
-    requests.update({k: str(v) for k, v in dict(user.get("requests", {})).items()})
-    limits.update({k: str(v) for k, v in dict(user.get("limits", {})).items()})
+    requests.update({k: str(v) for k, v in dict(user.get("requests") or {}).items()})
+    limits.update({k: str(v) for k, v in dict(user.get("limits") or {}).items()})
+    for key, limit in limits.items():
+        # a limit without a request: keep the default request unless it exceeds the limit
+        # (the API server refuses a request above its limit)
+        if key in requests and parse_quantity(requests[key]) > parse_quantity(limit):
+            requests[key] = limit
     requests[gpu.resource_name] = str(gpus)
     limits[gpu.resource_name] = str(gpus)
     return {"requests": requests, "limits": limits}
@@ -162,7 +173,7 @@ def deployment(
         "apiVersion": "apps/v1",
         "kind": "Deployment",
         "metadata": {
-            "name": name,
+            "name": child_name(name),
             "namespace": namespace,
             "labels": common_labels(name),
             "annotations": {CONFIG_HASH_ANNOTATION: config_hash},

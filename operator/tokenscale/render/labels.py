@@ -1,4 +1,9 @@
-"""Labels and selectors (Kubernetes recommended labels plus our own)."""
+"""Labels and selectors (Kubernetes recommended labels plus our own).
+
+Each takes the InferenceService name and writes it as a valid label value (``names.py``).
+"""
+
+from tokenscale.render.names import label_value
 
 INFERENCE_SERVICE_LABEL = "tokenscale.io/inferenceservice"
 MANAGED_BY = "tokenscale"
@@ -9,16 +14,18 @@ ROLE_LABEL = "tokenscale.io/role"
 
 def selector_labels(name: str) -> dict[str, str]:
     """The immutable Deployment selector: stable for the life of the InferenceService."""
-    return {"app.kubernetes.io/instance": name, INFERENCE_SERVICE_LABEL: name}
+    value = label_value(name)
+    return {"app.kubernetes.io/instance": value, INFERENCE_SERVICE_LABEL: value}
 
 
 def common_labels(name: str) -> dict[str, str]:
+    value = label_value(name)
     return {
         "app.kubernetes.io/name": "vllm",
-        "app.kubernetes.io/instance": name,
+        "app.kubernetes.io/instance": value,
         "app.kubernetes.io/managed-by": MANAGED_BY,
         "app.kubernetes.io/component": "inference-server",
-        INFERENCE_SERVICE_LABEL: name,
+        INFERENCE_SERVICE_LABEL: value,
     }
 
 

@@ -39,6 +39,7 @@ from tokenscale.render.labels import (
     ROLE_LABEL,
     common_labels,
 )
+from tokenscale.render.names import child_name
 
 LWS_API_VERSION = "leaderworkerset.x-k8s.io/v1"
 LWS_KIND = "LeaderWorkerSet"
@@ -126,7 +127,7 @@ def leader_worker_set(
         "apiVersion": LWS_API_VERSION,
         "kind": LWS_KIND,
         "metadata": {
-            "name": name,
+            "name": child_name(name),
             "namespace": namespace,
             "labels": common_labels(name),
             "annotations": {CONFIG_HASH_ANNOTATION: config_hash},

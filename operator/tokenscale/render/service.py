@@ -5,18 +5,23 @@ from typing import Any
 
 from tokenscale.render.engine_args import VLLM_PORT
 from tokenscale.render.labels import ROLE_LABEL, common_labels, selector_labels
+from tokenscale.render.names import child_name
 
 
 def service(name: str, namespace: str, leader_only: bool = False) -> dict[str, Any]:
-    """The ClusterIP Service; for a LeaderWorkerSet it selects the leaders only (the workers
-    run headless engines with no API)."""
+    """The ClusterIP Service of InferenceService ``name`` (named :func:`child_name`); for a
+    LeaderWorkerSet it selects the leaders only (the workers run headless engines, no API)."""
     selector = selector_labels(name)
     if leader_only:
         selector = {**selector, ROLE_LABEL: "leader"}
     return {
         "apiVersion": "v1",
         "kind": "Service",
-        "metadata": {"name": name, "namespace": namespace, "labels": common_labels(name)},
+        "metadata": {
+            "name": child_name(name),
+            "namespace": namespace,
+            "labels": common_labels(name),
+        },
         "spec": {
             "type": "ClusterIP",
             "selector": selector,
@@ -47,6 +52,10 @@ def pod_disruption_budget(
     return {
         "apiVersion": "policy/v1",
         "kind": "PodDisruptionBudget",
-        "metadata": {"name": name, "namespace": namespace, "labels": common_labels(name)},
+        "metadata": {
+            "name": child_name(name),
+            "namespace": namespace,
+            "labels": common_labels(name),
+        },
         "spec": {**budget, "selector": {"matchLabels": selector_labels(name)}},
     }

@@ -1,4 +1,5 @@
-"""The replica decision. Today: plan-only (no metrics source); the seam for live metrics.
+"""The replica decision and :func:`decide_plan_only`, used when there is no metrics source
+(live metrics go through ``scaling/engine.py``'s ``decide``, which returns the same type).
 
 With no metrics the replicas follow the forecast plan: ``plan.sized.total`` is already
 ``ceil(max(throughput, concurrency, KV) × redundancy) + spares`` within

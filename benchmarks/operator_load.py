@@ -1,6 +1,6 @@
 """Operator at scale: apply N InferenceServices at once against a real API server.
 
-Run: ``python benchmarks/operator.py [--count 200] [--rounds 3]``. Each round starts a fresh
+Run: ``python benchmarks/operator_load.py [--count 200] [--rounds 3]``. Each round starts a fresh
 namespace and operator process, creates N InferenceServices (the bundled examples, renamed)
 from 8 client threads, and measures the time until every Deployment exists and every status
 carries its plan; the operator's peak RSS (VmHWM); and the p50/p99 of one reconcile (from

@@ -1,0 +1,63 @@
+"""Every benchmark command the README documents exists and starts as written.
+
+``python benchmarks/X.py`` puts ``benchmarks/`` first on ``sys.path``, so a script there named
+like a standard-library module (``operator.py`` once) breaks every other script. The light
+benchmarks run to completion here; the heavy ones (a real API server, Prometheus, a long
+replay) must at least parse ``--help``.
+"""
+
+import os
+import re
+import subprocess
+import sys
+
+import pytest
+
+from tests.helpers import ROOT
+
+README = (ROOT / "README.md").read_text()
+COMMANDS = sorted(set(re.findall(r"python (benchmarks/[\w/]+\.py)", README)))
+LIGHT = {"benchmarks/planner.py", "benchmarks/accuracy.py"}
+WITH_HELP = {"benchmarks/operator_load.py", "benchmarks/scaling.py", "benchmarks/autoscaling.py"}
+
+
+def _run(script: str, *args: str) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "PYTHONPATH": str(ROOT / "operator")}
+    return subprocess.run(
+        [sys.executable, script, *args],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+
+
+def test_the_readme_names_benchmarks() -> None:
+    assert set(COMMANDS) >= LIGHT
+
+
+@pytest.mark.parametrize("script", COMMANDS)
+def test_every_documented_benchmark_exists(script: str) -> None:
+    assert (ROOT / script).is_file(), f"README names {script}, which does not exist"
+
+
+def test_no_benchmark_shadows_a_standard_library_module() -> None:
+    names = {p.stem for p in (ROOT / "benchmarks").glob("*.py")} - {"__init__"}
+    assert not names & set(sys.stdlib_module_names)
+
+
+@pytest.mark.parametrize("script", sorted(LIGHT))
+def test_light_benchmarks_run_as_written(script: str) -> None:
+    result = _run(script)
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert "Traceback" not in result.stderr
+
+
+@pytest.mark.parametrize("script", sorted(WITH_HELP))
+def test_heavy_benchmarks_start(script: str) -> None:
+    assert script in COMMANDS
+    result = _run(script, "--help")
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert "usage:" in result.stdout

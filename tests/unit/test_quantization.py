@@ -1,0 +1,127 @@
+"""``weightDtype`` matches how vLLM loads the weights, and the flag rendered says so."""
+
+import json
+from typing import Any
+
+import pytest
+
+from tests.helpers import HF_CONFIGS, spec
+from tokenscale.api.errors import SpecError
+from tokenscale.catalog.hf_config import weight_dtype_from_hf_config
+from tokenscale.planning import plan_service
+from tokenscale.render.engine_args import engine_args
+
+
+def _hf(**quant: Any) -> dict[str, Any]:
+    cfg: dict[str, Any] = json.loads((HF_CONFIGS / "Llama-3.1-8B-Instruct.json").read_text())
+    if quant:
+        cfg["quantization_config"] = quant
+    return cfg
+
+
+def _flags(**model: Any) -> list[str]:
+    s = spec(model={"catalog": None, **model} if "hfConfig" in model else model)
+    return engine_args(s, plan_service(s))
+
+
+@pytest.mark.parametrize("dtype", ["int4", "int8"])
+def test_integer_weights_of_an_unquantized_checkpoint_are_refused(dtype: str) -> None:
+    with pytest.raises(SpecError) as exc:
+        plan_service(spec(model={"weightDtype": dtype}))
+    assert exc.value.paths == ("spec.model.weightDtype",)
+    assert "pre-quantized checkpoint" in str(exc.value)
+    assert "fp8 (online)" in str(exc.value)
+
+
+def test_online_fp8_renders_the_quantization_flag() -> None:
+    args = _flags(weightDtype="fp8")
+    assert args[args.index("--quantization") + 1] == "fp8"
+
+
+def test_unquantized_bf16_renders_no_quantization_flag() -> None:
+    assert "--quantization" not in _flags(weightDtype="bf16")
+
+
+@pytest.mark.parametrize(
+    ("quant", "dtype"),
+    [
+        ({"quant_method": "awq", "bits": 4}, "int4"),
+        ({"quant_method": "gptq", "bits": 8}, "int8"),
+        ({"quant_method": "fp8", "fmt": "e4m3"}, "fp8"),
+        (
+            {
+                "quant_method": "compressed-tensors",
+                "config_groups": {"g0": {"weights": {"num_bits": 8, "type": "float"}}},
+            },
+            "fp8",
+        ),
+        (
+            {
+                "quant_method": "compressed-tensors",
+                "config_groups": {"g0": {"weights": {"num_bits": 4, "type": "int"}}},
+            },
+            "int4",
+        ),
+    ],
+)
+def test_pre_quantized_checkpoints_plan_their_width_and_let_vllm_detect_it(
+    quant: dict[str, Any], dtype: str
+) -> None:
+    cfg = _hf(**quant)
+    assert weight_dtype_from_hf_config(cfg) == dtype
+    s = spec(model={"catalog": None, "hfConfig": cfg})
+    plan = plan_service(s)
+    assert plan.weight_dtype == dtype
+    assert "--quantization" not in engine_args(s, plan)  # vLLM reads quantization_config
+    same = spec(model={"catalog": None, "hfConfig": cfg, "weightDtype": dtype})
+    assert plan_service(same).weight_dtype == dtype
+
+
+def test_a_wider_plan_of_a_pre_quantized_checkpoint_is_refused() -> None:
+    cfg = _hf(quant_method="awq", bits=4)
+    with pytest.raises(SpecError) as exc:
+        plan_service(spec(model={"catalog": None, "hfConfig": cfg, "weightDtype": "bf16"}))
+    assert exc.value.paths == ("spec.model.weightDtype",)
+    assert "int4" in str(exc.value)
+
+
+def test_an_unreadable_quantization_needs_an_explicit_width() -> None:
+    cfg = _hf(quant_method="exotic")
+    with pytest.raises(SpecError) as exc:
+        plan_service(spec(model={"catalog": None, "hfConfig": cfg}))
+    assert exc.value.paths == ("spec.model.weightDtype",)
+    plan = plan_service(spec(model={"catalog": None, "hfConfig": cfg, "weightDtype": "int4"}))
+    assert plan.weight_dtype == "int4"
+
+
+def test_int4_plans_a_quarter_of_bf16_only_when_vllm_would_load_a_quarter() -> None:
+    bf16 = plan_service(spec(model={"weightDtype": "bf16"}))
+    awq = plan_service(spec(model={"catalog": None, "hfConfig": _hf(quant_method="awq", bits=4)}))
+    assert awq.weight_bytes == pytest.approx(bf16.weight_bytes / 4)
+
+
+@pytest.mark.parametrize(
+    ("name", "dtype"),
+    [
+        ("hugging-quants/Meta-Llama-3.1-8B-Instruct-AWQ-INT4", "int4"),
+        ("RedHatAI/Meta-Llama-3.1-8B-Instruct-FP8", "fp8"),
+        ("neuralmagic/Meta-Llama-3.1-8B-Instruct-quantized.w8a8", "int8"),
+    ],
+)
+def test_a_catalog_architecture_served_from_a_quantized_checkpoint_plans_its_width(
+    name: str, dtype: str
+) -> None:
+    s = spec(model={"name": name, "catalog": "llama-3.1-8b"})
+    plan = plan_service(s)
+    assert plan.weight_dtype == dtype
+    assert "--quantization" not in engine_args(s, plan)
+    with pytest.raises(SpecError, match="does not match the checkpoint"):
+        plan_service(spec(model={"name": name, "catalog": "llama-3.1-8b", "weightDtype": "bf16"}))
+
+
+def test_hf_config_booleans_must_be_booleans() -> None:
+    with pytest.raises(SpecError) as exc:
+        plan_service(
+            spec(model={"catalog": None, "hfConfig": {**_hf(), "tie_word_embeddings": "false"}})
+        )
+    assert exc.value.paths == ("spec.model.hfConfig.tie_word_embeddings",)
