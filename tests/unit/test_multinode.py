@@ -28,7 +28,7 @@ from tokenscale.planning.parallel import (
 
 MULTI_NODE_EXAMPLES = {
     "llama-3.1-405b-h100-bf16",
-    "deepseek-v3-h100-bf16-ep",
+    "deepseek-v3-h100",
     "kimi-k2-h200",
 }
 
