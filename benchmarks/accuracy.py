@@ -13,7 +13,8 @@ from the replica's :class:`~tokenscale.planning.PerfModel`:
   ``block_size × KV bytes per token per GPU``)
 - TPOT at concurrency C: ``tpot_seconds(C)``; an offline batch of B prompts:
   ``prefill_seconds(B × in) + (out − 1) × step_seconds(B)``
-- TTFT at concurrency 1: ``prefill_seconds(in)``
+- TTFT at concurrency 1: ``own_ttft_seconds(0, in)`` (the prefill plus the fixed per-request
+  latency outside the GPU)
 - throughput at concurrency C: ``output_tps(C)`` (and ``output_tps(C) / output_tps(1)``)
 
 Engine version: vLLM reserves CUDA-graph memory before it sizes the KV pool only since 0.21
@@ -208,7 +209,7 @@ def estimate(data: dict[str, Any], entry: dict[str, Any]) -> tuple[float, float]
         b = float(entry["batch"])
         return value, perf.prefill_seconds(b * inp) + (out - 1.0) * perf.step_seconds(b)
     if kind == "ttft_s":
-        return value, perf.prefill_seconds(inp) * 1e3
+        return value, perf.own_ttft_seconds(0.0, inp) * 1e3
     if kind == "throughput_tok_s":
         return value, perf.output_tps(float(entry["concurrency"]))
     if kind == "throughput_ratio":

@@ -23,7 +23,7 @@ from tokenscale.bench.runner import BenchState, closed_loop
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from tests.support.processes import free_port  # noqa: E402
+from tokenscale.playground.processes import free_port  # noqa: E402
 
 
 async def one_run(url: str) -> float:

@@ -24,8 +24,8 @@ from kubernetes import client, config
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from tests.support.cluster import Cluster  # noqa: E402
-from tests.support.processes import wait_for  # noqa: E402
+from tokenscale.playground.cluster import Cluster  # noqa: E402
+from tokenscale.playground.processes import wait_for  # noqa: E402
 
 EXAMPLES = sorted((ROOT / "deploy" / "examples").glob("*.yaml"))
 CRD = ROOT / "crds" / "inferenceservices.tokenscale.io.yaml"

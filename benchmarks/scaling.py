@@ -19,11 +19,11 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from tests.helpers import spec as make_spec  # noqa: E402
-from tests.support.processes import wait_for  # noqa: E402
-from tests.support.prometheus import PrometheusServer  # noqa: E402
 from tests.support.vllm_emulator import Load, VllmMetricsEmulator  # noqa: E402
 from tokenscale.metrics import PrometheusConfig, PrometheusSource  # noqa: E402
 from tokenscale.planning import plan_service  # noqa: E402
+from tokenscale.playground.processes import wait_for  # noqa: E402
+from tokenscale.playground.prometheus import PrometheusServer  # noqa: E402
 from tokenscale.scaling import EngineInput, ScalingState, Snapshot, decide  # noqa: E402
 
 

@@ -9,10 +9,11 @@ import pytest
 import yaml
 from kubernetes import client, config
 
-from tests.support.cluster import ROOT, Cluster
-from tests.support.processes import Process
-from tests.support.prometheus import PrometheusServer
+from tests.helpers import ROOT
 from tests.support.vllm_emulator import VllmMetricsEmulator
+from tokenscale.playground.cluster import Cluster
+from tokenscale.playground.processes import Process
+from tokenscale.playground.prometheus import PrometheusServer
 
 CRD_FILE = ROOT / "crds" / "inferenceservices.tokenscale.io.yaml"
 GROUP, VERSION, PLURAL = "tokenscale.io", "v1alpha1", "inferenceservices"

@@ -9,10 +9,10 @@ import pytest
 
 from tests.helpers import manifest
 from tests.integration.conftest import Objects
-from tests.support.cluster import Cluster
-from tests.support.processes import Process, free_port, wait_for
-from tests.support.prometheus import PrometheusServer
 from tests.support.vllm_emulator import Load, VllmMetricsEmulator
+from tokenscale.playground.cluster import Cluster
+from tokenscale.playground.processes import Process, free_port, wait_for
+from tokenscale.playground.prometheus import PrometheusServer
 
 pytestmark = pytest.mark.integration
 WINDOW_S = 12  # the scale-down stabilisation window under test

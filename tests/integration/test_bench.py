@@ -16,9 +16,11 @@ import yaml
 from typer.testing import CliRunner
 
 from tests.support.openai_server import OpenAIServer, ServerKnobs
-from tests.support.processes import free_port
 from tokenscale.bench import BenchConfig, BenchProfile, BenchState, partial_profile, run_bench
 from tokenscale.cli.app import app
+from tokenscale.playground.processes import free_port
+
+ROOT = Path(__file__).resolve().parents[2]
 
 
 @pytest.fixture
@@ -204,3 +206,33 @@ def test_cli_bad_concurrency_names_the_fix() -> None:
     )
     assert result.exit_code == 2
     assert "expected integers like 1,2,4,8" in result.output
+
+
+def test_cli_compares_the_measured_curve_with_the_plans(
+    server: Callable[..., OpenAIServer], tmp_path: Path
+) -> None:
+    s = server(max_model_len=4096)
+    png = tmp_path / "curves.png"
+    plan = ROOT / "deploy" / "examples" / "llama-3.1-8b-l4.yaml"
+    args = [
+        "bench", "--url", s.url, "--model", "fake", "--concurrency", "1,2",
+        "--step-requests", "4", "--output-tokens", "8", "--input-tokens", "100",
+        "--baseline-requests", "1", "--no-mix", "--plan", str(plan),
+    ]  # fmt: skip
+    result = CliRunner().invoke(app, [*args, "-o", "json"])
+    assert result.exit_code == 0, result.output
+    rows = json.loads(result.stdout)["planComparison"]
+    assert [r["concurrency"] for r in rows] == [1, 2]
+    for row in rows:
+        assert row["ttft_mean_seconds_predicted"] > 0
+        measured = row["ttft_mean_seconds_measured"]
+        assert row["ttft_mean_seconds_error"] == pytest.approx(
+            row["ttft_mean_seconds_predicted"] / measured - 1.0
+        )
+    table = CliRunner().invoke(app, [*args, "--plot", str(png)])
+    assert table.exit_code == 0, table.output
+    assert "measured vs predicted" in table.output
+    assert png.read_bytes()[:4] == b"\x89PNG"
+    bad = CliRunner().invoke(app, [*args[:-1], str(tmp_path / "missing.yaml")])
+    assert bad.exit_code == 2
+    assert "missing.yaml" in bad.output

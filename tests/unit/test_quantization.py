@@ -7,6 +7,7 @@ import pytest
 
 from tests.helpers import HF_CONFIGS, spec
 from tokenscale.api.errors import SpecError
+from tokenscale.catalog import MODEL_CATALOG, count_params
 from tokenscale.catalog.hf_config import weight_dtype_from_hf_config
 from tokenscale.planning import plan_service
 from tokenscale.render.engine_args import engine_args
@@ -95,9 +96,13 @@ def test_an_unreadable_quantization_needs_an_explicit_width() -> None:
 
 
 def test_int4_plans_a_quarter_of_bf16_only_when_vllm_would_load_a_quarter() -> None:
+    """The linear layers at a quarter; the embeddings and LM head stay 16-bit (AWQ keeps them)."""
     bf16 = plan_service(spec(model={"weightDtype": "bf16"}))
     awq = plan_service(spec(model={"catalog": None, "hfConfig": _hf(quant_method="awq", bits=4)}))
-    assert awq.weight_bytes == pytest.approx(bf16.weight_bytes / 4)
+    kept = count_params(MODEL_CATALOG["llama-3.1-8b"].architecture)
+    kept_bytes = (kept.embedding + kept.lm_head) * 2.0
+    assert awq.weight_bytes == pytest.approx((bf16.weight_bytes - kept_bytes) / 4 + kept_bytes)
+    assert awq.weight_bytes / 1e9 == pytest.approx(5.6, abs=0.1)  # the AWQ checkpoint: ~5.7 GB
 
 
 @pytest.mark.parametrize(

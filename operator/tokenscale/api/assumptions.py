@@ -57,6 +57,13 @@ class Assumptions(ApiModel):
         le=10.0,
         description="Per engine step: scheduling, sampling, launches.",
     )
+    request_overhead_seconds: float = Field(
+        default=0.008,
+        ge=0,
+        le=10.0,
+        description="Per request, outside the GPU: HTTP, tokenization, the first scheduling "
+        "and detokenizing the first token (client-visible TTFT; no GPU time).",
+    )
     runtime_overhead_gib: float = Field(
         default=0.14,
         ge=0,

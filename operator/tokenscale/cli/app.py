@@ -25,6 +25,7 @@ from tokenscale.catalog import GPU_CATALOG, MODEL_CATALOG, count_params
 from tokenscale.cli.bench import bench_command
 from tokenscale.cli.inputs import bad_input, fail_invalid, read_input, warn
 from tokenscale.cli.plan_view import curve_table, dumps, print_plans, sweep_table, to_data
+from tokenscale.cli.playground import playground_command
 from tokenscale.cli.simulate import simulate_command
 from tokenscale.planning import plan_service, sweep
 from tokenscale.planning.sweep import SweepRow, ranking
@@ -408,6 +409,7 @@ def catalog() -> None:
 
 app.command("simulate")(simulate_command)
 app.command("bench")(bench_command)
+app.command("playground")(playground_command)
 
 
 def main() -> None:

@@ -20,6 +20,12 @@ from tokenscale.bench import (
     partial_profile,
     run_bench,
 )
+from tokenscale.cli.bench_compare import (
+    comparison_rows,
+    comparison_table,
+    load_plan,
+    predictions,
+)
 from tokenscale.cli.inputs import TableOrJson, bad_input, check_number, read_input
 from tokenscale.simulation import TraceError, parse_trace, scale_trace
 
@@ -101,6 +107,14 @@ def bench_command(
         Path | None, typer.Option(help="Write the profile (.json, or .yaml/.yml).")
     ] = None,
     plot: Annotated[Path | None, typer.Option(help="Draw throughput/latency curves.")] = None,
+    plan_file: Annotated[
+        Path | None,
+        typer.Option(
+            "--plan",
+            help="An InferenceService manifest: print (and plot) the planner's predicted curve "
+            "beside the measured one, with the error per step.",
+        ),
+    ] = None,
 ) -> None:
     """Load-test an OpenAI-compatible endpoint: baseline, concurrency ramp, mix, replay."""
     for flag, value, low in (
@@ -126,6 +140,7 @@ def bench_command(
             raise bad_input(f"{flag} {out}: the folder {out.parent} does not exist; create it")
     if profile_out is not None and profile_out.suffix not in (".json", ".yaml", ".yml"):
         raise bad_input(f"--profile-out {profile_out}: name a .json, .yaml or .yml file")
+    under_test = load_plan(plan_file) if plan_file is not None else None
     replay: list[tuple[float, int, int]] = []
     if trace is not None:
         try:
@@ -191,12 +206,17 @@ def bench_command(
             else json.dumps(data, indent=2)
         )
         profile_out.write_text(text)
+    predicted = predictions(under_test, profile) if under_test is not None else []
+    rows = comparison_rows(profile, predicted)
     if plot is not None:
         from tokenscale.cli.plot import draw_bench  # noqa: PLC0415 (matplotlib is slow to import)
 
-        draw_bench(profile, plot)
+        draw_bench(profile, plot, predicted)
     if output == TableOrJson.json:
-        print(json.dumps(profile.model_dump(mode="json", by_alias=True), indent=2))
+        data = profile.model_dump(mode="json", by_alias=True)
+        if under_test is not None:
+            data["planComparison"] = rows
+        print(json.dumps(data, indent=2))
     else:
         console = Console(width=180)
         console.print(profile_table(profile))
@@ -212,6 +232,8 @@ def bench_command(
         )
         for note in profile.notes:
             console.print(f"note: {note}", highlight=False, markup=False)
+        if under_test is not None:
+            console.print(comparison_table(under_test, rows))
     if not profile.steps or all(s.requests == 0 for s in profile.steps):
         why = next((n for n in profile.notes if "no request succeeded" in n), "no step ran")
         stderr.print(Text.assemble(("error:", "red"), " ", why), highlight=False, soft_wrap=True)

@@ -1,5 +1,6 @@
 """``--plot`` PNGs: the simulator's timeline and the load test's throughput/latency curves."""
 
+from collections.abc import Sequence
 from pathlib import Path
 
 import matplotlib
@@ -9,6 +10,7 @@ import matplotlib.pyplot as plt
 
 from tokenscale.api.slo import Slo
 from tokenscale.bench import BenchProfile
+from tokenscale.planning.result import CurveStep
 from tokenscale.simulation import SimResult
 
 
@@ -63,12 +65,26 @@ def draw_timeline(results: list[SimResult], slo: Slo, path: Path) -> None:
     plt.close(fig)
 
 
-def draw_bench(profile: BenchProfile, path: Path) -> None:
-    """Throughput and P99 latencies against concurrency (the ramp), the knee marked."""
+def draw_bench(
+    profile: BenchProfile,
+    path: Path,
+    predicted: Sequence[tuple[int, CurveStep]] = (),
+) -> None:
+    """Throughput and P99 latencies against concurrency (the ramp), the knee marked; with
+    ``predicted``, the planner's curve dashed beside the measured one."""
     ramp = profile.ramp()
     fig, (ax_tps, ax_lat) = plt.subplots(2, 1, figsize=(9, 7), sharex=True)
     conc = [s.concurrency or 0 for s in ramp]
     ax_tps.plot(conc, [s.output_tps for s in ramp], marker="o", label="output tok/s")
+    if predicted:
+        pc = [c for c, _ in predicted]
+        ax_tps.plot(pc, [p.output_tps for _, p in predicted], ls="--", label="predicted tok/s")
+        ax_lat.plot(
+            pc, [p.ttft_p99_seconds for _, p in predicted], ls="--", label="TTFT P99 (plan)"
+        )
+        ax_lat.plot(
+            pc, [p.tpot_p99_seconds for _, p in predicted], ls="--", label="TPOT P99 (plan)"
+        )
     ax_tps.set_ylabel("output tokens / s")
     ax_tps.set_title(f"{profile.model} — concurrency ramp")
     for name, values in (

@@ -1,7 +1,7 @@
 """Data shipped with the package (a shell package: it reads package files).
 
 Request traces (their licences and attribution sit beside them in ``tokenscale/data/traces/``,
-README included): the default load of ``tokenscale simulate``
+README included): the default load of ``tokenscale playground``, the ``tokenscale simulate``
 examples, the autoscaling benchmark and the tests.
 
 - ``azure-2023-conv.csv``: one hour of an LLM conversation service's arrivals (Azure LLM
@@ -11,16 +11,15 @@ examples, the autoscaling benchmark and the tests.
 """
 
 from importlib import resources
-from importlib.resources.abc import Traversable
+from pathlib import Path
 
 AZURE_CONVERSATION = "azure-2023-conv.csv"
 MOONCAKE_SYNTHETIC = "mooncake-synthetic.jsonl"
 BUNDLED_TRACES = (AZURE_CONVERSATION, MOONCAKE_SYNTHETIC)
 
 
-def bundled_trace(name: str) -> Traversable:
-    """A shipped trace (``read_text()``, ``name``); ``KeyError`` naming the choices for an
-    unknown name. Not a ``pathlib.Path``: the catalog does no file-system I/O of its own."""
+def bundled_trace(name: str) -> Path:
+    """The path of a shipped trace; ``KeyError`` naming the choices for an unknown name."""
     if name not in BUNDLED_TRACES:
         raise KeyError(f"no bundled trace {name!r}; choose one of {', '.join(BUNDLED_TRACES)}")
-    return resources.files("tokenscale") / "data" / "traces" / name
+    return Path(str(resources.files("tokenscale") / "data" / "traces" / name))

@@ -8,6 +8,7 @@ from tokenscale.planning.planner import (
     perf_at,
     plan_at,
     plan_service,
+    predicted_step,
     replica_perf_model,
 )
 from tokenscale.planning.resolve import Resolved, resolve
@@ -27,6 +28,7 @@ __all__ = [
     "perf_at",
     "plan_at",
     "plan_service",
+    "predicted_step",
     "replica_perf_model",
     "resolve",
     "sweep",

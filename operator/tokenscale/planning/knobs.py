@@ -19,7 +19,7 @@ from dataclasses import dataclass
 
 from tokenscale.api.slo import Slo
 from tokenscale.api.workload import TokenDistribution
-from tokenscale.planning.operating_point import find_operating_point
+from tokenscale.planning.operating_point import slo_batch
 from tokenscale.planning.performance import PerfModel
 
 CHUNK_CHOICES = (512, 1024, 2048, 4096, 8192, 16384)
@@ -44,10 +44,10 @@ def _capacity(
 ) -> float:
     """Requests/s a replica completes at the largest batch within the SLOs (the knee aside:
     the budget is chosen for what the SLOs allow)."""
-    op = find_operating_point(perf, slo, i, o, seqs)
-    if op.slo_batch is None or op.slo_batch <= 0:
+    batch = slo_batch(perf, slo, i, o, seqs)
+    if batch is None or batch <= 0:
         return 0.0
-    return perf.request_rate(min(op.slo_batch, float(seqs)))
+    return perf.request_rate(min(batch, float(seqs)))
 
 
 def choose_knobs(
@@ -79,14 +79,17 @@ def choose_knobs(
             False,
         )
     scores: dict[int, tuple[float, float]] = {}
-    for budget in CHUNK_CHOICES:
-        if budget > default_budget:
-            break
+    # from the default down; capacity rises while the smaller stall pays and falls once the
+    # extra weight reads per chunk cost more: stop at the first drop
+    budgets = sorted({b for b in (*CHUNK_CHOICES, default_budget) if b <= default_budget})
+    previous = -1.0
+    for budget in reversed(budgets):
         perf = base if budget == default_budget else perf_for(budget)
-        scores[budget] = (
-            _capacity(perf, slo, inputs, outputs, min(seqs, budget)),
-            perf.tail_chunk_seconds,
-        )
+        rate = _capacity(perf, slo, inputs, outputs, min(seqs, budget))
+        scores[budget] = (rate, perf.tail_chunk_seconds)
+        if rate < previous:
+            break
+        previous = rate
     best = max(scores, key=lambda b: (scores[b][0], b))
     rate, best_stall = scores[best]
     default_rate = scores.get(default_budget, (0.0, stall))[0]

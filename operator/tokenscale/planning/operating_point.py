@@ -118,6 +118,25 @@ def knee_batch(perf: PerfModel, max_batch: int, tpot_ratio: float) -> int:
     return max(1, _largest(1, max_batch, lambda b: perf.tpot_seconds(b) <= limit))
 
 
+def slo_batch(
+    perf: PerfModel,
+    slo: Slo,
+    inputs: TokenDistribution,
+    outputs: TokenDistribution,
+    max_num_seqs: int,
+) -> float | None:
+    """The largest batch (≤ maxNumSeqs) meeting every SLO that is set: None with no SLO, 0 when
+    even the lightest load misses, a fraction when only a mostly idle replica meets them."""
+    if not slo.any_set:
+        return None
+
+    def ok(b: float) -> bool:  # ``_largest`` probes integers, ``_largest_fraction`` (0, 1)
+        return all(e.met for e in slo_estimates(perf, slo, b, inputs, outputs))
+
+    whole = _largest(1, max_num_seqs, ok)
+    return float(whole) if whole >= 1 else _largest_fraction(ok)
+
+
 def find_operating_point(
     perf: PerfModel,
     slo: Slo,
@@ -127,24 +146,15 @@ def find_operating_point(
 ) -> OperatingPoint:
     knee = min(knee_batch(perf, max_num_seqs, perf.assumptions.knee_tpot_ratio), max_num_seqs)
     has_slo = slo.any_set
-    slo_batch: float | None = None
     limits: dict[str, float] = {"maxNumSeqs": float(max_num_seqs), "knee": float(knee)}
-    if has_slo:
-
-        def ok(b: float) -> bool:  # ``_largest`` probes integers, ``_largest_fraction`` (0, 1)
-            return all(e.met for e in slo_estimates(perf, slo, b, inputs, outputs))
-
-        whole = _largest(1, max_num_seqs, ok)
-        slo_batch = float(whole) if whole >= 1 else _largest_fraction(ok)
-        if slo_batch > 0:
-            limits["SLO"] = slo_batch
+    slo_b = slo_batch(perf, slo, inputs, outputs, max_num_seqs) if has_slo else None
+    if slo_b is not None and slo_b > 0:
+        limits["SLO"] = slo_b
     limited_by = min(limits, key=lambda k: limits[k])
-    safe = (
-        min(max_num_seqs, max(math.floor(slo_batch), 1)) if slo_batch is not None else max_num_seqs
-    )
+    safe = min(max_num_seqs, max(math.floor(slo_b), 1)) if slo_b is not None else max_num_seqs
     return OperatingPoint(
         batch=limits[limited_by],
-        slo_batch=slo_batch,
+        slo_batch=slo_b,
         knee=knee,
         limited_by=limited_by,
         safe_concurrency=safe,

@@ -295,13 +295,13 @@ class LayoutPerfModel(PerfModel):
         return super().weight_floor_seconds + self._pp_transfers(1.0)
 
     # -- prefill -----------------------------------------------------------------------------
-    def _prefill_seconds(self, tokens: float) -> float:
+    def _prefill_seconds(self, tokens: float, cached: float = 0.0) -> float:
         if tokens <= 0:
             return 0.0
         if self.layout.dp > 1:
             lay, p = self.layout, self.params
             dense_share = (p.active - p.routed_experts * self._active_expert_fraction) / p.active
-            flops = self.prefill_flops(tokens)
+            flops = self.prefill_flops(tokens, cached)
             rate = self.flops_per_s * self.assumptions.prefill_compute_efficiency
             compute = flops * dense_share / (lay.tp * rate) + flops * (1 - dense_share) / (
                 lay.tp * lay.dp * rate
@@ -315,7 +315,7 @@ class LayoutPerfModel(PerfModel):
                 self.inter_node_latency_seconds,
             )
             return compute + self._allreduce(tokens) + a2a + self.assumptions.step_overhead_seconds
-        return super()._prefill_seconds(tokens) + self._pp_transfers(tokens)
+        return super()._prefill_seconds(tokens, cached) + self._pp_transfers(tokens)
 
     @cached_property
     def _active_expert_fraction(self) -> float:
@@ -328,7 +328,10 @@ class LayoutPerfModel(PerfModel):
     def mean_prefill_seconds(self) -> float:
         """The replica's busy time per mean prefill: the latency ÷ the lanes that overlap
         (pipeline stages, or DP ranks prefilling while the others decode)."""
-        latency = self.prefill_seconds(self.mean_input_tokens * (1.0 - self.prefix_cache_hit_rate))
+        hit = self.prefix_cache_hit_rate
+        latency = self.prefill_seconds(
+            self.mean_input_tokens * (1.0 - hit), self.mean_input_tokens * hit
+        )
         return latency / max(self.layout.pp, self.layout.dp)
 
     def pipeline_bubble(self, batch: float) -> float:

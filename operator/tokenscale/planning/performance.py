@@ -131,21 +131,23 @@ class PerfModel:
         return self.hbm_bytes_per_s * self.assumptions.decode_bandwidth_efficiency
 
     @cached_property
-    def _prefill_memo(self) -> dict[float, float]:
+    def _prefill_memo(self) -> dict[tuple[float, float], float]:
         return {}
 
-    def prefill_seconds(self, tokens: float) -> float:
-        """Time to prefill ``tokens`` uncached prompt tokens on an otherwise idle replica
+    def prefill_seconds(self, tokens: float, cached: float = 0.0) -> float:
+        """Time to prefill ``tokens`` uncached prompt tokens after ``cached`` prefix-cached ones
+        (their attention still reads the cached context) on an otherwise idle replica
         (memoized: the operating-point search asks for the same prompt many times)."""
         memo = self._prefill_memo
-        if tokens not in memo:
-            memo[tokens] = self._prefill_seconds(tokens)
-        return memo[tokens]
+        key = (tokens, cached)
+        if key not in memo:
+            memo[key] = self._prefill_seconds(tokens, cached)
+        return memo[key]
 
-    def _prefill_seconds(self, tokens: float) -> float:
+    def _prefill_seconds(self, tokens: float, cached: float) -> float:
         if tokens <= 0:
             return 0.0
-        compute = self.prefill_flops(tokens) / (
+        compute = self.prefill_flops(tokens, cached) / (
             self.tp * self.flops_per_s * self.assumptions.prefill_compute_efficiency
         )
         steps = chunk_count(tokens, self.max_num_batched_tokens) if self.chunked_prefill else 1
@@ -191,8 +193,19 @@ class PerfModel:
     def _decode_flops_rate(self) -> float:
         return self.tp * self.flops_per_s * self.assumptions.decode_compute_efficiency
 
+    @cached_property
+    def _step_memo(self) -> dict[float, float]:
+        return {}
+
     def step_seconds(self, batch: float) -> float:
-        """One decode step for ``batch`` sequences: roofline max + all-reduce + overhead."""
+        """One decode step for ``batch`` sequences: roofline max + all-reduce + overhead
+        (memoized: the operating-point and knob searches ask for the same batches often)."""
+        memo = self._step_memo
+        if batch not in memo:
+            memo[batch] = self._step_seconds(batch)
+        return memo[batch]
+
+    def _step_seconds(self, batch: float) -> float:
         g = self.geometry
         kv_bytes = batch * g.bytes_per_token_per_rank * self._decode_held_tokens
         mem = self._weight_read_seconds(batch) + kv_bytes / self._bw
@@ -236,7 +249,10 @@ class PerfModel:
     # -- serving at batch B --------------------------------------------------------------------
     @cached_property
     def mean_prefill_seconds(self) -> float:
-        return self.prefill_seconds(self.mean_input_tokens * (1.0 - self.prefix_cache_hit_rate))
+        hit = self.prefix_cache_hit_rate
+        return self.prefill_seconds(
+            self.mean_input_tokens * (1.0 - hit), self.mean_input_tokens * hit
+        )
 
     def tpot_seconds(self, batch: float) -> float:
         """Per-request TPOT at batch B with prefill interference (module docstring)."""
@@ -307,7 +323,8 @@ class PerfModel:
         return self.own_ttft_seconds(batch, prompt_tokens) + self.queue_wait_seconds(batch)
 
     def own_ttft_seconds(self, batch: float, prompt_tokens: float) -> float:
-        """A prompt's own prefill with ``batch`` decodes riding along its chunks (no queue)."""
+        """A prompt's own prefill with ``batch`` decodes riding along its chunks (no queue), plus
+        the fixed per-request latency outside the GPU (``requestOverheadSeconds``)."""
         n = prompt_tokens * (1.0 - self.prefix_cache_hit_rate)
         if self.chunked_prefill:
             budget = max(1, self.max_num_batched_tokens - math.ceil(batch))
@@ -315,7 +332,11 @@ class PerfModel:
         else:
             steps = 1
         riding = max(0.0, self.step_seconds(batch) - self.step_seconds(0.0)) if batch > 0 else 0.0
-        return self.prefill_seconds(n) + steps * riding
+        return (
+            self.prefill_seconds(n, prompt_tokens - n)
+            + steps * riding
+            + self.assumptions.request_overhead_seconds
+        )
 
     def queue_wait_seconds(self, batch: float) -> float:
         """Mean wait for the prompts ahead at batch B: ``ρ/(1−ρ) × t_prefill``."""

@@ -30,7 +30,7 @@ from dataclasses import dataclass
 
 from tokenscale.api.inference_service import InferenceServiceSpec
 from tokenscale.api.slo import Slo
-from tokenscale.api.workload import Workload
+from tokenscale.api.workload import TokenDistribution, Workload
 from tokenscale.planning.conditions import Conditions, forecast_conditions
 from tokenscale.planning.formulas import GIB, littles_law_concurrency, token_rates, weight_bytes
 from tokenscale.planning.inputs import bytes_per_param
@@ -38,6 +38,7 @@ from tokenscale.planning.knobs import Knobs, choose_knobs
 from tokenscale.planning.load import (
     LoadPoint,
     at_load,
+    closed_loop,
     concurrency_batch,
     curve,
     point_at_batch,
@@ -95,6 +96,17 @@ def layout_of(plan: Plan) -> Layout:
 
 def _as_layout(tp: "int | Layout") -> Layout:
     return tp if isinstance(tp, Layout) else Layout(tp=tp)
+
+
+def model_weight_bytes(r: Resolved) -> float:
+    """Bytes of weights vLLM loads: ``params × bytes per param``, except that quantized
+    checkpoints (and online FP8) keep the embeddings and the LM head in 16 bits (AWQ, GPTQ,
+    compressed-tensors and ``--quantization fp8`` quantize the linear layers only)."""
+    params, bpp = r.model.params, bytes_per_param(r.model.weight_dtype)
+    if bpp >= 2.0:
+        return weight_bytes(params.total, bpp)
+    kept = params.embedding + params.lm_head
+    return weight_bytes(params.total - kept, bpp) + weight_bytes(kept, 2.0)
 
 
 def perf_at(
@@ -211,8 +223,16 @@ def _estimate(r: Resolved, c: Conditions, layout: Layout) -> _Estimate:
     tp, lanes = layout.tp, kv_lanes(layout)
     reasons: list[str] = []
     warnings: list[str] = []
+    models: dict[int, PerfModel] = {}
+
+    def perf_for(budget: int) -> PerfModel:
+        """One timing model per chunk budget (their memos serve the knob and the final search)."""
+        if budget not in models:
+            models[budget] = perf_at(r, c, layout, budget)
+        return models[budget]
+
     knobs = choose_knobs(
-        lambda budget: perf_at(r, c, layout, budget),
+        perf_for,
         spec.slo,
         w.input_tokens,
         w.output_tokens,
@@ -225,7 +245,11 @@ def _estimate(r: Resolved, c: Conditions, layout: Layout) -> _Estimate:
     warnings.extend(knobs.warnings)
     seqs, batched = knobs.max_num_seqs, knobs.max_num_batched_tokens
     geom = kv_geometry(arch, model.kv_bytes_per_element, tp)
-    per_gpu = weight_bytes_per_gpu(model.params, arch, layout, bytes_per_param(model.weight_dtype))
+    per_gpu = (
+        model_weight_bytes(r) / tp  # one node: main's accounting, 16-bit embeddings included
+        if layout.gpus == tp
+        else weight_bytes_per_gpu(model.params, arch, layout, bytes_per_param(model.weight_dtype))
+    )
     activation = (
         a.activation_peak_gib * GIB
         if a.activation_peak_gib is not None
@@ -255,7 +279,7 @@ def _estimate(r: Resolved, c: Conditions, layout: Layout) -> _Estimate:
     max_len = _max_model_len(
         r, w, capacity / lanes, geom.tokens_held(max_len_hint), reasons, warnings
     )
-    perf = perf_at(r, c, layout, batched)
+    perf = perf_for(batched)
     if not serving.enable_chunked_prefill and batched < max_len:
         # vLLM raises the budget to max_model_len without chunked prefill
         knobs = Knobs(max_len, seqs, "max_model_len: chunked prefill is off", False)
@@ -441,7 +465,6 @@ def _assemble(
     flops, flops_note = peak_flops(r.gpu, model.weight_dtype)
     budget, op = e.budget, e.op
     geom_bytes = e.perf.geometry
-    kv_limit = min(float(e.knobs.max_num_seqs), max(e.kv_batch, 1.0))
     return Plan(
         name=r.name,
         model=spec.model.name,
@@ -452,7 +475,7 @@ def _assemble(
         kv_cache_dtype="fp8" if model.kv_bytes_per_element == 1.0 else "auto",
         params=model.params.total,
         active_params=model.params.active,
-        weight_bytes=weight_bytes(model.params.total, bytes_per_param(model.weight_dtype)),
+        weight_bytes=model_weight_bytes(r),
         kv_bytes_per_token=geom_bytes.bytes_per_token,
         kv_bytes_per_token_per_gpu=geom_bytes.bytes_per_token_per_rank,
         tensor_parallel_size=tp,
@@ -499,7 +522,8 @@ def _assemble(
         tpot_estimate_s=tpot,
         e2e_p99_estimate_s=e2e99,
         prefill_p99_s=perf.prefill_seconds(
-            w.input_tokens.p99_or_mean * (1.0 - perf.prefix_cache_hit_rate)
+            w.input_tokens.p99_or_mean * (1.0 - perf.prefix_cache_hit_rate),
+            w.input_tokens.p99_or_mean * perf.prefix_cache_hit_rate,
         ),
         decode_step_s=perf.step_seconds(float(op.batch)),
         slo_checks=checks,
@@ -547,9 +571,6 @@ def _assemble(
         },
         tp_candidates=[],
         sources=sources,
-        curve=[CurveStep(**vars(p)) for p in curve(perf, w.input_tokens, w.output_tokens, kv_limit)]
-        if physical
-        else [],
     )
 
 
@@ -647,6 +668,35 @@ def _layouts(r: Resolved, sizes: list[int]) -> list[Layout]:
     )
 
 
+def with_curve(r: Resolved, conditions: Conditions, plan: Plan) -> Plan:
+    """``plan`` with its predicted load-test curve (concurrency 1, 2, 4, … up to the KV limit
+    or maxNumSeqs); empty when the plan cannot serve. Computed for the forecast's chosen plan
+    only: the engine's live questions do not need it."""
+    if plan.replicas is None:
+        return plan
+    perf = perf_at(r, conditions, layout_of(plan), plan.max_num_batched_tokens)
+    w = conditions.workload
+    limit = min(float(plan.max_num_seqs), max(plan.concurrency_limits.kv_mean_context, 1.0))
+    points = curve(perf, w.input_tokens, w.output_tokens, limit)
+    return plan.model_copy(update={"curve": [CurveStep(**vars(p)) for p in points]})
+
+
+def predicted_step(
+    r: Resolved, plan: Plan, concurrency: int, input_tokens: float, output_tokens: float
+) -> CurveStep:
+    """The model's prediction for one closed-loop bench step (``concurrency`` clients sending
+    ``input_tokens``/``output_tokens`` requests) on a replica of ``plan`` (its TP and budget)."""
+    w = r.spec.workload.model_copy(
+        update={
+            "input_tokens": TokenDistribution(mean=max(input_tokens, 1.0)),
+            "output_tokens": TokenDistribution(mean=max(output_tokens, 1.0)),
+        }
+    )
+    perf = perf_at(r, Conditions(workload=w), layout_of(plan), plan.max_num_batched_tokens)
+    point = closed_loop(perf, concurrency, w.input_tokens, w.output_tokens)
+    return CurveStep(**vars(point))
+
+
 def plan_service(spec: InferenceServiceSpec, name: str = "") -> Plan:
     """Plan ``spec``. Raises :class:`SpecError` for invalid input; infeasibility is a Plan."""
     r = resolve(spec, name)
@@ -663,8 +713,8 @@ def plan_service(spec: InferenceServiceSpec, name: str = "") -> Plan:
         if layout not in single and (best is None or layout.gpus < best)
     ]
     if len(plans) == 1:
-        return plans[0]
-    chosen = _choose(plans)
+        return with_curve(r, conditions, plans[0])
+    chosen = with_curve(r, conditions, _choose(plans))
     candidates = [_candidate(p) for p in plans]
     if not any(p.feasible for p in plans) and all(
         p.kv_capacity_blocks_per_replica == 0 for p in plans

@@ -1,4 +1,8 @@
-"""Start and stop real server processes for the tests; wait for readiness by polling."""
+"""Start and stop real server processes; wait for readiness by polling.
+
+Shared by the playground and the integration tests (one implementation). Every child runs in
+its own session so stopping it (SIGTERM, then SIGKILL) takes its children with it.
+"""
 
 import contextlib
 import os
@@ -16,8 +20,15 @@ def free_port() -> int:
         return int(s.getsockname()[1])
 
 
+def port_in_use(port: int) -> bool:
+    """Something listens on ``127.0.0.1:port``."""
+    with contextlib.closing(socket.socket(socket.AF_INET, socket.SOCK_STREAM)) as s:
+        s.settimeout(0.5)
+        return s.connect_ex(("127.0.0.1", port)) == 0
+
+
 def wait_for(
-    check: Callable[[], bool], timeout_s: float, what: str, interval_s: float = 0.2
+    check: Callable[[], object], timeout_s: float, what: str, interval_s: float = 0.2
 ) -> None:
     deadline = time.monotonic() + timeout_s
     last: Exception | None = None
@@ -48,6 +59,10 @@ class Process:
             start_new_session=True,
         )
 
+    @property
+    def pid(self) -> int:
+        return self.proc.pid
+
     def alive(self) -> bool:
         return self.proc.poll() is None
 
@@ -56,11 +71,13 @@ class Process:
 
     def stop(self, timeout_s: float = 15) -> None:
         if self.proc.poll() is None:
-            os.killpg(self.proc.pid, signal.SIGTERM)
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(self.proc.pid, signal.SIGTERM)
             try:
                 self.proc.wait(timeout_s)
             except subprocess.TimeoutExpired:
-                os.killpg(self.proc.pid, signal.SIGKILL)
+                with contextlib.suppress(ProcessLookupError):
+                    os.killpg(self.proc.pid, signal.SIGKILL)
                 self.proc.wait(5)
         self._log.close()
 

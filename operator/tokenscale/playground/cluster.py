@@ -1,34 +1,72 @@
-"""A real Kubernetes control plane for the tests: etcd, kube-apiserver, kube-controller-manager.
+"""A real Kubernetes control plane: etcd, kube-apiserver, kube-controller-manager.
 
-The binaries come from ``scripts/kube-test-env.sh`` (built once from Debian's Kubernetes 1.20
-source, then cached). The API server authenticates static bearer tokens; ``authorization``
-is AlwaysAllow or RBAC. The controller manager runs the garbage collector and the Deployment
-and ReplicaSet controllers (pods stay Pending: there is no scheduler or kubelet).
+Used by ``tokenscale playground`` and the integration tests. The binaries come from
+``tokenscale/data/kube-env.sh`` (built once from Debian's Kubernetes 1.20 source, 6-8 minutes
+on 2 cores, then cached under ``~/.cache/tokenscale/kube``). The API server authenticates
+static bearer tokens; ``authorization`` is AlwaysAllow or RBAC. The controller manager runs
+the garbage collector and the Deployment and ReplicaSet controllers (pods stay Pending: there
+is no scheduler or kubelet; the playground's pod runner stands in for one).
 """
 
+import os
+import shutil
 import subprocess
 import sys
 import textwrap
+from collections.abc import Callable
 from dataclasses import dataclass, field
+from importlib import resources
 from pathlib import Path
+from typing import Any
 
 import requests
 import yaml
 
-from tests.support.processes import Process, free_port, wait_for
+from tokenscale.kube.connect import connect
+from tokenscale.playground.processes import Process, free_port, wait_for
 
-ROOT = Path(__file__).resolve().parents[2]
 ADMIN_TOKEN = "tokenscale-admin-token"
+BUILD_MINUTES = "6-8"
 
 
-def kube_bin_dir() -> Path:
-    out = subprocess.run(
-        ["bash", str(ROOT / "scripts" / "kube-test-env.sh")],
-        check=True,
-        capture_output=True,
-        text=True,
+def kube_cache_dir() -> Path:
+    return Path(
+        os.environ.get("TOKENSCALE_KUBE_CACHE") or Path.home() / ".cache" / "tokenscale" / "kube"
     )
-    return Path(out.stdout.strip().splitlines()[-1])
+
+
+def kube_binaries_cached() -> bool:
+    """The same test as the build script's: both binaries, the OpenAPI marker and etcd."""
+    cache = kube_cache_dir()
+    return (
+        all(
+            os.access(cache / "bin" / b, os.X_OK)
+            for b in ("kube-apiserver", "kube-controller-manager")
+        )
+        and (cache / ".openapi-v2").is_file()
+        and shutil.which("etcd") is not None
+    )
+
+
+def kube_bin_dir(progress: Callable[[str], None] | None = None) -> Path:
+    """Build the binaries once (the script prints their directory); ``progress`` gets the
+    script's own progress lines while a first build runs."""
+    script = Path(str(resources.files("tokenscale") / "data" / "kube-env.sh"))
+    lines: list[str] = []
+    with subprocess.Popen(
+        ["bash", str(script)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+    ) as proc:
+        assert proc.stderr is not None
+        assert proc.stdout is not None
+        for line in proc.stderr:
+            lines.append(line.rstrip())
+            if progress is not None and line.startswith("[kube-test-env]"):
+                progress(line.removeprefix("[kube-test-env]").strip())
+        out = proc.stdout.read()
+    if proc.returncode != 0:
+        tail = "\n".join(lines[-20:])
+        raise RuntimeError(f"building the Kubernetes binaries failed:\n{tail}")
+    return Path(out.strip().splitlines()[-1])
 
 
 @dataclass
@@ -71,8 +109,14 @@ class Cluster:
         )
         return path
 
+    progress: Callable[[str], None] | None = None
+
+    @property
+    def pids(self) -> list[int]:
+        return [p.pid for p in self.processes]
+
     def start(self) -> "Cluster":
-        bins = kube_bin_dir()
+        bins = kube_bin_dir(self.progress)
         w = self.workdir
         (w / "certs").mkdir(parents=True, exist_ok=True)
         key = w / "sa.key"
@@ -174,19 +218,19 @@ class Cluster:
         return self
 
     def _install_crds(self) -> None:
-        from kubernetes import client, config  # noqa: PLC0415 - only needed here
+        from kubernetes import client  # noqa: PLC0415 - only needed here
 
-        api = config.new_client_from_config(config_file=str(self.kubeconfig()))
+        api = connect(str(self.kubeconfig()))
         ext = client.ApiextensionsV1Api(api)
         for path in self.crd_files:
-            body = yaml.safe_load(path.read_text())
-            ext.create_custom_resource_definition(body)
+            body: dict[str, Any] = yaml.safe_load(path.read_text())
+            ext.create_custom_resource_definition(body)  # type: ignore[arg-type]
 
             def established(name: str = body["metadata"]["name"]) -> bool:
                 got = ext.read_custom_resource_definition(name)
                 return any(
                     c.type == "Established" and c.status == "True"
-                    for c in got.status.conditions or []
+                    for c in (got.status.conditions if got.status else None) or []
                 )
 
             wait_for(established, 30, f"CRD {path.name} established")

@@ -1,4 +1,5 @@
-"""A real Prometheus server (Debian's package) for the tests, scraping every second.
+"""A real Prometheus server (Debian's package), scraping every second: the playground's and the
+integration tests'.
 
 Targets come from a file_sd file the test rewrites; each target carries the ``namespace`` and
 ``inferenceservice`` labels the operator queries by (a cluster's PodMonitor attaches them from
@@ -13,7 +14,7 @@ from pathlib import Path
 
 import requests
 
-from tests.support.processes import Process, free_port, wait_for
+from tokenscale.playground.processes import Process, free_port, wait_for
 
 
 def ensure_prometheus() -> str:

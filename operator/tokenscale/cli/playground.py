@@ -1,0 +1,286 @@
+"""``tokenscale playground``: the whole autoscaling loop on this machine, on a live twin of a
+vLLM fleet. Reads the inputs, draws the live view, the summary and the plot; the run itself is
+``tokenscale.playground``.
+"""
+
+import asyncio
+import enum
+import math
+import shutil
+import signal
+import tempfile
+import time
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.console import Console, Group
+from rich.live import Live
+from rich.panel import Panel
+from rich.table import Table
+from rich.text import Text
+
+from tokenscale.api.errors import SpecError
+from tokenscale.cli.inputs import bad_input, fail_invalid, read_input
+from tokenscale.data import AZURE_CONVERSATION, bundled_trace
+from tokenscale.playground.load import shaped_trace
+from tokenscale.playground.service import default_spec_path, load_service
+from tokenscale.playground.session import (
+    Frame,
+    Playground,
+    PlaygroundOptions,
+    PlaygroundResult,
+)
+from tokenscale.simulation import Trace, TraceError, parse_trace, scale_trace
+from tokenscale.simulation.trace import TraceRequest
+
+
+class LoadShape(enum.StrEnum):
+    step = "step"
+    ramp = "ramp"
+    burst = "burst"
+
+
+def _fmt(value: float | None, unit: str = "", scale: float = 1.0, digits: int = 2) -> str:
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        return "–"
+    return f"{value * scale:.{digits}f}{unit}"
+
+
+def render_frame(frame: Frame, ttft_slo: float | None, tpot_slo: float | None) -> Panel:
+    """The live view: replicas against the constraints, pressure, latency, events."""
+    grid = Table.grid(padding=(0, 2))
+    grid.add_column(style="bold")
+    grid.add_column()
+    c = frame.constraints
+    constraints = " · ".join(f"{k} {v:.2f}" for k, v in c.items()) or "–"
+    grid.add_row(
+        "replicas",
+        f"desired {frame.desired if frame.desired is not None else '–'} · ready {frame.ready} · "
+        f"starting {frame.starting}   (plan: {constraints})",
+    )
+    grid.add_row(
+        "pressure",
+        f"KV usage {_fmt(frame.kv_usage, ' %', 100, 0)} · queue {_fmt(frame.waiting, '', 1, 0)}",
+    )
+    grid.add_row(
+        "latency P99",
+        f"TTFT {_fmt(frame.ttft_p99_s, ' s')} (SLO {_fmt(ttft_slo, ' s')}) · "
+        f"TPOT {_fmt(frame.tpot_p99_s, ' ms', 1000, 0)} (SLO {_fmt(tpot_slo, ' ms', 1000, 0)})",
+    )
+    grid.add_row(
+        "requests",
+        f"sent {frame.sent} · finished {frame.done} · "
+        f"SLO attainment {_fmt(frame.attainment, ' %', 100, 1)}",
+    )
+    grid.add_row("decision", Text(frame.decision or "–", overflow="fold"))
+    events = Text("\n".join(f"{e.t_s / 60:5.1f} min  {e.message}" for e in frame.events) or "–")
+    grid.add_row("events", events)
+    title = f"tokenscale playground · t = {frame.t_s / 60:.1f} min (modelled) · {frame.phase}"
+    return Panel(Group(grid), title=title, title_align="left")
+
+
+def summary_table(r: PlaygroundResult) -> Table:
+    table = Table(title=f"playground summary: {r.service} · ×{r.speed:g}")
+    table.add_column("metric")
+    table.add_column("value", justify="right")
+    rows = [
+        ("load", r.trace),
+        ("modelled duration", f"{r.duration_s / 60:.1f} min"),
+        ("requests sent / completed", f"{r.sent} / {r.completed}"),
+        ("SLO attainment", f"{r.slo_attainment * 100:.1f} %"),
+        ("TTFT P50 / P99", f"{_fmt(r.ttft_p50_s, ' s')} / {_fmt(r.ttft_p99_s, ' s')}"),
+        ("TPOT P99", _fmt(r.tpot_p99_s, " ms", 1000, 0)),
+        ("GPU-hours", f"{r.gpu_hours:.2f}"),
+        ("replicas max (ready)", str(r.replicas_max)),
+        ("scale events", str(len(r.events))),
+    ]
+    for k, v in rows:
+        table.add_row(k, v)
+    return table
+
+
+def draw_playground(r: PlaygroundResult, path: Path) -> None:
+    import matplotlib  # noqa: PLC0415 - only for --plot
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt  # noqa: PLC0415
+
+    tl = r.timeline
+    t = [p.t_s / 60 for p in tl]
+    fig, (ax_rps, ax_rep, ax_kv, ax_lat) = plt.subplots(4, 1, figsize=(11, 10), sharex=True)
+    ax_rps.plot(t, [p.arrival_rps for p in tl], color="black", lw=1)
+    ax_rps.set_ylabel("arrivals / s")
+    ax_rps.set_title(f"{r.service} · {r.trace} · ×{r.speed:g} · {r.slo_attainment * 100:.1f} % SLO")
+    ax_rep.step(t, [p.replicas_target for p in tl], where="post", ls=":", label="desired")
+    ax_rep.step(t, [p.replicas_ready for p in tl], where="post", label="ready")
+    for e in r.events:
+        ax_rep.axvline(e.t_s / 60, color="grey", lw=0.5)
+    ax_rep.set_ylabel("replicas")
+    ax_rep.legend(loc="upper left", fontsize=8)
+    ax_kv.plot(t, [p.kv_usage_max for p in tl], label="KV usage (max)")
+    ax_kv.set_ylim(0, 1.05)
+    ax_kv.set_ylabel("KV usage")
+    ax_q = ax_kv.twinx()
+    ax_q.plot(t, [p.waiting for p in tl], color="tab:orange", lw=1)
+    ax_q.set_ylabel("waiting", color="tab:orange")
+    nan = float("nan")
+    ax_lat.plot(t, [p.ttft_p99_s if p.ttft_p99_s is not None else nan for p in tl], label="TTFT")
+    ax_lat.plot(t, [p.tpot_p99_s if p.tpot_p99_s is not None else nan for p in tl], label="TPOT")
+    for slo, color in ((r.ttft_slo_s, "tab:blue"), (r.tpot_slo_s, "tab:orange")):
+        if slo is not None:
+            ax_lat.axhline(slo, color=color, ls="--", lw=1)
+    ax_lat.set_yscale("log")
+    ax_lat.set_ylabel("P99 s (Prometheus; dashed: SLO)")
+    ax_lat.legend(loc="upper left", fontsize=8)
+    ax_lat.set_xlabel("minutes (modelled)")
+    for ax in (ax_rps, ax_rep, ax_kv, ax_lat):
+        ax.grid(alpha=0.3)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+
+
+def _cut(trace: Trace, duration_s: float | None) -> Trace:
+    if duration_s is None:
+        return trace
+    kept: tuple[TraceRequest, ...] = tuple(r for r in trace.requests if r.arrival_s <= duration_s)
+    if not kept:
+        raise bad_input(f"--duration {duration_s:g}: the trace has no request that early")
+    return Trace(kept, trace.source, trace.block_tokens)
+
+
+def playground_command(
+    spec: Annotated[
+        Path | None,
+        typer.Option("--spec", help="InferenceService YAML (default: a small Llama-8B on L4)."),
+    ] = None,
+    trace: Annotated[
+        Path | None,
+        typer.Option("--trace", help="Azure CSV or Mooncake JSONL (default: the bundled one)."),
+    ] = None,
+    load: Annotated[
+        LoadShape | None, typer.Option("--load", help="A synthetic load instead of a trace.")
+    ] = None,
+    speed: Annotated[float, typer.Option(help="Modelled seconds per real second.")] = 20.0,
+    duration: Annotated[
+        float | None, typer.Option(help="Modelled seconds of load (default: the whole trace).")
+    ] = None,
+    rate_scale: Annotated[
+        float,
+        typer.Option(help="Multiply the trace's arrival rate (the default trace: 0.2)."),
+    ] = 0.0,
+    low_rps: Annotated[
+        float | None, typer.Option(help="--load: the low rate (default: half the spec's mean).")
+    ] = None,
+    high_rps: Annotated[
+        float | None, typer.Option(help="--load: the high rate (default: 3× the spec's peak).")
+    ] = None,
+    cold_start: Annotated[
+        float, typer.Option(help="Modelled seconds from a pod's creation to Ready.")
+    ] = 60.0,
+    settle: Annotated[
+        float | None,
+        typer.Option(help="Modelled seconds to watch after the load (default: window + 60)."),
+    ] = None,
+    plot: Annotated[Path | None, typer.Option("--plot", help="Write the timeline PNG.")] = None,
+    keep: Annotated[
+        bool, typer.Option("--keep", help="Leave the cluster, Prometheus and the operator up.")
+    ] = False,
+    headless: Annotated[
+        bool, typer.Option("--headless", help="No live view: progress lines only.")
+    ] = False,
+    workdir: Annotated[
+        Path | None, typer.Option(help="Logs, kubeconfig and data (default: a temp dir).")
+    ] = None,
+) -> None:
+    """Run the operator against a live twin of a vLLM fleet: real control plane, Prometheus
+    and `tokenscale run`; one twin per pod; a trace replayed through a least-loaded router."""
+    console = Console()
+    if speed <= 0:
+        raise bad_input("--speed must be > 0")
+    if trace is not None and load is not None:
+        raise bad_input("--trace and --load are exclusive")
+    path = spec or default_spec_path()
+    try:
+        service = load_service(read_input(path), str(path))
+    except SpecError as err:
+        fail_invalid(err, path)
+        return
+    try:
+        if load is not None:
+            w = service.spec.workload
+            peak = w.rps.peak or w.rps.mean * (w.rps.burst_factor or 1.0)
+            run_trace = shaped_trace(
+                load.value,
+                duration or 900.0,
+                low_rps if low_rps is not None else w.rps.mean / 2,
+                high_rps if high_rps is not None else 3 * peak,
+            )
+        else:
+            source = trace or bundled_trace(AZURE_CONVERSATION)
+            parsed = parse_trace(read_input(source), source=source.name)
+            scale = rate_scale or (0.2 if trace is None else 1.0)
+            run_trace = _cut(scale_trace(parsed, rate_scale=scale), duration)
+    except TraceError as err:
+        raise bad_input(str(err)) from err
+    own_dir = workdir is None
+    work = workdir or Path(tempfile.mkdtemp(prefix="tokenscale-playground-"))
+    opts = PlaygroundOptions(
+        service=service,
+        trace=run_trace,
+        workdir=work,
+        speed=speed,
+        cold_start_s=cold_start,
+        settle_s=settle,
+        keep=keep,
+    )
+
+    def note(message: str) -> None:
+        stamp = time.strftime("%H:%M:%S")
+        console.print(f"[dim]{stamp}[/] {message}", highlight=False)
+
+    def stop_on_term(_signum: int, _frame: object) -> None:
+        raise KeyboardInterrupt  # SIGTERM stops everything, as Ctrl-C does
+
+    signal.signal(signal.SIGTERM, stop_on_term)
+    pg = Playground(opts, note)
+    slo = service.spec.slo
+    ok = False
+    try:
+        pg.start_infrastructure()
+        console.print(
+            f"[bold]KUBECONFIG={pg.kubeconfig}[/]  (in another terminal: "
+            "kubectl get infsvc -n playground -w)",
+            highlight=False,
+        )
+        if headless:
+            result = asyncio.run(pg.run())
+        else:
+            with Live(console=console, refresh_per_second=2, transient=False) as live:
+
+                def show(frame: Frame) -> None:
+                    live.update(render_frame(frame, slo.ttft_p99_seconds, slo.tpot_p99_seconds))
+
+                result = asyncio.run(pg.run(show))
+            console.print()
+        ok = True
+    except KeyboardInterrupt:
+        console.print("interrupted: stopping everything the playground started")
+        raise typer.Exit(130) from None
+    finally:
+        if keep:
+            stop = pg.write_stop_script()
+            console.print(f"left running; stop it with: sh {stop}", highlight=False)
+        else:
+            pg.stop()
+            if own_dir and ok:
+                shutil.rmtree(work, ignore_errors=True)
+            elif not ok:
+                console.print(f"logs kept in {work}", highlight=False)
+    console.print(summary_table(result))
+    for e in result.events:
+        console.print(f"  {e.t_s / 60:5.1f} min  {e.message}", highlight=False)
+    if plot is not None:
+        draw_playground(result, plot)
+        console.print(f"timeline written to {plot}", highlight=False)

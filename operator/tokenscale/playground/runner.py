@@ -1,0 +1,179 @@
+"""The pod runner: the playground's kubelet. No kubelet runs here, so it watches (polls) the pods
+the Deployment's ReplicaSet creates and gives each one a twin.
+
+For every pod of the service: a twin server on its own port (one asyncio server per pod, all in
+this process, ticked by one :class:`TwinDriver`); after the modelled cold start (÷ speed) the
+pod is marked Ready through the status subresource (phase Running, conditions Ready and
+ContainersReady, podIP 127.0.0.1), so the ReplicaSet's and the Deployment's ready counts follow
+through the controller manager; the twin joins the router and Prometheus' file-based discovery
+with the ``namespace`` / ``inferenceservice`` labels. A pod that goes (pods never scheduled are
+deleted at once) leaves the router and the targets at once; its twin finishes the requests it
+holds, as vLLM drains on SIGTERM, then stops.
+"""
+
+import asyncio
+import logging
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any
+
+from kubernetes import client
+
+from tokenscale.playground.engine import ModelClock, TwinDriver, TwinEngine
+from tokenscale.playground.load import Router
+from tokenscale.playground.processes import free_port
+from tokenscale.playground.prometheus import PrometheusServer
+from tokenscale.playground.service import PlaygroundService
+from tokenscale.playground.twin import Twin
+from tokenscale.render.labels import INFERENCE_SERVICE_LABEL
+
+log = logging.getLogger(__name__)
+DRAIN_LIMIT_S = 30.0
+
+
+@dataclass(eq=False)
+class PodTwin:
+    pod: str
+    twin: Twin
+    started: float
+    ready: bool = False
+
+
+class PodRunner:
+    def __init__(
+        self,
+        core: client.CoreV1Api,
+        namespace: str,
+        service: PlaygroundService,
+        clock: ModelClock,
+        driver: TwinDriver,
+        router: Router,
+        prometheus: PrometheusServer,
+        cold_start_s: float,
+        note: Callable[[str], None] = lambda _msg: None,
+        poll_s: float = 0.25,
+    ) -> None:
+        self.core = core
+        self.namespace = namespace
+        self.service = service
+        self.clock = clock
+        self.driver = driver
+        self.router = router
+        self.prometheus = prometheus
+        self.cold_start_wall_s = cold_start_s / clock.speed
+        self.note = note
+        self.poll_s = poll_s
+        self.pods: dict[str, PodTwin] = {}
+        self._draining: set[asyncio.Task[None]] = set()
+        self._draining_twins: set[Twin] = set()
+        self.ports_used: list[int] = []
+
+    @property
+    def ready(self) -> int:
+        return sum(1 for p in self.pods.values() if p.ready)
+
+    @property
+    def starting(self) -> int:
+        return sum(1 for p in self.pods.values() if not p.ready)
+
+    def twins(self) -> list[Twin]:
+        return [p.twin for p in self.pods.values() if p.ready]
+
+    async def run(self) -> None:
+        while True:
+            try:
+                await self.sync()
+            except client.exceptions.ApiException as exc:
+                log.warning("pod runner: %s", exc.reason)
+            await asyncio.sleep(self.poll_s)
+
+    async def sync(self) -> None:
+        selector = f"{INFERENCE_SERVICE_LABEL}={self.service.name}"
+        listed: Any = await asyncio.to_thread(
+            self.core.list_namespaced_pod, self.namespace, label_selector=selector
+        )
+        live: set[str] = {
+            p.metadata.name for p in listed.items if p.metadata.deletion_timestamp is None
+        }
+        for name in sorted(live - self.pods.keys()):
+            await self._start(name)
+        now = time.monotonic()
+        for pt in list(self.pods.values()):
+            if pt.pod in live and not pt.ready and now - pt.started >= self.cold_start_wall_s:
+                await self._mark_ready(pt)
+        for name in sorted(self.pods.keys() - live):
+            self._gone(self.pods.pop(name))
+
+    async def _start(self, pod: str) -> None:
+        engine = TwinEngine(self.service.engine, self.clock, self.driver.kick)
+        port = free_port()
+        twin = await Twin(engine, self.service.identity, port).start()
+        self.ports_used.append(port)
+        self.driver.engines.add(engine)
+        self.pods[pod] = PodTwin(pod, twin, time.monotonic())
+        self.note(f"pod {pod}: twin on :{port}, starting")
+
+    async def _mark_ready(self, pt: PodTwin) -> None:
+        stamp = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+        conditions = [
+            {"type": t, "status": "True", "lastTransitionTime": stamp}
+            for t in ("Initialized", "PodScheduled", "ContainersReady", "Ready")
+        ]
+        body: dict[str, Any] = {
+            "status": {
+                "phase": "Running",
+                "podIP": "127.0.0.1",
+                "podIPs": [{"ip": "127.0.0.1"}],
+                "hostIP": "127.0.0.1",
+                "startTime": stamp,
+                "conditions": conditions,
+            }
+        }
+        try:
+            await asyncio.to_thread(
+                self.core.patch_namespaced_pod_status, pt.pod, self.namespace, body
+            )
+        except client.exceptions.ApiException as exc:
+            if exc.status == 404:
+                return  # gone meanwhile: the next sync drops it
+            raise
+        pt.ready = True
+        self.router.add(pt.twin)
+        self.prometheus.add_target(pt.twin.target, self.namespace, self.service.name)
+        self.note(f"pod {pt.pod}: Ready")
+
+    def _gone(self, pt: PodTwin) -> None:
+        self.router.remove(pt.twin)
+        self.prometheus.remove_target(pt.twin.target)
+        self.note(f"pod {pt.pod}: deleted, twin draining")
+        self._draining_twins.add(pt.twin)
+        task = asyncio.get_running_loop().create_task(self._drain(pt.twin))
+        self._draining.add(task)
+        task.add_done_callback(self._draining.discard)
+
+    async def _drain(self, twin: Twin) -> None:
+        deadline = time.monotonic() + DRAIN_LIMIT_S
+        while twin.in_flight and time.monotonic() < deadline:
+            await asyncio.sleep(0.1)
+        await twin.stop()
+        self.driver.engines.discard(twin.engine)
+        self._draining_twins.discard(twin)
+
+    async def stop(self) -> None:
+        """Stop every twin now (in-flight requests are cut)."""
+        for task in list(self._draining):
+            task.cancel()
+        if self._draining:
+            await asyncio.gather(*self._draining, return_exceptions=True)
+        for twin in list(self._draining_twins):
+            await twin.stop()
+            self.driver.engines.discard(twin.engine)
+        self._draining_twins.clear()
+        for pt in self.pods.values():
+            self.router.remove(pt.twin)
+            self.prometheus.remove_target(pt.twin.target)
+            await pt.twin.stop()
+            self.driver.engines.discard(pt.twin.engine)
+        self.pods.clear()

@@ -1,0 +1,77 @@
+"""The InferenceService a playground runs: its manifest, the engine its twins model, and the
+manifest as applied (its time settings divided by ``speed``: the operator reads the wall clock).
+"""
+
+import copy
+from dataclasses import dataclass
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from tokenscale.api.errors import SpecError
+from tokenscale.api.inference_service import InferenceServiceSpec
+from tokenscale.api.manifest import parse_manifests
+from tokenscale.planning import Plan, plan_service
+from tokenscale.playground.engine import TwinIdentity
+from tokenscale.simulation.replica import ReplicaConfig, replica_config
+from tokenscale.simulation.trace import MOONCAKE_BLOCK_TOKENS
+
+DEFAULT_SPEC = "llama-3.1-8b-l4.yaml"
+
+
+def default_spec_path() -> Path:
+    return Path(str(resources.files("tokenscale") / "data" / "playground" / DEFAULT_SPEC))
+
+
+@dataclass(frozen=True)
+class PlaygroundService:
+    name: str
+    manifest: dict[str, Any]
+    spec: InferenceServiceSpec
+    """With the plan's tensor-parallel size filled in (what the Deployment runs)."""
+    plan: Plan
+    engine: ReplicaConfig
+    identity: TwinIdentity
+
+    def applied_manifest(self, namespace: str, speed: float) -> dict[str, Any]:
+        """The manifest for the API server: this namespace, scale-down window ÷ ``speed``."""
+        body = copy.deepcopy(self.manifest)
+        body["metadata"] = {"name": self.name, "namespace": namespace}
+        policy = body["spec"].setdefault("scaling", {}).setdefault("policy", {})
+        window = self.spec.scaling.policy.scale_down_stabilization_seconds
+        policy["scaleDownStabilizationSeconds"] = max(1, round(window / speed))
+        up = self.spec.scaling.policy.scale_up_stabilization_seconds
+        if up:
+            policy["scaleUpStabilizationSeconds"] = max(1, round(up / speed))
+        return body
+
+
+def load_service(text: str, source: str) -> PlaygroundService:
+    """The first InferenceService in ``text``; SpecError when it is invalid or infeasible."""
+    docs = [d for d in yaml.safe_load_all(text) if d]
+    services = parse_manifests(text)
+    if not services:
+        raise SpecError.single("kind", f"{source}: no InferenceService")
+    svc = services[0]
+    manifest = next(d for d in docs if d.get("kind") == "InferenceService")
+    plan = plan_service(svc.spec, svc.metadata.name)
+    if not plan.feasible:
+        raise SpecError.single(
+            "spec", f"{source}: the plan is infeasible: " + "; ".join(plan.infeasible_reasons)
+        )
+    hw = svc.spec.hardware.model_copy(update={"tensor_parallel_size": plan.tensor_parallel_size})
+    spec = svc.spec.model_copy(update={"hardware": hw})
+    return PlaygroundService(
+        name=svc.metadata.name,
+        manifest=manifest,
+        spec=spec,
+        plan=plan,
+        engine=replica_config(spec, plan, MOONCAKE_BLOCK_TOKENS),
+        identity=TwinIdentity(
+            model=spec.model.name,
+            max_model_len=plan.max_model_len,
+            gpu_memory_utilization=spec.hardware.gpu_memory_utilization,
+        ),
+    )

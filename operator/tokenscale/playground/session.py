@@ -1,0 +1,386 @@
+"""One playground run: start the real components, apply the service, replay the load, watch.
+
+Started, in order, each a real component: etcd, kube-apiserver and kube-controller-manager
+(:mod:`.cluster`; the binaries are built on the first run and cached), Prometheus
+(:mod:`.prometheus`, file-based discovery) and ``tokenscale run`` itself, unchanged, as a child
+process pointed at them. Then, in this process's event loop: the pod runner and its twins, the
+load generator, and a monitor that samples the fleet once a second (wall) for the view, the
+timeline and the summary.
+
+Time: the trace, the cold start and the latencies are modelled seconds; everything runs at
+``speed`` × real time. The operator reads the wall clock, so its resync interval, its metric
+windows and the service's stabilization windows are divided by ``speed`` (with floors that
+Prometheus' 1 s scrapes need).
+
+Stopping (:meth:`Playground.stop`, also on Ctrl-C): twins, operator, Prometheus, then the
+controller manager, the API server and etcd, in that order. With ``keep`` the processes stay up
+and ``stop.sh`` in the work directory stops them.
+"""
+
+import asyncio
+import contextlib
+import math
+import shutil
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+from kubernetes import client
+
+from tokenscale.api.crd import build_crd
+from tokenscale.kube.connect import connect
+from tokenscale.playground.cluster import BUILD_MINUTES, Cluster, kube_binaries_cached
+from tokenscale.playground.engine import ModelClock, TwinDriver
+from tokenscale.playground.load import LoadStats, Outcome, Router, replay
+from tokenscale.playground.processes import Process
+from tokenscale.playground.prometheus import PrometheusServer
+from tokenscale.playground.runner import PodRunner
+from tokenscale.playground.service import PlaygroundService
+from tokenscale.simulation import TimelinePoint, Trace
+from tokenscale.simulation.trace import percentile
+
+NAMESPACE = "playground"
+GROUP, VERSION, PLURAL = "tokenscale.io", "v1alpha1", "inferenceservices"
+
+
+@dataclass(frozen=True)
+class PlaygroundOptions:
+    service: PlaygroundService
+    trace: Trace
+    workdir: Path
+    speed: float = 10.0
+    cold_start_s: float = 60.0
+    """Modelled seconds from a pod's creation to Ready (image pull, weights, CUDA graphs)."""
+    settle_s: float | None = None
+    """Modelled seconds to keep watching after the load (None: the scale-down window + 60 s)."""
+    keep: bool = False
+    interval_s: float = 15.0
+    """The operator's resync interval in modelled seconds."""
+
+
+@dataclass(frozen=True)
+class ScaleEvent:
+    t_s: float
+    reason: str
+    message: str
+
+
+@dataclass
+class Frame:
+    """What the view shows at one moment (modelled time)."""
+
+    t_s: float
+    phase: str
+    desired: int | None = None
+    ready: int = 0
+    starting: int = 0
+    constraints: dict[str, float] = field(default_factory=dict)
+    kv_usage: float | None = None
+    waiting: float | None = None
+    ttft_p99_s: float | None = None
+    tpot_p99_s: float | None = None
+    decision: str = ""
+    sent: int = 0
+    done: int = 0
+    attainment: float | None = None
+    events: list[ScaleEvent] = field(default_factory=list)
+
+
+@dataclass
+class PlaygroundResult:
+    service: str
+    speed: float
+    trace: str
+    duration_s: float
+    sent: int
+    completed: int
+    slo_attainment: float
+    ttft_p50_s: float
+    ttft_p99_s: float
+    tpot_p99_s: float
+    gpu_hours: float
+    replicas_max: int
+    events: list[ScaleEvent]
+    timeline: list[TimelinePoint]
+    ttft_slo_s: float | None
+    tpot_slo_s: float | None
+    ports: list[int]
+    pids: list[int]
+
+
+def meets_slo(o: Outcome, ttft_slo: float | None, tpot_slo: float | None) -> bool:
+    if not o.ok or o.ttft_s is None:
+        return False
+    if ttft_slo is not None and o.ttft_s > ttft_slo:
+        return False
+    return tpot_slo is None or o.tpot_s is None or o.tpot_s <= tpot_slo
+
+
+class Playground:
+    def __init__(self, opts: PlaygroundOptions, note: Callable[[str], None]) -> None:
+        self.opts = opts
+        self.note = note
+        w = opts.workdir
+        self.cluster = Cluster(w / "cluster", progress=lambda m: note(f"  build: {m}"))
+        self.prometheus = PrometheusServer(w / "prometheus")
+        self.operator: Process | None = None
+        self.runner: PodRunner | None = None
+        self.frame = Frame(0.0, "starting")
+        self.events: list[ScaleEvent] = []
+        self._seen_events: set[str] = set()
+        self.ports: list[int] = []
+        self.pids: list[int] = []
+
+    # -- processes --------------------------------------------------------------------------------
+    def start_infrastructure(self) -> None:
+        opts, note = self.opts, self.note
+        opts.workdir.mkdir(parents=True, exist_ok=True)
+        crd_file = opts.workdir / "crd.yaml"
+        crd_file.write_text(yaml.safe_dump(build_crd(), sort_keys=False))
+        self.cluster.crd_files = [crd_file]
+        if not kube_binaries_cached():
+            note(
+                "First run: building kube-apiserver and kube-controller-manager from Debian's "
+                f"Kubernetes 1.20 source ({BUILD_MINUTES} minutes on 2 cores; cached for the "
+                "next runs)"
+            )
+        t = time.monotonic()
+        self.cluster.start()
+        self.pids += self.cluster.pids
+        self.ports.append(self.cluster.port)
+        note(f"etcd, kube-apiserver, kube-controller-manager up ({time.monotonic() - t:.0f} s)")
+        if shutil.which("prometheus") is None:
+            note("Prometheus not found: installing Debian's package (apt-get install prometheus)")
+        t = time.monotonic()
+        self.prometheus.start()
+        assert self.prometheus.process is not None
+        self.pids.append(self.prometheus.process.pid)
+        self.ports.append(self.prometheus.port)
+        note(f"Prometheus up at {self.prometheus.url} ({time.monotonic() - t:.0f} s)")
+        speed = opts.speed
+        gauge_s = max(3, math.ceil(60 / speed))
+        rate_s = max(5, math.ceil(120 / speed))
+        self.operator = self.cluster.operator(
+            "tokenscale-run",
+            NAMESPACE,
+            max(1.0, opts.interval_s / speed),
+            opts.workdir,
+            "--prometheus-url",
+            self.prometheus.url,
+            "--metrics-gauge-window",
+            f"{gauge_s}s",
+            "--metrics-rate-window",
+            f"{rate_s}s",
+        )
+        self.pids.append(self.operator.pid)
+        note(f"tokenscale run started (log: {self.operator.log_path})")
+
+    def stop(self) -> None:
+        """Stop every process this playground started (twins stop with the event loop)."""
+        if self.operator is not None:
+            self.operator.stop()
+            self.operator = None
+        self.prometheus.stop()
+        self.cluster.stop()
+
+    def write_stop_script(self) -> Path:
+        path = self.opts.workdir / "stop.sh"
+        procs = [self.operator.pid] if self.operator else []
+        if self.prometheus.process is not None:
+            procs.append(self.prometheus.process.pid)
+        procs += list(reversed(self.cluster.pids))  # the API server before etcd
+        lines = [
+            "#!/bin/sh",
+            "# Stops what `tokenscale playground --keep` left running, in order (the API server",
+            "# before etcd), each process group waited for up to 15 s.",
+        ]
+        for pid in procs:
+            lines.append(f"kill -TERM -{pid} 2>/dev/null")
+            lines.append(f"i=0; while kill -0 {pid} 2>/dev/null && [ $i -lt 75 ]; do")
+            lines.append("  sleep 0.2; i=$((i+1)); done")
+        path.write_text("\n".join(lines) + "\n")
+        path.chmod(0o755)
+        return path
+
+    @property
+    def kubeconfig(self) -> Path:
+        return self.cluster.workdir / "kubeconfig-admin"
+
+    # -- the loop ------------------------------------------------------------------------------
+    async def run(self, on_frame: Callable[[Frame], None] | None = None) -> PlaygroundResult:
+        opts = self.opts
+        svc = opts.service
+        api = connect(str(self.cluster.kubeconfig()))
+        core = client.CoreV1Api(api)
+        custom = client.CustomObjectsApi(api)
+        namespace: Any = {"metadata": {"name": NAMESPACE}}
+        await asyncio.to_thread(core.create_namespace, namespace)
+        body = svc.applied_manifest(NAMESPACE, opts.speed)
+        await asyncio.to_thread(
+            custom.create_namespaced_custom_object, GROUP, VERSION, NAMESPACE, PLURAL, body
+        )
+        self.note(f"InferenceService {NAMESPACE}/{svc.name} applied")
+        clock = ModelClock(opts.speed)
+        driver = TwinDriver(clock)
+        driver.start()
+        router = Router()
+        runner = PodRunner(
+            core,
+            NAMESPACE,
+            svc,
+            clock,
+            driver,
+            router,
+            self.prometheus,
+            opts.cold_start_s,
+            self.note,
+        )
+        self.runner = runner
+        stats = LoadStats()
+        samples: list[TimelinePoint] = []
+        gpu_seconds = 0.0
+        tasks: list[asyncio.Task[Any]] = [asyncio.get_running_loop().create_task(runner.run())]
+        try:
+            # traffic starts once the first replica serves
+            while not runner.ready:
+                await asyncio.sleep(0.5)
+                frame = await self._observe(custom, core, 0.0, stats)
+                if on_frame:
+                    on_frame(frame)
+            self.note("first replica Ready: replaying the load")
+            load_clock = ModelClock(opts.speed)
+            load = asyncio.get_running_loop().create_task(
+                replay(
+                    opts.trace,
+                    router,
+                    opts.speed,
+                    svc.identity.model,
+                    svc.identity.max_model_len,
+                    stats,
+                )
+            )
+            tasks.append(load)
+            window = svc.spec.scaling.policy.scale_down_stabilization_seconds
+            settle = opts.settle_s if opts.settle_s is not None else window + 60.0
+            settle_until: float | None = None
+            last_t, last_sent = 0.0, 0
+            self.frame.phase = "load"
+            while True:
+                await asyncio.sleep(1.0)
+                t = load_clock.now()
+                frame = await self._observe(custom, core, t, stats)
+                dt = max(t - last_t, 1e-9)
+                gpu_seconds += (frame.ready + frame.starting) * svc.plan.tensor_parallel_size * dt
+                samples.append(
+                    TimelinePoint(
+                        t_s=t,
+                        arrival_rps=(stats.sent - last_sent) / dt,
+                        replicas_target=frame.desired or 0,
+                        replicas_ready=frame.ready,
+                        replicas_starting=frame.starting,
+                        waiting=int(frame.waiting or 0),
+                        kv_usage_max=frame.kv_usage or 0.0,
+                        ttft_p99_s=frame.ttft_p99_s,
+                        tpot_p99_s=frame.tpot_p99_s,
+                        reason=frame.decision,
+                    )
+                )
+                last_t, last_sent = t, stats.sent
+                if load.done() and settle_until is None:
+                    load.result()
+                    settle_until = t + settle
+                    self.frame.phase = "settling"
+                    self.note(f"load done; watching {settle:.0f} s more for scale-down")
+                if settle_until is not None and t >= settle_until:
+                    break
+                if on_frame:
+                    on_frame(frame)
+        finally:
+            for task in tasks:
+                task.cancel()
+            await asyncio.gather(*tasks, return_exceptions=True)
+            await runner.stop()
+            await driver.stop()
+            self.ports += runner.ports_used
+        return self._result(stats, samples, gpu_seconds)
+
+    async def _observe(
+        self, custom: client.CustomObjectsApi, core: client.CoreV1Api, t: float, stats: LoadStats
+    ) -> Frame:
+        svc, frame, runner = self.opts.service, self.frame, self.runner
+        assert runner is not None
+        frame.t_s = t
+        frame.ready, frame.starting = runner.ready, runner.starting
+        frame.sent, frame.done = stats.sent, len(stats.outcomes)
+        slo = svc.spec.slo
+        if stats.outcomes:
+            met = sum(
+                meets_slo(o, slo.ttft_p99_seconds, slo.tpot_p99_seconds) for o in stats.outcomes
+            )
+            frame.attainment = met / len(stats.outcomes)
+        with contextlib.suppress(client.exceptions.ApiException):
+            obj: Any = await asyncio.to_thread(
+                custom.get_namespaced_custom_object, GROUP, VERSION, NAMESPACE, PLURAL, svc.name
+            )
+            status = obj.get("status") or {}
+            frame.desired = status.get("replicas")
+            plan = status.get("plan") or {}
+            frame.constraints = {
+                k: float(plan[f"{k}Replicas"])
+                for k in ("throughput", "concurrency", "kv")
+                if plan.get(f"{k}Replicas") is not None
+            }
+            live = status.get("live") or {}
+            frame.kv_usage = live.get("kvUsage")
+            frame.waiting = live.get("waiting")
+            frame.ttft_p99_s = live.get("ttftP99Seconds")
+            frame.tpot_p99_s = live.get("tpotP99Seconds")
+            frame.decision = (status.get("decision") or {}).get("reason", "")
+            listed: Any = await asyncio.to_thread(core.list_namespaced_event, NAMESPACE)
+            for e in sorted(listed.items, key=lambda e: e.metadata.creation_timestamp):
+                if e.involved_object.name != svc.name or e.reason != "Scaled":
+                    continue
+                if e.metadata.uid in self._seen_events:
+                    continue
+                self._seen_events.add(e.metadata.uid)
+                self.events.append(ScaleEvent(t, e.reason, e.message))
+                self.note(f"event: {e.message}")
+            frame.events = self.events[-5:]
+        return frame
+
+    def _result(
+        self, stats: LoadStats, timeline: list[TimelinePoint], gpu_seconds: float
+    ) -> PlaygroundResult:
+        svc = self.opts.service
+        slo = svc.spec.slo
+        outs = stats.outcomes
+        met = sum(meets_slo(o, slo.ttft_p99_seconds, slo.tpot_p99_seconds) for o in outs)
+        ttft = [o.ttft_s for o in outs if o.ttft_s is not None]
+        tpot = [o.tpot_s for o in outs if o.tpot_s is not None]
+
+        def pct(values: list[float], q: float) -> float:
+            return percentile(values, q) if values else math.nan
+
+        return PlaygroundResult(
+            service=svc.name,
+            speed=self.opts.speed,
+            trace=self.opts.trace.source,
+            duration_s=timeline[-1].t_s if timeline else 0.0,
+            sent=stats.sent,
+            completed=sum(1 for o in outs if o.ok),
+            slo_attainment=met / stats.sent if stats.sent else 0.0,
+            ttft_p50_s=pct(ttft, 0.5),
+            ttft_p99_s=pct(ttft, 0.99),
+            tpot_p99_s=pct(tpot, 0.99),
+            gpu_hours=gpu_seconds / 3600.0,
+            replicas_max=max((p.replicas_ready for p in timeline), default=0),
+            events=list(self.events),
+            timeline=timeline,
+            ttft_slo_s=slo.ttft_p99_seconds,
+            tpot_slo_s=slo.tpot_p99_seconds,
+            ports=list(self.ports),
+            pids=list(self.pids),
+        )

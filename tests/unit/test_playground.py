@@ -1,0 +1,94 @@
+"""The playground's pieces that need no server: token release timing, the speed-scaled
+manifest, the synthetic loads and the command's input errors."""
+
+import pytest
+from typer.testing import CliRunner
+
+from tokenscale.cli.app import app
+from tokenscale.playground.engine import ModelClock, Stream, TwinEngine, prompt_blocks
+from tokenscale.playground.load import shaped_trace, shared_prefix_prompt
+from tokenscale.playground.service import default_spec_path, load_service
+from tokenscale.simulation.replica import SimRequest
+from tokenscale.simulation.trace import TraceRequest, window_rates
+
+
+def test_tokens_are_released_at_their_modelled_times() -> None:
+    req = SimRequest(0.0, 10, 5)
+    stream = Stream(req)
+    # the engine produced the first token at 1.0 s and three more by 1.3 s
+    req.generated, req.first_token_s, req.last_token_s = 4, 1.0, 1.3
+    stream.learn()
+    assert not stream.release(0.99)
+    assert stream.next_due() == pytest.approx(1.0)
+    assert stream.release(1.0)
+    assert stream.released == 1
+    assert stream.next_due() == pytest.approx(1.1)
+    stream.release(1.21)
+    assert stream.released == 3
+    stream.release(5.0)
+    assert stream.released == 4
+    assert not stream.done
+    req.generated, req.last_token_s = 5, 1.4
+    stream.learn()
+    stream.release(1.4)
+    assert stream.done
+
+
+def test_the_applied_manifest_divides_the_windows_by_the_speed() -> None:
+    service = load_service(default_spec_path().read_text(), "default")
+    body = service.applied_manifest("playground", speed=20.0)
+    assert body["metadata"] == {"name": service.name, "namespace": "playground"}
+    window = service.spec.scaling.policy.scale_down_stabilization_seconds
+    assert body["spec"]["scaling"]["policy"]["scaleDownStabilizationSeconds"] == window / 20
+    assert service.manifest["spec"]["scaling"]["policy"]["scaleDownStabilizationSeconds"] == window
+    assert service.engine.kv_blocks == service.plan.kv_capacity_blocks_per_replica
+
+
+def test_the_default_spec_plans_a_small_fleet() -> None:
+    service = load_service(default_spec_path().read_text(), "default")
+    assert service.plan.feasible
+    assert 1 <= service.plan.replicas.total <= 3
+    assert service.spec.scaling.max_replicas <= 8
+
+
+@pytest.mark.parametrize("shape", ["step", "ramp", "burst"])
+def test_synthetic_loads_have_their_shape(shape: str) -> None:
+    trace = shaped_trace(shape, 900.0, 0.5, 4.0, seed=2)
+    rates = window_rates(trace, 15.0)  # 60 windows
+    assert max(rates) > 2.0
+    assert sum(rates[:4]) / 4 < 1.5  # starts low
+    if shape == "step":
+        assert sum(rates[20:40]) / 20 > 3 * sum(rates[:20]) / 20
+
+
+def test_the_command_rejects_bad_inputs() -> None:
+    runner = CliRunner()
+    both = runner.invoke(app, ["playground", "--load", "step", "--trace", "x.csv"])
+    assert both.exit_code == 2
+    slow = runner.invoke(app, ["playground", "--speed", "0"])
+    assert slow.exit_code == 2
+
+
+def test_shared_prefix_blocks_reach_the_twins_prefix_cache() -> None:
+    a = TraceRequest(0.0, 1100, 5, (7, 8, 9))
+    b = TraceRequest(0.0, 1100, 5, (7, 8, 10))
+    c = TraceRequest(0.0, 1100, 5, (6, 8, 9))
+    pa, pb, pc = (shared_prefix_prompt(r, i, 512).split() for i, r in enumerate((a, b, c)))
+    assert len(pa) == 1100
+    ha, hb, hc = (prompt_blocks(p, 512) for p in (pa, pb, pc))
+    assert len(ha) == 2  # full blocks only
+    assert ha == hb  # the same two leading blocks (the third is partial: unique words)
+    assert ha[0] != hc[0]
+    assert ha[1] != hc[1]  # chained: the same block after a different prefix does not match
+
+
+def test_an_aborted_request_frees_its_kv_blocks() -> None:
+    service = load_service(default_spec_path().read_text(), "default")
+    engine = TwinEngine(service.engine, ModelClock(1.0))
+    stream = engine.submit(3000, 200)
+    engine.replica.run_until(engine.clock.now() + 5.0)  # prefilled, decoding
+    assert engine.replica.free_blocks < service.engine.kv_blocks
+    engine.abort(stream)
+    assert engine.replica.free_blocks == service.engine.kv_blocks
+    assert engine.replica.idle
+    assert engine.aborted == 1
