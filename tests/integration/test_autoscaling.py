@@ -93,6 +93,7 @@ def test_kv_pressure_scales_up_and_relief_scales_down_after_the_window(
     )
     status = objects.get("test")["status"]
     assert status["live"]["kvUsage"] == 0.95
+    assert status["ttftP99"].endswith(" live")  # the TTFT column: live when metrics exist
     assert status["decision"]["source"] == "metrics"
     assert any(d.startswith("KV cache near full") for d in status["diagnosis"])
     template_hash = objects.deployment("test").spec.template.metadata.annotations[
@@ -146,7 +147,10 @@ def test_prometheus_down_holds_replicas_and_says_why(
         assert "unreachable" in cond["message"]
         time.sleep(WINDOW_S + 4)
         assert _replicas(objects) == held  # nothing lost, nothing scaled down blind
-        assert objects.get("test")["status"]["decision"]["source"] == "hold"
+        status = objects.get("test")["status"]
+        assert status["decision"]["source"] == "hold"
+        assert "live" not in status  # the status is replaced whole: no stale snapshot
+        assert status["ttftP99"].endswith(" estimate")
         assert op.alive()
         pod.stop()
     finally:

@@ -288,7 +288,7 @@ def test_a_409_conflict_is_retried(api: client.ApiClient, objects: Objects) -> N
     stale = objects.get("test")["metadata"]["resourceVersion"]
     objects.patch_spec("test", {"scaling": {"minReplicas": 2}})  # moves resourceVersion on
     kube = Kube(api)
-    written = kube.patch_status(objects.ns, "test", {"replicas": 4}, resource_version=stale)
+    written = kube.replace_status(objects.ns, "test", {"replicas": 4}, resource_version=stale)
     assert written["status"]["replicas"] == 4
     assert objects.get("test")["status"]["replicas"] == 4
 
@@ -338,3 +338,31 @@ def test_a_profile_ref_is_read_from_its_config_map(
     assert plan["maxConcurrencyPerReplica"] == 32
     assert "concurrency 32" in plan["sources"]["rps_per_replica"]
     assert objects.deployment("test") is not None
+
+
+def test_kubectl_explain_sees_a_type_for_every_spec_field(api: client.ApiClient) -> None:
+    """The OpenAPI v2 the API server publishes for the CRD (what ``kubectl explain`` reads)
+    keeps every property's type: no field of the spec shows as ``<>``."""
+    kube = Kube(api)
+    definitions = kube._raw("GET", "/openapi/v2")["definitions"]
+    key = next((k for k in definitions if k.endswith("v1alpha1.InferenceService")), None)
+    assert key is not None, [k for k in definitions if "tokenscale" in k]
+    root = definitions[key]
+    untyped = []
+    # int-or-string, and free-form objects (x-kubernetes-preserve-unknown-fields), have no
+    # single type in OpenAPI v2
+    free_form = {"tensorParallelSize", "affinity", "resources", "hfConfig"}
+
+    def walk(node: dict[str, Any], path: str) -> None:
+        for name, sub in (node.get("properties") or {}).items():
+            if "type" not in sub and name not in free_form:
+                untyped.append(f"{path}.{name}")
+            walk(sub, f"{path}.{name}")
+        if isinstance(node.get("items"), dict):
+            walk(node["items"], f"{path}[]")
+
+    walk(root["properties"]["spec"], "spec")
+    walk(root["properties"]["status"], "status")
+    assert not untyped
+    slo = root["properties"]["spec"]["properties"]["slo"]["properties"]
+    assert slo["ttftP99Seconds"]["type"] == "number"

@@ -29,7 +29,7 @@ VALUE_SETS: dict[str, dict[str, Any]] = {
         "grafanaDashboard": {"enabled": True},
     },
 }
-CUSTOM_KINDS = {"ServiceMonitor", "PodMonitor", "KopfPeering", "ClusterKopfPeering"}
+CUSTOM_KINDS = {"ServiceMonitor", "PodMonitor"}
 
 
 @pytest.fixture(scope="module")
@@ -139,14 +139,23 @@ def test_namespaced_rbac_uses_roles(helm: str, tmp_path: Path) -> None:
     assert "--all-namespaces" not in args
 
 
-def test_ha_adds_peering_and_secrets_need_a_value(helm: str, tmp_path: Path) -> None:
+def test_ha_adds_leader_election_and_secrets_need_a_value(helm: str, tmp_path: Path) -> None:
     docs = _render(helm, tmp_path, VALUE_SETS["ha"])
-    assert set(rbac.PEERING_CLUSTER) <= _rules(docs, "ClusterRole")
-    assert any(d["kind"] == "ClusterKopfPeering" for d in docs)
-    args = next(d for d in docs if d["kind"] == "Deployment")["spec"]["template"]["spec"][
-        "containers"
-    ][0]["args"]
-    assert any(a.startswith("--peering=") for a in args)
+    roles = [d for d in docs if d["kind"] == "Role"]
+    assert [r["metadata"]["namespace"] for r in roles] == ["tokenscale-system"]
+    assert _rules(docs, "Role") == set(rbac.LEADER_ELECTION)
+    assert not any(r[0] == "kopf.dev" for r in _rules(docs, "ClusterRole"))
+    dep = next(d for d in docs if d["kind"] == "Deployment")
+    assert dep["spec"]["replicas"] == 2
+    container = dep["spec"]["template"]["spec"]["containers"][0]
+    args = container["args"]
+    assert "--leader-elect" in args
+    assert {"--lease-duration=15", "--renew-deadline=10", "--retry-period=2"} <= set(args)
+    env = {e["name"]: e["valueFrom"]["fieldRef"]["fieldPath"] for e in container["env"]}
+    assert env == {"POD_NAME": "metadata.name", "POD_NAMESPACE": "metadata.namespace"}
+    single = next(d for d in _render(helm, tmp_path, {}) if d["kind"] == "Deployment")
+    assert single["spec"]["replicas"] == 1  # the default stays one replica, no election
+    assert "--leader-elect" not in single["spec"]["template"]["spec"]["containers"][0]["args"]
     assert not any(r[1] == "secrets" for r in _rules(docs, "ClusterRole"))
     with_secrets = _render(helm, tmp_path, {"rbac": {"readSecrets": True}})
     assert set(rbac.SECRETS) <= _rules(with_secrets, "ClusterRole")
@@ -161,7 +170,7 @@ def test_chart_ships_the_generated_crd_itself(helm: str, tmp_path: Path) -> None
         if d["kind"] == "CustomResourceDefinition"
     }
     assert crds["inferenceservices.tokenscale.io"] == yaml.safe_load(link.read_text())
-    assert {"clusterkopfpeerings.kopf.dev", "kopfpeerings.kopf.dev"} <= set(crds)  # HA
+    assert set(crds) == {"inferenceservices.tokenscale.io"}  # HA needs no CRD of its own
 
 
 @pytest.mark.parametrize(

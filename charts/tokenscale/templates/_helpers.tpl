@@ -29,7 +29,7 @@ app.kubernetes.io/instance: {{ .Release.Name }}
   verbs: ["get", "list", "watch", "patch"]
 - apiGroups: ["tokenscale.io"]
   resources: ["inferenceservices/status"]
-  verbs: ["get", "patch"]
+  verbs: ["get", "update"]
 - apiGroups: ["apps"]
   resources: ["deployments"]
   verbs: ["get", "list", "watch", "create", "patch", "delete"]
@@ -48,6 +48,9 @@ app.kubernetes.io/instance: {{ .Release.Name }}
 - apiGroups: [""]
   resources: ["configmaps"]
   verbs: ["get"]
+- apiGroups: [""]
+  resources: ["pods"]
+  verbs: ["list", "patch"]
 {{- if .Values.rbac.readSecrets }}
 - apiGroups: [""]
   resources: ["secrets"]

@@ -3,9 +3,11 @@
 The models are the single source of truth: ``tokenscale crd`` writes
 ``crds/inferenceservices.tokenscale.io.yaml`` and a test fails when the committed file drifts.
 The JSON Schema pydantic produces is rewritten into a *structural* OpenAPI v3 schema that a
-1.20 API server accepts: ``$ref`` inlined, ``anyOf [X, null]`` → ``nullable``, draft-2020
-numeric ``exclusiveMinimum`` → OpenAPI 3.0 booleans, ``const`` → ``enum``, free-form objects →
-``x-kubernetes-preserve-unknown-fields``, mixed int/string enums →
+1.20 API server accepts: ``$ref`` inlined; ``anyOf [X, null]`` → plain ``X`` (absent means
+None: the API server prunes a null sent for a non-nullable field, and a ``nullable`` field
+would lose its type in the OpenAPI v2 that ``kubectl explain`` reads); draft-2020 numeric
+``exclusiveMinimum`` → OpenAPI 3.0 booleans; ``const`` → ``enum``; free-form objects →
+``x-kubernetes-preserve-unknown-fields``; mixed int/string enums →
 ``x-kubernetes-int-or-string``. Cross-field rules stay in the operator (no CEL on 1.20).
 """
 
@@ -46,7 +48,6 @@ def _structural(node: Any) -> Any:
         if options is None:
             continue
         non_null = [o for o in options if o.get("type") != "null"]
-        nullable = len(non_null) < len(options)
         if len(non_null) == 1:
             inner = _structural(non_null[0])
             node = {**inner, **node}
@@ -56,8 +57,6 @@ def _structural(node: Any) -> Any:
                 node["x-kubernetes-int-or-string"] = True
             else:  # pragma: no cover - no such field today
                 raise ValueError(f"cannot express union {options} structurally")
-        if nullable:
-            node["nullable"] = True
     if "const" in node:
         node["enum"] = [node.pop("const")]
     if "enum" in node and "type" not in node:
@@ -118,9 +117,9 @@ def _columns() -> list[dict[str, Any]]:
         col("Binding", "string", ".status.plan.bindingConstraint", "Binding constraint"),
         col(
             "TTFT-P99",
-            "number",
-            ".status.plan.ttftP99EstimateSeconds",
-            "TTFT P99 (estimate until live metrics arrive)",
+            "string",
+            ".status.ttftP99",
+            "TTFT P99: live when metrics exist, else the plan's estimate (labelled)",
         ),
         col("KV", "number", ".status.live.kvUsage", "KV cache usage (live, max over replicas)"),
         col("Age", "date", ".metadata.creationTimestamp", "Age"),

@@ -126,7 +126,10 @@ class ScalingStateStatus(ApiModel):
 
 
 class InferenceServiceStatus(ApiModel):
-    """Observed state, written by the operator."""
+    """Observed state, written whole by the operator on every change (a part that no longer
+    applies is absent: ``live`` without fresh metrics, ``decision`` for an infeasible spec).
+    ``decidedReplicas``, ``scaling`` and ``lastScaleTime`` are the engine's memory: they are
+    kept while the spec is infeasible so that nothing is forgotten when it is fixed."""
 
     observed_generation: int | None = Field(default=None, description="Spec generation acted on.")
     replicas: int | None = Field(default=None, description="Desired replicas (scale subresource).")
@@ -144,3 +147,8 @@ class InferenceServiceStatus(ApiModel):
     decision: DecisionStatus | None = Field(default=None, description="The last decision.")
     diagnosis: list[str] = Field(default_factory=list, description="What limits the service.")
     scaling: ScalingStateStatus | None = Field(default=None, description="Engine memory.")
+    ttft_p99: str | None = Field(
+        default=None,
+        description="TTFT P99 for people, with its unit and origin: the live value when "
+        "metrics exist ('840ms live'), else the plan's estimate ('1.05s estimate').",
+    )

@@ -291,13 +291,32 @@ def run(
             envvar="TOKENSCALE_METRICS_RATE_WINDOW", help="Window for rates and quantiles."
         ),
     ] = "2m",
-    peering: Annotated[
-        str | None,
+    leader_elect: Annotated[
+        bool,
         typer.Option(
-            envvar="TOKENSCALE_PEERING",
-            help="Kopf peering name: several replicas, exactly one active (HA).",
+            envvar="TOKENSCALE_LEADER_ELECT",
+            help="Compete for a Lease: several replicas, only the leader works (HA).",
         ),
+    ] = False,
+    leader_election_namespace: Annotated[
+        str | None, typer.Option(envvar="POD_NAMESPACE", help="Namespace of the Lease.")
     ] = None,
+    leader_election_name: Annotated[
+        str, typer.Option(envvar="TOKENSCALE_LEADER_ELECTION_NAME", help="Lease name.")
+    ] = "tokenscale-leader",
+    leader_election_identity: Annotated[
+        str | None, typer.Option(envvar="POD_NAME", help="This candidate (the pod name).")
+    ] = None,
+    lease_duration: Annotated[
+        float, typer.Option(envvar="TOKENSCALE_LEASE_DURATION", help="Seconds a claim lasts.")
+    ] = 15.0,
+    renew_deadline: Annotated[
+        float,
+        typer.Option(envvar="TOKENSCALE_RENEW_DEADLINE", help="Leader stops if not renewed."),
+    ] = 10.0,
+    retry_period: Annotated[
+        float, typer.Option(envvar="TOKENSCALE_RETRY_PERIOD", help="Seconds between attempts.")
+    ] = 2.0,
     metrics_port: Annotated[
         int | None,
         typer.Option(envvar="TOKENSCALE_METRICS_PORT", help="Serve the operator's /metrics."),
@@ -328,7 +347,7 @@ def run(
     ] = None,
 ) -> None:
     """Run the operator: reconcile InferenceServices into vLLM Deployments."""
-    from tokenscale.controller.handlers import run_operator  # noqa: PLC0415 - heavy import
+    from tokenscale.controller.leader import run_operator  # noqa: PLC0415 - heavy import
     from tokenscale.controller.settings import Settings  # noqa: PLC0415
 
     names = tuple(n.strip() for item in namespace or [] for n in item.split(",") if n.strip())
@@ -349,8 +368,13 @@ def run(
             kubeconfig=kubeconfig,
             liveness_endpoint=liveness,
             metrics_port=metrics_port,
-            standalone=peering is None,
-            peering_name=peering or "tokenscale",
+            leader_elect=leader_elect,
+            leader_election_namespace=leader_election_namespace,
+            leader_election_name=leader_election_name,
+            leader_election_identity=leader_election_identity,
+            lease_duration_seconds=lease_duration,
+            renew_deadline_seconds=renew_deadline,
+            retry_period_seconds=retry_period,
         )
     except ValueError as exc:
         Console(stderr=True).print(f"[red]error:[/] {exc}")

@@ -11,10 +11,14 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+from pydantic import ValidationError
+
 from tokenscale.api.errors import SpecError
 from tokenscale.api.inference_service import InferenceService
 from tokenscale.api.manifest import parse_inference_service
 from tokenscale.api.profile import parse_profile
+from tokenscale.api.status import Condition, InferenceServiceStatus, ScalingStateStatus
+from tokenscale.controller.graceful import DELETION_COST, deletion_costs
 from tokenscale.controller.status import (
     condition,
     decision_status,
@@ -25,6 +29,8 @@ from tokenscale.controller.status import (
     ready_condition,
     scaling_state_status,
     state_from_status,
+    status_document,
+    ttft_display,
 )
 from tokenscale.controller.workload import (
     WORKLOAD_KINDS,
@@ -57,6 +63,8 @@ class MetricsView:
     source_error: str | None
     now_s: float
     stale_after_s: float = 120.0
+    running_by_pod: Mapping[str, float] | None = None
+    """Running requests per pod (None: unknown), to pick the pods a scale-down removes."""
 
 
 @dataclass
@@ -98,32 +106,44 @@ def _reject(
         emit("Warning", reason, message)
         outcome.events.append(("Warning", reason, message))
     observed = observe_workload(read_workload(kube, ns, name))
-    new_status: dict[str, Any] = {
-        "observedGeneration": gen,
-        "replicas": observed.replicas if observed else 0,
-        "readyReplicas": observed.ready_replicas if observed else 0,
-        "selector": selector_string(name),
-        "conditions": [
+    summary = (
+        plan_summary(plan, service.spec.slo.ttft_p99_seconds, service.spec.slo.tpot_p99_seconds)
+        if plan is not None and plan.replicas is not None and service is not None
+        else None
+    )
+    try:  # written by us through the same schema; anything else is dropped, not fatal
+        kept = ScalingStateStatus.model_validate(status.get("scaling"))
+    except ValidationError:
+        kept = None
+    new_status = InferenceServiceStatus(
+        observed_generation=gen,
+        replicas=observed.replicas if observed else 0,
+        ready_replicas=observed.ready_replicas if observed else 0,
+        selector=selector_string(name),
+        conditions=[
             ready_condition(previous, False, observed, now, gen),
             condition(previous, "PlanFeasible", "False", reason, message, now, gen),
             deployment_condition(previous, observed, now, gen),
             _carry(previous, "MetricsAvailable", now, gen),
         ],
-    }
-    if plan is not None and service is not None and plan.replicas is not None:
-        # a configuration that cannot serve has no counts to summarise
-        new_status["plan"] = plan_summary(
-            plan, service.spec.slo.ttft_p99_seconds, service.spec.slo.tpot_p99_seconds
-        )
-    if _status_changed(status, new_status):
-        kube.patch_status(ns, name, new_status)
+        plan=summary,
+        # the engine's memory outlives a bad spec; the decision and live numbers do not
+        decided_replicas=status.get("decidedReplicas"),
+        scaling=kept,
+        last_scale_time=status.get("lastScaleTime"),
+        ttft_p99=ttft_display(None, summary),
+    )
+    _write_status(kube, body, status, new_status)
     return outcome
 
 
-def _carry(previous: list[dict[str, Any]], ctype: str, now: str, gen: int | None) -> dict[str, Any]:
+def _carry(previous: list[dict[str, Any]], ctype: str, now: str, gen: int | None) -> Condition:
     old = next((c for c in previous if c.get("type") == ctype), None)
     if old is not None:
-        return old
+        try:
+            return Condition.model_validate(old)
+        except ValidationError:
+            pass
     return condition(
         previous, ctype, "Unknown", "NotEvaluated", "the plan is not feasible", now, gen
     )
@@ -218,6 +238,8 @@ def reconcile(
         diff = differences(desired, live) if live is not None else ["(missing)"]
         diff = diff or selector_drift(obj, live)
         if diff:
+            if kind == "Deployment" and live is not None:
+                _least_work_first(kube, ns, name, obj, live, metrics)
             try:
                 applied = kube.apply(obj)
             except LwsNotInstalledError as err:
@@ -241,20 +263,26 @@ def reconcile(
     observed = observe_workload(live_workload)
     outcome.ready_replicas = observed.ready_replicas if observed else 0
     scaled = previous_decision != decision.replicas
-    new_status: dict[str, Any] = {
-        "observedGeneration": gen,
-        "replicas": decision.replicas,
-        "decidedReplicas": decision.replicas,
-        "readyReplicas": observed.ready_replicas if observed else 0,
-        "availableReplicas": observed.available_replicas if observed else 0,
-        "selector": selector_string(name),
-        "tensorParallelSize": plan.tensor_parallel_size,
-        "plan": plan_summary(
-            plan, service.spec.slo.ttft_p99_seconds, service.spec.slo.tpot_p99_seconds
-        ),
-        "decision": decision_status(decision),
-        "diagnosis": decision.diagnosis,
-        "conditions": [
+    summary = plan_summary(
+        plan, service.spec.slo.ttft_p99_seconds, service.spec.slo.tpot_p99_seconds
+    )
+    now_live = (
+        live_status(metrics.snapshot, now)
+        if metrics is not None and metrics.snapshot is not None
+        else None
+    )
+    new_status = InferenceServiceStatus(
+        observed_generation=gen,
+        replicas=decision.replicas,
+        decided_replicas=decision.replicas,
+        ready_replicas=observed.ready_replicas if observed else 0,
+        available_replicas=observed.available_replicas if observed else 0,
+        selector=selector_string(name),
+        tensor_parallel_size=plan.tensor_parallel_size,
+        plan=summary,
+        decision=decision_status(decision),
+        diagnosis=decision.diagnosis,
+        conditions=[
             ready_condition(previous, True, observed, now, gen),
             condition(
                 previous,
@@ -270,14 +298,12 @@ def reconcile(
             deployment_condition(previous, observed, now, gen),
             metrics_condition(previous, now, gen, None if metrics is None else decision),
         ],
-        "lastScaleTime": now if scaled else status.get("lastScaleTime", now),
-    }
-    if metrics is not None:
-        new_status["scaling"] = scaling_state_status(decision.state)
-        if metrics.snapshot is not None:
-            new_status["live"] = live_status(metrics.snapshot, now)
-    if _status_changed(status, new_status):
-        kube.patch_status(ns, name, new_status)
+        last_scale_time=now if scaled else status.get("lastScaleTime", now),
+        scaling=scaling_state_status(decision.state) if metrics is not None else None,
+        live=now_live,
+        ttft_p99=ttft_display(now_live, summary),
+    )
+    _write_status(kube, body, status, new_status)
     return outcome
 
 
@@ -291,8 +317,42 @@ def _layout(plan: Plan) -> str:
     return text + (f" on {plan.nodes_per_replica} nodes" if plan.nodes_per_replica > 1 else "")
 
 
-def _status_changed(old: Mapping[str, Any], new: Mapping[str, Any]) -> bool:
-    return bool(differences(dict(new), dict(old)))
+def _least_work_first(
+    kube: Kube,
+    ns: str,
+    name: str,
+    desired: dict[str, Any],
+    live: dict[str, Any],
+    metrics: MetricsView | None,
+) -> None:
+    """Before fewer replicas: the pods with the least running requests get the lowest
+    deletion cost, so the ReplicaSet removes them first."""
+    fewer = int(desired["spec"]["replicas"]) < int((live.get("spec") or {}).get("replicas") or 0)
+    if not fewer or metrics is None:
+        return
+    if not metrics.running_by_pod:
+        log.info("%s/%s: scale-down without per-pod metrics: the ReplicaSet picks", ns, name)
+        return
+    pods = kube.list_pods(ns, selector_string(name))
+    costs = deletion_costs(pods, metrics.running_by_pod)
+    for pod, cost in costs.items():
+        kube.annotate_pod(ns, pod, {DELETION_COST: cost})
+    log.info(
+        "%s/%s: scale-down: deletion cost set on %d of %d pods", ns, name, len(costs), len(pods)
+    )
+
+
+def _write_status(
+    kube: Kube,
+    body: Mapping[str, Any],
+    old: Mapping[str, Any],
+    new: InferenceServiceStatus,
+) -> None:
+    """Replace the status whole when it differs (conditional on the version read)."""
+    document = status_document(new)
+    if document != dict(old):
+        meta = body["metadata"]
+        kube.replace_status(meta["namespace"], meta["name"], document, meta.get("resourceVersion"))
 
 
 def _announce(

@@ -4,6 +4,8 @@ from typing import Self
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from tokenscale.controller.leadership import ElectionConfig
+
 
 class Settings(BaseModel):
     """Everything ``tokenscale run`` can be told; nothing is read from the environment later."""
@@ -29,8 +31,19 @@ class Settings(BaseModel):
     metrics_port: int | None = Field(
         default=None, ge=1, le=65535, description="Serve the operator's /metrics here."
     )
-    standalone: bool = Field(default=True, description="No peering (single operator).")
-    peering_name: str = Field(default="tokenscale", description="Kopf peering object (HA).")
+    leader_elect: bool = Field(
+        default=False, description="Compete for a Lease; only the leader works (HA)."
+    )
+    leader_election_namespace: str | None = Field(
+        default=None, description="Namespace of the Lease (the operator's own)."
+    )
+    leader_election_name: str = Field(default="tokenscale-leader", description="Lease name.")
+    leader_election_identity: str | None = Field(
+        default=None, description="This candidate's name (the pod name)."
+    )
+    lease_duration_seconds: float = Field(default=15.0, gt=0, description="A claim lasts.")
+    renew_deadline_seconds: float = Field(default=10.0, gt=0, description="Leader gives up.")
+    retry_period_seconds: float = Field(default=2.0, gt=0, description="Between attempts.")
     liveness_endpoint: str | None = Field(
         default=None, description="e.g. http://0.0.0.0:8080/healthz"
     )
@@ -39,7 +52,28 @@ class Settings(BaseModel):
     def _scope(self) -> Self:
         if self.namespaces and self.all_namespaces:
             raise ValueError("give --namespace or --all-namespaces, not both")
+        if self.leader_elect and not (
+            self.leader_election_namespace and self.leader_election_identity
+        ):
+            raise ValueError(
+                "--leader-elect needs --leader-election-namespace (POD_NAMESPACE) and "
+                "--leader-election-identity (POD_NAME)"
+            )
+        self.election()  # the three durations must be ordered
         return self
+
+    def election(self) -> ElectionConfig | None:
+        """The leader election to run, or None (a single operator)."""
+        if not self.leader_elect:
+            return None
+        return ElectionConfig(
+            identity=self.leader_election_identity or "",
+            namespace=self.leader_election_namespace or "",
+            name=self.leader_election_name,
+            lease_duration_s=self.lease_duration_seconds,
+            renew_deadline_s=self.renew_deadline_seconds,
+            retry_period_s=self.retry_period_seconds,
+        )
 
     @property
     def clusterwide(self) -> bool:

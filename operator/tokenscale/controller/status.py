@@ -1,4 +1,9 @@
-"""PURE: the status the operator writes, from what it planned, decided and observed."""
+"""PURE: the status the operator writes, from what it planned, decided and observed.
+
+Every builder returns a typed model of api/status.py; reconcile assembles one
+:class:`InferenceServiceStatus` and replaces the status with it whole, so a part that no
+longer applies (``live`` without metrics, ``decision`` for an infeasible spec) disappears.
+"""
 
 from dataclasses import dataclass
 from typing import Any, Literal
@@ -6,6 +11,7 @@ from typing import Any, Literal
 from tokenscale.api.status import (
     Condition,
     DecisionStatus,
+    InferenceServiceStatus,
     LiveStatus,
     PlanSummary,
     ScalingStateStatus,
@@ -52,7 +58,7 @@ def condition(
     message: str,
     now: str,
     generation: int | None,
-) -> dict[str, Any]:
+) -> Condition:
     """A condition; its lastTransitionTime moves only when its status changes."""
     old = next((c for c in previous if c.get("type") == ctype), None)
     since = old["lastTransitionTime"] if old and old.get("status") == status else now
@@ -63,10 +69,10 @@ def condition(
         message=message,
         last_transition_time=since,
         observed_generation=generation,
-    ).model_dump(by_alias=True, exclude_none=True)
+    )
 
 
-def plan_summary(plan: Plan, ttft_slo: float | None, tpot_slo: float | None) -> dict[str, Any]:
+def plan_summary(plan: Plan, ttft_slo: float | None, tpot_slo: float | None) -> PlanSummary:
     r = plan.sized
     return PlanSummary(
         feasible=plan.feasible,
@@ -90,11 +96,11 @@ def plan_summary(plan: Plan, ttft_slo: float | None, tpot_slo: float | None) -> 
             if plan.cost_per_million_output_tokens is not None
             else None
         ),
-        cost_per_hour=plan.cost_per_hour,
+        cost_per_hour=(round(plan.cost_per_hour, 4) if plan.cost_per_hour is not None else None),
         reasons=plan.infeasible_reasons,
         warnings=plan.warnings,
         sources=plan.sources,
-    ).model_dump(by_alias=True)
+    )
 
 
 def ready_condition(
@@ -103,7 +109,7 @@ def ready_condition(
     observed: Observed | None,
     now: str,
     generation: int | None,
-) -> dict[str, Any]:
+) -> Condition:
     if not plan_ok:
         return condition(
             previous,
@@ -147,7 +153,7 @@ def ready_condition(
 
 def deployment_condition(
     previous: list[dict[str, Any]], observed: Observed | None, now: str, generation: int | None
-) -> dict[str, Any]:
+) -> Condition:
     if observed is None:
         return condition(
             previous,
@@ -185,7 +191,7 @@ def metrics_condition(
     now: str,
     generation: int | None,
     decision: Decision | None = None,
-) -> dict[str, Any]:
+) -> Condition:
     """True when the decision rests on fresh metrics; False with the reason otherwise."""
     if decision is None:
         return condition(
@@ -218,7 +224,7 @@ def metrics_condition(
     )
 
 
-def live_status(snap: Snapshot, at: str) -> dict[str, Any]:
+def live_status(snap: Snapshot, at: str) -> LiveStatus:
     return LiveStatus(
         at=at,
         replicas_reporting=snap.replicas_reporting,
@@ -241,10 +247,10 @@ def live_status(snap: Snapshot, at: str) -> dict[str, Any]:
         prefix_cache_hit_rate=snap.prefix_cache_hit_rate,
         preemptions_per_second=snap.preemptions_per_s,
         sample_age_seconds=snap.newest_sample_age_s,
-    ).model_dump(by_alias=True, exclude_none=True)
+    )
 
 
-def decision_status(decision: Decision) -> dict[str, Any]:
+def decision_status(decision: Decision) -> DecisionStatus:
     return DecisionStatus(
         replicas=decision.replicas,
         source=decision.source,
@@ -263,10 +269,10 @@ def decision_status(decision: Decision) -> dict[str, Any]:
             )
             for s in decision.signals
         ],
-    ).model_dump(by_alias=True, exclude_none=True)
+    )
 
 
-def scaling_state_status(state: ScalingState) -> dict[str, Any]:
+def scaling_state_status(state: ScalingState) -> ScalingStateStatus:
     return ScalingStateStatus(
         low_since_seconds=state.low_since_s,
         peak_load_replicas=state.peak_load,
@@ -275,7 +281,7 @@ def scaling_state_status(state: ScalingState) -> dict[str, Any]:
         last_scale_seconds=state.last_scale_s,
         calibration=state.calibration,
         prefill_calibration=state.prefill_calibration,
-    ).model_dump(by_alias=True, exclude_none=True)
+    )
 
 
 def state_from_status(status: dict[str, Any]) -> ScalingState:
@@ -291,3 +297,22 @@ def state_from_status(status: dict[str, Any]) -> ScalingState:
         calibration=kept.get("calibration") or 1.0,
         prefill_calibration=kept.get("prefillCalibration") or 1.0,
     )
+
+
+def ttft_display(live: LiveStatus | None, plan: PlanSummary | None) -> str | None:
+    """The TTFT P99 column: the live value when metrics have one, else the estimate, with the
+    unit and where it comes from."""
+    if live is not None and live.ttft_p99_seconds is not None:
+        return f"{_seconds(live.ttft_p99_seconds)} live"
+    if plan is not None:
+        return f"{_seconds(plan.ttft_p99_estimate_seconds)} estimate"
+    return None
+
+
+def _seconds(value: float) -> str:
+    return f"{value * 1e3:.0f}ms" if value < 1 else f"{value:.2f}s"
+
+
+def status_document(status: InferenceServiceStatus) -> dict[str, Any]:
+    """The status as the API stores it (camelCase; absent, not null, when unknown)."""
+    return status.model_dump(by_alias=True, exclude_none=True)

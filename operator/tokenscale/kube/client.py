@@ -16,7 +16,6 @@ from tokenscale.kube import lws
 
 FIELD_MANAGER = "tokenscale"
 APPLY = "application/apply-patch+yaml"
-MERGE = "application/merge-patch+json"
 log = logging.getLogger(__name__)
 T = TypeVar("T")
 
@@ -162,6 +161,20 @@ class Kube:
             raise ValueError(f"cannot apply {kind}")
         return self._plain(out)
 
+    def list_pods(self, namespace: str, selector: str) -> list[dict[str, Any]]:
+        got = self.core.list_namespaced_pod(namespace, label_selector=selector)
+        return list(self._plain(got).get("items") or [])
+
+    def annotate_pod(self, namespace: str, name: str, annotations: dict[str, str]) -> None:
+        """Merge-patch annotations onto a pod (404: it is already gone, which is fine)."""
+        _or_none(
+            lambda: self._plain(
+                self.core.patch_namespaced_pod(
+                    name, namespace, {"metadata": {"annotations": annotations}}
+                )
+            )
+        )
+
     # -- the InferenceService ----------------------------------------------------------------
     def read_inference_service(self, namespace: str, name: str) -> dict[str, Any] | None:
         return _or_none(
@@ -210,30 +223,43 @@ class Kube:
             items.extend(cast(dict[str, Any], got)["items"])
         return items
 
-    def patch_status(
+    def replace_status(
         self,
         namespace: str,
         name: str,
         status: dict[str, Any],
         resource_version: str | None = None,
     ) -> dict[str, Any]:
-        """Merge-patch ``status``; with ``resource_version`` the write is conditional (409 when
-        someone wrote since) and is retried after re-reading the current version."""
+        """Replace the whole ``status`` (PUT on the status subresource: keys left out are
+        removed). Conditional on ``resource_version``; on 409 (someone, e.g. Kopf's annotation
+        patch, wrote since) the current version is re-read and the same status written again:
+        the operator is the status' only writer."""
         version = [resource_version]
 
         def write() -> dict[str, Any]:
-            body: dict[str, Any] = {"status": status}
-            if version[0] is not None:
-                body["metadata"] = {"resourceVersion": version[0]}
+            if version[0] is None:
+                current = self.read_inference_service(namespace, name)
+                if current is None:
+                    raise ApiException(status=404, reason="Not Found")
+                version[0] = current["metadata"]["resourceVersion"]
+            body: dict[str, Any] = {
+                "apiVersion": f"{API_GROUP}/{API_VERSION}",
+                "kind": "InferenceService",
+                "metadata": {
+                    "name": name,
+                    "namespace": namespace,
+                    "resourceVersion": version[0],
+                },
+                "status": status,
+            }
             try:
-                out = self.custom.patch_namespaced_custom_object_status(
-                    API_GROUP, API_VERSION, namespace, PLURAL, name, body, _content_type=MERGE
+                out = self.custom.replace_namespaced_custom_object_status(
+                    API_GROUP, API_VERSION, namespace, PLURAL, name, body
                 )
                 return cast(dict[str, Any], out)
             except ApiException as exc:
                 if exc.status == 409:
-                    current = self.read_inference_service(namespace, name)
-                    version[0] = current["metadata"]["resourceVersion"] if current else None
+                    version[0] = None  # re-read on the next attempt
                 raise
 
         return retry_on_conflict(write)

@@ -9,7 +9,7 @@ Rule = tuple[str, str, tuple[str, ...]]
 
 NAMESPACED: tuple[Rule, ...] = (
     ("tokenscale.io", "inferenceservices", ("get", "list", "watch", "patch")),
-    ("tokenscale.io", "inferenceservices/status", ("get", "patch")),
+    ("tokenscale.io", "inferenceservices/status", ("get", "update")),
     ("apps", "deployments", ("get", "list", "watch", "create", "patch", "delete")),
     (
         "leaderworkerset.x-k8s.io",
@@ -20,12 +20,14 @@ NAMESPACED: tuple[Rule, ...] = (
     ("policy", "poddisruptionbudgets", ("get", "create", "patch")),
     ("", "events", ("create", "patch")),
     ("", "configmaps", ("get",)),
+    ("", "pods", ("list", "patch")),
 )
-"""Reconcile: read/apply owned objects (server-side apply creates with create), write status
-and events, read the ConfigMap a ``spec.profileRef`` names; kopf watches InferenceServices
-and owned Deployments and LeaderWorkerSets (kube/lws.py) and patches its annotations. Delete:
-a service that moves between one node and many replaces its Deployment by a LeaderWorkerSet
-or back (controller/workload.py)."""
+"""Reconcile: read/apply owned objects (server-side apply creates with create), replace the
+status whole, post events, read the ConfigMap a ``spec.profileRef`` names, set the vLLM pods'
+deletion cost before a scale-down; kopf watches InferenceServices and owned Deployments and
+LeaderWorkerSets (kube/lws.py) and patches its annotations. Delete: a service that moves
+between one node and many replaces its Deployment by a LeaderWorkerSet or back
+(controller/workload.py)."""
 
 CLUSTER_READ: tuple[Rule, ...] = (
     ("apiextensions.k8s.io", "customresourcedefinitions", ("get", "list", "watch")),
@@ -35,13 +37,11 @@ CLUSTER_READ: tuple[Rule, ...] = (
 ALL_NAMESPACES: tuple[Rule, ...] = (("", "namespaces", ("get", "list", "watch")),)
 """kopf tracks namespaces when it watches all of them."""
 
-PEERING_CLUSTER: tuple[Rule, ...] = (
-    ("kopf.dev", "clusterkopfpeerings", ("get", "list", "watch", "patch")),
+LEADER_ELECTION: tuple[Rule, ...] = (
+    ("coordination.k8s.io", "leases", ("get", "create", "update")),
 )
-PEERING_NAMESPACED: tuple[Rule, ...] = (
-    ("kopf.dev", "kopfpeerings", ("get", "list", "watch", "patch")),
-)
-"""Only with more than one operator replica (HA): exactly one is active."""
+"""Only with more than one operator replica (HA), in the operator's own namespace
+(kube/lease.py: read, create, replace the Lease)."""
 
 SECRETS: tuple[Rule, ...] = (("", "secrets", ("get",)),)
 """Only when a value enables it; the operator never reads Secrets today."""

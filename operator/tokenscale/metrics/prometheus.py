@@ -24,7 +24,7 @@ from prometheus_api_client import PrometheusConnect
 from prometheus_api_client.exceptions import PrometheusApiClientException
 from urllib3.util.retry import Retry
 
-from tokenscale.metrics.promql import QueryConfig, queries
+from tokenscale.metrics.promql import QueryConfig, queries, running_per_pod
 from tokenscale.metrics.source import ServiceKey
 from tokenscale.scaling.snapshot import Snapshot
 
@@ -123,6 +123,25 @@ class PrometheusSource:
         if errors:
             log.warning("metrics: %s", self.last_error)
         return _assemble(results, self.cfg.query, now_s)
+
+    def running_by_pod(self, namespaces: list[str] | None) -> dict[ServiceKey, dict[str, float]]:
+        """Running requests per pod, per service (empty when unknown: nothing is guessed)."""
+        with requests.Session() as session:
+            try:
+                client = self._client(session)
+            except OSError:
+                return {}
+            result = self._run(
+                client, "running_per_pod", running_per_pod(self.cfg.query, namespaces)
+            )
+        out: dict[ServiceKey, dict[str, float]] = defaultdict(dict)
+        for series in result.series or []:
+            metric = series.get("metric") or {}
+            key, pod = _key(metric, self.cfg.query), metric.get(self.cfg.query.pod_label)
+            value, _ = _number(series.get("value"))
+            if key is not None and pod and value is not None:
+                out[key][pod] = value
+        return dict(out)
 
 
 def _key(metric: dict[str, str], cfg: QueryConfig) -> ServiceKey | None:

@@ -19,6 +19,7 @@ class QueryConfig:
     namespace_label: str = "namespace"
     service_label: str = "inferenceservice"
     instance_label: str = "instance"
+    pod_label: str = "pod"
     gauge_window: str = "1m"
     rate_window: str = "2m"
 
@@ -84,3 +85,11 @@ def queries(cfg: QueryConfig, namespaces: list[str] | None) -> dict[str, str]:
         "preemptions": rate(v.NUM_PREEMPTIONS),
         "newest_sample": f"max by ({g}) (timestamp({v.NUM_REQUESTS_RUNNING}{s}))",
     }
+
+
+def running_per_pod(cfg: QueryConfig, namespaces: list[str] | None) -> str:
+    """Running requests of each pod (the ``pod`` label the PodMonitor attaches): which replicas
+    have the least work and should go first on a scale-down."""
+    s = selector(cfg, namespaces)
+    g = f"{cfg.namespace_label}, {cfg.service_label}, {cfg.pod_label}"
+    return f"sum by ({g}) (last_over_time(vllm:num_requests_running{s}[{cfg.gauge_window}]))"

@@ -403,7 +403,7 @@ def plan_at(r: Resolved, conditions: Conditions, tp: int | Layout) -> Plan:
         reasons.append(why)
     sizing = _size(e, r, conditions, measured)
     warnings.extend(sizing.warnings)
-    if sizing.shortfall is not None:
+    if sizing.shortfall is not None and not reasons:  # a bound matters only where it can serve
         reasons.append(sizing.shortfall)
     return _assemble(r, conditions, e, sizing, measured, reasons, warnings)
 

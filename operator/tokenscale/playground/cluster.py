@@ -13,6 +13,7 @@ import shutil
 import subprocess
 import sys
 import textwrap
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from importlib import resources
@@ -79,6 +80,7 @@ class Cluster:
     """Installed before the controller manager starts, so its garbage collector knows them."""
     processes: list[Process] = field(default_factory=list)
     port: int = 0
+    apiserver_args: list[str] = field(default_factory=list)
 
     @property
     def server(self) -> str:
@@ -159,44 +161,27 @@ class Cluster:
         wait_for(lambda: requests.get(f"{etcd_url}/health", timeout=1).ok, 30, "etcd")
 
         self.port = free_port()
-        apiserver = Process(
-            "kube-apiserver",
-            [
-                str(bins / "kube-apiserver"),
-                f"--etcd-servers={etcd_url}",
-                "--bind-address=127.0.0.1",
-                "--advertise-address=127.0.0.1",
-                f"--secure-port={self.port}",
-                f"--cert-dir={w / 'certs'}",
-                f"--token-auth-file={w / 'tokens.csv'}",
-                f"--authorization-mode={self.authorization}",
-                f"--service-account-key-file={w / 'sa.pub'}",
-                f"--service-account-signing-key-file={key}",
-                "--service-account-issuer=https://kubernetes.default.svc",
-                "--service-cluster-ip-range=10.96.0.0/16",
-                "--disable-admission-plugins=ServiceAccount",
-                "--enable-priority-and-fairness=false",
-                "--logtostderr=true",
-                "--v=1",
-            ],
-            w,
-        )
+        self.apiserver_args = [
+            str(bins / "kube-apiserver"),
+            f"--etcd-servers={etcd_url}",
+            "--bind-address=127.0.0.1",
+            "--advertise-address=127.0.0.1",
+            f"--secure-port={self.port}",
+            f"--cert-dir={w / 'certs'}",
+            f"--token-auth-file={w / 'tokens.csv'}",
+            f"--authorization-mode={self.authorization}",
+            f"--service-account-key-file={w / 'sa.pub'}",
+            f"--service-account-signing-key-file={key}",
+            "--service-account-issuer=https://kubernetes.default.svc",
+            "--service-cluster-ip-range=10.96.0.0/16",
+            "--disable-admission-plugins=ServiceAccount",
+            "--enable-priority-and-fairness=false",
+            "--logtostderr=true",
+            "--v=1",
+        ]
+        apiserver = Process("kube-apiserver", self.apiserver_args, w)
         self.processes.append(apiserver)
-
-        def ready() -> bool:
-            if not apiserver.alive():
-                raise RuntimeError(f"kube-apiserver exited:\n{apiserver.tail()}")
-            if not self.ca.exists():
-                return False
-            r = requests.get(
-                f"{self.server}/readyz",
-                verify=str(self.ca),
-                timeout=2,
-                headers={"Authorization": f"Bearer {ADMIN_TOKEN}"},
-            )
-            return r.status_code == 200
-
-        wait_for(ready, 90, "kube-apiserver")
+        self._wait_ready(apiserver)
         self._install_crds()
         manager = Process(
             "kube-controller-manager",
@@ -216,6 +201,32 @@ class Cluster:
         )
         self.processes.append(manager)
         return self
+
+    def _wait_ready(self, apiserver: Process) -> None:
+        def ready() -> bool:
+            if not apiserver.alive():
+                raise RuntimeError(f"kube-apiserver exited:\n{apiserver.tail()}")
+            if not self.ca.exists():
+                return False
+            r = requests.get(
+                f"{self.server}/readyz",
+                verify=str(self.ca),
+                timeout=2,
+                headers={"Authorization": f"Bearer {ADMIN_TOKEN}"},
+            )
+            return r.status_code == 200
+
+        wait_for(ready, 90, "kube-apiserver")
+
+    def restart_apiserver(self, down_s: float = 0.0) -> None:
+        """Stop the API server (SIGTERM), stay down ``down_s``, start it again on the same port
+        and etcd: clients see refused connections, then the same data."""
+        old = next(p for p in self.processes if p.name == "kube-apiserver")
+        old.stop()
+        time.sleep(down_s)
+        fresh = Process("kube-apiserver", self.apiserver_args, self.workdir)
+        self.processes[self.processes.index(old)] = fresh
+        self._wait_ready(fresh)
 
     def _install_crds(self) -> None:
         from kubernetes import client  # noqa: PLC0415 - only needed here

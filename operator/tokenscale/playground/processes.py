@@ -69,6 +69,12 @@ class Process:
     def tail(self, lines: int = 40) -> str:
         return "\n".join(self.log_path.read_text(errors="replace").splitlines()[-lines:])
 
+    def kill(self) -> None:
+        """SIGKILL (kill -9): no cleanup, no goodbye."""
+        if self.proc.poll() is None:
+            os.killpg(self.proc.pid, signal.SIGKILL)
+            self.proc.wait(5)
+
     def stop(self, timeout_s: float = 15) -> None:
         if self.proc.poll() is None:
             with contextlib.suppress(ProcessLookupError):

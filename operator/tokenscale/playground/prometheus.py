@@ -75,12 +75,16 @@ class PrometheusServer:
             self.process.stop()
             self.process = None
 
-    def add_target(self, target: str, namespace: str | None, service: str | None) -> None:
+    def add_target(
+        self, target: str, namespace: str | None, service: str | None, pod: str | None = None
+    ) -> None:
         """A vLLM pod (with the labels the operator queries by), or, with None, a plain target
         (the operator itself, whose series carry their own namespace/inferenceservice labels)."""
         labels = (
             {"namespace": namespace, "inferenceservice": service} if namespace and service else {}
         )
+        if pod:
+            labels["pod"] = pod
         self.targets[target] = labels
         self._write_targets()
 

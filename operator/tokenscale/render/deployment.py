@@ -18,6 +18,55 @@ LOAD_BYTES_PER_S = 400e6
 #: Engine start, profiling and CUDA-graph capture on top of the weight load.
 START_OVERHEAD_S = 180
 PROBE_PERIOD_S = 10
+#: Seconds a terminating pod keeps serving before it drains, so that the endpoints controller
+#: and every proxy have stopped sending it new requests (admission stops here).
+ENDPOINT_DELAY_S = 5
+#: Seconds left after the drain for vLLM's own shutdown on SIGTERM.
+SHUTDOWN_MARGIN_S = 15
+#: Upper bound of the drain, whatever the plan says (a runaway estimate must not pin a pod).
+MAX_DRAIN_S = 1800
+DRAIN_SCRIPT = """\
+import time, urllib.request
+deadline = time.monotonic() + {budget}
+time.sleep({delay})
+while time.monotonic() < deadline:
+    try:
+        text = urllib.request.urlopen("http://127.0.0.1:{port}/metrics", timeout=2).read()
+    except Exception:
+        break
+    busy = sum(
+        float(line.rsplit(" ", 1)[1])
+        for line in text.decode().splitlines()
+        if line.startswith(("vllm:num_requests_running", "vllm:num_requests_waiting"))
+    )
+    if busy == 0:
+        break
+    time.sleep(1)
+"""
+
+
+def drain_seconds(plan: Plan) -> int:
+    """How long a removed replica may take to finish its in-flight requests: the plan's E2E P99
+    (a request admitted just before admission stopped takes that long at worst, P99)."""
+    e2e = plan.e2e_p99_estimate_s
+    if not math.isfinite(e2e) or e2e <= 0:
+        return MAX_DRAIN_S
+    return min(MAX_DRAIN_S, math.ceil(e2e))
+
+
+def termination_grace_seconds(plan: Plan) -> int:
+    """``terminationGracePeriodSeconds``: stop admission, drain for the E2E P99, shut down."""
+    return ENDPOINT_DELAY_S + drain_seconds(plan) + SHUTDOWN_MARGIN_S
+
+
+def pre_stop(plan: Plan) -> dict[str, Any]:
+    """The preStop hook: wait until no endpoint routes here any more, then until vLLM reports
+    no running or waiting request, bounded by the drain budget; then the kubelet sends SIGTERM.
+    Python is in every vLLM image; no shell or curl is assumed."""
+    script = DRAIN_SCRIPT.format(
+        budget=ENDPOINT_DELAY_S + drain_seconds(plan), delay=ENDPOINT_DELAY_S, port=VLLM_PORT
+    )
+    return {"exec": {"command": ["python3", "-c", script]}}
 
 
 def gpus_per_pod(plan: Plan) -> int:
@@ -110,6 +159,7 @@ def pod_template(name: str, spec: InferenceServiceSpec, plan: Plan, gpu: GpuSpec
         ),
         "readinessProbe": _probe("/health", 5, 3),
         "livenessProbe": _probe("/health", 10, 3),
+        "lifecycle": {"preStop": pre_stop(plan)},
     }
     if env:
         container["env"] = env
@@ -124,7 +174,7 @@ def pod_template(name: str, spec: InferenceServiceSpec, plan: Plan, gpu: GpuSpec
     pod: dict[str, Any] = {
         "containers": [container],
         "tolerations": tolerations,
-        "terminationGracePeriodSeconds": 60,
+        "terminationGracePeriodSeconds": termination_grace_seconds(plan),
     }
     if node_selector:
         pod["nodeSelector"] = node_selector

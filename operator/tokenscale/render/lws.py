@@ -86,7 +86,8 @@ def _role_template(template: dict[str, Any], plan: Plan, leader: bool) -> dict[s
         args = [a.replace("$(LWS_LEADER_ADDRESS)", "${LWS_LEADER_ADDRESS}") for a in args]
     container["args"] = args
     if not leader:
-        for key in ("ports", "startupProbe", "readinessProbe", "livenessProbe"):
+        # no API on a worker: no port, probes or drain hook (the leader drains the group)
+        for key in ("ports", "startupProbe", "readinessProbe", "livenessProbe", "lifecycle"):
             container.pop(key, None)
         annotations = out["metadata"]["annotations"]
         for key in _SCRAPE:

@@ -1,0 +1,143 @@
+"""The status is one typed model, replaced whole: each transition adds and removes parts.
+
+The reconcile runs against an in-memory stand-in for the API (only the calls it makes);
+the real API server path is covered by tests/integration.
+"""
+
+import copy
+from typing import Any
+
+import pytest
+
+from tests.helpers import manifest
+from tokenscale.api.status import InferenceServiceStatus
+from tokenscale.controller.reconcile import MetricsView, reconcile
+from tokenscale.scaling import Snapshot
+
+NOW_S = 1_800_000_000.0
+
+
+class FakeKube:
+    """The reconcile's API calls over dicts; ``replace_status`` stores exactly what it gets."""
+
+    def __init__(self, body: dict[str, Any]) -> None:
+        self.body = body
+        self.objects: dict[str, dict[str, Any]] = {}
+        self.status_writes = 0
+
+    def read_deployment(self, ns: str, name: str) -> dict[str, Any] | None:
+        return self.objects.get("Deployment")
+
+    def read_service(self, ns: str, name: str) -> dict[str, Any] | None:
+        return self.objects.get("Service")
+
+    def read_pdb(self, ns: str, name: str) -> dict[str, Any] | None:
+        return self.objects.get("PodDisruptionBudget")
+
+    def read_leader_worker_set(self, ns: str, name: str) -> dict[str, Any] | None:
+        return self.objects.get("LeaderWorkerSet")
+
+    def read_config_map(self, ns: str, name: str) -> None:
+        return None
+
+    def apply(self, obj: dict[str, Any]) -> dict[str, Any]:
+        self.objects[obj["kind"]] = copy.deepcopy(obj)
+        return obj
+
+    def replace_status(
+        self, ns: str, name: str, status: dict[str, Any], version: str | None = None
+    ) -> dict[str, Any]:
+        InferenceServiceStatus.model_validate(status)  # the typed model, whole
+        self.body["status"] = copy.deepcopy(status)
+        self.status_writes += 1
+        return self.body
+
+    def run(self, metrics: MetricsView | None, now: str = "2026-01-01T00:00:00Z") -> None:
+        reconcile(self, self.body, now, lambda *_: None, metrics)  # type: ignore[arg-type]
+
+
+def _body(**spec: Any) -> dict[str, Any]:
+    body = manifest(**spec)
+    body["metadata"].update(namespace="ns", uid="u-1", generation=1, resourceVersion="1")
+    return body
+
+
+def _metrics(snapshot: Snapshot | None, error: str | None = None) -> MetricsView:
+    return MetricsView(snapshot=snapshot, source_error=error, now_s=NOW_S)
+
+
+SNAP = Snapshot(
+    at=NOW_S, replicas_reporting=1, waiting=0, running=3, kv_usage_max=0.3, ttft_p99_s=0.84
+)
+
+
+def _condition(body: dict[str, Any], ctype: str) -> dict[str, Any]:
+    return next(c for c in body["status"]["conditions"] if c["type"] == ctype)
+
+
+def test_live_appears_with_metrics_and_leaves_in_an_outage() -> None:
+    kube = FakeKube(_body())
+    kube.run(_metrics(SNAP))
+    status = kube.body["status"]
+    assert status["live"]["ttftP99Seconds"] == 0.84
+    assert status["ttftP99"] == "840ms live"
+    assert status["decision"]["source"] in {"metrics", "plan"}
+    assert _condition(kube.body, "MetricsAvailable")["status"] == "True"
+
+    kube.run(_metrics(None, "Prometheus unreachable"))
+    status = kube.body["status"]
+    assert "live" not in status  # not a stale snapshot shown as current
+    assert status["ttftP99"].endswith(" estimate")
+    assert status["decision"]["source"] == "hold"
+    assert "scaling" in status  # the engine's memory stays
+    assert _condition(kube.body, "MetricsAvailable")["status"] == "False"
+
+
+def test_an_infeasible_spec_drops_the_decision_and_keeps_the_memory() -> None:
+    kube = FakeKube(_body())
+    kube.run(_metrics(SNAP))
+    decided = kube.body["status"]["decidedReplicas"]
+    kube.body["spec"]["model"] = {"name": "meta-llama/Llama-3.1-405B", "catalog": "llama-3.1-405b"}
+    kube.body["spec"]["hardware"] = {"gpu": "L4-24GB", "tensorParallelSize": "auto"}
+    kube.run(_metrics(SNAP))
+    status = kube.body["status"]
+    for gone in ("decision", "live", "diagnosis", "tensorParallelSize", "availableReplicas"):
+        assert not status.get(gone), gone
+    assert status["decidedReplicas"] == decided
+    assert "scaling" in status
+    assert _condition(kube.body, "PlanFeasible")["status"] == "False"
+    # a layout that cannot serve has no counts, so no plan summary and no estimate to show
+    assert "plan" not in status
+    assert "ttftP99" not in status
+
+    kube.body["spec"] = manifest()["spec"]  # fixed: the decision comes back
+    kube.run(_metrics(SNAP))
+    assert kube.body["status"]["decision"]
+    assert _condition(kube.body, "PlanFeasible")["status"] == "True"
+
+
+def test_an_invalid_spec_has_no_plan() -> None:
+    kube = FakeKube(_body(hardware={"gpu": "H100-SXM-80GB", "tensorParallelSize": 8}))
+    kube.body["spec"]["model"] = {"name": "Qwen/Qwen2.5-7B-Instruct", "catalog": "qwen2.5-7b"}
+    kube.run(None)
+    status = kube.body["status"]
+    assert "plan" not in status
+    assert "ttftP99" not in status
+    assert _condition(kube.body, "PlanFeasible")["reason"] == "InvalidSpec"
+
+
+def test_nothing_changed_writes_nothing() -> None:
+    kube = FakeKube(_body())
+    kube.run(None)
+    kube.run(None)
+    kube.run(None, now="2026-01-01T00:05:00Z")
+    assert kube.status_writes == 1
+
+
+def test_numbers_people_read_are_rounded() -> None:
+    kube = FakeKube(_body(cost={"gpuHourPrice": 4.6}, scaling={"replicas": 4}))
+    kube.run(None)
+    plan = kube.body["status"]["plan"]
+    assert plan["costPerHour"] == pytest.approx(18.4)
+    assert len(repr(plan["costPerHour"])) <= 8  # not 18.400000000000002
+    assert kube.body["status"]["ttftP99"].endswith(("ms estimate", "s estimate"))
