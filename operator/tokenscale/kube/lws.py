@@ -34,8 +34,8 @@ class LwsNotInstalledError(RuntimeError):
     def __init__(self) -> None:
         super().__init__(
             "this replica spans nodes and needs a LeaderWorkerSet, but the API server does not "
-            f"serve {PLURAL}.{GROUP}/{VERSION}: install LeaderWorkerSet (kubernetes-sigs/lws "
-            "v0.6 or later)"
+            f"serve {PLURAL}.{GROUP}/{VERSION}: install LeaderWorkerSet (kubernetes-sigs/lws; "
+            "tokenscale's renders are validated against its v0.10 CRD)"
         )
 
 
