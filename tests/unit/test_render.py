@@ -10,6 +10,7 @@ import pytest
 import yaml
 
 from tests.helpers import EXAMPLES, ROOT, manifest
+from tests.unit.test_lws import validate_lws
 from tokenscale.api import InferenceService
 from tokenscale.api.crd import build_crd
 from tokenscale.api.crd_docs import crd_reference
@@ -53,7 +54,10 @@ def test_golden(example: Path) -> None:
 @pytest.mark.parametrize("example", EXAMPLES, ids=[e.stem for e in EXAMPLES])
 def test_every_object_passes_strict_kubernetes_validation(example: Path, version: str) -> None:
     for obj in _render(example):
-        kubernetes_validate.validate(obj, version, strict=True)
+        if obj["kind"] == "LeaderWorkerSet":  # a custom resource: its CRD's schema
+            validate_lws(obj, version)
+        else:
+            kubernetes_validate.validate(obj, version, strict=True)
 
 
 def test_engine_flags_match_the_plan() -> None:
