@@ -45,8 +45,21 @@ Z_P99 = 2.326
 Z_P95 = 1.645
 
 
-def _largest(lo: int, hi: int, ok: Callable[[int], bool]) -> int:
-    """Largest n in [lo, hi] with ok(n), assuming ok is monotone (true then false); lo-1 if none."""
+def _largest(lo: int, hi: int, ok: Callable[[int], bool], hint: int | None = None) -> int:
+    """Largest n in [lo, hi] with ok(n), assuming ok is monotone (true then false); lo-1 if none.
+    With ``hint`` (a likely answer), the bracket gallops out from it before bisecting."""
+    if hint is not None and lo < hint < hi:
+        step = 1
+        if ok(hint):
+            lo = hint
+            while lo + step < hi and ok(lo + step):
+                lo, step = lo + step, step * 2
+            hi = min(hi, lo + step)
+        else:
+            hi = hint - 1
+            while hi - step > lo and not ok(hi - step):
+                hi, step = hi - step, step * 2
+            lo = max(lo, hi - step)
     if not ok(lo):
         return lo - 1
     while lo < hi:
@@ -124,17 +137,26 @@ def slo_batch(
     inputs: TokenDistribution,
     outputs: TokenDistribution,
     max_num_seqs: int,
+    hint: float | None = None,
 ) -> float | None:
     """The largest batch (≤ maxNumSeqs) meeting every SLO that is set: None with no SLO, 0 when
-    even the lightest load misses, a fraction when only a mostly idle replica meets them."""
+    even the lightest load misses, a fraction when only a mostly idle replica meets them.
+    Memoized on the timing model; ``hint`` (a nearby answer) narrows the search."""
     if not slo.any_set:
         return None
+    key = ("slo_batch", slo, inputs, outputs, max_num_seqs)
+    memo = perf.search_memo
+    if key in memo:
+        return memo[key]
 
     def ok(b: float) -> bool:  # ``_largest`` probes integers, ``_largest_fraction`` (0, 1)
         return all(e.met for e in slo_estimates(perf, slo, b, inputs, outputs))
 
-    whole = _largest(1, max_num_seqs, ok)
-    return float(whole) if whole >= 1 else _largest_fraction(ok)
+    guess = int(hint) if hint is not None and hint >= 1 else None
+    whole = _largest(1, max_num_seqs, ok, guess)
+    found = float(whole) if whole >= 1 else _largest_fraction(ok)
+    memo[key] = found
+    return found
 
 
 def find_operating_point(
