@@ -85,6 +85,41 @@ def _largest_fraction(ok: Callable[[float], bool], floor: float = 1e-3) -> float
     return lo
 
 
+def meets_slos(
+    perf: PerfModel, slo: Slo, batch: float, inputs: TokenDistribution, outputs: TokenDistribution
+) -> bool:
+    """Whether every SLO that is set holds at batch B (the same estimates as
+    :func:`slo_estimates`, cheapest first, stopping at the first miss: the searches' predicate)."""
+    for z, ttft_t, tpot_t, e2e_t, in_tok, out_tok in (
+        (
+            Z_P99,
+            slo.ttft_p99_seconds,
+            slo.tpot_p99_seconds,
+            slo.e2e_p99_seconds,
+            inputs.p99_or_mean,
+            outputs.p99_or_mean,
+        ),
+        (
+            Z_P95,
+            slo.ttft_p95_seconds,
+            slo.tpot_p95_seconds,
+            slo.e2e_p95_seconds,
+            inputs.p95 or inputs.mean,
+            outputs.p95 or outputs.mean,
+        ),
+    ):
+        if tpot_t is not None and perf.tpot_quantile_seconds(batch, z) > tpot_t:
+            return False
+        if ttft_t is None and e2e_t is None:
+            continue
+        ttft = perf.ttft_seconds(batch, in_tok)
+        if ttft_t is not None and ttft > ttft_t:
+            return False
+        if e2e_t is not None and ttft + out_tok * perf.tpot_seconds(batch) > e2e_t:
+            return False
+    return True
+
+
 def slo_estimates(
     perf: PerfModel, slo: Slo, batch: float, inputs: TokenDistribution, outputs: TokenDistribution
 ) -> list[SloEstimate]:
@@ -150,7 +185,7 @@ def slo_batch(
         return memo[key]
 
     def ok(b: float) -> bool:  # ``_largest`` probes integers, ``_largest_fraction`` (0, 1)
-        return all(e.met for e in slo_estimates(perf, slo, b, inputs, outputs))
+        return meets_slos(perf, slo, b, inputs, outputs)
 
     guess = int(hint) if hint is not None and hint >= 1 else None
     whole = _largest(1, max_num_seqs, ok, guess)
