@@ -14,6 +14,8 @@ from tokenscale.catalog import GPU_CATALOG
 from tokenscale.planning import plan_service, sweep
 
 EXAMPLE = Path(__file__).resolve().parents[1] / "deploy/examples/llama-3.1-70b-h100-bf16-tp4.yaml"
+BIG = Path(__file__).resolve().parents[1] / "deploy/examples/llama-3.1-405b-h100-bf16.yaml"
+MOE = Path(__file__).resolve().parents[1] / "deploy/examples/kimi-k2-h200.yaml"
 
 
 def _median_seconds(fn: object, repeat: int) -> float:
@@ -34,10 +36,16 @@ def main() -> int:
     one = _median_seconds(lambda: plan_service(fixed), 500)
     four = _median_seconds(lambda: plan_service(auto), 200)
     full = _median_seconds(lambda: sweep(fixed), 9)
+    big = parse_manifests(BIG.read_text())[0].spec
+    moe = parse_manifests(MOE.read_text())[0].spec
+    multi = _median_seconds(lambda: plan_service(big), 50)
+    multi_moe = _median_seconds(lambda: plan_service(moe), 20)
     combos = len(GPU_CATALOG) * 4 * 4
     print(f"one plan (fixed TP)          median {one * 1e3:8.3f} ms   target < 1 ms")
     print(f"one plan (TP auto, 4 sizes)  median {four * 1e3:8.3f} ms")
     print(f"sweep {combos} combinations     median {full:8.3f} s    target < 1 s")
+    print(f"405B BF16 H100, auto layouts median {multi * 1e3:8.3f} ms   (4 TPs + 2 TP×PP)")
+    print(f"Kimi-K2 H200, auto layouts   median {multi_moe * 1e3:8.3f} ms   (4 TPs + PP + EP)")
     print(f"ratio auto/fixed {four / one:.2f}; sweep per combination {full / combos * 1e3:.3f} ms")
     return 0
 

@@ -19,10 +19,14 @@ from kubernetes.client.exceptions import ApiException
 
 from tests.helpers import ROOT, manifest
 from tests.integration.conftest import CRD_FILE, GROUP, PLURAL, VERSION
+from tests.unit.test_lws import LAYOUTS, _pinned
+from tokenscale.kube.client import Kube
 from tokenscale.playground.cluster import Cluster
 from tokenscale.playground.processes import Process, wait_for
+from tokenscale.render import render_bundle
 
 pytestmark = pytest.mark.integration
+LWS_CRD = ROOT / "tests" / "fixtures" / "crds" / "leaderworkersets.x-k8s.io.k8s120.yaml"
 SA_NAMESPACE, SA_NAME = "tokenscale-system", "ts-tokenscale"
 SA_TOKEN = "tokenscale-operator-sa-token"  # a throwaway credential for the test cluster
 SA_USER = f"system:serviceaccount:{SA_NAMESPACE}:{SA_NAME}"
@@ -34,7 +38,7 @@ def rbac_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
         tmp_path_factory.mktemp("rbac-cluster"),
         authorization="RBAC",
         extra_tokens={SA_TOKEN: (SA_USER, "system:serviceaccounts")},
-        crd_files=[CRD_FILE],
+        crd_files=[CRD_FILE, LWS_CRD],
     )
     try:
         c.start()
@@ -227,3 +231,43 @@ def test_namespaced_install_cannot_touch_other_namespaces(
             },
         )
     assert denied.value.status == 403
+
+
+def test_the_charts_rbac_lets_the_operator_own_leader_worker_sets(
+    rbac_cluster: Cluster, tmp_path: Path
+) -> None:
+    """Apply, read, replace (delete) an LWS and the Deployment it replaces, as the operator."""
+    admin = config.new_client_from_config(config_file=str(rbac_cluster.kubeconfig()))
+    with contextlib.suppress(ApiException):
+        client.CoreV1Api(admin).create_namespace({"metadata": {"name": SA_NAMESPACE}})
+    with contextlib.suppress(ApiException):
+        client.RbacAuthorizationV1Api(admin).delete_cluster_role_binding(SA_NAME)
+    with contextlib.suppress(ApiException):
+        client.RbacAuthorizationV1Api(admin).delete_cluster_role(SA_NAME)
+    with contextlib.suppress(ApiException):
+        client.CoreV1Api(admin).delete_namespaced_service_account(SA_NAME, SA_NAMESPACE)
+    _install_rbac(admin, {}, tmp_path)
+    ns = _namespace(admin)
+    operator = Kube(
+        config.new_client_from_config(
+            config_file=str(rbac_cluster.kubeconfig(SA_TOKEN, "operator"))
+        )
+    )
+    service, plan = _pinned(*LAYOUTS["llama-3.1-405b-h100-tp8-pp2"])
+    objects = render_bundle("big", ns, service.spec, plan, 2).objects
+    for obj in objects:
+        operator.apply(obj)
+    assert operator.read_leader_worker_set(ns, "big") is not None
+    operator.delete_leader_worker_set(ns, "big")
+    wait_for(lambda: operator.read_leader_worker_set(ns, "big") is None, 30, "LWS deleted")
+    single = render_bundle(
+        "big",
+        ns,
+        service.spec,
+        plan.model_copy(
+            update={"nodes_per_replica": 1, "pipeline_parallel_size": 1, "gpus_per_replica": 8}
+        ),
+        1,
+    ).objects[0]
+    operator.apply(single)
+    operator.delete_deployment(ns, "big")

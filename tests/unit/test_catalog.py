@@ -177,3 +177,20 @@ def test_missing_config_fields_are_named() -> None:
         architecture_from_hf_config({"hidden_size": 4096})
     assert "spec.model.hfConfig.num_hidden_layers" in exc.value.paths
     assert "spec.model.hfConfig.num_attention_heads" in exc.value.paths
+
+
+def test_rdma_gpus_carry_a_sourced_inter_node_bandwidth() -> None:
+    """interNodeGBps: one NIC per GPU on the reference servers (A100 HDR 200 Gb/s, Hopper and
+    Blackwell NDR 400 Gb/s); PCIe cards have no default fabric."""
+    expected = {
+        "A100-SXM-40GB": 25,
+        "A100-SXM-80GB": 25,
+        "H100-SXM-80GB": 50,
+        "H200-SXM-141GB": 50,
+        "B200-180GB": 50,
+        "MI300X-192GB": 50,
+    }
+    for key, entry in GPU_CATALOG.items():
+        assert entry.spec.inter_node_gbps == expected.get(key), key
+        if key in expected:
+            assert "interNodeGBps" in entry.source, key

@@ -12,9 +12,11 @@ from typer.testing import CliRunner
 
 from tests.helpers import spec as make_spec
 from tokenscale.api.inference_service import InferenceServiceSpec
+from tokenscale.api.slo import Slo
 from tokenscale.cli.app import app
 from tokenscale.planning import Conditions, plan_at, plan_service, resolve
 from tokenscale.planning.load import at_load
+from tokenscale.planning.operating_point import meets_slos, slo_estimates
 from tokenscale.planning.planner import perf_at
 from tokenscale.scaling import EngineInput, ScalingState, Snapshot, decide
 from tokenscale.scaling.engine import live_conditions
@@ -237,3 +239,21 @@ def test_latency_estimates_are_monotone_in_load(
     assert b is not None
     for field in ("ttft_mean_s", "ttft_p99_s", "tpot_mean_s", "tpot_p99_s", "e2e_p99_s"):
         assert getattr(b, field) >= getattr(a, field) * (1 - 1e-6), field
+
+
+@settings(max_examples=EXAMPLES, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.floats(0.05, 400.0), st.floats(0.01, 0.2), st.floats(0.2, 10.0))
+def test_the_search_predicate_agrees_with_the_estimates(
+    batch: float, tpot_slo: float, ttft_slo: float
+) -> None:
+    spec = _code_like().model_copy(
+        update={
+            "slo": Slo(ttft_p99_seconds=ttft_slo, tpot_p99_seconds=tpot_slo, e2e_p95_seconds=30)
+        }
+    )
+    w = spec.workload
+    perf = perf_at(resolve(spec), Conditions(workload=w), 1)
+    estimates = slo_estimates(perf, spec.slo, batch, w.input_tokens, w.output_tokens)
+    assert meets_slos(perf, spec.slo, batch, w.input_tokens, w.output_tokens) == all(
+        e.met for e in estimates
+    )

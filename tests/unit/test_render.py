@@ -10,6 +10,7 @@ import pytest
 import yaml
 
 from tests.helpers import EXAMPLES, ROOT, manifest
+from tests.unit.test_lws import validate_lws
 from tokenscale.api import InferenceService
 from tokenscale.api.crd import build_crd
 from tokenscale.api.crd_docs import crd_reference
@@ -53,7 +54,10 @@ def test_golden(example: Path) -> None:
 @pytest.mark.parametrize("example", EXAMPLES, ids=[e.stem for e in EXAMPLES])
 def test_every_object_passes_strict_kubernetes_validation(example: Path, version: str) -> None:
     for obj in _render(example):
-        kubernetes_validate.validate(obj, version, strict=True)
+        if obj["kind"] == "LeaderWorkerSet":  # a custom resource: its CRD's schema
+            validate_lws(obj, version)
+        else:
+            kubernetes_validate.validate(obj, version, strict=True)
 
 
 def test_engine_flags_match_the_plan() -> None:
@@ -192,3 +196,19 @@ def test_committed_crd_reference_is_generated_from_the_models() -> None:
     path = ROOT / "docs" / "crd-reference.md"
     assert path.read_text() == crd_reference(), "run: tokenscale crd --docs docs/crd-reference.md"
     assert "| `spec.hardware.tensorParallelSize` |" in path.read_text()
+
+
+def test_the_pod_template_does_not_depend_on_the_replica_count() -> None:
+    """A scale (a pin, or a new design rate) must not roll the pods: nothing in the template may
+    follow the load each replica carries."""
+    example = next(e for e in EXAMPLES if e.stem == "llama-3.1-8b-l4")
+    service = parse_manifests(example.read_text())[0]
+    templates = []
+    for pin in (None, 5, 60):
+        s = service.spec.model_copy(
+            update={"scaling": service.spec.scaling.model_copy(update={"replicas": pin})}
+        )
+        plan = plan_service(s, "svc")
+        objects = render_bundle("svc", "ns", s, plan, plan.sized.total, Owner("svc", "u")).objects
+        templates.append(objects[0]["spec"]["template"])
+    assert templates[0] == templates[1] == templates[2]

@@ -336,3 +336,17 @@ def test_cli_simulate_bad_input_names_the_fix(tmp_path: Path) -> None:
         app, ["simulate", str(SPEC_FILE), "--trace", str(bad), "--rate-scale", "0"]
     )
     assert result.exit_code == 2
+
+
+def test_a_replica_that_spans_nodes_holds_all_its_gpus() -> None:
+    """405B in BF16 on H100: a replica is TP 8 × PP 2, 16 GPUs on 2 nodes (an LWS group)."""
+    example = ROOT / "deploy" / "examples" / "llama-3.1-405b-h100-bf16.yaml"
+    spec = parse_manifests(example.read_text())[0].spec
+    trace = synthetic_trace(240, 0.5, lambda r: 1000, lambda r: 100, seed=3)
+    setup = Setup(spec, trace, SimOptions(capacity_requests=100), "big")
+    assert setup.forecast.gpus_per_replica == 16
+    result = simulate(setup, "static")
+    replica_hours = result.replicas_mean * trace.duration_s / 3600.0
+    assert result.gpu_hours == pytest.approx(16 * replica_hours)
+    assert result.gpu_hours >= 16 * trace.duration_s / 3600.0 * 0.99  # one group, all along
+    assert result.completed > 0

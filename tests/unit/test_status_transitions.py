@@ -34,6 +34,9 @@ class FakeKube:
     def read_pdb(self, ns: str, name: str) -> dict[str, Any] | None:
         return self.objects.get("PodDisruptionBudget")
 
+    def read_leader_worker_set(self, ns: str, name: str) -> dict[str, Any] | None:
+        return self.objects.get("LeaderWorkerSet")
+
     def read_config_map(self, ns: str, name: str) -> None:
         return None
 

@@ -39,6 +39,18 @@ class Assumptions(ApiModel):
     allreduce_latency_seconds: float = Field(
         default=8e-6, ge=0, le=1.0, description="Fixed latency of one tensor-parallel all-reduce."
     )
+    inter_node_efficiency: float = Field(
+        default=0.80,
+        gt=0,
+        le=1,
+        description="Achieved / line-rate node-to-node bandwidth (pipeline hand-offs, expert "
+        "all-to-alls); NCCL over InfiniBand reaches 80-90 % on large messages.",
+    )
+    inter_node_latency_seconds: float = Field(
+        default=2.5e-5,
+        ge=0,
+        description="Fixed latency of one node-to-node transfer or all-to-all phase.",
+    )
     step_overhead_seconds: float = Field(
         default=0.0012,
         ge=0,

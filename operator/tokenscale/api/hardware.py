@@ -1,4 +1,4 @@
-"""``spec.hardware``: the accelerator, tensor parallelism and memory reservation."""
+"""``spec.hardware``: the accelerator, parallelism, node fabric and memory reservation."""
 
 from typing import Any, Literal, Self
 
@@ -42,6 +42,15 @@ class GpuSpec(ApiModel):
         description="GPU-to-GPU bandwidth per GPU, GB/s (NVLink); absent means PCIe only.",
     )
     pcie_gbps: float = Field(default=64.0, ge=1, le=1e6, description="Host link bandwidth, GB/s.")
+    inter_node_gbps: float | None = Field(
+        default=None,
+        ge=1,
+        le=1e6,
+        description=(
+            "Node-to-node bandwidth per GPU, GB/s (InfiniBand/RoCE NIC per GPU); absent means "
+            "no RDMA fabric: replicas spanning nodes are assumed to use 100 GbE (12.5 GB/s)."
+        ),
+    )
     product_label: str | None = Field(
         default=None, description="Node label nvidia.com/gpu.product value for scheduling."
     )
@@ -77,6 +86,24 @@ class HardwareSpec(ApiModel):
         ge=1,
         le=64,
         description="GPUs on one node; tensor parallelism stays inside a node.",
+    )
+    max_nodes_per_replica: int = Field(
+        default=4,
+        ge=1,
+        le=8,
+        description=(
+            "Most nodes one replica may span (pipeline stages or expert-parallel ranks, run as "
+            "a LeaderWorkerSet group); 1 keeps every replica on one node."
+        ),
+    )
+    inter_node_gbps: float | None = Field(
+        default=None,
+        ge=1,
+        le=1e6,
+        description=(
+            "Node-to-node bandwidth per GPU, GB/s (InfiniBand/RoCE), for replicas that span "
+            "nodes (pipeline stages, expert all-to-all); absent = the GPU's catalog figure."
+        ),
     )
     gpu_memory_utilization: float = Field(
         default=0.92,

@@ -30,13 +30,37 @@ def _gpu(key: str, source: str, **fields: object) -> GpuEntry:
 _NVIDIA_A100 = "NVIDIA A100 Tensor Core GPU datasheet (2021), SXM4 column"
 _NVIDIA_H100 = "NVIDIA H100 Tensor Core GPU datasheet (2023), dense figures (sparsity halved)"
 
+# Node-to-node bandwidth per GPU (``interNodeGBps``): the reference 8-GPU servers give each GPU
+# its own RDMA NIC, so the per-GPU figure is one NIC's line rate in bytes (Gb/s ÷ 8).
+_DGX_A100_NIC = (
+    "; interNodeGBps: NVIDIA DGX A100 datasheet, 'Networking: 8x Single-Port Mellanox ConnectX-6 "
+    "VPI 200Gb/s HDR InfiniBand' = 25 GB/s per GPU"
+)
+_DGX_H100_NIC = (
+    "; interNodeGBps: NVIDIA DGX H100 datasheet, 'Networking: 4x OSFP ports serving 8x "
+    "single-port NVIDIA ConnectX-7 VPI, up to 400Gb/s InfiniBand/Ethernet' = 50 GB/s per GPU"
+)
+_DGX_H200_NIC = (
+    "; interNodeGBps: NVIDIA DGX H200 datasheet, 8x single-port NVIDIA ConnectX-7 VPI, up to "
+    "400Gb/s InfiniBand/Ethernet = 50 GB/s per GPU"
+)
+_DGX_B200_NIC = (
+    "; interNodeGBps: NVIDIA DGX B200 datasheet, 'Networking: 4x OSFP ports serving 8x "
+    "single-port NVIDIA ConnectX-7 VPI, up to 400Gb/s InfiniBand/Ethernet' = 50 GB/s per GPU"
+)
+_MI300X_NIC = (
+    "; interNodeGBps: AMD Instinct MI300X platform guides pair each GPU with one 400 Gb/s "
+    "RoCE NIC (e.g. AMD Pensando Pollara 400) = 50 GB/s per GPU"
+)
+
 GPU_CATALOG: dict[str, GpuEntry] = {
     e.key: e
     for e in (
         _gpu(
             "A100-SXM-40GB",
-            _NVIDIA_A100,
+            _NVIDIA_A100 + _DGX_A100_NIC,
             name="NVIDIA A100-SXM4-40GB",
+            interNodeGBps=25,
             memoryGiB=39.39,
             hbmBandwidthGBps=1555,
             bf16Tflops=312,
@@ -46,8 +70,9 @@ GPU_CATALOG: dict[str, GpuEntry] = {
         ),
         _gpu(
             "A100-SXM-80GB",
-            _NVIDIA_A100,
+            _NVIDIA_A100 + _DGX_A100_NIC,
             name="NVIDIA A100-SXM4-80GB",
+            interNodeGBps=25,
             memoryGiB=79.15,
             hbmBandwidthGBps=2039,
             bf16Tflops=312,
@@ -57,8 +82,9 @@ GPU_CATALOG: dict[str, GpuEntry] = {
         ),
         _gpu(
             "H100-SXM-80GB",
-            _NVIDIA_H100,
+            _NVIDIA_H100 + _DGX_H100_NIC,
             name="NVIDIA H100 80GB HBM3",
+            interNodeGBps=50,
             memoryGiB=79.18,
             hbmBandwidthGBps=3350,
             bf16Tflops=989,
@@ -81,8 +107,9 @@ GPU_CATALOG: dict[str, GpuEntry] = {
         ),
         _gpu(
             "H200-SXM-141GB",
-            "NVIDIA H200 Tensor Core GPU datasheet (2024), SXM column",
+            "NVIDIA H200 Tensor Core GPU datasheet (2024), SXM column" + _DGX_H200_NIC,
             name="NVIDIA H200",
+            interNodeGBps=50,
             memoryGiB=139.8,
             hbmBandwidthGBps=4800,
             bf16Tflops=989,
@@ -93,8 +120,9 @@ GPU_CATALOG: dict[str, GpuEntry] = {
         ),
         _gpu(
             "B200-180GB",
-            "NVIDIA DGX B200 / HGX B200 datasheet (2024), per GPU, dense",
+            "NVIDIA DGX B200 / HGX B200 datasheet (2024), per GPU, dense" + _DGX_B200_NIC,
             name="NVIDIA B200",
+            interNodeGBps=50,
             memoryGiB=179.1,
             hbmBandwidthGBps=8000,
             bf16Tflops=2250,
@@ -137,8 +165,9 @@ GPU_CATALOG: dict[str, GpuEntry] = {
         ),
         _gpu(
             "MI300X-192GB",
-            "AMD Instinct MI300X data sheet (2023), dense",
+            "AMD Instinct MI300X data sheet (2023), dense" + _MI300X_NIC,
             name="AMD Instinct MI300X",
+            interNodeGBps=50,
             memoryGiB=191.98,
             hbmBandwidthGBps=5300,
             bf16Tflops=1307,

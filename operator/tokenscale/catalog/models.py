@@ -216,6 +216,39 @@ MODEL_CATALOG: dict[str, ModelEntry] = {
             ),
             default_dtype="fp8",
         ),
+        ModelEntry(
+            "kimi-k2",
+            {
+                "model_type": "kimi_k2",
+                "num_hidden_layers": 61,
+                "hidden_size": 7168,
+                "num_attention_heads": 64,
+                "num_key_value_heads": 64,
+                "intermediate_size": 18432,
+                "moe_intermediate_size": 2048,
+                "vocab_size": 163840,
+                "max_position_embeddings": 131072,
+                "n_routed_experts": 384,
+                "n_shared_experts": 1,
+                "num_experts_per_tok": 8,
+                "first_k_dense_replace": 1,
+                "kv_lora_rank": 512,
+                "q_lora_rank": 1536,
+                "qk_rope_head_dim": 64,
+                "qk_nope_head_dim": 128,
+                "v_head_dim": 128,
+                "tie_word_embeddings": False,
+                "torch_dtype": "bfloat16",
+                "quantization_config": {"quant_method": "fp8", "fmt": "e4m3"},
+            },
+            "config.json of moonshotai/Kimi-K2-Instruct on the Hugging Face Hub; parameter count "
+            "from the Kimi K2 technical report (arXiv 2507.20534): '1.04 trillion total "
+            "parameters with 32 billion activated parameters' (the shapes give 32.9 B active "
+            "counting the input embedding)",
+            1.04e12,
+            aliases=("moonshotai/Kimi-K2-Instruct", "moonshotai/Kimi-K2-Base"),
+            default_dtype="fp8",
+        ),
     )
 }
 

@@ -396,6 +396,7 @@ def catalog() -> None:
         "BF16 TFLOPS",
         "FP8 TFLOPS",
         "link GB/s",
+        "node GB/s",
         "source",
     ):
         gpus.add_column(col)
@@ -408,6 +409,7 @@ def catalog() -> None:
             f"{s.bf16_tflops:g}",
             f"{s.fp8_tflops or 0:g}",
             f"{s.interconnect_gbps or 0:g}",
+            f"{s.inter_node_gbps or 0:g}",
             e.source,
         )
     models = Table(title="Models")

@@ -32,6 +32,26 @@ def _kv_table(rows: list[tuple[str, str]], title: str) -> Table:
     return t
 
 
+def layout_text(p: Plan, compact: bool = False) -> str:
+    """``TP 4``, or ``TP 8 × PP 2 · 2 node(s), 16 GPUs per replica`` for a multi-node layout
+    (compact: ``TP8×PP2 /2n``)."""
+    if compact:
+        text = f"TP{p.tensor_parallel_size}"
+        text += f"×PP{p.pipeline_parallel_size}" if p.pipeline_parallel_size > 1 else ""
+        text += f"×DP{p.data_parallel_size}" if p.data_parallel_size > 1 else ""
+        text += "+EP" if p.expert_parallel else ""
+        return text + (f" /{p.nodes_per_replica}n" if p.nodes_per_replica > 1 else "")
+    parts = [f"TP {p.tensor_parallel_size}"]
+    if p.pipeline_parallel_size > 1:
+        parts.append(f"PP {p.pipeline_parallel_size}")
+    if p.data_parallel_size > 1:
+        parts.append(f"DP {p.data_parallel_size}")
+    text = " × ".join(parts) + (" + EP" if p.expert_parallel else "")
+    if p.nodes_per_replica > 1 or p.data_parallel_size > 1:
+        text += f" · {p.nodes_per_replica} node(s), {p.gpus_per_replica} GPUs per replica"
+    return text
+
+
 def replica_bounds_text(wanted: int, total: int) -> str:
     """How the bounds (or a pin) moved the count: kept, capped below the need, or raised."""
     if total == wanted:
@@ -48,13 +68,13 @@ def plan_renderable(p: Plan) -> Panel:
     m = p.memory_per_gpu
     header = (
         f"{p.model} on {p.gpu} · {p.weight_dtype} weights · KV {p.kv_cache_dtype} · "
-        f"TP {p.tensor_parallel_size} · max model len {p.max_model_len:,}"
+        f"{layout_text(p)} · max model len {p.max_model_len:,}"
     )
     memory = _kv_table(
         [
             ("GPU total", _gib(m.gpu_total_bytes)),
             ("usable (× utilization)", _gib(m.usable_bytes)),
-            ("weights (÷ TP)", _gib(m.weights_bytes)),
+            ("weights (this GPU's share)", _gib(m.weights_bytes)),
             ("activation peak", _gib(m.activation_bytes)),
             ("CUDA graphs", _gib(m.cuda_graph_bytes)),
             ("NCCL buffers", _gib(m.nccl_bytes)),
@@ -205,10 +225,13 @@ def sweep_table(rows: list[SweepRow], limit: int) -> Table:
             "feasible first, fewest GPU-hours per 1M output tokens first: not every GPU has a "
             "price (set cost.gpuHourPrices per GPU key to rank by cost)"
         )
-    t = Table(title=f"Sweep: GPU × TP × weight dtype ({order})")
+    t = Table(
+        title=f"Sweep: GPU × TP × weight dtype, multi-node layouts at each TP where they could "
+        f"pay ({order}; /2n = 2 nodes per replica)"
+    )
     for col in (
         "gpu",
-        "TP",
+        "layout",
         "dtype",
         "feasible",
         "replicas",
@@ -242,7 +265,7 @@ def sweep_table(rows: list[SweepRow], limit: int) -> Table:
         why = p.binding_constraint if p.feasible else "; ".join(p.infeasible_reasons)[:80]
         t.add_row(
             row.gpu,
-            str(p.tensor_parallel_size),
+            layout_text(p, compact=True),
             p.weight_dtype,
             "yes" if p.feasible else "no",
             "—" if p.replicas is None else str(p.replicas.total),

@@ -1,6 +1,7 @@
 """Kopf handlers, registered on a registry built at start-up from the settings.
 
-Every entry point (create, update, resume, the resync loop, a change to an owned Deployment)
+Every entry point (create, update, resume, the resync loop, a change to an owned Deployment
+or LeaderWorkerSet)
 calls the same :class:`~tokenscale.controller.resync.Reconciler`. Kopf keeps its own state in
 annotations (works on a 1.20 API server with a structural status schema) and always runs
 standalone: with several replicas, leader election on a Lease (controller/leader.py) decides
@@ -18,6 +19,7 @@ from tokenscale.api.inference_service import API_GROUP, API_VERSION, KIND
 from tokenscale.controller.resync import Reconciler, fleet_metrics, resync_forever
 from tokenscale.controller.settings import Settings
 from tokenscale.controller.telemetry import Telemetry
+from tokenscale.kube import lws
 from tokenscale.kube.client import Kube
 from tokenscale.kube.connect import bearer_token
 from tokenscale.render.labels import MANAGED_BY
@@ -91,6 +93,13 @@ def build_registry(
         "apps",
         "v1",
         "deployments",
+        registry=registry,
+        labels={"app.kubernetes.io/managed-by": MANAGED_BY},
+    )
+    @kopf.on.event(
+        lws.GROUP,
+        lws.VERSION,
+        lws.PLURAL,
         registry=registry,
         labels={"app.kubernetes.io/managed-by": MANAGED_BY},
     )

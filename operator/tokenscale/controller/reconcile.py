@@ -26,7 +26,6 @@ from tokenscale.controller.status import (
     deployment_condition,
     live_status,
     metrics_condition,
-    observe_deployment,
     plan_summary,
     ready_condition,
     scaling_state_status,
@@ -34,8 +33,17 @@ from tokenscale.controller.status import (
     status_document,
     ttft_display,
 )
+from tokenscale.controller.workload import (
+    WORKLOAD_KINDS,
+    observe_workload,
+    read_workload,
+    reader,
+    remove_stale,
+    selector_drift,
+)
 from tokenscale.kube.client import Kube
 from tokenscale.kube.drift import differences
+from tokenscale.kube.lws import LwsNotInstalledError
 from tokenscale.planning import Plan, plan_service
 from tokenscale.render import Owner, render_bundle, selector_string
 from tokenscale.render.labels import CONFIG_HASH_ANNOTATION
@@ -98,7 +106,7 @@ def _reject(
     if old.get("status") != "False" or old.get("message") != message:
         emit("Warning", reason, message)
         outcome.events.append(("Warning", reason, message))
-    observed = observe_deployment(kube.read_deployment(ns, name))
+    observed = observe_workload(read_workload(kube, ns, name))
     summary = (
         plan_summary(plan, service.spec.slo.ttft_p99_seconds, service.spec.slo.tpot_p99_seconds)
         if plan is not None and plan.replicas is not None and service is not None
@@ -223,29 +231,43 @@ def reconcile(
         decision=decision,
         previous_decision=previous_decision,
     )
-    live_deployment = None
+    live_workload = None
     for obj in bundle.objects:
         kind = obj["kind"]
-        reader = {
-            "Deployment": kube.read_deployment,
+        read = {
             "Service": kube.read_service,
             "PodDisruptionBudget": kube.read_pdb,
-        }[kind]
-        live = reader(ns, name)
+        }.get(kind) or reader(kube, kind)
+        child = obj["metadata"]["name"]  # the InferenceService's name, or one derived from it
+        live = read(ns, child)
         # the reader chose the type (a PDB may be served as policy/v1beta1 on old clusters)
         desired = {k: v for k, v in obj.items() if k not in ("apiVersion", "kind")}
         diff = differences(desired, live) if live is not None else ["(missing)"]
+        diff = diff or selector_drift(obj, live)
         if diff:
             if kind == "Deployment" and live is not None:
                 _least_work_first(kube, ns, name, obj, live, metrics)
-            applied = kube.apply(obj)
+            try:
+                applied = kube.apply(obj)
+            except LwsNotInstalledError as err:
+                return _reject(
+                    kube, body, "LeaderWorkerSetMissing", str(err), now, emit, plan, service
+                )
             outcome.applied.append(kind)
             _announce(kind, obj, live, diff, decision, previous_decision, emit, outcome)
             live = applied
-        if kind == "Deployment":
-            live_deployment = live
+        if kind in WORKLOAD_KINDS:
+            live_workload = {**(live or {}), "kind": kind}
+            replaced = remove_stale(kube, ns, child, kind, owner=name)
+            if replaced is not None:
+                message = (
+                    f"Replaced {replaced} {child} by {kind} {child}: a replica now spans "
+                    f"{plan.nodes_per_replica} node(s) ({_layout(plan)})"
+                )
+                emit("Normal", "WorkloadReplaced", message)
+                outcome.events.append(("Normal", "WorkloadReplaced", message))
 
-    observed = observe_deployment(live_deployment)
+    observed = observe_workload(live_workload)
     outcome.ready_replicas = observed.ready_replicas if observed else 0
     scaled = previous_decision != decision.replicas
     summary = plan_summary(
@@ -274,7 +296,7 @@ def reconcile(
                 "PlanFeasible",
                 "True" if plan.feasible else "False",
                 "Planned" if plan.feasible else "BelowNeed",
-                f"{plan.sized.total} × TP {plan.tensor_parallel_size} planned: "
+                f"{plan.sized.total} × {_layout(plan)} planned: "
                 f"{plan.binding_constraint} binds"
                 + ("" if plan.feasible else "; " + "; ".join(plan.infeasible_reasons)),
                 now,
@@ -290,6 +312,16 @@ def reconcile(
     )
     _write_status(kube, body, status, new_status)
     return outcome
+
+
+def _layout(plan: Plan) -> str:
+    parts = [f"TP {plan.tensor_parallel_size}"]
+    if plan.pipeline_parallel_size > 1:
+        parts.append(f"PP {plan.pipeline_parallel_size}")
+    if plan.data_parallel_size > 1:
+        parts.append(f"DP {plan.data_parallel_size}")
+    text = " × ".join(parts) + (" with expert parallel" if plan.expert_parallel else "")
+    return text + (f" on {plan.nodes_per_replica} nodes" if plan.nodes_per_replica > 1 else "")
 
 
 def _least_work_first(
@@ -348,10 +380,10 @@ def _announce(
         outcome.events.append((type_, why, message))
 
     if live is None:
-        extra = f" with {decision.replicas} replicas" if kind == "Deployment" else ""
+        extra = f" with {decision.replicas} replicas" if kind in WORKLOAD_KINDS else ""
         say("Normal", "Created", f"Created {kind} {desired['metadata']['name']}{extra}")
         return
-    if kind != "Deployment":
+    if kind not in WORKLOAD_KINDS:
         say("Warning", "DriftCorrected", f"Undid changes to {kind}: {', '.join(diff[:5])}")
         return
     old_hash = ((live.get("metadata") or {}).get("annotations") or {}).get(CONFIG_HASH_ANNOTATION)

@@ -12,6 +12,7 @@ from kubernetes.client.exceptions import ApiException
 
 from tokenscale.api.crd import PLURAL
 from tokenscale.api.inference_service import API_GROUP, API_VERSION
+from tokenscale.kube import lws
 
 FIELD_MANAGER = "tokenscale"
 APPLY = "application/apply-patch+yaml"
@@ -122,9 +123,28 @@ class Kube:
             query=[("fieldManager", FIELD_MANAGER), ("force", "true")],
         )
 
+    # -- LeaderWorkerSets (kube/lws.py) -----------------------------------------------------
+    def read_leader_worker_set(self, namespace: str, name: str) -> dict[str, Any] | None:
+        return lws.read(self._raw, namespace, name)
+
+    def delete_deployment(self, namespace: str, name: str) -> None:
+        """Delete our Deployment (foreground: its pods go before it does); 404 is success."""
+        _or_none(
+            lambda: self._plain(
+                self.apps.delete_namespaced_deployment(
+                    name, namespace, propagation_policy="Foreground"
+                )
+            )
+        )
+
+    def delete_leader_worker_set(self, namespace: str, name: str) -> None:
+        lws.delete(self._raw, namespace, name)
+
     def apply(self, obj: dict[str, Any]) -> dict[str, Any]:
         """Server-side apply as field manager ``tokenscale`` (force: we own these fields)."""
         kind, ns, name = obj["kind"], obj["metadata"]["namespace"], obj["metadata"]["name"]
+        if kind == lws.KIND:
+            return lws.apply(self._raw, obj, FIELD_MANAGER, APPLY)
         kwargs: dict[str, Any] = {
             "field_manager": FIELD_MANAGER,
             "force": True,

@@ -10,7 +10,12 @@ Rule = tuple[str, str, tuple[str, ...]]
 NAMESPACED: tuple[Rule, ...] = (
     ("tokenscale.io", "inferenceservices", ("get", "list", "watch", "patch")),
     ("tokenscale.io", "inferenceservices/status", ("get", "update")),
-    ("apps", "deployments", ("get", "list", "watch", "create", "patch")),
+    ("apps", "deployments", ("get", "list", "watch", "create", "patch", "delete")),
+    (
+        "leaderworkerset.x-k8s.io",
+        "leaderworkersets",
+        ("get", "list", "watch", "create", "patch", "delete"),
+    ),
     ("", "services", ("get", "create", "patch")),
     ("policy", "poddisruptionbudgets", ("get", "create", "patch")),
     ("", "events", ("create", "patch")),
@@ -20,8 +25,9 @@ NAMESPACED: tuple[Rule, ...] = (
 """Reconcile: read/apply owned objects (server-side apply creates with create), replace the
 status whole, post events, read the ConfigMap a ``spec.profileRef`` names, list the
 Deployment's pods (their creation→Ready lead time) and set the vLLM pods' deletion cost before
-a scale-down; kopf watches InferenceServices and owned Deployments and
-patches its annotations."""
+a scale-down; kopf watches InferenceServices and owned Deployments and LeaderWorkerSets
+(kube/lws.py) and patches its annotations. Delete: a service that moves between one node and
+many replaces its Deployment by a LeaderWorkerSet or back (controller/workload.py)."""
 
 CLUSTER_READ: tuple[Rule, ...] = (
     ("apiextensions.k8s.io", "customresourcedefinitions", ("get", "list", "watch")),

@@ -1,8 +1,10 @@
 """The pure capacity planner: spec in, explainable :class:`Plan` out. No I/O, no clock."""
 
 from tokenscale.planning.conditions import Calibration, Conditions, forecast_conditions
+from tokenscale.planning.parallel import Layout
 from tokenscale.planning.performance import PerfModel
 from tokenscale.planning.planner import (
+    layout_of,
     perf_at,
     plan_at,
     plan_service,
@@ -16,11 +18,13 @@ from tokenscale.planning.sweep import SweepRow, sweep
 __all__ = [
     "Calibration",
     "Conditions",
+    "Layout",
     "PerfModel",
     "Plan",
     "Resolved",
     "SweepRow",
     "forecast_conditions",
+    "layout_of",
     "perf_at",
     "plan_at",
     "plan_service",

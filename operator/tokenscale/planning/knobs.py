@@ -40,14 +40,19 @@ class Knobs:
 
 
 def _capacity(
-    perf: PerfModel, slo: Slo, i: TokenDistribution, o: TokenDistribution, seqs: int
-) -> float:
-    """Requests/s a replica completes at the largest batch within the SLOs (the knee aside:
-    the budget is chosen for what the SLOs allow)."""
-    batch = slo_batch(perf, slo, i, o, seqs)
+    perf: PerfModel,
+    slo: Slo,
+    i: TokenDistribution,
+    o: TokenDistribution,
+    seqs: int,
+    hint: float | None = None,
+) -> tuple[float, float | None]:
+    """(requests/s a replica completes at the largest batch within the SLOs, that batch); the
+    knee aside: the budget is chosen for what the SLOs allow."""
+    batch = slo_batch(perf, slo, i, o, seqs, hint)
     if batch is None or batch <= 0:
-        return 0.0
-    return perf.request_rate(min(batch, float(seqs)))
+        return 0.0, batch
+    return perf.request_rate(min(batch, float(seqs))), batch
 
 
 def choose_knobs(
@@ -83,9 +88,10 @@ def choose_knobs(
     # extra weight reads per chunk cost more: stop at the first drop
     budgets = sorted({b for b in (*CHUNK_CHOICES, default_budget) if b <= default_budget})
     previous = -1.0
+    hint: float | None = None
     for budget in reversed(budgets):
         perf = base if budget == default_budget else perf_for(budget)
-        rate = _capacity(perf, slo, inputs, outputs, min(seqs, budget))
+        rate, hint = _capacity(perf, slo, inputs, outputs, min(seqs, budget), hint)
         scores[budget] = (rate, perf.tail_chunk_seconds)
         if rate < previous:
             break
@@ -131,14 +137,14 @@ def _check_user(
     default_budget: int,
 ) -> Knobs:
     reason = f"spec.serving.maxNumBatchedTokens={budget:,} (set by the user)"
-    if not slo.any_set or _capacity(perf_for(budget), slo, inputs, outputs, seqs) > 0:
+    if not slo.any_set or _capacity(perf_for(budget), slo, inputs, outputs, seqs)[0] > 0:
         return Knobs(budget, seqs, reason, False)
     better = [
         b
         for b in CHUNK_CHOICES
         if b != budget
         and b <= max(default_budget, budget)
-        and _capacity(perf_for(b), slo, inputs, outputs, min(seqs, b)) > 0
+        and _capacity(perf_for(b), slo, inputs, outputs, min(seqs, b))[0] > 0
     ]
     hint = f"; {max(better):,} would meet them" if better else ""
     return Knobs(

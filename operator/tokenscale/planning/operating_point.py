@@ -45,8 +45,21 @@ Z_P99 = 2.326
 Z_P95 = 1.645
 
 
-def _largest(lo: int, hi: int, ok: Callable[[int], bool]) -> int:
-    """Largest n in [lo, hi] with ok(n), assuming ok is monotone (true then false); lo-1 if none."""
+def _largest(lo: int, hi: int, ok: Callable[[int], bool], hint: int | None = None) -> int:
+    """Largest n in [lo, hi] with ok(n), assuming ok is monotone (true then false); lo-1 if none.
+    With ``hint`` (a likely answer), the bracket gallops out from it before bisecting."""
+    if hint is not None and lo < hint < hi:
+        step = 1
+        if ok(hint):
+            lo = hint
+            while lo + step < hi and ok(lo + step):
+                lo, step = lo + step, step * 2
+            hi = min(hi, lo + step)
+        else:
+            hi = hint - 1
+            while hi - step > lo and not ok(hi - step):
+                hi, step = hi - step, step * 2
+            lo = max(lo, hi - step)
     if not ok(lo):
         return lo - 1
     while lo < hi:
@@ -70,6 +83,41 @@ def _largest_fraction(ok: Callable[[float], bool], floor: float = 1e-3) -> float
         else:
             hi = mid
     return lo
+
+
+def meets_slos(
+    perf: PerfModel, slo: Slo, batch: float, inputs: TokenDistribution, outputs: TokenDistribution
+) -> bool:
+    """Whether every SLO that is set holds at batch B (the same estimates as
+    :func:`slo_estimates`, cheapest first, stopping at the first miss: the searches' predicate)."""
+    for z, ttft_t, tpot_t, e2e_t, in_tok, out_tok in (
+        (
+            Z_P99,
+            slo.ttft_p99_seconds,
+            slo.tpot_p99_seconds,
+            slo.e2e_p99_seconds,
+            inputs.p99_or_mean,
+            outputs.p99_or_mean,
+        ),
+        (
+            Z_P95,
+            slo.ttft_p95_seconds,
+            slo.tpot_p95_seconds,
+            slo.e2e_p95_seconds,
+            inputs.p95 or inputs.mean,
+            outputs.p95 or outputs.mean,
+        ),
+    ):
+        if tpot_t is not None and perf.tpot_quantile_seconds(batch, z) > tpot_t:
+            return False
+        if ttft_t is None and e2e_t is None:
+            continue
+        ttft = perf.ttft_seconds(batch, in_tok)
+        if ttft_t is not None and ttft > ttft_t:
+            return False
+        if e2e_t is not None and ttft + out_tok * perf.tpot_seconds(batch) > e2e_t:
+            return False
+    return True
 
 
 def slo_estimates(
@@ -124,17 +172,26 @@ def slo_batch(
     inputs: TokenDistribution,
     outputs: TokenDistribution,
     max_num_seqs: int,
+    hint: float | None = None,
 ) -> float | None:
     """The largest batch (≤ maxNumSeqs) meeting every SLO that is set: None with no SLO, 0 when
-    even the lightest load misses, a fraction when only a mostly idle replica meets them."""
+    even the lightest load misses, a fraction when only a mostly idle replica meets them.
+    Memoized on the timing model; ``hint`` (a nearby answer) narrows the search."""
     if not slo.any_set:
         return None
+    key = ("slo_batch", slo, inputs, outputs, max_num_seqs)
+    memo = perf.search_memo
+    if key in memo:
+        return memo[key]
 
     def ok(b: float) -> bool:  # ``_largest`` probes integers, ``_largest_fraction`` (0, 1)
-        return all(e.met for e in slo_estimates(perf, slo, b, inputs, outputs))
+        return meets_slos(perf, slo, b, inputs, outputs)
 
-    whole = _largest(1, max_num_seqs, ok)
-    return float(whole) if whole >= 1 else _largest_fraction(ok)
+    guess = int(hint) if hint is not None and hint >= 1 else None
+    whole = _largest(1, max_num_seqs, ok, guess)
+    found = float(whole) if whole >= 1 else _largest_fraction(ok)
+    memo[key] = found
+    return found
 
 
 def find_operating_point(

@@ -197,6 +197,11 @@ class PerfModel:
     def _step_memo(self) -> dict[float, float]:
         return {}
 
+    @cached_property
+    def search_memo(self) -> dict[tuple[object, ...], float | None]:
+        """Answers of searches over this model (the operating point's SLO batch), by inputs."""
+        return {}
+
     def step_seconds(self, batch: float) -> float:
         """One decode step for ``batch`` sequences: roofline max + all-reduce + overhead
         (memoized: the operating-point and knob searches ask for the same batches often)."""

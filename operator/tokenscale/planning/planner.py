@@ -6,16 +6,26 @@
    per-phase calibration, knee policy, profile) at one tensor-parallel size: **estimate** from
    the model (memory, KV, knobs, operating point, sizing, latency at the load each replica
    carries), **override** with a bench profile where one applies, **assemble** the Plan.
-3. :func:`plan_service` — the forecast: resolve, ``plan_at`` every valid TP, choose.
+3. :func:`plan_service` — the forecast: resolve, ``plan_at`` every valid layout, choose.
 
-``tensorParallelSize: auto`` compares layouts on what they *need* (``replicas.with_redundancy ×
-TP`` GPUs, before ``minReplicas``/``maxReplicas`` apply) and keeps the feasible one with the
-fewest GPUs; ties go to the lower GPU-hours per 1M output tokens, then to the smaller TP (more,
-smaller replicas fail smaller). A layout whose need exceeds ``maxReplicas`` is not feasible:
-the plan says so with the shortfall. The decision engine and the simulator call ``plan_at``
-with the TP the Deployment runs, never letting the model re-choose it.
+A **layout** is TP on one node, or a replica that spans nodes (``planning/parallel.py``):
+TP × PP pipeline stages, or for MoE models DP attention ranks with expert parallel. Multi-node
+layouts are planned only where one could need fewer GPUs than the best single-node plan (or
+nothing on one node serves), and only the smallest that fit per family (plus one node more),
+within ``spec.hardware.maxNodesPerReplica``. A pinned ``tensorParallelSize`` pins TP; the
+pipeline and expert-parallel layouts at that TP are still considered.
+
+Auto compares layouts on what they *need* (``replicas.with_redundancy × GPUs per replica``,
+before ``minReplicas``/``maxReplicas`` apply) and keeps the feasible one with the fewest GPUs;
+ties go to the lower GPU-hours per 1M output tokens, then to fewer nodes per replica, then to
+the smaller TP (more, smaller replicas fail smaller). A layout whose need exceeds
+``maxReplicas`` is not feasible: the plan says so with the shortfall. The decision engine and
+the simulator call ``plan_at`` with the layout the fleet runs (:func:`layout_of`), never
+letting the model re-choose it.
 """
 
+import dataclasses
+import math
 from dataclasses import dataclass
 
 from tokenscale.api.inference_service import InferenceServiceSpec
@@ -47,6 +57,15 @@ from tokenscale.planning.operating_point import (
     find_operating_point,
     slo_estimates,
 )
+from tokenscale.planning.parallel import (
+    Layout,
+    LayoutPerfModel,
+    inter_node_bytes_per_s,
+    kv_lanes,
+    kv_layer_share,
+    layouts_to_plan,
+    weight_bytes_per_gpu,
+)
 from tokenscale.planning.performance import PerfModel, link_bytes_per_s, peak_flops
 from tokenscale.planning.pricing import Pricing, price_plan
 from tokenscale.planning.resolve import Resolved, resolve
@@ -64,6 +83,21 @@ from tokenscale.planning.sizing import ConstraintInput, Sizing, SizingInputs, si
 LIVE_KNEE_TPOT_RATIO = 1e6
 
 
+def layout_of(plan: Plan) -> Layout:
+    """The parallel layout a plan was made at (what the fleet runs)."""
+    return Layout(
+        tp=plan.tensor_parallel_size,
+        pp=plan.pipeline_parallel_size,
+        dp=plan.data_parallel_size,
+        ep=plan.expert_parallel,
+        nodes=plan.nodes_per_replica,
+    )
+
+
+def _as_layout(tp: "int | Layout") -> Layout:
+    return tp if isinstance(tp, Layout) else Layout(tp=tp)
+
+
 def model_weight_bytes(r: Resolved) -> float:
     """Bytes of weights vLLM loads: ``params × bytes per param``, except that quantized
     checkpoints (and online FP8) keep the embeddings and the LM head in 16 bits (AWQ, GPTQ,
@@ -76,10 +110,15 @@ def model_weight_bytes(r: Resolved) -> float:
 
 
 def perf_at(
-    r: Resolved, conditions: Conditions, tp: int, max_num_batched_tokens: int | None = None
+    r: Resolved,
+    conditions: Conditions,
+    tp: "int | Layout",
+    max_num_batched_tokens: int | None = None,
 ) -> PerfModel:
-    """The timing model of one replica at ``tp`` under ``conditions`` (calibration applied;
-    the knee lifted under the ``slo`` policy when an SLO is set)."""
+    """The timing model of one replica at ``tp`` (a TP size, or a multi-node layout) under
+    ``conditions`` (calibration applied; the knee lifted under the ``slo`` policy when an SLO
+    is set)."""
+    layout = _as_layout(tp)
     spec, model, gpu = r.spec, r.model, r.gpu
     w, serving = conditions.workload, spec.serving
     a = conditions.calibration.apply(spec.assumptions)
@@ -90,12 +129,12 @@ def perf_at(
         or serving.max_num_batched_tokens
         or r.defaults.max_num_batched_tokens
     )
-    return PerfModel(
+    base = PerfModel(
         arch=model.architecture,
         params=model.params,
-        geometry=kv_geometry(model.architecture, model.kv_bytes_per_element, tp),
+        geometry=kv_geometry(model.architecture, model.kv_bytes_per_element, layout.tp),
         weight_bytes_per_param=bytes_per_param(model.weight_dtype),
-        tp=tp,
+        tp=layout.tp,
         hbm_bytes_per_s=gpu.hbm_bandwidth_gbps * 1e9,
         link_bytes_per_s=link_bytes_per_s(gpu),
         flops_per_s=peak_flops(gpu, model.weight_dtype)[0],
@@ -107,14 +146,17 @@ def perf_at(
         prefix_cache_hit_rate=w.prefix_cache_hit_rate if serving.enable_prefix_caching else 0.0,
         tail_input_tokens=w.input_tokens.p99_or_mean,
     )
+    if layout.pp == 1 and layout.dp == 1:
+        return base
+    fabric, _ = inter_node_bytes_per_s(spec.hardware.inter_node_gbps or gpu.inter_node_gbps)
+    same = {f.name: getattr(base, f.name) for f in dataclasses.fields(base)}
+    return LayoutPerfModel(**same, layout=layout, inter_node_bytes_per_s=fabric)
 
 
 def replica_perf_model(spec: InferenceServiceSpec, plan: Plan) -> PerfModel:
     """The timing model behind ``plan`` (its TP and token budget), for the fleet simulator."""
     r = resolve(spec, plan.name)
-    return perf_at(
-        r, forecast_conditions(r), plan.tensor_parallel_size, plan.max_num_batched_tokens
-    )
+    return perf_at(r, forecast_conditions(r), layout_of(plan), plan.max_num_batched_tokens)
 
 
 def _max_model_len(
@@ -154,9 +196,9 @@ def _max_model_len(
 
 @dataclass(frozen=True)
 class _Estimate:
-    """What the model says about one replica at one TP, before any measurement."""
+    """What the model says about one replica at one layout, before any measurement."""
 
-    tp: int
+    layout: Layout
     perf: PerfModel
     knobs: Knobs
     budget: MemoryBudget
@@ -173,9 +215,12 @@ class _Estimate:
     warnings: list[str]
 
 
-def _estimate(r: Resolved, c: Conditions, tp: int) -> _Estimate:
+def _estimate(r: Resolved, c: Conditions, layout: Layout) -> _Estimate:
+    """One replica at ``layout``. With data-parallel ranks the batch, the sequence cap and the
+    KV capacity are the replica's (every rank's summed); ``--max-num-seqs`` is per rank."""
     spec, model, w, serving, a = r.spec, r.model, c.workload, r.spec.serving, r.spec.assumptions
     arch = model.architecture
+    tp, lanes = layout.tp, kv_lanes(layout)
     reasons: list[str] = []
     warnings: list[str] = []
     models: dict[int, PerfModel] = {}
@@ -183,7 +228,7 @@ def _estimate(r: Resolved, c: Conditions, tp: int) -> _Estimate:
     def perf_for(budget: int) -> PerfModel:
         """One timing model per chunk budget (their memos serve the knob and the final search)."""
         if budget not in models:
-            models[budget] = perf_at(r, c, tp, budget)
+            models[budget] = perf_at(r, c, layout, budget)
         return models[budget]
 
     knobs = choose_knobs(
@@ -192,38 +237,53 @@ def _estimate(r: Resolved, c: Conditions, tp: int) -> _Estimate:
         w.input_tokens,
         w.output_tokens,
         r.defaults.max_num_batched_tokens,
-        r.defaults.max_num_seqs,
+        r.defaults.max_num_seqs * lanes,
         serving.max_num_batched_tokens,
-        serving.max_num_seqs,
+        serving.max_num_seqs * lanes if serving.max_num_seqs else None,
         serving.enable_chunked_prefill,
     )
     warnings.extend(knobs.warnings)
     seqs, batched = knobs.max_num_seqs, knobs.max_num_batched_tokens
     geom = kv_geometry(arch, model.kv_bytes_per_element, tp)
-    weights = model_weight_bytes(r)
+    per_gpu = (
+        model_weight_bytes(r) / tp  # one node: main's accounting, 16-bit embeddings included
+        if layout.gpus == tp
+        else weight_bytes_per_gpu(model.params, arch, layout, bytes_per_param(model.weight_dtype))
+    )
     activation = (
         a.activation_peak_gib * GIB
         if a.activation_peak_gib is not None
-        else activation_peak_bytes(arch, tp, batched, seqs)
+        else activation_peak_bytes(arch, tp, batched, math.ceil(seqs / lanes))
     )
-    budget = memory_budget(r.gpu, spec.hardware.gpu_memory_utilization, weights, tp, activation, a)
-    blocks = kv_capacity_blocks(budget.kv_pool_bytes, geom, serving.block_size)
+    budget = memory_budget(
+        r.gpu, spec.hardware.gpu_memory_utilization, per_gpu * tp, tp, activation, a
+    )
+    if layout.gpus > 1 and budget.nccl_bytes == 0.0:
+        budget = dataclasses.replace(budget, nccl_bytes=a.nccl_buffer_gib * GIB)
+    # a GPU holds its stage's layers' KV; each DP rank a pool of its own
+    stage = dataclasses.replace(
+        geom, bytes_per_token_per_rank=geom.bytes_per_token_per_rank * kv_layer_share(arch, layout)
+    )
+    blocks = kv_capacity_blocks(budget.kv_pool_bytes, stage, serving.block_size) * lanes
     capacity = float(blocks * serving.block_size)
+    where = f"as {layout.describe()}" if layout.gpus > tp else f"at TP={tp}"
     if budget.kv_pool_bytes <= 0:
         overheads = budget.usable_bytes - budget.weights_bytes - budget.kv_pool_bytes
         reasons.append(
-            f"does not fit at TP={tp}: weights {budget.weights_bytes / GIB:,.1f} GiB + "
+            f"does not fit {where}: weights {budget.weights_bytes / GIB:,.1f} GiB + "
             f"overheads {overheads / GIB:,.1f} GiB "
             f"per GPU exceed the usable {budget.usable_bytes / GIB:,.1f} GiB "
             f"({spec.hardware.gpu_memory_utilization:.2f} × {r.gpu.memory_gib:,.1f} GiB)"
         )
     max_len_hint = w.max_context_tokens or arch.max_context_tokens
-    max_len = _max_model_len(r, w, capacity, geom.tokens_held(max_len_hint), reasons, warnings)
+    max_len = _max_model_len(
+        r, w, capacity / lanes, geom.tokens_held(max_len_hint), reasons, warnings
+    )
     perf = perf_for(batched)
     if not serving.enable_chunked_prefill and batched < max_len:
         # vLLM raises the budget to max_model_len without chunked prefill
         knobs = Knobs(max_len, seqs, "max_model_len: chunked prefill is off", False)
-        perf = perf_at(r, c, tp, max_len)
+        perf = perf_at(r, c, layout, max_len)
     p99_ctx = w.input_tokens.p99_or_mean + w.output_tokens.p99_or_mean
     if p99_ctx > max_len:
         reasons.append(
@@ -237,7 +297,7 @@ def _estimate(r: Resolved, c: Conditions, tp: int) -> _Estimate:
     op = find_operating_point(perf, spec.slo, w.input_tokens, w.output_tokens, seqs)
     held_mean = geom.tokens_held(w.input_tokens.mean + w.output_tokens.mean / 2.0)
     held_p99 = geom.tokens_held(min(p99_ctx, float(max_len)))
-    reserve = max(0.0, held_p99 - held_mean)
+    reserve = max(0.0, held_p99 - held_mean) * lanes  # a P99 request may sit on every rank
     kv_batch = (capacity * a.kv_target_utilization - reserve) / held_mean
     if capacity > 0 and kv_batch < 1:
         reasons.append(
@@ -247,7 +307,7 @@ def _estimate(r: Resolved, c: Conditions, tp: int) -> _Estimate:
     if not serving.enable_chunked_prefill and w.input_tokens.p99_or_mean > 2048:
         warnings.append("chunked prefill is off: long prompts stall every decode (TPOT P99)")
     return _Estimate(
-        tp=tp,
+        layout=layout,
         perf=perf,
         knobs=knobs,
         budget=budget,
@@ -325,14 +385,16 @@ def _load(e: _Estimate, c: Conditions, replicas: int) -> tuple[LoadPoint, bool]:
     return point_at_batch(e.perf, float(e.op.batch), w.input_tokens, w.output_tokens), True
 
 
-def plan_at(r: Resolved, conditions: Conditions, tp: int) -> Plan:
-    """Plan ``r`` under ``conditions`` at tensor-parallel size ``tp`` (no TP choice)."""
-    e = _estimate(r, conditions, tp)
+def plan_at(r: Resolved, conditions: Conditions, tp: int | Layout) -> Plan:
+    """Plan ``r`` under ``conditions`` at tensor-parallel size ``tp`` on one node, or at a
+    multi-node :class:`Layout` (no layout choice)."""
+    layout = _as_layout(tp)
+    e = _estimate(r, conditions, layout)
     reasons, warnings = list(e.reasons), list(e.warnings)
     w = conditions.workload
     measured = None
     if conditions.use_profile:
-        measured = measured_point(r.spec.profile, r.spec.slo, tp, r.gpu_key, warnings)
+        measured = measured_point(r.spec.profile, r.spec.slo, layout.tp, r.gpu_key, warnings)
     if measured is not None:
         mismatch = token_mismatch(measured, w.input_tokens.mean, w.output_tokens.mean)
         if mismatch:
@@ -356,7 +418,8 @@ def _assemble(
     warnings: list[str],
 ) -> Plan:
     spec, model, w, perf, a = r.spec, r.model, c.workload, e.perf, r.spec.assumptions
-    tp = e.tp
+    layout = e.layout
+    tp, lanes = layout.tp, kv_lanes(layout)
     physical = not [x for x in reasons if x != sizing.shortfall]
     total = sizing.replicas.total
     load, saturated = _load(e, c, total)
@@ -375,6 +438,9 @@ def _assemble(
         load.e2e_mean_s,
     )
     checks = _slo_checks(perf, spec.slo, w, load.batch, measured)
+    # the longest a request takes when a replica carries all its SLOs allow: independent of
+    # the replica count (so a scale never changes the pod template built from it)
+    e2e99_full = point_at_batch(perf, batch, w.input_tokens, w.output_tokens).e2e_p99_s
     sources: dict[str, str] = {}
     if measured is not None:
         m = measured.step
@@ -382,6 +448,7 @@ def _assemble(
         mean_request_s = measured.request_s
         tpot = m.tpot_p50_seconds if m.tpot_p50_seconds is not None else tpot
         ttft99 = m.ttft_p99_seconds if m.ttft_p99_seconds is not None else ttft99
+        e2e99_full = m.e2e_p99_seconds if m.e2e_p99_seconds is not None else e2e99_full
         rps_replica = m.requests_per_second
         out_tps_replica = rps_replica * w.output_tokens.mean
         for key in ("rps_per_replica", "operating_batch", "latency_estimates"):
@@ -390,7 +457,12 @@ def _assemble(
     input_tps, output_tps = token_rates(design_rps, w.input_tokens.mean, w.output_tokens.mean)
     prices = Pricing.for_gpu(spec.cost, r.gpu_key)
     costs = price_plan(
-        prices, tp, total, out_tps_replica, rps_replica * w.input_tokens.mean, rps_replica
+        prices,
+        layout.gpus,
+        total,
+        out_tps_replica,
+        rps_replica * w.input_tokens.mean,
+        rps_replica,
     )
     if prices.gpu_hour_price is None:
         warnings.append("no spec.cost.gpuHourPrice: cost figures are omitted")
@@ -411,8 +483,13 @@ def _assemble(
         kv_bytes_per_token=geom_bytes.bytes_per_token,
         kv_bytes_per_token_per_gpu=geom_bytes.bytes_per_token_per_rank,
         tensor_parallel_size=tp,
+        pipeline_parallel_size=layout.pp,
+        data_parallel_size=layout.dp,
+        expert_parallel=layout.ep,
+        gpus_per_replica=layout.gpus,
+        nodes_per_replica=layout.nodes,
         max_model_len=e.max_len,
-        max_num_seqs=e.knobs.max_num_seqs,
+        max_num_seqs=math.ceil(e.knobs.max_num_seqs / lanes),
         max_num_batched_tokens=e.knobs.max_num_batched_tokens,
         serving_knobs_reason=e.knobs.reason,
         memory_per_gpu=MemoryBreakdown(
@@ -448,6 +525,7 @@ def _assemble(
         ttft_p99_estimate_s=ttft99,
         tpot_estimate_s=tpot,
         e2e_p99_estimate_s=e2e99,
+        e2e_p99_at_capacity_s=e2e99_full,
         prefill_p99_s=perf.prefill_seconds(
             w.input_tokens.p99_or_mean * (1.0 - perf.prefix_cache_hit_rate),
             w.input_tokens.p99_or_mean * perf.prefix_cache_hit_rate,
@@ -472,7 +550,7 @@ def _assemble(
         replicas=sizing.replicas if physical else None,
         constraints=sizing.constraints,
         binding_constraint=sizing.binding,
-        gpus_total=total * tp if physical else None,
+        gpus_total=total * layout.gpus if physical else None,
         gpu_hours_per_million_output_tokens=costs.gpu_hours_per_million_output_tokens,
         cost_per_hour=costs.fleet_cost_per_hour if physical else None,
         cost_per_million_output_tokens=costs.per_million_output,
@@ -530,17 +608,23 @@ def _gpus_needed(p: Plan) -> int | None:
     """GPUs the layout needs before ``minReplicas``/``maxReplicas`` apply."""
     if p.replicas is None:
         return None
-    return p.replicas.with_redundancy * p.tensor_parallel_size
+    return p.replicas.with_redundancy * p.gpus_per_replica
 
 
 def _candidate(p: Plan) -> TpCandidate:
     need = _gpus_needed(p)
     if p.feasible and p.replicas is not None:
-        reason = f"{p.replicas.total} replicas × TP {p.tensor_parallel_size}"
+        layout = layout_of(p)
+        shape = layout.describe() if layout.nodes > 1 or layout.dp > 1 else f"TP {layout.tp}"
+        reason = f"{p.replicas.total} replicas × {shape}"
     else:
         reason = "; ".join(p.infeasible_reasons)
     return TpCandidate(
         tensor_parallel_size=p.tensor_parallel_size,
+        pipeline_parallel_size=p.pipeline_parallel_size,
+        data_parallel_size=p.data_parallel_size,
+        expert_parallel=p.expert_parallel,
+        nodes_per_replica=p.nodes_per_replica,
         feasible=p.feasible,
         replicas=p.replicas.total if p.replicas is not None else None,
         gpus=p.gpus_total,
@@ -555,10 +639,11 @@ def _choose(plans: list[Plan]) -> Plan:
     """Compare layouts on what they need, then the bounds: feasible first; else the layout
     that needs the fewest GPUs (capped by maxReplicas); else the first that fits."""
 
-    def key(p: Plan) -> tuple[int, float, int]:
+    def key(p: Plan) -> tuple[int, float, int, int]:
         return (
             _gpus_needed(p) or 0,
             p.gpu_hours_per_million_output_tokens or 0.0,
+            p.nodes_per_replica,
             p.tensor_parallel_size,
         )
 
@@ -572,13 +657,29 @@ def _choose(plans: list[Plan]) -> Plan:
     return fits[0] if fits else plans[-1]
 
 
+def _layouts(r: Resolved, sizes: list[int]) -> list[Layout]:
+    """Single-node TPs, and the multi-node layouts worth planning (planning/parallel.py)."""
+    hw, a, model = r.spec.hardware, r.spec.assumptions, r.model
+    fixed = (a.runtime_overhead_gib + a.cuda_graph_gib + a.nccl_buffer_gib + 2.0) * GIB
+    budget = r.gpu.memory_gib * GIB * hw.gpu_memory_utilization - fixed
+    return layouts_to_plan(
+        model.architecture,
+        model.params,
+        bytes_per_param(model.weight_dtype),
+        sizes,
+        hw.gpus_per_node,
+        hw.max_nodes_per_replica,
+        budget,
+    )
+
+
 def with_curve(r: Resolved, conditions: Conditions, plan: Plan) -> Plan:
     """``plan`` with its predicted load-test curve (concurrency 1, 2, 4, … up to the KV limit
     or maxNumSeqs); empty when the plan cannot serve. Computed for the forecast's chosen plan
     only: the engine's live questions do not need it."""
     if plan.replicas is None:
         return plan
-    perf = perf_at(r, conditions, plan.tensor_parallel_size, plan.max_num_batched_tokens)
+    perf = perf_at(r, conditions, layout_of(plan), plan.max_num_batched_tokens)
     w = conditions.workload
     limit = min(float(plan.max_num_seqs), max(plan.concurrency_limits.kv_mean_context, 1.0))
     points = curve(perf, w.input_tokens, w.output_tokens, limit)
@@ -596,9 +697,7 @@ def predicted_step(
             "output_tokens": TokenDistribution(mean=max(output_tokens, 1.0)),
         }
     )
-    perf = perf_at(
-        r, Conditions(workload=w), plan.tensor_parallel_size, plan.max_num_batched_tokens
-    )
+    perf = perf_at(r, Conditions(workload=w), layout_of(plan), plan.max_num_batched_tokens)
     point = closed_loop(perf, concurrency, w.input_tokens, w.output_tokens)
     return CurveStep(**vars(point))
 
@@ -608,7 +707,16 @@ def plan_service(spec: InferenceServiceSpec, name: str = "") -> Plan:
     r = resolve(spec, name)
     conditions = forecast_conditions(r)
     sizes = r.tp_sizes()
-    plans = [plan_at(r, conditions, tp) for tp in sizes]
+    single = [Layout(tp=tp) for tp in sizes]
+    plans = [plan_at(r, conditions, layout) for layout in single]
+    # a multi-node replica needs at least its own GPUs: plan one only where that could beat
+    # the best single-node need (or nothing on one node serves)
+    best = min((n for p in plans if p.feasible and (n := _gpus_needed(p))), default=None)
+    plans += [
+        plan_at(r, conditions, layout)
+        for layout in _layouts(r, sizes)
+        if layout not in single and (best is None or layout.gpus < best)
+    ]
     if len(plans) == 1:
         return with_curve(r, conditions, plans[0])
     chosen = with_curve(r, conditions, _choose(plans))
@@ -616,10 +724,12 @@ def plan_service(spec: InferenceServiceSpec, name: str = "") -> Plan:
     if not any(p.feasible for p in plans) and all(
         p.kv_capacity_blocks_per_replica == 0 for p in plans
     ):
+        hw = spec.hardware
         reason = (
-            f"does not fit at any TP ({', '.join(str(t) for t in sizes)}): "
-            f"{chosen.weight_bytes / GIB:,.1f} GiB of weights on {r.gpu.memory_gib:,.1f} GiB "
-            f"GPUs, at most {max(sizes)} per replica (gpusPerNode={spec.hardware.gpus_per_node})"
+            f"does not fit at any TP ({', '.join(str(t) for t in sizes)}) on up to "
+            f"{hw.max_nodes_per_replica} node(s) per replica: {chosen.weight_bytes / GIB:,.1f} "
+            f"GiB of weights on {r.gpu.memory_gib:,.1f} GiB GPUs, {hw.gpus_per_node} per node "
+            "(raise spec.hardware.maxNodesPerReplica, or quantize)"
         )
         return chosen.model_copy(
             update={

@@ -4,9 +4,9 @@
 (README, "The plan JSON"). Keys are only ever added, never renamed or removed, within v1alpha1.
 """
 
-from typing import Literal
+from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 ConstraintName = Literal["throughput", "concurrency", "kv", "none"]
 
@@ -65,9 +65,13 @@ class SloCheck(_Frozen):
 
 
 class TpCandidate(_Frozen):
-    """One tensor-parallel size tried by ``tensorParallelSize: auto``."""
+    """One parallel layout tried by ``tensorParallelSize: auto``: TP × PP (× DP with EP)."""
 
     tensor_parallel_size: int
+    pipeline_parallel_size: int = 1
+    data_parallel_size: int = 1
+    expert_parallel: bool = False
+    nodes_per_replica: int = 1
     feasible: bool
     replicas: int | None = Field(description="Within the bounds; null when nothing can serve")
     gpus: int | None
@@ -75,7 +79,7 @@ class TpCandidate(_Frozen):
         default=None, description="Before minReplicas/maxReplicas: what the layout needs"
     )
     gpus_needed: int | None = Field(
-        default=None, description="replicas_needed × TP: what auto-TP compares"
+        default=None, description="replicas_needed × GPUs per replica: what auto layout compares"
     )
     cost_per_million_output_tokens: float | None
     reason: str
@@ -137,6 +141,22 @@ class Plan(_Frozen):
     kv_bytes_per_token: float = Field(description="Whole model, all layers")
     kv_bytes_per_token_per_gpu: float
     tensor_parallel_size: int
+    pipeline_parallel_size: int = Field(
+        default=1, description="Pipeline stages (--pipeline-parallel-size), one per node or less"
+    )
+    data_parallel_size: int = Field(
+        default=1,
+        description="Data-parallel attention ranks inside one replica (--data-parallel-size)",
+    )
+    expert_parallel: bool = Field(
+        default=False, description="MoE experts sharded over TP × DP (--enable-expert-parallel)"
+    )
+    gpus_per_replica: int = Field(
+        default=0, description="TP × PP × DP: the GPUs one replica (one vLLM server) holds"
+    )
+    nodes_per_replica: int = Field(
+        default=1, description="Nodes one replica spans; > 1 renders a LeaderWorkerSet group"
+    )
     max_model_len: int
     max_num_seqs: int
     max_num_batched_tokens: int
@@ -166,6 +186,11 @@ class Plan(_Frozen):
     ttft_p99_estimate_s: float = Field(description="At the load each replica carries")
     tpot_estimate_s: float = Field(description="Mean TPOT at the load each replica carries")
     e2e_p99_estimate_s: float = Field(description="At the load each replica carries")
+    e2e_p99_at_capacity_s: float = Field(
+        default=0.0,
+        description="At the operating batch: the longest a request takes when a replica carries "
+        "all its SLOs allow (does not depend on the replica count; sizes the drain)",
+    )
     prefill_p99_s: float = Field(description="Prefill alone of a P99 prompt on an idle replica")
     decode_step_s: float
     slo_checks: list[SloCheck]
@@ -218,3 +243,20 @@ class Plan(_Frozen):
     def replica_count(self) -> int:
         """``replicas.total``, or 0 when the plan has no count."""
         return self.replicas.total if self.replicas is not None else 0
+
+    @model_validator(mode="before")
+    @classmethod
+    def _single_node_defaults(cls, data: Any) -> Any:
+        """A plan built without a layout is one node, TP GPUs (the pre-multi-node shape)."""
+        if isinstance(data, dict) and not data.get("gpus_per_replica"):
+            layout = (
+                int(data.get("tensor_parallel_size", 1))
+                * int(data.get("pipeline_parallel_size", 1))
+                * int(data.get("data_parallel_size", 1))
+            )
+            data = {**data, "gpus_per_replica": layout}
+        return data
+
+    @property
+    def multi_node(self) -> bool:
+        return self.nodes_per_replica > 1

@@ -273,7 +273,7 @@ class Playground:
                 t = load_clock.now()
                 frame = await self._observe(custom, core, t, stats)
                 dt = max(t - last_t, 1e-9)
-                gpu_seconds += (frame.ready + frame.starting) * svc.plan.tensor_parallel_size * dt
+                gpu_seconds += (frame.ready + frame.starting) * svc.plan.gpus_per_replica * dt
                 samples.append(
                     TimelinePoint(
                         t_s=t,

@@ -9,6 +9,7 @@ from tokenscale.api.inference_service import API_GROUP, API_VERSION, KIND, Infer
 from tokenscale.planning.inputs import resolve_gpu
 from tokenscale.planning.result import Plan
 from tokenscale.render.deployment import deployment, pod_template
+from tokenscale.render.lws import group_pdb_max_unavailable, leader_worker_set, lws_templates
 from tokenscale.render.names import derived_names
 from tokenscale.render.service import pdb_min_available, pod_disruption_budget, service
 
@@ -33,7 +34,8 @@ class Owner:
 
 @dataclass(frozen=True)
 class RenderedBundle:
-    deployment: dict[str, Any]
+    workload: dict[str, Any]
+    """The Deployment (a replica on one node) or the LeaderWorkerSet (a replica spans nodes)."""
     service: dict[str, Any]
     pdb: dict[str, Any]
     config_hash: str
@@ -43,7 +45,8 @@ class RenderedBundle:
 
 
 def config_hash(template: dict[str, Any]) -> str:
-    """sha256 of the pod template (canonical JSON): changes roll pods, replica changes do not."""
+    """sha256 of the pod template(s) (canonical JSON): changes roll pods, replica changes do
+    not."""
     canonical = json.dumps(template, sort_keys=True, separators=(",", ":"))
     return hashlib.sha256(canonical.encode()).hexdigest()[:16]
 
@@ -56,19 +59,30 @@ def render_bundle(
     replicas: int,
     owner: Owner | None = None,
 ) -> RenderedBundle:
-    """Deployment, Service and PDB for ``replicas`` replicas of ``plan``."""
+    """Deployment (or LeaderWorkerSet when a replica spans nodes), Service and PDB for
+    ``replicas`` replicas of ``plan``."""
     template = pod_template(name, spec, plan, resolve_gpu(spec))
-    digest = config_hash(template)
-    objs = [
-        deployment(name, namespace, replicas, template, digest),
-        service(name, namespace),
-        pod_disruption_budget(name, namespace, pdb_min_available(replicas, plan.sized.needed)),
-    ]
+    if plan.nodes_per_replica > 1:
+        templates = lws_templates(template, plan)
+        digest = config_hash(templates)
+        max_unavailable = group_pdb_max_unavailable(replicas, plan.sized.needed)
+        objs = [
+            leader_worker_set(name, namespace, replicas, plan, templates, digest),
+            service(name, namespace, leader_only=True),
+            pod_disruption_budget(name, namespace, 0, max_unavailable=max_unavailable),
+        ]
+    else:
+        digest = config_hash(template)
+        objs = [
+            deployment(name, namespace, replicas, template, digest),
+            service(name, namespace),
+            pod_disruption_budget(name, namespace, pdb_min_available(replicas, plan.sized.needed)),
+        ]
     if owner is not None:
         for obj in objs:
             obj["metadata"]["ownerReferences"] = [owner.reference()]
     return RenderedBundle(
-        deployment=objs[0],
+        workload=objs[0],
         service=objs[1],
         pdb=objs[2],
         config_hash=digest,

@@ -47,8 +47,10 @@ while time.monotonic() < deadline:
 
 def drain_seconds(plan: Plan) -> int:
     """How long a removed replica may take to finish its in-flight requests: the plan's E2E P99
-    (a request admitted just before admission stopped takes that long at worst, P99)."""
-    e2e = plan.e2e_p99_estimate_s
+    at the operating batch (a request admitted just before admission stopped takes that long at
+    worst, P99). Not the estimate at the current load: that moves with the replica count, and a
+    scale must never change the pod template (it would roll every pod)."""
+    e2e = plan.e2e_p99_at_capacity_s or plan.e2e_p99_estimate_s
     if not math.isfinite(e2e) or e2e <= 0:
         return MAX_DRAIN_S
     return min(MAX_DRAIN_S, math.ceil(e2e))
@@ -69,22 +71,34 @@ def pre_stop(plan: Plan) -> dict[str, Any]:
     return {"exec": {"command": ["python3", "-c", script]}}
 
 
+def gpus_per_pod(plan: Plan) -> int:
+    """GPUs one pod requests: the replica's GPUs over the nodes it spans (TP on one node)."""
+    return max(1, plan.gpus_per_replica // max(1, plan.nodes_per_replica))
+
+
+def weight_bytes_per_pod(plan: Plan) -> float:
+    """The share of the weights one pod loads (a pipeline stage, or one node's experts)."""
+    return plan.weight_bytes / max(1, plan.nodes_per_replica)
+
+
 def startup_budget_seconds(spec: InferenceServiceSpec, plan: Plan) -> int:
-    """Seconds the startup probe allows: ``weights / 400 MB/s + 180 s`` unless overridden."""
+    """Seconds the startup probe allows: ``one pod's weight share / 400 MB/s + 180 s`` unless
+    overridden (the pods of a multi-node replica load their shares in parallel)."""
     if spec.deployment.model_load_seconds is not None:
         return spec.deployment.model_load_seconds
-    return math.ceil(plan.weight_bytes / LOAD_BYTES_PER_S) + START_OVERHEAD_S
+    return math.ceil(weight_bytes_per_pod(plan) / LOAD_BYTES_PER_S) + START_OVERHEAD_S
 
 
 def _resources(spec: InferenceServiceSpec, plan: Plan, gpu: GpuSpec) -> dict[str, Any]:
-    """CPU 4 per GPU, host memory ``8 GiB × TP + 10 % of the weights``; GPUs = TP exactly.
+    """CPU 4 per GPU, host memory ``8 GiB × GPUs + 10 % of the pod's weight share``; GPUs =
+    the pod's share of the layout exactly (TP on a single node).
 
     The user's requests and limits override these; a user limit below a default request lowers
     that request to the limit (the API validated that the user's own requests fit their limits).
     """
-    tp = plan.tensor_parallel_size
-    host_gib = 8 * tp + math.ceil(plan.weight_bytes / GIB * 0.1)
-    requests: dict[str, str] = {"cpu": str(4 * tp), "memory": f"{host_gib}Gi"}
+    gpus = gpus_per_pod(plan)
+    host_gib = 8 * gpus + math.ceil(weight_bytes_per_pod(plan) / GIB * 0.1)
+    requests: dict[str, str] = {"cpu": str(4 * gpus), "memory": f"{host_gib}Gi"}
     limits: dict[str, str] = {}
     user = spec.deployment.resources or {}
     requests.update({k: str(v) for k, v in dict(user.get("requests") or {}).items()})
@@ -94,8 +108,8 @@ def _resources(spec: InferenceServiceSpec, plan: Plan, gpu: GpuSpec) -> dict[str
         # (the API server refuses a request above its limit)
         if key in requests and parse_quantity(requests[key]) > parse_quantity(limit):
             requests[key] = limit
-    requests[gpu.resource_name] = str(tp)
-    limits[gpu.resource_name] = str(tp)
+    requests[gpu.resource_name] = str(gpus)
+    limits[gpu.resource_name] = str(gpus)
     return {"requests": requests, "limits": limits}
 
 
@@ -111,7 +125,6 @@ def _probe(path: str, period: int, failures: int) -> dict[str, Any]:
 def pod_template(name: str, spec: InferenceServiceSpec, plan: Plan, gpu: GpuSpec) -> dict[str, Any]:
     """The pod template, without the config-hash annotation (it is computed over this)."""
     d = spec.deployment
-    tp = plan.tensor_parallel_size
     env: list[dict[str, Any]] = []
     volumes: list[dict[str, Any]] = []
     mounts: list[dict[str, Any]] = []
@@ -128,7 +141,7 @@ def pod_template(name: str, spec: InferenceServiceSpec, plan: Plan, gpu: GpuSpec
             {"name": "model-cache", "persistentVolumeClaim": {"claimName": d.model_cache_claim}}
         )
         mounts.append({"name": "model-cache", "mountPath": "/models"})
-    if tp > 1:
+    if gpus_per_pod(plan) > 1:
         volumes.append(
             {"name": "dshm", "emptyDir": {"medium": "Memory", "sizeLimit": f"{d.shm_size_gib:g}Gi"}}
         )

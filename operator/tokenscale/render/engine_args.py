@@ -14,6 +14,18 @@ def quantization_flag(plan: Plan) -> str | None:
     return None
 
 
+def parallel_flags(plan: Plan) -> list[str]:
+    """The layout beyond TP, only where it is not vLLM's default (single-node args unchanged)."""
+    flags: list[str] = []
+    if plan.pipeline_parallel_size > 1:
+        flags += ["--pipeline-parallel-size", str(plan.pipeline_parallel_size)]
+    if plan.data_parallel_size > 1:
+        flags += ["--data-parallel-size", str(plan.data_parallel_size)]
+    if plan.expert_parallel:
+        flags.append("--enable-expert-parallel")
+    return flags
+
+
 def engine_args(spec: InferenceServiceSpec, plan: Plan) -> list[str]:
     """Flags in a fixed order (so the config hash is stable), then ``serving.extraArgs``."""
     s = spec.serving
@@ -26,6 +38,7 @@ def engine_args(spec: InferenceServiceSpec, plan: Plan) -> list[str]:
         str(VLLM_PORT),
         "--tensor-parallel-size",
         str(plan.tensor_parallel_size),
+        *parallel_flags(plan),
         "--max-model-len",
         str(plan.max_model_len),
         "--max-num-seqs",

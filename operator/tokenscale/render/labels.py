@@ -8,6 +8,8 @@ from tokenscale.render.names import label_value
 INFERENCE_SERVICE_LABEL = "tokenscale.io/inferenceservice"
 MANAGED_BY = "tokenscale"
 CONFIG_HASH_ANNOTATION = "tokenscale.io/config-hash"
+ROLE_LABEL = "tokenscale.io/role"
+"""On LeaderWorkerSet pods: ``leader`` (serves the API and /metrics) or ``worker``."""
 
 
 def selector_labels(name: str) -> dict[str, str]:

@@ -31,6 +31,7 @@ from tokenscale.planning import (
     Conditions,
     Plan,
     Resolved,
+    layout_of,
     perf_at,
     plan_at,
     resolve,
@@ -145,7 +146,7 @@ def calibrate(r: Resolved, forecast: Plan, snap: Snapshot, old: float) -> float:
     if batch < 1 or observed <= 0:
         return old
     seen = Conditions(workload=observed_workload(spec.workload, snap, "observed"))
-    predicted = perf_at(r, seen, forecast.tensor_parallel_size).tpot_seconds(batch)
+    predicted = perf_at(r, seen, layout_of(forecast)).tpot_seconds(batch)
     ratio = min(max(predicted / observed, CALIBRATION_BOUNDS[0]), CALIBRATION_BOUNDS[1])
     smoothed = old * (1 - CALIBRATION_SMOOTHING) + ratio * CALIBRATION_SMOOTHING
     return round(min(max(smoothed, CALIBRATION_BOUNDS[0]), CALIBRATION_BOUNDS[1]), 4)
@@ -175,7 +176,7 @@ def calibrate_prefill(r: Resolved, forecast: Plan, snap: Snapshot, old: float) -
     if observed <= 0:
         return old
     seen = Conditions(workload=observed_workload(spec.workload, snap, "observed"))
-    perf = perf_at(r, seen, forecast.tensor_parallel_size, forecast.max_num_batched_tokens)
+    perf = perf_at(r, seen, layout_of(forecast), forecast.max_num_batched_tokens)
     predicted = perf.own_ttft_seconds(snap.running / n, snap.mean_input_tokens)
     ratio = min(max(predicted / observed, CALIBRATION_BOUNDS[0]), CALIBRATION_BOUNDS[1])
     smoothed = old * (1 - CALIBRATION_SMOOTHING) + ratio * CALIBRATION_SMOOTHING
@@ -199,7 +200,7 @@ def profile_calibration(r: Resolved, forecast: Plan) -> float:
             }
         )
     )
-    predicted = perf_at(r, measured, forecast.tensor_parallel_size).tpot_seconds(point.concurrency)
+    predicted = perf_at(r, measured, layout_of(forecast)).tpot_seconds(point.concurrency)
     ratio = predicted / point.step.tpot_p50_seconds
     return round(min(max(ratio, CALIBRATION_BOUNDS[0]), CALIBRATION_BOUNDS[1]), 4)
 
@@ -335,9 +336,7 @@ def decide(inp: EngineInput) -> Decision:
     factor = calibrate(resolved, forecast, snap, start)
     prefill_start = state.prefill_calibration if state.peak_at_s is not None else start
     prefill = calibrate_prefill(resolved, forecast, snap, prefill_start)
-    live = plan_at(
-        resolved, live_conditions(spec, snap, factor, prefill), forecast.tensor_parallel_size
-    )
+    live = plan_at(resolved, live_conditions(spec, snap, factor, prefill), layout_of(forecast))
     model = _bounded(live.replicas.with_redundancy if live.replicas is not None else floor, spec)
     if is_idle(snap) and policy.workload_source != "forecast":
         model = idle_floor(spec)  # no traffic is a fact: the forecast is not a floor for it

@@ -18,7 +18,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from tokenscale.api.inference_service import InferenceServiceSpec
 from tokenscale.api.slo import Slo
 from tokenscale.api.workload import Workload
-from tokenscale.planning import Conditions, plan_at, plan_service, resolve
+from tokenscale.planning import Conditions, layout_of, plan_at, plan_service, resolve
 from tokenscale.planning.pricing import Pricing
 from tokenscale.scaling.snapshot import Snapshot
 from tokenscale.simulation.capacity import (
@@ -50,7 +50,13 @@ class SimOptions(BaseModel):
     model_config = ConfigDict(frozen=True)
 
     mismatch: float = Field(default=1.0, gt=0, description="Real speed ÷ the planner's")
-    cold_start_s: float = Field(default=180.0, ge=0)
+    cold_start_s: float = Field(
+        default=180.0,
+        ge=0,
+        description="Seconds from a scale-up to a ready replica; for a replica that spans "
+        "nodes, the group's (its pods load their weight shares in parallel, the group is "
+        "ready with its last pod)",
+    )
     scrape_interval_s: float = Field(default=15.0, gt=0)
     decision_interval_s: float = Field(default=15.0, gt=0)
     gauge_window_s: float = Field(default=60.0, gt=0)
@@ -85,11 +91,11 @@ class Setup:
         self.trace = trace
         self.opts = opts
         self.stats = trace_stats(trace)
-        # the static plan: the trace's workload at its 1-minute peak, at the forecast's TP
+        # the static plan: the trace's workload at its 1-minute peak, at the forecast's layout
         self.peak_plan = plan_at(
             resolve(spec, name),
             Conditions(workload=self._trace_workload()),
-            forecast.tensor_parallel_size,
+            layout_of(forecast),
         )
         self.replica = replica_config(self.spec, forecast, trace.block_tokens, opts.mismatch)
         fits = [
@@ -111,7 +117,7 @@ class Setup:
         self.oracle_gpu_hours = oracle_gpu_hours(
             trace,
             self.capacity_rps,
-            forecast.tensor_parallel_size,
+            forecast.gpus_per_replica,
             spec.scaling.min_replicas,
             opts.oracle_bin_s,
         )
@@ -298,7 +304,7 @@ def _replay(
     misses, judged = 0, 0
     explanation: Explanation | None = None
     rec = Recorder()
-    fleet = Fleet(setup.replica, rec, setup.forecast.tensor_parallel_size, cold_start_s, initial)
+    fleet = Fleet(setup.replica, rec, setup.forecast.gpus_per_replica, cold_start_s, initial)
     scrapes: deque[Scrape] = deque(
         maxlen=math.ceil(max(opts.rate_window_s, opts.gauge_window_s) / opts.scrape_interval_s) + 2
     )
@@ -460,7 +466,7 @@ def _result(
         preemptions=int(rec.preemptions),
         replicas_max=counts.replicas_max,
         replicas_mean=gpu_seconds
-        / setup.forecast.tensor_parallel_size
+        / setup.forecast.gpus_per_replica
         / max(setup.trace.duration_s, 1e-9),
         sustainable_rps_per_replica=setup.capacity_rps,
         planner_rps_per_replica=setup.forecast.rps_per_replica,

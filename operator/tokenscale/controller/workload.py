@@ -1,0 +1,93 @@
+"""The workload behind an InferenceService: a Deployment (one node per replica) or a
+LeaderWorkerSet (a replica spans nodes), read, observed and replaced the same way.
+
+Level-based like the rest of reconcile: each cycle reads both kinds; the one the plan does not
+call for is deleted if we own it (``ownerReferences`` names this InferenceService), after the
+wanted one was applied, with one ``WorkloadReplaced`` event. Objects we do not own are left
+alone.
+"""
+
+from collections.abc import Callable
+from typing import Any
+
+from tokenscale.api.inference_service import API_GROUP, KIND
+from tokenscale.controller.status import Observed, observe_deployment
+from tokenscale.kube.client import Kube
+from tokenscale.kube.lws import KIND as LWS_KIND
+
+DEPLOYMENT = "Deployment"
+WORKLOAD_KINDS = (DEPLOYMENT, LWS_KIND)
+
+
+def reader(kube: Kube, kind: str) -> Callable[[str, str], dict[str, Any] | None]:
+    return kube.read_leader_worker_set if kind == LWS_KIND else kube.read_deployment
+
+
+def observe_workload(live: dict[str, Any] | None) -> Observed | None:
+    """Replicas and availability; for an LWS these count groups (``readyReplicas`` is the
+    groups whose every pod is ready, ``Available`` its controller's condition)."""
+    if live is None or live.get("kind", DEPLOYMENT) != LWS_KIND:
+        return observe_deployment(live)
+    status = live.get("status") or {}
+    available = next(
+        (c for c in status.get("conditions") or [] if c.get("type") == "Available"), None
+    )
+    ready = int(status.get("readyReplicas") or 0)
+    return Observed(
+        replicas=int((live.get("spec") or {}).get("replicas") or 0),
+        ready_replicas=ready,
+        available_replicas=ready,
+        available=bool(available and available.get("status") == "True"),
+        available_message=(available or {}).get(
+            "message", "no Available condition yet (is the LeaderWorkerSet controller running?)"
+        ),
+    )
+
+
+def read_workload(kube: Kube, namespace: str, name: str) -> dict[str, Any] | None:
+    """Whichever workload exists (the Deployment first), for status when nothing is applied."""
+    live = kube.read_deployment(namespace, name)
+    if live is not None:
+        return {**live, "kind": DEPLOYMENT}
+    live = kube.read_leader_worker_set(namespace, name)
+    return None if live is None else {**live, "kind": LWS_KIND}
+
+
+def _owned_by(live: dict[str, Any], owner: str) -> bool:
+    refs = (live.get("metadata") or {}).get("ownerReferences") or []
+    return any(
+        r.get("kind") == KIND
+        and str(r.get("apiVersion", "")).startswith(API_GROUP)
+        and r.get("name") == owner
+        for r in refs
+    )
+
+
+def stale_kind(wanted: str) -> str:
+    return LWS_KIND if wanted == DEPLOYMENT else DEPLOYMENT
+
+
+def remove_stale(
+    kube: Kube, namespace: str, name: str, wanted: str, owner: str | None = None
+) -> str | None:
+    """Delete the other kind's workload ``name`` if InferenceService ``owner`` (default: the
+    same name) owns it; the deleted kind, or None."""
+    other = stale_kind(wanted)
+    live = reader(kube, other)(namespace, name)
+    if live is None or not _owned_by(live, owner or name):
+        return None
+    if other == LWS_KIND:
+        kube.delete_leader_worker_set(namespace, name)
+    else:
+        kube.delete_deployment(namespace, name)
+    return other
+
+
+def selector_drift(desired: dict[str, Any], live: dict[str, Any] | None) -> list[str]:
+    """A Service's selector is wholly ours and must match exactly: ``desired ⊆ live`` misses a
+    key left over from the other workload kind (the LWS leader-only ``tokenscale.io/role``)."""
+    if live is None or desired.get("kind") != "Service":
+        return []
+    want = (desired.get("spec") or {}).get("selector")
+    have = (live.get("spec") or {}).get("selector")
+    return [] if want == have else [".spec.selector"]
