@@ -89,7 +89,10 @@ def _verdict(stored: dict[str, Any]) -> str:
     if error is not None:
         assert all(p.startswith("spec") for p in error.paths), error
         return "InvalidSpec"
-    return "Feasible" if plan.feasible else "Infeasible"
+    if plan.feasible:
+        return "Feasible"
+    # a layout that serves but needs more than maxReplicas still deploys, flagged
+    return "BelowNeed" if plan.replicas is not None else "Infeasible"
 
 
 def test_a_thousand_odd_specs_are_refused_or_reported_never_crash(
@@ -158,8 +161,11 @@ def test_a_thousand_odd_specs_are_refused_or_reported_never_crash(
         assert cond is not None
         expected = _verdict(objects.get(name))  # as stored: unknown fields pruned
         has_deployment = objects.deployment(name) is not None
-        if expected == "Feasible":
-            assert cond["status"] == "True", cond
+        if expected in ("Feasible", "BelowNeed"):
+            assert cond["status"] == ("True" if expected == "Feasible" else "False"), cond
+            if expected == "BelowNeed":
+                assert cond["reason"] == "BelowNeed"
+                assert "maxReplicas" in cond["message"]
             wait_for(lambda n=name: objects.deployment(n) is not None, 30, "Deployment")
         else:
             assert cond["status"] == "False", cond
