@@ -395,7 +395,7 @@ def test_odd_but_valid_names_render_with_derived_child_names(tmp_path: Path) -> 
     assert "llama-chat-" in out
 
 
-def test_simulate_an_infeasible_plan_exits_1_with_the_reasons(tmp_path: Path) -> None:
+def test_simulate_a_plan_that_cannot_serve_exits_1_with_the_reasons(tmp_path: Path) -> None:
     doc = manifest(
         model={"name": "meta-llama/Llama-3.1-405B", "catalog": "llama-3.1-405b"},
         hardware={"gpu": "L4-24GB", "tensorParallelSize": 1},
@@ -406,8 +406,26 @@ def test_simulate_an_infeasible_plan_exits_1_with_the_reasons(tmp_path: Path) ->
         tmp_path, doc, "simulate", "--trace", str(trace), "--columns", "arrival=t,input=i,output=o"
     )
     assert code == 1, out
-    assert "infeasible" in out
+    assert "cannot serve" in out
+    assert "does not fit" in out
     assert "[red]" not in out
+
+
+def test_simulate_an_infeasible_but_deployable_plan_runs_it_with_a_warning(
+    tmp_path: Path,
+) -> None:
+    """maxReplicas below the need: infeasible, yet "what happens if I deploy this anyway" is a
+    fair question — it simulates, and says why the plan is infeasible."""
+    doc = manifest(workload={"rps": {"mean": 40}}, scaling={"maxReplicas": 1})
+    trace = tmp_path / "t.csv"
+    trace.write_text("t,i,o\n" + "".join(f"{i / 10},100,10\n" for i in range(50)))
+    code, out = _run(
+        tmp_path, doc, "simulate", "--trace", str(trace), "--columns", "arrival=t,input=i,output=o",
+        "--policy", "static", "-o", "json",
+    )  # fmt: skip
+    assert code == 0, out
+    assert "warning: simulating an infeasible plan" in out
+    assert "maxReplicas=1 is below" in out
 
 
 def test_crd_into_a_missing_folder_exits_2(tmp_path: Path) -> None:

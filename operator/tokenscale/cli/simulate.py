@@ -24,6 +24,7 @@ from tokenscale.cli.inputs import (
     check_number,
     fail_invalid,
     read_input,
+    warn,
 )
 from tokenscale.simulation import (
     POLICIES,
@@ -215,6 +216,8 @@ def simulate_command(
         ) as bar:
             task = bar.add_task("probing one replica's capacity", total=len(names) + 1)
             setup = Setup(isvc.spec, scaled, opts, isvc.metadata.name)
+            for message in setup.warnings:
+                warn(message)
             bar.update(task, completed=1)
             results: list[SimResult] = []
             for k, name in enumerate(names):
@@ -226,7 +229,7 @@ def simulate_command(
                 at = explain_at if name == "tokenscale" else None
                 results.append(simulate(setup, name, advance, at))
     except SimulationError as exc:
-        # an infeasible plan is exit 1 (as for `plan`), not bad input
+        # a plan that cannot serve is exit 1 (as for `plan`), not bad input
         Console(stderr=True).print(
             Text.assemble(("error:", "red"), f" {isvc.metadata.name}: {exc}"),
             highlight=False,

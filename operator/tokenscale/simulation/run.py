@@ -72,7 +72,8 @@ class SimOptions(BaseModel):
 
 
 class SimulationError(ValueError):
-    """The spec cannot be simulated (an infeasible plan), with the planner's reasons."""
+    """The spec cannot be simulated (its plan has no replica count: the configuration cannot
+    serve at all), with the planner's reasons."""
 
 
 class Setup:
@@ -82,10 +83,19 @@ class Setup:
         if not trace.requests:
             raise TraceError("the trace has no requests")
         forecast = plan_service(spec, name)
-        if not forecast.feasible:
+        if forecast.replicas is None:
             raise SimulationError(
-                "the plan is infeasible: " + "; ".join(forecast.infeasible_reasons)
+                "the plan cannot serve, nothing to simulate: "
+                + "; ".join(forecast.infeasible_reasons)
             )
+        self.warnings: list[str] = (
+            []
+            if forecast.feasible
+            else [
+                "simulating an infeasible plan as it would be deployed: "
+                + "; ".join(forecast.infeasible_reasons)
+            ]
+        )
         self.spec = spec
         self.forecast = forecast
         self.trace = trace
