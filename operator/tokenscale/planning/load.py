@@ -19,6 +19,7 @@ from dataclasses import dataclass, replace
 
 from tokenscale.api.workload import TokenDistribution
 from tokenscale.planning.performance import PerfModel
+from tokenscale.planning.result import CurveStep
 
 Z_P99 = 2.326
 _BISECT_STEPS = 40
@@ -122,32 +123,9 @@ def concurrency_batch(perf: PerfModel, safe_concurrency: float) -> float:
     return max(lo, 1e-6)
 
 
-@dataclass(frozen=True)
-class CurvePoint:
-    """The model's prediction for a closed-loop load test at ``concurrency`` clients, in the
-    shape of a bench profile's step (seconds, tokens/s, requests/s)."""
-
-    concurrency: int
-    ttft_mean_seconds: float
-    ttft_p50_seconds: float
-    ttft_p99_seconds: float
-    tpot_mean_seconds: float
-    tpot_p50_seconds: float
-    tpot_p99_seconds: float
-    itl_mean_seconds: float
-    itl_p50_seconds: float
-    itl_p99_seconds: float
-    e2e_mean_seconds: float
-    e2e_p50_seconds: float
-    e2e_p99_seconds: float
-    input_tps: float
-    output_tps: float
-    requests_per_second: float
-
-
 def closed_loop(
     perf: PerfModel, concurrency: int, inputs: TokenDistribution, outputs: TokenDistribution
-) -> CurvePoint:
+) -> CurveStep:
     """``concurrency`` clients each sending the next request when the last one ends.
 
     All ``c`` are in flight (no admission queue below ``maxNumSeqs``); a prompt waits only for
@@ -172,7 +150,7 @@ def closed_loop(
     e2e = ttft + outputs.mean * tpot
     rps = c / e2e
     step = perf.step_seconds(c)
-    return CurvePoint(
+    return CurveStep(
         concurrency=concurrency,
         ttft_mean_seconds=ttft,
         ttft_p50_seconds=base,
@@ -197,7 +175,7 @@ def curve(
     inputs: TokenDistribution,
     outputs: TokenDistribution,
     max_concurrency: float,
-) -> list[CurvePoint]:
+) -> list[CurveStep]:
     """Closed-loop predictions at concurrency 1, 2, 4, … up to ``max_concurrency`` (the KV
     limit or maxNumSeqs, whichever is lower), the last point at the limit itself."""
     top = max(1, int(max_concurrency))

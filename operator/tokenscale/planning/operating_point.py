@@ -85,48 +85,15 @@ def _largest_fraction(ok: Callable[[float], bool], floor: float = 1e-3) -> float
     return lo
 
 
-def meets_slos(
-    perf: PerfModel, slo: Slo, batch: float, inputs: TokenDistribution, outputs: TokenDistribution
-) -> bool:
-    """Whether every SLO that is set holds at batch B (the same estimates as
-    :func:`slo_estimates`, cheapest first, stopping at the first miss: the searches' predicate)."""
-    for z, ttft_t, tpot_t, e2e_t, in_tok, out_tok in (
-        (
-            Z_P99,
-            slo.ttft_p99_seconds,
-            slo.tpot_p99_seconds,
-            slo.e2e_p99_seconds,
-            inputs.p99_or_mean,
-            outputs.p99_or_mean,
-        ),
-        (
-            Z_P95,
-            slo.ttft_p95_seconds,
-            slo.tpot_p95_seconds,
-            slo.e2e_p95_seconds,
-            inputs.p95 or inputs.mean,
-            outputs.p95 or outputs.mean,
-        ),
-    ):
-        if tpot_t is not None and perf.tpot_quantile_seconds(batch, z) > tpot_t:
-            return False
-        if ttft_t is None and e2e_t is None:
-            continue
-        ttft = perf.ttft_seconds(batch, in_tok)
-        if ttft_t is not None and ttft > ttft_t:
-            return False
-        if e2e_t is not None and ttft + out_tok * perf.tpot_seconds(batch) > e2e_t:
-            return False
-    return True
+_Targets = tuple[str, float, float | None, float | None, float | None, float, float]
 
 
-def slo_estimates(
-    perf: PerfModel, slo: Slo, batch: float, inputs: TokenDistribution, outputs: TokenDistribution
-) -> list[SloEstimate]:
-    """Estimates at batch B for every SLO that is set (P99 uses P99 tokens, P95 uses P95)."""
-    tpot = perf.tpot_seconds(batch)
-    out: list[SloEstimate] = []
-    for pct, z, ttft_t, tpot_t, e2e_t, in_tok, out_tok in (
+def _percentiles(
+    slo: Slo, inputs: TokenDistribution, outputs: TokenDistribution
+) -> tuple[_Targets, _Targets]:
+    """(name, z, TTFT, TPOT, E2E targets, prompt and answer tokens) at P99 and at P95: P99
+    targets use P99 tokens, P95 targets P95 tokens."""
+    return (
         (
             "p99",
             Z_P99,
@@ -145,7 +112,34 @@ def slo_estimates(
             inputs.p95 or inputs.mean,
             outputs.p95 or outputs.mean,
         ),
-    ):
+    )
+
+
+def meets_slos(
+    perf: PerfModel, slo: Slo, batch: float, inputs: TokenDistribution, outputs: TokenDistribution
+) -> bool:
+    """Whether every SLO that is set holds at batch B (the same estimates as
+    :func:`slo_estimates`, cheapest first, stopping at the first miss: the searches' predicate)."""
+    for _, z, ttft_t, tpot_t, e2e_t, in_tok, out_tok in _percentiles(slo, inputs, outputs):
+        if tpot_t is not None and perf.tpot_quantile_seconds(batch, z) > tpot_t:
+            return False
+        if ttft_t is None and e2e_t is None:
+            continue
+        ttft = perf.ttft_seconds(batch, in_tok)
+        if ttft_t is not None and ttft > ttft_t:
+            return False
+        if e2e_t is not None and ttft + out_tok * perf.tpot_seconds(batch) > e2e_t:
+            return False
+    return True
+
+
+def slo_estimates(
+    perf: PerfModel, slo: Slo, batch: float, inputs: TokenDistribution, outputs: TokenDistribution
+) -> list[SloEstimate]:
+    """Estimates at batch B for every SLO that is set (P99 uses P99 tokens, P95 uses P95)."""
+    tpot = perf.tpot_seconds(batch)
+    out: list[SloEstimate] = []
+    for pct, z, ttft_t, tpot_t, e2e_t, in_tok, out_tok in _percentiles(slo, inputs, outputs):
         ttft = perf.ttft_seconds(batch, in_tok) if (ttft_t or e2e_t) else 0.0
         if ttft_t is not None:
             out.append(SloEstimate(f"ttft_{pct}", ttft_t, ttft))

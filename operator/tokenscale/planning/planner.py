@@ -683,7 +683,7 @@ def with_curve(r: Resolved, conditions: Conditions, plan: Plan) -> Plan:
     w = conditions.workload
     limit = min(float(plan.max_num_seqs), max(plan.concurrency_limits.kv_mean_context, 1.0))
     points = curve(perf, w.input_tokens, w.output_tokens, limit)
-    return plan.model_copy(update={"curve": [CurveStep(**vars(p)) for p in points]})
+    return plan.model_copy(update={"curve": points})
 
 
 def predicted_step(
@@ -698,8 +698,7 @@ def predicted_step(
         }
     )
     perf = perf_at(r, Conditions(workload=w), layout_of(plan), plan.max_num_batched_tokens)
-    point = closed_loop(perf, concurrency, w.input_tokens, w.output_tokens)
-    return CurveStep(**vars(point))
+    return closed_loop(perf, concurrency, w.input_tokens, w.output_tokens)
 
 
 def plan_service(spec: InferenceServiceSpec, name: str = "") -> Plan:

@@ -129,6 +129,15 @@ def live_conditions(
     )
 
 
+def _smoothed(old: float, ratio: float) -> float:
+    """One calibration step: the predicted/observed ratio, bounded, blended into the old
+    factor (EWMA), bounded again."""
+    lo, hi = CALIBRATION_BOUNDS
+    bounded = min(max(ratio, lo), hi)
+    smoothed = old * (1 - CALIBRATION_SMOOTHING) + bounded * CALIBRATION_SMOOTHING
+    return round(min(max(smoothed, lo), hi), 4)
+
+
 def calibrate(r: Resolved, forecast: Plan, snap: Snapshot, old: float) -> float:
     """Smoothed, bounded ratio of predicted to observed TPOT at the observed batch.
 
@@ -147,9 +156,7 @@ def calibrate(r: Resolved, forecast: Plan, snap: Snapshot, old: float) -> float:
         return old
     seen = Conditions(workload=observed_workload(spec.workload, snap, "observed"))
     predicted = perf_at(r, seen, layout_of(forecast)).tpot_seconds(batch)
-    ratio = min(max(predicted / observed, CALIBRATION_BOUNDS[0]), CALIBRATION_BOUNDS[1])
-    smoothed = old * (1 - CALIBRATION_SMOOTHING) + ratio * CALIBRATION_SMOOTHING
-    return round(min(max(smoothed, CALIBRATION_BOUNDS[0]), CALIBRATION_BOUNDS[1]), 4)
+    return _smoothed(old, predicted / observed)
 
 
 PREFILL_QUEUE_LIMIT = 1.0
@@ -178,9 +185,7 @@ def calibrate_prefill(r: Resolved, forecast: Plan, snap: Snapshot, old: float) -
     seen = Conditions(workload=observed_workload(spec.workload, snap, "observed"))
     perf = perf_at(r, seen, layout_of(forecast), forecast.max_num_batched_tokens)
     predicted = perf.own_ttft_seconds(snap.running / n, snap.mean_input_tokens)
-    ratio = min(max(predicted / observed, CALIBRATION_BOUNDS[0]), CALIBRATION_BOUNDS[1])
-    smoothed = old * (1 - CALIBRATION_SMOOTHING) + ratio * CALIBRATION_SMOOTHING
-    return round(min(max(smoothed, CALIBRATION_BOUNDS[0]), CALIBRATION_BOUNDS[1]), 4)
+    return _smoothed(old, predicted / observed)
 
 
 def profile_calibration(r: Resolved, forecast: Plan) -> float:
@@ -219,30 +224,20 @@ def signals(snap: Snapshot, spec: InferenceServiceSpec, policy: ScalingPolicy) -
     ) -> None:
         if high is None:
             return
-        if value is None and latency and idle:
-            # no request finished, none in flight: an empty histogram window is no traffic
-            out.append(
-                Signal(
-                    name=name,
-                    value=None,
-                    high=high,
-                    low=low or 0.0,
-                    level="low",
-                    replicas=n,
-                    reason=f"{name}: idle (no requests in the window)",
-                )
-            )
-            return
         if value is None:
+            # no request finished, none in flight: an empty histogram window is no traffic
+            empty = latency and idle
             out.append(
                 Signal(
                     name=name,
                     value=None,
                     high=high,
                     low=low or 0.0,
-                    level="missing",
+                    level="low" if empty else "missing",
                     replicas=n,
-                    reason=f"{name}: no data",
+                    reason=f"{name}: idle (no requests in the window)"
+                    if empty
+                    else f"{name}: no data",
                 )
             )
             return
