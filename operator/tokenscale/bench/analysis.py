@@ -2,7 +2,8 @@
 
 The knee (knowledge map, "load testing"): raise concurrency while throughput grows faster
 than latency; the knee is the last step before TPOT P99 or TTFT P99 grows by a larger factor
-than output throughput does. The operating point is the largest concurrency whose TTFT and
+than output throughput does (TTFT measured on top of one token interval, so a TTFT within the
+client's noise does not make a knee). The operating point is the largest concurrency whose TTFT and
 TPOT P99 meet the SLOs.
 """
 
@@ -106,14 +107,21 @@ def find_knee(ramp: Sequence[BenchStep]) -> int | None:
     knee = steps[0].concurrency
     for prev, cur in pairwise(steps):
         gain = cur.output_tps / prev.output_tps
+        # a TTFT shorter than one token interval is within the client's own noise: its growth
+        # is measured on top of one interval (a 3 → 9 ms TTFT beside 12 ms tokens is no knee)
+        floor = prev.tpot_p50_seconds or 0.0
         growth = max(
             _ratio(cur.tpot_p99_seconds, prev.tpot_p99_seconds),
-            _ratio(cur.ttft_p99_seconds, prev.ttft_p99_seconds),
+            _ratio(_plus(cur.ttft_p99_seconds, floor), _plus(prev.ttft_p99_seconds, floor)),
         )
         if growth > gain:
             return knee
         knee = cur.concurrency
     return knee
+
+
+def _plus(a: float | None, b: float) -> float | None:
+    return None if a is None else a + b
 
 
 def _ratio(a: float | None, b: float | None) -> float:
