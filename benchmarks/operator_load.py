@@ -24,10 +24,20 @@ from kubernetes import client, config
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from tokenscale.api.manifest import parse_manifests  # noqa: E402
+from tokenscale.planning import plan_service  # noqa: E402
 from tokenscale.playground.cluster import Cluster  # noqa: E402
 from tokenscale.playground.processes import wait_for  # noqa: E402
 
-EXAMPLES = sorted((ROOT / "deploy" / "examples").glob("*.yaml"))
+
+def _single_node(path: Path) -> bool:
+    """Examples whose replicas fit on one node: they render Deployments (multi-node ones render
+    LeaderWorkerSets, whose API this benchmark's cluster does not serve)."""
+    service = parse_manifests(path.read_text())[0]
+    return plan_service(service.spec, service.metadata.name).nodes_per_replica == 1
+
+
+EXAMPLES = [p for p in sorted((ROOT / "deploy" / "examples").glob("*.yaml")) if _single_node(p)]
 CRD = ROOT / "crds" / "inferenceservices.tokenscale.io.yaml"
 
 
