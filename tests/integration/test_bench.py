@@ -8,33 +8,18 @@ import asyncio
 import json
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 import yaml
 from typer.testing import CliRunner
 
-from tests.support.openai_server import OpenAIServer, ServerKnobs
+from tests.support.openai_server import OpenAIServer
 from tokenscale.bench import BenchConfig, BenchProfile, BenchState, partial_profile, run_bench
 from tokenscale.cli.app import app
-from tokenscale.playground.processes import free_port
 
 ROOT = Path(__file__).resolve().parents[2]
-
-
-@pytest.fixture
-def server() -> Iterator[Callable[..., OpenAIServer]]:
-    started: list[OpenAIServer] = []
-
-    def start(**knobs: object) -> OpenAIServer:
-        s = OpenAIServer(ServerKnobs(**knobs), free_port()).start()  # type: ignore[arg-type]
-        started.append(s)
-        return s
-
-    yield start
-    for s in started:
-        s.close()
 
 
 def _run(cfg: BenchConfig) -> BenchProfile:

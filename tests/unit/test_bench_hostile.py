@@ -5,13 +5,13 @@ ends in seconds, with exit 2 naming the option or exit 1 saying why the endpoint
 """
 
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 from typer.testing import CliRunner
 
-from tests.support.openai_server import OpenAIServer, ServerKnobs
+from tests.support.openai_server import OpenAIServer
 from tokenscale.cli.app import app
 from tokenscale.playground.processes import free_port
 
@@ -29,20 +29,6 @@ QUICK = [
     "--output-tokens",
     "5",
 ]
-
-
-@pytest.fixture
-def server() -> Iterator[Callable[..., OpenAIServer]]:
-    started: list[OpenAIServer] = []
-
-    def start(**knobs: object) -> OpenAIServer:
-        s = OpenAIServer(ServerKnobs(**knobs), free_port()).start()  # type: ignore[arg-type]
-        started.append(s)
-        return s
-
-    yield start
-    for s in started:
-        s.close()
 
 
 def _bench(*args: str) -> tuple[int, str]:

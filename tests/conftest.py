@@ -1,0 +1,23 @@
+"""Fixtures shared by the unit and integration suites."""
+
+from collections.abc import Callable, Iterator
+
+import pytest
+
+from tests.support.openai_server import OpenAIServer, ServerKnobs
+from tokenscale.playground.processes import free_port
+
+
+@pytest.fixture
+def server() -> Iterator[Callable[..., OpenAIServer]]:
+    """Start fake streaming engines (``server(**ServerKnobs fields)``); all closed afterwards."""
+    started: list[OpenAIServer] = []
+
+    def start(**knobs: object) -> OpenAIServer:
+        s = OpenAIServer(ServerKnobs(**knobs), free_port()).start()  # type: ignore[arg-type]
+        started.append(s)
+        return s
+
+    yield start
+    for s in started:
+        s.close()
