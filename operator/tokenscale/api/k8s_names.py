@@ -10,6 +10,7 @@
 """
 
 import re
+from collections.abc import Callable
 from typing import Annotated
 
 from pydantic import AfterValidator
@@ -56,31 +57,32 @@ def is_dns1123_label(value: str) -> bool:
     return len(value) <= LABEL_MAX and bool(re.match(rf"^{_DNS1123_LABEL}$", value))
 
 
-def _namespace(value: str) -> str:
-    if not is_dns1123_label(value):
-        raise ValueError(
-            f"{value!r} is not a valid namespace; use at most 63 lowercase letters, digits "
-            "and '-', starting and ending with a letter or digit"
-        )
-    return value
+def _checked(valid: Callable[[str], bool], what: str) -> Callable[[str], str]:
+    """A validator that passes valid values through and refuses the rest, saying the rule."""
+
+    def check(value: str) -> str:
+        if not valid(value):
+            raise ValueError(f"{value!r} is not a valid {what}")
+        return value
+
+    return check
 
 
-def _label_value(value: str) -> str:
-    if not is_label_value(value):
-        raise ValueError(
-            f"{value!r} is not a valid label value; use at most 63 letters, digits, '-', '_' "
-            "and '.', starting and ending with a letter or digit (or the empty string)"
-        )
-    return value
-
-
-def _qualified(value: str) -> str:
-    if not is_qualified_name(value):
-        raise ValueError(
-            f"{value!r} is not a valid label or annotation key; use [prefix/]name with a "
-            "DNS subdomain prefix and a name of at most 63 letters, digits, '-', '_' and '.'"
-        )
-    return value
+_namespace = _checked(
+    is_dns1123_label,
+    "namespace; use at most 63 lowercase letters, digits and '-', starting and ending with a "
+    "letter or digit",
+)
+_label_value = _checked(
+    is_label_value,
+    "label value; use at most 63 letters, digits, '-', '_' and '.', starting and ending with "
+    "a letter or digit (or the empty string)",
+)
+_qualified = _checked(
+    is_qualified_name,
+    "label or annotation key; use [prefix/]name with a DNS subdomain prefix and a name of at "
+    "most 63 letters, digits, '-', '_' and '.'",
+)
 
 
 ObjectName = Annotated[str, AfterValidator(_subdomain)]
