@@ -232,8 +232,17 @@ def test_operator_runs_a_multi_node_replica_as_an_lws_group(
         assert got["spec"]["replicas"] == 2
         assert got["spec"]["leaderWorkerTemplate"]["size"] == 2
         assert client.AppsV1Api(admin).list_namespaced_deployment(ns).items == []
-        svc = client.CoreV1Api(admin).read_namespaced_service("llama-405b", ns)
-        assert svc.spec.selector["tokenscale.io/role"] == "leader"
+        core = client.CoreV1Api(admin)
+
+        def service_selector() -> dict[str, str] | None:
+            found = core.list_namespaced_service(
+                ns, field_selector="metadata.name=llama-405b"
+            ).items
+            return dict(found[0].spec.selector or {}) if found else None
+
+        # the bundle applies the workload first, the Service right after it
+        wait_for(lambda: service_selector() is not None, 60, "Service created")
+        assert (service_selector() or {})["tokenscale.io/role"] == "leader"
         assert any(e.reason == "Created" for e in _events(admin, ns, "llama-405b"))
         # not available until the LWS controller says so (we play it here)
         wait_for(
@@ -275,8 +284,11 @@ def test_operator_runs_a_multi_node_replica_as_an_lws_group(
         wait_for(lambda: len(apps.list_namespaced_deployment(ns).items) == 1, 60, "Deployment")
         wait_for(lambda: live() is None, 60, "LWS removed")
         assert any(e.reason == "WorkloadReplaced" for e in _events(admin, ns, "llama-405b"))
-        svc = client.CoreV1Api(admin).read_namespaced_service("llama-405b", ns)
-        assert "tokenscale.io/role" not in svc.spec.selector
+        wait_for(
+            lambda: "tokenscale.io/role" not in (service_selector() or {"tokenscale.io/role": ""}),
+            60,
+            "leader-only selector gone",
+        )
         assert "forbidden" not in op.log_path.read_text().lower()
     finally:
         op.stop()
