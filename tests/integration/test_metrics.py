@@ -112,6 +112,10 @@ def test_snapshot_fields_equal_the_emulators_state(
     # e2e = 0.1 + 0.3 + 199 × 0.02 = 4.38 s: bucket (2.5, 5]
     assert snap.e2e_p99_s == pytest.approx(_quantile_in_bucket(0.99, 2.5, 5.0))
     assert snap.request_rate_rps == pytest.approx(10, rel=0.25)  # rate() extrapolates
+    # requests reaching their first token (the TTFT _count) and finished output lengths
+    assert snap.started_rps == pytest.approx(10, rel=0.25)
+    assert snap.arrival_rps == snap.started_rps
+    assert snap.output_tokens_mean == pytest.approx(200)
     assert snap.mean_input_tokens == pytest.approx(1000, rel=0.02)
     assert snap.mean_output_tokens == pytest.approx(200, rel=0.02)
     assert snap.prefix_cache_hit_rate == 0.0

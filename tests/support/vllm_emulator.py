@@ -105,6 +105,13 @@ class VllmMetricsEmulator:
             buckets=v.REQUEST_LATENCY_BUCKETS,
             registry=r,
         )
+        self.output_tokens = Histogram(
+            v.REQUEST_GENERATION_TOKENS,
+            "Output tokens per finished request",
+            names,
+            buckets=v.request_tokens_buckets(131_072),
+            registry=r,
+        )
         self.queue = Histogram(
             "vllm:request_queue_time_seconds",
             "Queue",
@@ -120,7 +127,7 @@ class VllmMetricsEmulator:
             self.prefix_hits,
         ):  # vLLM creates its labelled series at start
             counter.labels(**self.labels)
-        for histogram in (self.ttft, self.itl, self.tpot, self.e2e, self.queue):
+        for histogram in (self.ttft, self.itl, self.tpot, self.e2e, self.queue, self.output_tokens):
             histogram.labels(**self.labels)  # idle vLLM exposes all-zero buckets, not nothing
         for reason in v.FINISH_REASONS:  # vLLM pre-creates all five
             self.success.labels(**self.labels, finished_reason=reason)
@@ -195,6 +202,7 @@ class VllmMetricsEmulator:
         self.tpot.labels(**lab).observe(tpot_s)
         self.itl.labels(**lab).observe(tpot_s)
         self.queue.labels(**lab).observe(queue_s)
+        self.output_tokens.labels(**lab).observe(generation_tokens)
         self.e2e.labels(**lab).observe(queue_s + ttft_s + (generation_tokens - 1) * tpot_s)
 
     def _drive(self) -> None:

@@ -74,14 +74,18 @@ def test_kv_pressure_scales_up_proportionally() -> None:
     assert any(line.startswith("KV cache near full") for line in d.diagnosis)
 
 
+SEEN = NOW - 15.0
+"""The previous decision: a queue it saw too is not a passing burst."""
+
+
 def test_queue_pressure_is_step_limited() -> None:
-    d = run(_spec(), snap(n=4, waiting=40.0), ScalingState(decided_replicas=2))
+    d = run(_spec(), snap(n=4, waiting=40.0), ScalingState(decided_replicas=2, backlog_at_s=SEEN))
     assert d.replicas == 2 + 4  # wants ceil(4 × min(10 / 2, 2)) = 8, maxScaleUpStep 4
 
 
 def test_a_backlog_at_most_doubles_the_replicas_per_decision() -> None:
     # 20 waiting per replica is a backlog, not ten times the load: ask for 2 × 2, not 20
-    d = run(_spec(), snap(n=2, waiting=40.0), ScalingState(decided_replicas=2))
+    d = run(_spec(), snap(n=2, waiting=40.0), ScalingState(decided_replicas=2, backlog_at_s=SEEN))
     assert d.replicas == 4
     assert any(line.startswith("capacity: 20.0 requests waiting") for line in d.diagnosis)
 

@@ -118,6 +118,10 @@ class DecisionStatus(ApiModel):
     prefill_calibration: float | None = Field(
         default=None, description="Prefill calibration: predicted ÷ observed prefill phase."
     )
+    slo_headroom: float | None = Field(
+        default=None,
+        description="Standing headroom learned from SLO breaches (× the model; 1 = none).",
+    )
     signals: list[SignalStatus] = Field(default_factory=list, description="Each signal.")
     forecast: ForecastStatus | None = Field(
         default=None, description="The forecast, lead time and burst headroom behind it."
@@ -144,6 +148,15 @@ class ScalingStateStatus(ApiModel):
     rate_at_seconds: float | None = Field(default=None, description="When it was updated.")
     lead_time_seconds: float | None = Field(
         default=None, description="Measured pod creation → Ready time (median of recent pods)."
+    )
+    slo_headroom: float | None = Field(
+        default=None, description="Standing headroom learned from SLO breaches (≥ 1)."
+    )
+    slo_headroom_raised_seconds: float | None = Field(
+        default=None, description="When a breach last raised it."
+    )
+    backlog_at_seconds: float | None = Field(
+        default=None, description="The last decision that saw the queue over its high mark."
     )
 
 

@@ -242,7 +242,7 @@ def live_status(snap: Snapshot, at: str) -> LiveStatus:
         itl_p99_seconds=snap.itl_p99_s,
         e2e_p99_seconds=snap.e2e_p99_s,
         queue_p99_seconds=snap.queue_p99_s,
-        observed_rps=snap.request_rate_rps,
+        observed_rps=snap.arrival_rps,
         prompt_tps=snap.prompt_tps,
         generation_tps=snap.generation_tps,
         output_tps_per_replica=snap.output_tps_per_replica,
@@ -260,6 +260,7 @@ def decision_status(decision: Decision) -> DecisionStatus:
         model_replicas=decision.model_replicas,
         calibration=decision.calibration,
         prefill_calibration=decision.prefill_calibration,
+        slo_headroom=decision.state.slo_headroom if decision.source == "metrics" else None,
         signals=[
             SignalStatus(
                 name=s.name,
@@ -304,6 +305,9 @@ def scaling_state_status(
         rate_variance=None if rate is None else rate.variance,
         rate_at_seconds=None if rate is None else rate.at_s,
         lead_time_seconds=lead_time_s,
+        slo_headroom=state.slo_headroom,
+        slo_headroom_raised_seconds=state.slo_headroom_raised_s,
+        backlog_at_seconds=state.backlog_at_s,
     )
 
 
@@ -319,6 +323,9 @@ def state_from_status(status: dict[str, Any]) -> ScalingState:
         last_scale_s=kept.get("lastScaleSeconds"),
         calibration=kept.get("calibration") or 1.0,
         prefill_calibration=kept.get("prefillCalibration") or 1.0,
+        slo_headroom=kept.get("sloHeadroom") or 1.0,
+        slo_headroom_raised_s=kept.get("sloHeadroomRaisedSeconds"),
+        backlog_at_s=kept.get("backlogAtSeconds"),
         rate=(
             RateForecast(
                 level_rps=kept["rateLevelRps"],

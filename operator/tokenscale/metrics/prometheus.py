@@ -47,6 +47,8 @@ FIELDS = {
     "e2e_p99": "e2e_p99_s",
     "queue_p99": "queue_p99_s",
     "request_rate": "request_rate_rps",
+    "started_rate": "started_rps",
+    "output_tokens_mean": "output_tokens_mean",
     "prompt_tps": "prompt_tps",
     "generation_tps": "generation_tps",
     "prefix_hit_rate": "prefix_cache_hit_rate",

@@ -79,6 +79,10 @@ def queries(cfg: QueryConfig, namespaces: list[str] | None) -> dict[str, str]:
         "e2e_p99": quantile(0.99, v.E2E_REQUEST_LATENCY),
         "queue_p99": quantile(0.99, v.REQUEST_QUEUE_TIME),
         "request_rate": rate(v.REQUEST_SUCCESS),
+        # requests reaching their first token: arrivals without the E2E lag of finishing
+        "started_rate": rate(v.TIME_TO_FIRST_TOKEN + "_count"),
+        "output_tokens_mean": f"{rate(v.REQUEST_GENERATION_TOKENS + '_sum')} / "
+        f"{rate(v.REQUEST_GENERATION_TOKENS + '_count')}",
         "prompt_tps": rate(v.PROMPT_TOKENS),
         "generation_tps": rate(v.GENERATION_TOKENS),
         "prefix_hit_rate": (f"{rate(v.PREFIX_CACHE_HITS)} / {rate(v.PREFIX_CACHE_QUERIES)}"),

@@ -72,6 +72,7 @@ class VllmCollector(Collector):
             ("vllm:request_time_per_output_token_seconds", "TPOT", rec.tpot),
             ("vllm:e2e_request_latency_seconds", "E2E", rec.e2e),
             ("vllm:request_queue_time_seconds", "Queue", rec.queue),
+            (v.REQUEST_GENERATION_TOKENS, "Output tokens per request", rec.output_tokens),
         ):
             m = Metric(name, doc, "histogram")
             cumulative = 0.0

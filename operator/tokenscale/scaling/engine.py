@@ -40,7 +40,8 @@ from tokenscale.planning.measured import measured_point
 from tokenscale.scaling.buckets import reads_low
 from tokenscale.scaling.decision import Decision, Signal
 from tokenscale.scaling.diagnosis import diagnose
-from tokenscale.scaling.forecast import Outlook, outlook, update
+from tokenscale.scaling.forecast import DEFAULT_LEAD_TIME_S, Outlook, outlook, update
+from tokenscale.scaling.headroom import decayed, drain_seconds, raised
 from tokenscale.scaling.snapshot import Snapshot
 from tokenscale.scaling.state import ScalingState
 from tokenscale.scaling.traffic import idle_floor, is_idle
@@ -52,6 +53,7 @@ MAX_LATENCY_RATIO = 1.2
 SCALE_DOWN_STEP_S = 120.0
 PEAK_HALF_LIFE_WINDOWS = 2.0
 LOAD_SIGNALS = ("kv_usage", "waiting_per_replica")
+LATENCY_SIGNALS = ("ttft_p99_s", "tpot_p99_s")
 
 
 class EngineInput(BaseModel):
@@ -77,9 +79,9 @@ def _bounded(replicas: int, spec: InferenceServiceSpec) -> int:
 def observed_workload(w: Workload, snap: Snapshot, source: str) -> Workload:
     """The workload the metrics show, per ``workloadSource``: ``observed`` (the metrics), ``max``
     (the larger of forecast and observed, per quantity) or ``forecast`` (the spec's)."""
-    if source == "forecast" or snap.request_rate_rps is None:
+    if source == "forecast" or snap.arrival_rps is None:
         return w
-    observed_rps = snap.request_rate_rps
+    observed_rps = snap.arrival_rps
     in_mean = snap.mean_input_tokens or w.input_tokens.mean
     out_mean = snap.mean_output_tokens or w.output_tokens.mean
     if source == "max":
@@ -210,7 +212,15 @@ def profile_calibration(r: Resolved, forecast: Plan) -> float:
     return round(min(max(ratio, CALIBRATION_BOUNDS[0]), CALIBRATION_BOUNDS[1]), 4)
 
 
-def signals(snap: Snapshot, spec: InferenceServiceSpec, policy: ScalingPolicy) -> list[Signal]:
+def signals(
+    snap: Snapshot,
+    spec: InferenceServiceSpec,
+    policy: ScalingPolicy,
+    backlog: "Backlog | None" = None,
+) -> list[Signal]:
+    """Every pressure signal with its level and the replicas it recommends. With ``backlog``
+    (the fleet's drain estimate), a queue that drains before a new replica could start and
+    was not seen at the previous decision reads ``normal`` (``scaling/headroom.py``)."""
     n = max(snap.replicas_reporting, 1)
     idle = is_idle(snap)
     out: list[Signal] = []
@@ -279,6 +289,19 @@ def signals(snap: Snapshot, spec: InferenceServiceSpec, policy: ScalingPolicy) -
         policy.waiting_per_replica_high,
         policy.waiting_per_replica_low,
     )
+    if backlog is not None and backlog.seen and backlog.transient:
+        # the queue and the KV it fills are one burst's: gone before a new replica is Ready
+        for k, w in enumerate(out):
+            if w.level == "high":
+                out[k] = w.model_copy(
+                    update={
+                        "level": "normal",
+                        "replicas": n,
+                        "reason": f"{w.name} {w.value:.3g}: a burst, drains in "
+                        f"~{backlog.drain_s:.0f} s, before a new replica could start "
+                        f"({backlog.lead_s:.0f} s)",
+                    }
+                )
     for name, value, slo in (
         ("ttft_p99_s", snap.ttft_p99_s, spec.slo.ttft_p99_seconds),
         ("tpot_p99_s", snap.tpot_p99_s, spec.slo.tpot_p99_seconds),
@@ -332,18 +355,36 @@ def decide(inp: EngineInput) -> Decision:
     prefill_start = state.prefill_calibration if state.peak_at_s is not None else start
     prefill = calibrate_prefill(resolved, forecast, snap, prefill_start)
     live = plan_at(resolved, live_conditions(spec, snap, factor, prefill), layout_of(forecast))
-    model = _bounded(live.replicas.with_redundancy if live.replicas is not None else floor, spec)
+    per_replica = live.rps_per_replica if live.replicas is not None else None
+    lead_s = DEFAULT_LEAD_TIME_S if inp.lead_time_s is None else max(0.0, inp.lead_time_s)
+    backlog = _backlog(
+        snap,
+        per_replica,
+        policy.waiting_per_replica_high,
+        lead_s,
+        state.backlog_at_s,
+        now,
+        inp.interval_s,
+    )
+    sigs = signals(snap, spec, policy, backlog)
+    slo_room, raised_at = _slo_headroom(state, sigs, now)
+    base = live.replicas.with_redundancy if live.replicas is not None else floor
+    model = _bounded(math.ceil(base * slo_room - 1e-9), spec)
     if is_idle(snap) and policy.workload_source != "forecast":
         model = idle_floor(spec)  # no traffic is a fact: the forecast is not a floor for it
     rate = state.rate
     look: Outlook | None = None
-    if snap.request_rate_rps is not None:
-        rate = update(state.rate, snap.request_rate_rps, now)
-        per_replica = live.rps_per_replica if live.replicas is not None else None
-        look = outlook(rate, snap.request_rate_rps, inp.lead_time_s, inp.interval_s, per_replica)
+    if snap.arrival_rps is not None:
+        rate = update(state.rate, snap.arrival_rps, now)
+        look = outlook(
+            rate,
+            snap.arrival_rps,
+            inp.lead_time_s,
+            inp.interval_s,
+            None if per_replica is None else per_replica / slo_room,
+        )
         if look.replicas is not None and look.replicas > model:
             model = _bounded(look.replicas, spec)  # the load expected one lead time ahead
-    sigs = signals(snap, spec, policy)
     diagnosis = diagnose(snap, spec.slo, policy)
     high = [s for s in sigs if s.level == "high"]
     all_low = bool(sigs) and all(s.level == "low" for s in sigs)
@@ -355,6 +396,9 @@ def decide(inp: EngineInput) -> Decision:
             "peak_load": peak_load,
             "peak_at_s": now,
             "rate": rate,
+            "slo_headroom": slo_room,
+            "slo_headroom_raised_s": raised_at,
+            "backlog_at_s": now if backlog is not None and backlog.seen else None,
         }
     )
     up_cap = current + policy.max_scale_up_step
@@ -462,6 +506,57 @@ def decide(inp: EngineInput) -> Decision:
         model,
         new_state.model_copy(update={"low_since_s": None, "pressure_since_s": None}),
     )
+
+
+class Backlog(BaseModel):
+    """The queue against the fleet's spare capacity (``scaling/headroom.py``)."""
+
+    model_config = ConfigDict(frozen=True)
+
+    seen: bool
+    """The queue is over its high watermark now."""
+    drain_s: float
+    lead_s: float
+    transient: bool
+    """Seen now but not at the previous decision, and drains within the lead time."""
+
+
+def _backlog(
+    snap: Snapshot,
+    per_replica_rps: float | None,
+    high_per_replica: float,
+    lead_s: float,
+    seen_at_s: float | None,
+    now: float,
+    interval_s: float,
+) -> Backlog | None:
+    """None without a queue, an arrival rate or a per-replica rate to judge it by."""
+    if snap.waiting is None or snap.arrival_rps is None or per_replica_rps is None:
+        return None
+    n = max(snap.replicas_reporting, 1)
+    capacity = per_replica_rps * n
+    drain = drain_seconds(snap.waiting, capacity, snap.arrival_rps)
+    seen_before = seen_at_s is not None and now - seen_at_s <= 2.5 * interval_s
+    return Backlog(
+        seen=snap.waiting / n >= high_per_replica,
+        drain_s=drain,
+        lead_s=lead_s,
+        transient=not seen_before and drain < lead_s,
+    )
+
+
+def _slo_headroom(
+    state: ScalingState, sigs: list[Signal], now: float
+) -> tuple[float, float | None]:
+    """The learned standing headroom after this decision's latency signals: raised on a
+    breach, decayed while every latency signal reads low (``scaling/headroom.py``)."""
+    latency = [s for s in sigs if s.name in LATENCY_SIGNALS]
+    h, raised_at = state.slo_headroom, state.slo_headroom_raised_s
+    if any(s.level == "high" for s in latency):
+        return raised(h, raised_at, now)
+    if latency and all(s.level == "low" for s in latency) and state.peak_at_s is not None:
+        return decayed(h, now - state.peak_at_s), raised_at
+    return h, raised_at
 
 
 def _peak_load(

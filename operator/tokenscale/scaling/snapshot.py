@@ -32,7 +32,20 @@ class Snapshot(BaseModel):
     )
     e2e_p99_s: float | None = None
     queue_p99_s: float | None = None
-    request_rate_rps: float | None = None
+    request_rate_rps: float | None = Field(
+        default=None, description="Finished requests per second (rate of request_success)."
+    )
+    started_rps: float | None = Field(
+        default=None,
+        description="Requests that got their first token, per second (rate of the TTFT "
+        "histogram's _count): the arrival rate less the queue's growth, without the lag of "
+        "waiting for requests to finish.",
+    )
+    output_tokens_mean: float | None = Field(
+        default=None,
+        description="Output length of the requests that finished in the window "
+        "(rate(_sum) / rate(_count) of vllm:request_generation_tokens).",
+    )
     prompt_tps: float | None = None
     generation_tps: float | None = None
     prefix_cache_hit_rate: float | None = None
@@ -50,13 +63,27 @@ class Snapshot(BaseModel):
         )
 
     @property
+    def arrival_rps(self) -> float | None:
+        """The request rate the engine plans for: requests starting (first token) per second
+        where the TTFT histogram is there, else requests finishing. Finishing lags arriving by
+        a whole E2E latency (minutes for long answers), so after a rise it reads low."""
+        return self.started_rps if self.started_rps is not None else self.request_rate_rps
+
+    @property
     def mean_input_tokens(self) -> float | None:
-        if self.prompt_tps is None or not self.request_rate_rps:
+        """Prompt tokens per started request: vLLM counts both at the first token, so the ratio
+        is exact even while the load moves."""
+        rate = self.arrival_rps
+        if self.prompt_tps is None or not rate:
             return None
-        return self.prompt_tps / self.request_rate_rps
+        return self.prompt_tps / rate
 
     @property
     def mean_output_tokens(self) -> float | None:
+        """The finished requests' output length; without that histogram, generated tokens per
+        finished request (which overstates it while requests pile up in flight)."""
+        if self.output_tokens_mean is not None:
+            return self.output_tokens_mean
         if self.generation_tps is None or not self.request_rate_rps:
             return None
         return self.generation_tps / self.request_rate_rps

@@ -25,3 +25,8 @@ class ScalingState(BaseModel):
     """Prefill: predicted ÷ observed prefill phase (TTFT − queue; scales prefill efficiency)."""
     rate: RateForecast | None = None
     """The arrival-rate smoother (level, trend, dispersion) behind the forecast."""
+    slo_headroom: float = 1.0
+    """Standing headroom learned from SLO breaches (``scaling/headroom.py``): × the model."""
+    slo_headroom_raised_s: float | None = None
+    backlog_at_s: float | None = None
+    """The last decision that saw requests waiting (a queue seen twice is not a burst)."""

@@ -91,6 +91,12 @@ def snapshot_at(
             return None
         return (last.sums[name] - first.sums[name]) / count
 
+    def count_rate(name: str) -> float | None:
+        """``rate(_count)`` of a histogram."""
+        if span <= 0:
+            return None
+        return (sum(last.buckets[name]) - sum(first.buckets[name])) / span
+
     if span <= 0:
         problems.append("rates: fewer than two scrapes in the rate window")
     queries = rate("prefix_queries")
@@ -119,6 +125,8 @@ def snapshot_at(
         e2e_p99_s=quantile(0.99, "e2e"),
         queue_p99_s=quantile(0.99, "queue"),
         request_rate_rps=rate("success"),
+        started_rps=count_rate("ttft"),
+        output_tokens_mean=mean("output_tokens"),
         prompt_tps=rate("prompt_tokens"),
         generation_tps=rate("generation_tokens"),
         prefix_cache_hit_rate=(hits / queries) if queries and hits is not None else None,

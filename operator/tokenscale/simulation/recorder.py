@@ -3,7 +3,8 @@
 Counters and histograms carry vLLM 0.33's names' meaning and buckets (catalog.vllm_metrics):
 ``ttft`` = ``vllm:time_to_first_token_seconds``, ``itl`` = ``vllm:inter_token_latency_seconds``,
 ``tpot`` = ``vllm:request_time_per_output_token_seconds``, ``e2e`` =
-``vllm:e2e_request_latency_seconds``, ``queue`` = ``vllm:request_queue_time_seconds``.
+``vllm:e2e_request_latency_seconds``, ``queue`` = ``vllm:request_queue_time_seconds``,
+``output_tokens`` = ``vllm:request_generation_tokens`` (each finished request's length).
 Latencies count from the request's arrival at the fleet (what a user sees).
 """
 
@@ -13,8 +14,11 @@ from tokenscale.catalog.vllm_metrics import (
     INTER_TOKEN_BUCKETS,
     REQUEST_LATENCY_BUCKETS,
     TTFT_BUCKETS,
+    request_tokens_buckets,
 )
 from tokenscale.simulation.histogram import Histogram
+
+OUTPUT_TOKENS_BUCKETS = request_tokens_buckets(1_000_000)
 
 
 @dataclass(frozen=True, slots=True)
@@ -33,6 +37,7 @@ class Recorder:
     tpot: Histogram = field(default_factory=lambda: Histogram(INTER_TOKEN_BUCKETS))
     e2e: Histogram = field(default_factory=lambda: Histogram(REQUEST_LATENCY_BUCKETS))
     queue: Histogram = field(default_factory=lambda: Histogram(REQUEST_LATENCY_BUCKETS))
+    output_tokens: Histogram = field(default_factory=lambda: Histogram(OUTPUT_TOKENS_BUCKETS))
     success: float = 0.0
     prompt_tokens: float = 0.0
     generation_tokens: float = 0.0
@@ -58,4 +63,5 @@ class Recorder:
             "tpot": self.tpot,
             "e2e": self.e2e,
             "queue": self.queue,
+            "output_tokens": self.output_tokens,
         }

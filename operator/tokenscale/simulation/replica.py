@@ -311,6 +311,7 @@ class Replica:
         tpot = (r.last_token_s - r.first_token_s) / (r.generated - 1) if r.generated > 1 else 0.0
         rec.success += 1
         rec.e2e.observe(e2e)
+        rec.output_tokens.observe(r.generated)
         if r.generated > 1:
             rec.tpot.observe(tpot)
         rec.outcomes.append(Outcome(r.arrival_s, ttft, tpot, e2e, r.generated))

@@ -60,7 +60,13 @@ class SimResult(_Frozen):
     e2e_p95_s: float
     e2e_p99_s: float
     gpu_hours: float = Field(description="GPUs held (starting, ready, draining) over the trace")
-    oracle_gpu_hours: float
+    oracle_gpu_hours: float = Field(
+        description="The yardstick: the SLO-meeting oracle's GPU-hours when the run repaired "
+        "it (oracle_repair_rounds > 0), else the per-bin formula's"
+    )
+    oracle_formula_gpu_hours: float | None = Field(
+        default=None, description="The per-bin formula's GPU-hours, before any repair"
+    )
     gpu_hours_vs_oracle: float
     cost: float | None
     currency: str

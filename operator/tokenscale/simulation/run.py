@@ -24,6 +24,7 @@ from tokenscale.scaling.snapshot import Snapshot
 from tokenscale.simulation.capacity import (
     oracle_gpu_hours,
     oracle_replicas,
+    schedule_gpu_hours,
     sustainable_rps,
 )
 from tokenscale.simulation.errors import TraceError
@@ -44,6 +45,7 @@ from tokenscale.simulation.trace import Trace, TraceRequest, percentile, trace_s
 
 Progress = Callable[[float], None]
 BEST_STATIC_ATTAINMENT = 0.99
+ORACLE_BIN_ATTAINMENT = 0.99
 
 
 class SimOptions(BaseModel):
@@ -66,6 +68,13 @@ class SimOptions(BaseModel):
     queue_target: float = Field(default=2.0, gt=0, description="queue-threshold: waiting/replica")
     kv_target: float = Field(default=0.7, gt=0, le=1, description="kv-threshold: mean KV usage")
     oracle_bin_s: float = Field(default=60.0, gt=0)
+    oracle_repair_rounds: int = Field(
+        default=0,
+        ge=0,
+        le=32,
+        description="Replay-and-repair rounds that make the oracle meet the SLO per bin "
+        "(0: the formula's allocation, as it is)",
+    )
     capacity_requests: int = Field(default=1500, ge=100)
     seed: int = 0
     timeline: bool = True
@@ -136,8 +145,17 @@ class Setup:
             if self.capacity_rps > 0
             else [spec.scaling.max_replicas]
         )
+        self.oracle_formula_gpu_hours = self.oracle_gpu_hours
         self.cache: dict[tuple[object, ...], SimResult] = {}
         """Results that no cold start changes (oracle, static fleets), shared by copies."""
+        if opts.oracle_repair_rounds > 0 and self.capacity_rps > 0:
+            self.oracle_schedule = repair_oracle(self, opts.oracle_repair_rounds)
+            self.oracle_gpu_hours = schedule_gpu_hours(
+                self.oracle_schedule,
+                trace.duration_s,
+                forecast.gpus_per_replica,
+                opts.oracle_bin_s,
+            )
 
     def with_options(self, opts: SimOptions) -> "Setup":
         """The same setup under other lifecycle options (cold start, intervals, targets).
@@ -146,7 +164,13 @@ class Setup:
         ``capacity_requests``, ``oracle_bin_s``), which must not change; so do the results of
         the policies with no cold start (oracle, best static, static), which are kept.
         """
-        engine = ("mismatch", "seed", "capacity_requests", "oracle_bin_s")
+        engine = (
+            "mismatch",
+            "seed",
+            "capacity_requests",
+            "oracle_bin_s",
+            "oracle_repair_rounds",
+        )
         if any(getattr(opts, k) != getattr(self.opts, k) for k in engine):
             raise ValueError(f"with_options cannot change {', '.join(engine)}")
         other = object.__new__(Setup)
@@ -247,6 +271,42 @@ def _cache_key(setup: Setup, name: str) -> tuple[object, ...]:
     return (name, setup.opts.model_copy(update={"cold_start_s": 0.0}))
 
 
+def repair_oracle(setup: Setup, rounds: int) -> list[int]:
+    """The SLO-meeting oracle (``capacity`` module docstring): replay the allocation, give one
+    more replica to every bin whose arrivals met the SLO less than ``ORACLE_BIN_ATTAINMENT``
+    of the time, repeat; stops when no bin misses, after ``rounds``, or at ``maxReplicas``."""
+    schedule = list(setup.oracle_schedule)
+    bin_s, slo = setup.opts.oracle_bin_s, setup.spec.slo
+    cap = setup.spec.scaling.max_replicas
+    for _ in range(rounds):
+        outcomes: list[Outcome] = []
+        _replay(
+            setup,
+            "oracle",
+            OraclePolicy(schedule, bin_s),
+            schedule[0],
+            0.0,
+            None,
+            outcomes_out=outcomes,
+        )
+        met = [0] * len(schedule)
+        seen = [0] * len(schedule)
+        for o in outcomes:
+            b = min(len(schedule) - 1, int(o.arrival_s // bin_s))
+            seen[b] += 1
+            met[b] += meets(o, slo)
+        short = [
+            b
+            for b in range(len(schedule))
+            if seen[b] and met[b] < ORACLE_BIN_ATTAINMENT * seen[b] and schedule[b] < cap
+        ]
+        if not short:
+            break
+        for b in short:
+            schedule[b] += 1
+    return schedule
+
+
 def best_static(setup: Setup, progress: Progress | None = None) -> SimResult:
     """The smallest fixed replica count whose replay meets ``BEST_STATIC_ATTAINMENT``.
 
@@ -306,9 +366,11 @@ def _replay(
     progress: Progress | None,
     give_up_misses: int | None = None,
     explain_at_s: float | None = None,
+    outcomes_out: list[Outcome] | None = None,
 ) -> SimResult:
-    """One replay. With ``give_up_misses`` it stops once more requests than that missed the
-    SLO (or were rejected); such a result says ``unfinished=-1`` and undercounts attainment."""
+    """One replay (``outcomes_out`` receives every request's outcome). With
+    ``give_up_misses`` it stops once more requests than that missed the SLO (or were
+    rejected); such a result says ``unfinished=-1`` and undercounts attainment."""
     opts, trace = setup.opts, setup.trace
     slo = setup.spec.slo
     misses, judged = 0, 0
@@ -384,6 +446,8 @@ def _replay(
     while fleet.in_flight() and t < drain_end:
         t = min(fleet.next_ready_s(), drain_end)
         fleet.advance(t)
+    if outcomes_out is not None:
+        outcomes_out.extend(rec.outcomes)
     result = _result(setup, policy_name, rec, gpu_seconds, counts, fleet.in_flight(), timeline)
     return result if explanation is None else result.model_copy(update={"explanation": explanation})
 
@@ -467,6 +531,7 @@ def _result(
         e2e_p99_s=pct(e2e, 0.99),
         gpu_hours=gpu_hours,
         oracle_gpu_hours=oracle,
+        oracle_formula_gpu_hours=setup.oracle_formula_gpu_hours,
         gpu_hours_vs_oracle=gpu_hours / oracle if oracle > 0 else math.inf,
         cost=None if price is None else gpu_hours * price,
         currency=setup.spec.cost.currency,
