@@ -1,10 +1,18 @@
 """PURE decision engine: (spec, forecast plan, snapshot, state, now) → Decision.
 
 - **Model**: re-plan with the observed workload (default ``max(forecast, observed)`` RPS and
-  token means) and the calibrated efficiencies; the three constraints track real traffic.
+  token means; the rate is requests reaching their first token, the output length that of
+  finished requests) and the calibrated efficiencies; the three constraints track real
+  traffic. The count is multiplied by the **SLO headroom** learned from breaches
+  (``scaling/headroom.py``: ×1.2 per breach, once per 240 s, ≤ 2; decays with a 30-minute
+  half-life while every latency signal reads low), so bursts too short for any pod start are
+  met by a standing fleet rather than chased.
 - **Pressure, fast up**: KV usage ≥ high watermark, waiting per replica ≥ threshold, TTFT P99 >
   SLO or TPOT P99 > SLO each recommend ``ceil(n × value / threshold)`` replicas for the
   ``n`` replicas that report; the largest wins, at most ``maxScaleUpStep`` more at once.
+  A queue seen for the first time that the fleet's spare capacity clears before a new
+  replica could be Ready (the lead time) is a burst: it and the KV it fills read ``normal``
+  (a queue seen at two decisions in a row, or one that cannot drain in time, is pressure).
   Pressure is measured on reporting (ready) replicas while the decision is compared with
   the replicas already asked for, so pods that are still loading count as supply.
 - **Careful down**: only when every signal has stayed below its low watermark for the
