@@ -71,7 +71,9 @@ def test_twin_metrics_have_vllms_names_labels_and_buckets(service: PlaygroundSer
                 return await resp.text()
 
     twin_text = _with_twin(service, 50.0, body)
-    emulator = VllmMetricsEmulator(model_name=service.identity.model)
+    emulator = VllmMetricsEmulator(
+        model_name=service.identity.model, max_model_len=service.identity.max_model_len
+    )
     emulator.record(100, 10, 0.2, 0.03)
     reference = generate_latest(emulator.registry).decode()
     ours, theirs = _families(twin_text), _families(reference)

@@ -45,6 +45,7 @@ class VllmMetricsEmulator:
         block_size: int = 16,
         engine: str = "0",
         legacy_names: bool = False,
+        max_model_len: int = 131_072,
     ) -> None:
         self.registry = CollectorRegistry()
         self.port = free_port()
@@ -109,7 +110,7 @@ class VllmMetricsEmulator:
             v.REQUEST_GENERATION_TOKENS,
             "Output tokens per finished request",
             names,
-            buckets=v.request_tokens_buckets(131_072),
+            buckets=v.request_tokens_buckets(max_model_len),
             registry=r,
         )
         self.queue = Histogram(

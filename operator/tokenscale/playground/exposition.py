@@ -16,6 +16,7 @@ from prometheus_client.utils import floatToGoString
 
 from tokenscale.catalog import vllm_metrics as v
 from tokenscale.playground.engine import TwinEngine, TwinIdentity
+from tokenscale.simulation.histogram import Histogram
 
 
 class VllmCollector(Collector):
@@ -72,7 +73,6 @@ class VllmCollector(Collector):
             ("vllm:request_time_per_output_token_seconds", "TPOT", rec.tpot),
             ("vllm:e2e_request_latency_seconds", "E2E", rec.e2e),
             ("vllm:request_queue_time_seconds", "Queue", rec.queue),
-            (v.REQUEST_GENERATION_TOKENS, "Output tokens per request", rec.output_tokens),
         ):
             m = Metric(name, doc, "histogram")
             cumulative = 0.0
@@ -83,6 +83,37 @@ class VllmCollector(Collector):
             m.add_sample(f"{name}_sum", lab, hist.total * scale)
             m.add_sample(f"{name}_created", lab, created)
             yield m
+        yield _request_tokens(
+            v.REQUEST_GENERATION_TOKENS,
+            "Output tokens per request",
+            lab,
+            rec.output_tokens,
+            v.request_tokens_buckets(self.ident.max_model_len),
+            scale,
+            created,
+        )
+
+
+def _request_tokens(
+    name: str,
+    doc: str,
+    lab: dict[str, str],
+    hist: Histogram,
+    bounds: tuple[float, ...],
+    scale: float,
+    created: float,
+) -> Metric:
+    """A request-tokens histogram on vLLM's buckets for this engine (the 1-2-5 series capped at
+    its max model len): the recorder's finer series folded into them."""
+    m = Metric(name, doc, "histogram")
+    pairs = list(zip((*hist.bounds, math.inf), hist.counts, strict=True))
+    for bound in (*bounds, math.inf):
+        cumulative = sum(count for b, count in pairs if b <= bound)
+        m.add_sample(f"{name}_bucket", {**lab, "le": _le(bound)}, cumulative * scale)
+    m.add_sample(f"{name}_count", lab, sum(hist.counts) * scale)
+    m.add_sample(f"{name}_sum", lab, hist.total * scale)
+    m.add_sample(f"{name}_created", lab, created)
+    return m
 
 
 def _le(bound: float) -> str:
