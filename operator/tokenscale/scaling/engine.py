@@ -49,7 +49,7 @@ from tokenscale.scaling.buckets import reads_low
 from tokenscale.scaling.decision import Decision, Signal
 from tokenscale.scaling.diagnosis import diagnose
 from tokenscale.scaling.forecast import DEFAULT_LEAD_TIME_S, Outlook, outlook, update
-from tokenscale.scaling.headroom import decayed, drain_seconds, raised
+from tokenscale.scaling.headroom import Backlog, backlog_of, decayed, raised
 from tokenscale.scaling.snapshot import Snapshot
 from tokenscale.scaling.state import ScalingState
 from tokenscale.scaling.traffic import idle_floor, is_idle
@@ -224,7 +224,7 @@ def signals(
     snap: Snapshot,
     spec: InferenceServiceSpec,
     policy: ScalingPolicy,
-    backlog: "Backlog | None" = None,
+    backlog: Backlog | None = None,
 ) -> list[Signal]:
     """Every pressure signal with its level and the replicas it recommends. With ``backlog``
     (the fleet's drain estimate), a queue that drains before a new replica could start and
@@ -300,7 +300,7 @@ def signals(
     if backlog is not None and backlog.seen and backlog.transient:
         # the queue and the KV it fills are one burst's: gone before a new replica is Ready
         for k, w in enumerate(out):
-            if w.level == "high":
+            if w.level == "high" and w.name in LOAD_SIGNALS:
                 out[k] = w.model_copy(
                     update={
                         "level": "normal",
@@ -365,7 +365,7 @@ def decide(inp: EngineInput) -> Decision:
     live = plan_at(resolved, live_conditions(spec, snap, factor, prefill), layout_of(forecast))
     per_replica = live.rps_per_replica if live.replicas is not None else None
     lead_s = DEFAULT_LEAD_TIME_S if inp.lead_time_s is None else max(0.0, inp.lead_time_s)
-    backlog = _backlog(
+    backlog = backlog_of(
         snap,
         per_replica,
         policy.waiting_per_replica_high,
@@ -513,43 +513,6 @@ def decide(inp: EngineInput) -> Decision:
         diagnosis,
         model,
         new_state.model_copy(update={"low_since_s": None, "pressure_since_s": None}),
-    )
-
-
-class Backlog(BaseModel):
-    """The queue against the fleet's spare capacity (``scaling/headroom.py``)."""
-
-    model_config = ConfigDict(frozen=True)
-
-    seen: bool
-    """The queue is over its high watermark now."""
-    drain_s: float
-    lead_s: float
-    transient: bool
-    """Seen now but not at the previous decision, and drains within the lead time."""
-
-
-def _backlog(
-    snap: Snapshot,
-    per_replica_rps: float | None,
-    high_per_replica: float,
-    lead_s: float,
-    seen_at_s: float | None,
-    now: float,
-    interval_s: float,
-) -> Backlog | None:
-    """None without a queue, an arrival rate or a per-replica rate to judge it by."""
-    if snap.waiting is None or snap.arrival_rps is None or per_replica_rps is None:
-        return None
-    n = max(snap.replicas_reporting, 1)
-    capacity = per_replica_rps * n
-    drain = drain_seconds(snap.waiting, capacity, snap.arrival_rps)
-    seen_before = seen_at_s is not None and now - seen_at_s <= 2.5 * interval_s
-    return Backlog(
-        seen=snap.waiting / n >= high_per_replica,
-        drain_s=drain,
-        lead_s=lead_s,
-        transient=not seen_before and drain < lead_s,
     )
 
 

@@ -27,6 +27,10 @@ burst does not).
 
 import math
 
+from pydantic import BaseModel, ConfigDict
+
+from tokenscale.scaling.snapshot import Snapshot
+
 MAX_SLO_HEADROOM = 2.0
 RAISE = 1.2
 RAISE_INTERVAL_S = 240.0
@@ -54,3 +58,40 @@ def drain_seconds(waiting: float, capacity_rps: float, arrival_rps: float) -> fl
     if waiting <= 0:
         return 0.0
     return math.inf if spare <= 0 else waiting / spare
+
+
+class Backlog(BaseModel):
+    """The queue against the fleet's spare capacity (``scaling/headroom.py``)."""
+
+    model_config = ConfigDict(frozen=True)
+
+    seen: bool
+    """The queue is over its high watermark now."""
+    drain_s: float
+    lead_s: float
+    transient: bool
+    """Seen now but not at the previous decision, and drains within the lead time."""
+
+
+def backlog_of(
+    snap: Snapshot,
+    per_replica_rps: float | None,
+    high_per_replica: float,
+    lead_s: float,
+    seen_at_s: float | None,
+    now: float,
+    interval_s: float,
+) -> Backlog | None:
+    """None without a queue, an arrival rate or a per-replica rate to judge it by."""
+    if snap.waiting is None or snap.arrival_rps is None or per_replica_rps is None:
+        return None
+    n = max(snap.replicas_reporting, 1)
+    capacity = per_replica_rps * n
+    drain = drain_seconds(snap.waiting, capacity, snap.arrival_rps)
+    seen_before = seen_at_s is not None and now - seen_at_s <= 2.5 * interval_s
+    return Backlog(
+        seen=snap.waiting / n >= high_per_replica,
+        drain_s=drain,
+        lead_s=lead_s,
+        transient=not seen_before and drain < lead_s,
+    )
