@@ -96,3 +96,18 @@ def test_an_slo_breach_raises_the_standing_count_and_it_stays() -> None:
     # once the latency reads low again the headroom decays, slowly
     low = run(spec, snap(n=2, ttft=0.2, tpot=0.005), later.state, now=NOW + 600.0)
     assert 1.0 < low.state.slo_headroom < RAISE
+
+
+def test_a_burst_queue_on_a_full_cache_never_asks_for_fewer_than_the_cache_alone() -> None:
+    # found by the monotonicity property: a full KV cache alone scaled 1 → 2, and the same
+    # cache with a two-request burst queue on top of it held at 1
+    spec = _spec()
+    state = ScalingState(decided_replicas=1)
+    full = snap(n=1, waiting=0.0, kv=1.0)
+    queued = full.model_copy(update={"waiting": 2.0})
+    alone = run(spec, full, state)
+    both = run(spec, queued, state)
+    assert alone.replicas == 2
+    assert both.replicas >= alone.replicas
+    kv = next(x for x in both.signals if x.name == "kv_usage")
+    assert kv.level == "high"

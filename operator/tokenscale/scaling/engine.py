@@ -11,8 +11,9 @@
   SLO or TPOT P99 > SLO each recommend ``ceil(n × value / threshold)`` replicas for the
   ``n`` replicas that report; the largest wins, at most ``maxScaleUpStep`` more at once.
   A queue seen for the first time that the fleet's spare capacity clears before a new
-  replica could be Ready (the lead time) is a burst: it and the KV it fills read ``normal``
-  (a queue seen at two decisions in a row, or one that cannot drain in time, is pressure).
+  replica could be Ready (the lead time) is a burst: the queue reads ``normal`` (a queue seen
+  at two decisions in a row, or one that cannot drain in time, is pressure). The KV reading
+  is judged on its own, so a queue on top of a full cache never asks for fewer replicas.
   Pressure is measured on reporting (ready) replicas while the decision is compared with
   the replicas already asked for, so pods that are still loading count as supply.
 - **Careful down**: only when every signal has stayed below its low watermark for the
@@ -298,9 +299,11 @@ def signals(
         policy.waiting_per_replica_low,
     )
     if backlog is not None and backlog.seen and backlog.transient:
-        # the queue and the KV it fills are one burst's: gone before a new replica is Ready
+        # the queue is one burst's: gone before a new replica is Ready. Only the queue: the KV
+        # reading stands on its own (a full cache with no queue already asks for a replica,
+        # and a queue on top of it is no reason to ask for fewer)
         for k, w in enumerate(out):
-            if w.level == "high" and w.name in LOAD_SIGNALS:
+            if w.level == "high" and w.name == "waiting_per_replica":
                 out[k] = w.model_copy(
                     update={
                         "level": "normal",

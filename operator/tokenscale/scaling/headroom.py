@@ -22,7 +22,8 @@ once, while the fleet's spare capacity (``rps_per_replica × ready − arrivals`
 less than the lead time, is a burst that will be gone before a new pod is Ready; it counts as
 pressure when it cannot drain within the lead time, when arrivals exceed the fleet's
 capacity, or when the previous decision saw it too (a step up in load keeps the queue; a
-burst does not).
+burst does not). Only the queue signal is demoted: KV usage is judged on its own, because
+adding a queue to a full cache must never lower the count the cache alone asks for.
 """
 
 import math
