@@ -350,3 +350,27 @@ def test_a_replica_that_spans_nodes_holds_all_its_gpus() -> None:
     assert result.gpu_hours == pytest.approx(16 * replica_hours)
     assert result.gpu_hours >= 16 * trace.duration_s / 3600.0 * 0.99  # one group, all along
     assert result.completed > 0
+
+
+def test_an_arrival_during_a_long_decode_stretch_starts_within_a_step() -> None:
+    """A lone 8k-token answer is advanced as one stretch up to the next arrival; the step
+    time grows with its context, so a stretch sized with the first step's time ran seconds
+    past the arrival (7 s on an L4 probe: an idle replica "missed" a 5-s TTFT and the oracle
+    fell back to maxReplicas)."""
+    spec = _fixed_workload(_spec(), 500, 8000)
+    cfg = _engine(spec)
+    rec = Recorder()
+    engine = Replica(cfg, rec, 0.0)
+    engine.add(SimRequest(0.0, 500, 8000), 0.0)
+
+    def step_s(context_tokens: float) -> float:
+        return cfg.perf.mixed_step_seconds(1, context_tokens, 0.0, 1) / cfg.mismatch
+
+    arrival = 0.8 * 8000 * step_s(500.0)  # well inside the long answer
+    engine.run_until(arrival)
+    step = step_s(500.0 + 8000)
+    assert engine.clock <= arrival + step + 1e-9
+    engine.add(SimRequest(arrival, 500, 10), arrival)
+    engine.run_until(math.inf)
+    second = next(o for o in rec.outcomes if o.arrival_s == arrival)
+    assert second.ttft_s < 10 * step

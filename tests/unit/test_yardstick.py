@@ -154,3 +154,22 @@ def test_the_repaired_oracle_meets_the_slo_where_the_formula_does_not() -> None:
     after = simulate(repaired, "oracle")
     assert before < 0.99 <= after.slo_attainment
     assert after.oracle_formula_gpu_hours == formula.oracle_gpu_hours
+
+
+def test_an_slo_one_replica_never_meets_is_said_and_best_static_still_searches() -> None:
+    # the planner thinks a 0.5-s TTFT reachable for 4k-token prompts; the simulated engine is
+    # five times slower, so one replica meets it at no rate: the oracle can only hold
+    # maxReplicas, which the setup says, and best static searches from minReplicas
+    spec = make_spec(
+        workload={"rps": {"mean": 4}, "inputTokens": {"mean": 4000}, "outputTokens": {"mean": 300}},
+        slo={"ttftP99Seconds": 0.5},
+        scaling={"minReplicas": 1, "maxReplicas": 12},
+    )
+    trace = synthetic_trace(300, 4.0, lambda r: 4000, lambda r: 300, seed=3)
+    setup = Setup(spec, trace, SimOptions(capacity_requests=200, mismatch=0.2), "slow")
+    assert setup.capacity_rps == 0.0
+    assert setup.oracle_schedule == [12]
+    assert any("met the SLO at no rate" in w for w in setup.warnings)
+    best = simulate(setup, "best-static")
+    assert best.static_replicas == 12  # nothing meets it
+    assert best.slo_attainment < 0.99

@@ -231,10 +231,9 @@ class Replica:
         dt = perf.mixed_step_seconds(len(decode), ctx, flops, tokens) / mismatch
         steps = 1
         if decode and not chunks and not preempted:
-            steps = self._stretch(decode, t_limit, dt)
+            steps = self._stretch(decode, t_limit, dt, ctx)
             if steps > 1:
-                mid = ctx + len(decode) * (steps - 1) / 2.0
-                dt = perf.mixed_step_seconds(len(decode), mid, 0.0, len(decode)) / mismatch
+                dt = self._decode_step_s(len(decode), ctx + len(decode) * (steps - 1) / 2.0)
         end = self.clock + dt * steps
         rec = self.rec
         clock, on_time = self.clock, 0
@@ -272,11 +271,23 @@ class Replica:
         for r in finished:
             self._finish(r)
 
-    def _stretch(self, decode: list[SimRequest], t_limit: float, dt: float) -> int:
-        """How many identical decode steps to take at once (≥ 1)."""
+    def _decode_step_s(self, seqs: int, context_tokens: float) -> float:
+        """One pure-decode step of ``seqs`` sequences holding ``context_tokens`` in all."""
+        step = self.cfg.perf.mixed_step_seconds(seqs, context_tokens, 0.0, seqs)
+        return step / self.cfg.mismatch
+
+    def _stretch(self, decode: list[SimRequest], t_limit: float, dt: float, ctx: float) -> int:
+        """How many identical decode steps to take at once (≥ 1): the stretch ends at most one
+        step after ``t_limit`` (the caller's next event, an arrival), so a request arriving
+        during a long decode stretch is scheduled within one step of its arrival."""
         k = min(r.output_tokens - r.generated for r in decode)
         if dt > 0 and self.clock < t_limit < math.inf:
             k = min(k, max(1, math.ceil((t_limit - self.clock) / dt)))
+            if k > 1:
+                # the step time grows with the context over the stretch: bound it by the last
+                # step's (the stretch runs at its mean step time, which is no longer)
+                last = self._decode_step_s(len(decode), ctx + len(decode) * (k - 1))
+                k = min(k, max(1, math.ceil((t_limit - self.clock) / last)))
         if k <= 1:
             return 1
         bs = self.cfg.block_size

@@ -145,6 +145,12 @@ class Setup:
             if self.capacity_rps > 0
             else [spec.scaling.max_replicas]
         )
+        if self.capacity_rps <= 0:
+            self.warnings.append(
+                "one simulated replica met the SLO at no rate probed (down to 1/64 of the "
+                "planner's per-replica rate): the oracle holds maxReplicas throughout and "
+                "ratios to it say nothing; compare with best static instead"
+            )
         self.oracle_formula_gpu_hours = self.oracle_gpu_hours
         self.cache: dict[tuple[object, ...], SimResult] = {}
         """Results that no cold start changes (oracle, static fleets), shared by copies."""
@@ -310,9 +316,10 @@ def repair_oracle(setup: Setup, rounds: int) -> list[int]:
 def best_static(setup: Setup, progress: Progress | None = None) -> SimResult:
     """The smallest fixed replica count whose replay meets ``BEST_STATIC_ATTAINMENT``.
 
-    Bisection between the oracle's smallest and (a doubling above) its largest allocation,
-    within ``[minReplicas, maxReplicas]``; attainment grows with the count (a static fleet
-    only gains capacity). Nothing meets it → the result at ``maxReplicas``. Cached per setup.
+    Bisection between the oracle's smallest (``minReplicas`` when one replica sustains no rate)
+    and (a doubling above) its largest allocation, within ``[minReplicas, maxReplicas]``;
+    attainment grows with the count (a static fleet only gains capacity). Nothing meets it →
+    the result at ``maxReplicas``. Cached per setup.
     """
     key = _cache_key(setup, "best-static")
     if key in setup.cache:
@@ -333,7 +340,9 @@ def best_static(setup: Setup, progress: Progress | None = None) -> SimResult:
     def ok(n: int) -> bool:
         return run(n).slo_attainment >= BEST_STATIC_ATTAINMENT
 
-    lo = min(max(sc.min_replicas, 1, min(setup.oracle_schedule)), sc.max_replicas)
+    # without a sustainable rate the oracle holds maxReplicas: no lower bound from it
+    oracle_low = min(setup.oracle_schedule) if setup.capacity_rps > 0 else 1
+    lo = min(max(sc.min_replicas, 1, oracle_low), sc.max_replicas)
     hi = min(max(lo, *setup.oracle_schedule), sc.max_replicas)
     while not ok(hi) and hi < sc.max_replicas:
         lo, hi = hi + 1, min(2 * hi, sc.max_replicas)
