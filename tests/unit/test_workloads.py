@@ -4,9 +4,19 @@ import statistics
 from itertools import pairwise
 
 import pytest
-from benchmarks.autoscaling import CI_GRID, SUITE, Entry, h100_spec, markdown, misses, run_suite
+from benchmarks.autoscaling import (
+    CI_GRID,
+    HELD_OUT,
+    SUITE,
+    Entry,
+    h100_spec,
+    markdown,
+    misses,
+    run_suite,
+)
 
 from tokenscale.api.inference_service import InferenceServiceSpec
+from tokenscale.planning import plan_service
 from tokenscale.simulation import POLICIES, Trace
 from tokenscale.simulation.trace import percentile, trace_stats, window_rates
 from tokenscale.simulation.workloads import (
@@ -65,6 +75,18 @@ def test_every_suite_entry_builds_a_feasible_service() -> None:
     names = {e.name for e in SUITE}
     assert {"azure-conv", "mooncake", "bursty", "diurnal", "step", "code", "reasoning"} <= names
     assert "idle" in names
+
+
+def test_the_held_out_suite_is_apart_from_the_dev_suite_and_plans() -> None:
+    assert not {e.name for e in HELD_OUT} & {e.name for e in SUITE}
+    served = set()
+    for entry in HELD_OUT:
+        trace, spec = entry.build()
+        assert trace.requests
+        assert plan_service(spec).feasible, entry.name
+        served.add((spec.model.catalog, spec.hardware.gpu, spec.hardware.tensor_parallel_size))
+    # other models and GPUs than the suite's 8B on H100 / L40S
+    assert len(served) >= 4
 
 
 def test_a_tiny_grid_runs_every_policy_and_reports_the_targets() -> None:
