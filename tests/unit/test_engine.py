@@ -196,10 +196,12 @@ def test_calibration_is_bounded_and_smoothed() -> None:
 def test_calibration_prefers_the_exact_mean_and_the_observed_workload() -> None:
     spec = _spec()
     # the engines run exactly as the model predicts for the workload they see (8 per replica)
-    seen = snap(n=2)
+    seen = snap(n=2, output_tokens_mean=200.0)
     tp = plan_service(spec).tensor_parallel_size
     workload = observed_workload(spec.workload, seen, "observed")
     truth = perf_at(resolve(spec), Conditions(workload=workload), tp).tpot_seconds(8.0)
+    # 8 decoding per replica at that TPOT generate 8 / TPOT tokens per second each
+    seen = seen.model_copy(update={"generation_tps": 2 * 8.0 / truth})
     # a bucketed P50 40 % off must not move the factor when the exact mean is there
     exact = seen.model_copy(update={"tpot_mean_s": truth, "tpot_p50_s": truth * 1.4})
     d = run(spec, exact, ScalingState(decided_replicas=2, calibration=1.0))
@@ -207,6 +209,23 @@ def test_calibration_prefers_the_exact_mean_and_the_observed_workload() -> None:
     only_p50 = seen.model_copy(update={"tpot_p50_s": truth * 1.4})
     d = run(spec, only_p50, ScalingState(decided_replicas=2, calibration=1.0))
     assert d.calibration < 0.95  # the fallback is used, with its error
+
+
+def test_calibration_reads_the_batch_of_the_window_its_tpot_comes_from() -> None:
+    """The TPOT mean is over the rate window; the running gauge is now. Right after a step up
+    the gauge shows three times the batch the window's requests decoded at: judged at the
+    gauge the engines would look three times too fast. Little's law over the same window
+    (tokens per second × TPOT) gives the batch they ran at."""
+    spec = _spec()
+    tp = plan_service(spec).tensor_parallel_size
+    seen = snap(n=2, output_tokens_mean=200.0)  # finished requests' mean, as vLLM reports it
+    workload = observed_workload(spec.workload, seen, "observed")
+    truth = perf_at(resolve(spec), Conditions(workload=workload), tp).tpot_seconds(8.0)
+    stepped = seen.model_copy(
+        update={"running": 2 * 24.0, "tpot_mean_s": truth, "generation_tps": 2 * 8.0 / truth}
+    )
+    d = run(spec, stepped, ScalingState(decided_replicas=2, calibration=1.0))
+    assert d.calibration == pytest.approx(1.0, abs=1e-3)
 
 
 # -- properties ------------------------------------------------------------------------------
@@ -301,7 +320,7 @@ def test_prefill_and_decode_calibrate_separately() -> None:
     spec = _spec()
     r = resolve(spec)
     tp = plan_service(spec).tensor_parallel_size
-    seen = snap(n=2)
+    seen = snap(n=2, output_tokens_mean=200.0)  # finished requests' mean, as vLLM reports it
     workload = observed_workload(spec.workload, seen, "observed")
     perf = perf_at(r, Conditions(workload=workload), tp, plan_service(spec).max_num_batched_tokens)
     tpot = perf.tpot_seconds(8.0)
@@ -309,6 +328,7 @@ def test_prefill_and_decode_calibrate_separately() -> None:
     slow_prefill = seen.model_copy(
         update={
             "tpot_mean_s": tpot,
+            "generation_tps": 2 * 8.0 / tpot,
             "ttft_mean_s": prefill / 0.6 + 0.05,
             "queue_mean_s": 0.05,
         }

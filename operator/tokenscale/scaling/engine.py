@@ -156,13 +156,20 @@ def calibrate(r: Resolved, forecast: Plan, snap: Snapshot, old: float) -> float:
     from buckets (up to ±25 % off inside vLLM's 25 ms TPOT buckets — enough to make the model
     think correct engines slow). Predicted: the model at the TP the fleet runs, the observed
     batch *and* the observed token means (the forecast's means would blame a workload change on
-    the engines).
+    the engines). The batch is the one of the window the TPOT comes from, by Little's law
+    (generated tokens per second per replica × TPOT), not the running gauge of this instant:
+    right after a step the gauge shows the new batch while the window's requests decoded at
+    the old one, and the engines would look faster (or, after a scale-up, slower) than they
+    are. Without a token rate the gauge stands in.
     """
     spec = r.spec
     observed = snap.tpot_mean_s if snap.tpot_mean_s is not None else snap.tpot_p50_s
     if not spec.scaling.policy.calibrate or observed is None or snap.running is None:
         return old
-    batch = snap.running / max(snap.replicas_reporting, 1)
+    n = max(snap.replicas_reporting, 1)
+    batch = snap.running / n
+    if snap.generation_tps is not None and snap.generation_tps > 0 and observed > 0:
+        batch = snap.generation_tps / n * observed
     if batch < 1 or observed <= 0:
         return old
     seen = Conditions(workload=observed_workload(spec.workload, snap, "observed"))
