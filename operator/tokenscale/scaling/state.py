@@ -28,5 +28,6 @@ class ScalingState(BaseModel):
     slo_headroom: float = 1.0
     """Standing headroom learned from SLO breaches (``scaling/headroom.py``): × the model."""
     slo_headroom_raised_s: float | None = None
+    """When a breach last raised it (one raise per ``RAISE_INTERVAL_S``)."""
     backlog_at_s: float | None = None
-    """The last decision that saw requests waiting (a queue seen twice is not a burst)."""
+    """The last decision that saw the queue over its high mark (seen twice: not a burst)."""

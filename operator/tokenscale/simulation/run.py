@@ -22,7 +22,6 @@ from tokenscale.planning import Conditions, layout_of, plan_at, plan_service, re
 from tokenscale.planning.pricing import Pricing
 from tokenscale.scaling.snapshot import Snapshot
 from tokenscale.simulation.capacity import (
-    oracle_gpu_hours,
     oracle_replicas,
     schedule_gpu_hours,
     sustainable_rps,
@@ -133,34 +132,29 @@ class Setup:
             prefixes=prefixes,
             in_order=prefixes is not None,
         )
-        self.oracle_gpu_hours = oracle_gpu_hours(
-            trace,
-            self.capacity_rps,
-            forecast.gpus_per_replica,
-            spec.scaling.min_replicas,
-            opts.oracle_bin_s,
-        )
-        self.oracle_schedule = (
-            oracle_replicas(trace, self.capacity_rps, spec.scaling.min_replicas, opts.oracle_bin_s)
-            if self.capacity_rps > 0
-            else [spec.scaling.max_replicas]
-        )
-        if self.capacity_rps <= 0:
+        self.cache: dict[tuple[object, ...], SimResult] = {}
+        """Results that no cold start changes (oracle, static fleets), shared by copies."""
+        bin_s, gpus = opts.oracle_bin_s, forecast.gpus_per_replica
+        if self.capacity_rps > 0:
+            self.oracle_schedule = oracle_replicas(
+                trace, self.capacity_rps, spec.scaling.min_replicas, bin_s
+            )
+            self.oracle_gpu_hours = schedule_gpu_hours(
+                self.oracle_schedule, trace.duration_s, gpus, bin_s
+            )
+        else:
+            self.oracle_schedule = [spec.scaling.max_replicas]
+            self.oracle_gpu_hours = math.inf
             self.warnings.append(
                 "one simulated replica met the SLO at no rate probed (down to 1/64 of the "
                 "planner's per-replica rate): the oracle holds maxReplicas throughout and "
                 "ratios to it say nothing; compare with best static instead"
             )
         self.oracle_formula_gpu_hours = self.oracle_gpu_hours
-        self.cache: dict[tuple[object, ...], SimResult] = {}
-        """Results that no cold start changes (oracle, static fleets), shared by copies."""
         if opts.oracle_repair_rounds > 0 and self.capacity_rps > 0:
             self.oracle_schedule = repair_oracle(self, opts.oracle_repair_rounds)
             self.oracle_gpu_hours = schedule_gpu_hours(
-                self.oracle_schedule,
-                trace.duration_s,
-                forecast.gpus_per_replica,
-                opts.oracle_bin_s,
+                self.oracle_schedule, trace.duration_s, gpus, bin_s
             )
 
     def with_options(self, opts: SimOptions) -> "Setup":
