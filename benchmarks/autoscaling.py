@@ -36,7 +36,7 @@ SLO less than 99 % of the time); the table shows the formula's GPU-hours beside 
 Held out (``--suite held-out``): the policy was developed on the shapes above only; these
 it never saw — other seeds of the same generators, a flash crowd (×8 for 2 minutes, shorter
 than any cold start), a step down (÷4), Llama-3.1-70B on 4×H100, Qwen2.5-7B on A100, and
-Llama-3.1-8B on an L4 whose small KV pool binds 4k-token answers. The README reports them
+Llama-3.1-8B on an L4 whose small KV pool binds 4k-token answers. docs/performance.md reports them
 apart from the suite.
 
     python benchmarks/autoscaling.py [--suite dev|held-out] [--grid ci|cross|full]

@@ -1,12 +1,12 @@
 """``spec.assumptions``: every efficiency and overhead the planner uses, each overridable.
 
-Defaults and where they come from (see README "Accuracy"):
+Defaults and where they come from (see docs/accuracy.md):
 - ``decodeBandwidthEfficiency`` 0.80: published planners use 0.8–0.9 of HBM bandwidth for
-  memory-bound kernels (inference-formulas.md); measured vLLM batch-1 decode on A100 reaches
+  memory-bound kernels (docs/formulas.md); measured vLLM batch-1 decode on A100 reaches
   ≈77 % of the bandwidth roofline.
 - ``prefillComputeEfficiency`` 0.85: fitted on the accuracy dataset's TTFTs and saturated
   throughputs (benchmarks/accuracy), whose long prompts are GEMM-bound; capped at 0.85, about
-  what large BF16 GEMMs reach on A100/H100 (inference-formulas.md quotes ≤ 0.7 for planners).
+  what large BF16 GEMMs reach on A100/H100 (docs/formulas.md quotes ≤ 0.7 for planners).
 - ``stepOverheadSeconds`` 1.2 ms: scheduler, sampling and launch cost per engine step, fitted
   with the prefill efficiency on the accuracy dataset's fit set.
 - ``runtimeOverheadGiB`` 0.14 and ``ncclBufferGiB`` 0.41: the non-torch memory vLLM start-up

@@ -12,7 +12,7 @@ MAX_DIM = 10_000_000
 WeightDtype = Literal["fp32", "bf16", "fp16", "fp8", "int8", "int4"]
 KvCacheDtype = Literal["auto", "fp8"]
 
-#: Bytes per stored parameter or KV element, by dtype name (reference: inference-formulas.md,
+#: Bytes per stored parameter or KV element, by dtype name (reference: docs/formulas.md,
 #: "weight_bytes = params × bytes_per_param (FP32 4, BF16/FP16 2, FP8/INT8 1, INT4 0.5)").
 BYTES_PER_ELEMENT: dict[str, float] = {
     "fp32": 4.0,

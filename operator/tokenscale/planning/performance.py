@@ -1,6 +1,6 @@
 """Prefill and decode timing for one replica (TP GPUs): a roofline with explicit efficiencies.
 
-Prefill of N prompt tokens (compute-bound, inference-formulas.md "Compute and bandwidth"):
+Prefill of N prompt tokens (compute-bound, docs/formulas.md "Compute and bandwidth"):
 ``t = max(FLOPs / (TP·peak·η_prefill), weights/TP / (BW·η_bw)) + 2·L all-reduces + overhead``
 with ``FLOPs = 2·P_linear·N + attention`` (causal ``2·L·N²·d_attn``; windowed layers attend to at
 most W tokens) and the LM head applied to the last token only.

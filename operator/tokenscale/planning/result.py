@@ -1,7 +1,8 @@
 """The plan: every number the planner computed, with the inputs and assumptions behind it.
 
 ``Plan.model_dump(mode="json")`` is the documented ``tokenscale plan -o json`` contract
-(README, "The plan JSON"). Keys are only ever added, never renamed or removed, within v1alpha1.
+(docs/planner.md, "The plan JSON"). Keys are only ever added, never renamed or removed, within
+v1alpha1.
 """
 
 from typing import Any, Literal
