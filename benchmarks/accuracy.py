@@ -160,7 +160,10 @@ def _reserves_cuda_graphs(entry: dict[str, Any]) -> bool:
     return found is None or (int(found[1]), int(found[2])) >= (0, 21)
 
 
-def build_spec(data: dict[str, Any], entry: dict[str, Any]) -> InferenceServiceSpec:
+def build_spec(
+    data: dict[str, Any], entry: dict[str, Any], overrides: dict[str, float] | None = None
+) -> InferenceServiceSpec:
+    """The entry as an InferenceService spec; ``overrides`` are ``spec.assumptions`` fields."""
     model_source, _ = _config(data, entry)
     inp = int(entry.get("input_tokens", 1000))
     out = int(entry.get("output_tokens", 200))
@@ -197,7 +200,9 @@ def build_spec(data: dict[str, Any], entry: dict[str, Any]) -> InferenceServiceS
                 "maxContextTokens": int(entry.get("max_model_len", inp + out)),
             },
             "serving": serving,
-            "assumptions": {} if _reserves_cuda_graphs(entry) else {"cudaGraphGiB": 0},
+            "assumptions": (
+                ({} if _reserves_cuda_graphs(entry) else {"cudaGraphGiB": 0}) | (overrides or {})
+            ),
         },
     }
     return InferenceService.model_validate(manifest).spec
@@ -223,9 +228,11 @@ def split_of(data: dict[str, Any]) -> dict[str, str]:
     return out
 
 
-def estimate(data: dict[str, Any], entry: dict[str, Any]) -> tuple[float, float]:
+def estimate(
+    data: dict[str, Any], entry: dict[str, Any], overrides: dict[str, float] | None = None
+) -> tuple[float, float]:
     """(measured, estimate) in the unit the comparison is made in."""
-    spec = build_spec(data, entry)
+    spec = build_spec(data, entry, overrides)
     plan = plan_service(spec)
     kind, value = entry["kind"], float(entry["value"])
     if kind == "kv_capacity_tokens":
@@ -261,13 +268,13 @@ def estimate(data: dict[str, Any], entry: dict[str, Any]) -> tuple[float, float]
     raise SystemExit(f"{entry['id']}: unknown kind {kind!r}")
 
 
-def evaluate(data: dict[str, Any]) -> list[Row]:
+def evaluate(data: dict[str, Any], overrides: dict[str, float] | None = None) -> list[Row]:
     entries = sorted(data["measurements"], key=lambda e: str(e["id"]))
     splits = split_of(data)
     rows = []
     for e in entries:
         split = splits[str(e["id"])]
-        measured, est = estimate(data, e)
+        measured, est = estimate(data, e, overrides)
         unit = "tokens" if e["kind"].startswith("kv_") else str(e["unit"])
         v = validity(e)
         group = GROUPS[e["kind"]]

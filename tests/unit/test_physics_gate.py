@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 import yaml
-from benchmarks import accuracy
+from benchmarks import accuracy, accuracy_refit
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -188,3 +188,20 @@ def test_a_pinned_entry_does_not_move_the_others(pinned: str) -> None:
     after = accuracy.split_of(_data([added, *entries]))
     assert after.pop("aaa-added") == pinned
     assert after == before
+
+
+def test_the_refit_reads_only_the_fit_set_and_lands_on_the_grid() -> None:
+    fit = accuracy_refit.timing_subset(DATA, "fit")
+    held = accuracy_refit.timing_subset(DATA, "held-out")
+    splits = accuracy.split_of(DATA)
+    fit_ids = {e["id"] for e in fit["measurements"]}
+    assert fit_ids
+    assert all(splits[i] == "fit" for i in fit_ids)
+    assert not fit_ids & {e["id"] for e in held["measurements"]}
+    assert all(e.get("validity") != "excluded" for e in fit["measurements"])
+    # two decode entries: the search must not end worse than it started, on grid values
+    small = fit | {"measurements": fit["measurements"][:2]}
+    optimum, before, after = accuracy_refit.refit(small)
+    assert after <= before
+    for name, value in optimum.items():
+        assert value in accuracy_refit.GRID[name] or value == accuracy_refit.defaults()[name]
