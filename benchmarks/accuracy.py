@@ -493,10 +493,11 @@ def main() -> int:
             worst_t = f", worst ≤ {s['target_worst']:.0%}" if s["target_worst"] else ""
             verdict = "met" if s["met"] else "MISSED"
             bounds = f"{s['bounds_held']}/{s['bounds']}" if s["bounds"] else "-"
+            mean = f"{s['mean_abs_error']:.1%}" if s["n"] else "-"
+            worst = f"{s['worst_abs_error']:.1%}" if s["n"] else "-"
             print(
-                f"{split:9} {group:11} {s['n']:>3} {s['mean_abs_error']:>10.1%} "
-                f"{s['worst_abs_error']:>8.1%} {bounds:>7}  mean ≤ {s['target_mean']:.0%}"
-                f"{worst_t}: {verdict}"
+                f"{split:9} {group:11} {s['n']:>3} {mean:>10} {worst:>8} {bounds:>7}  "
+                f"mean ≤ {s['target_mean']:.0%}{worst_t}: {verdict}"
             )
     excluded = sum(1 for r in rows if r.validity == "excluded")
     print(

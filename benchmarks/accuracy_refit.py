@@ -107,6 +107,12 @@ def _groups(rows: list[accuracy.Row]) -> dict[str, dict[str, Any]]:
     return {g: s for g, s in summary["all"].items() if g in TIMING}
 
 
+def _errors(s: dict[str, Any]) -> str:
+    if not s["n"]:
+        return "-"
+    return f"{s['mean_abs_error']:.1%} / {s['worst_abs_error']:.1%}"
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--json", action="store_true", help="print JSON instead of tables")
@@ -141,9 +147,7 @@ def main() -> int:
             a = table["after"][group]
             bounds = f"{b['bounds_held']}/{b['bounds']} → {a['bounds_held']}/{a['bounds']}"
             print(
-                f"{split:9} {group:11} {b['n']:>3} "
-                f"{b['mean_abs_error']:>6.1%} / {b['worst_abs_error']:>6.1%} "
-                f"{a['mean_abs_error']:>6.1%} / {a['worst_abs_error']:>6.1%} "
+                f"{split:9} {group:11} {b['n']:>3} {_errors(b):>15} {_errors(a):>15} "
                 f"{bounds if b['bounds'] else '-':>12}"
             )
     return 0
