@@ -431,9 +431,10 @@ def _assemble(
     batch = float(e.op.batch)
     rps_replica = perf.request_rate(batch)
     out_tps_replica = perf.output_tps(batch)
-    ttft99, tpot, e2e99, mean_request_s = (
+    ttft99, tpot, tpot99, e2e99, mean_request_s = (
         load.ttft_p99_s,
         load.tpot_mean_s,
+        load.tpot_p99_s,
         load.e2e_p99_s,
         load.e2e_mean_s,
     )
@@ -448,6 +449,7 @@ def _assemble(
         mean_request_s = measured.request_s
         tpot = m.tpot_p50_seconds if m.tpot_p50_seconds is not None else tpot
         ttft99 = m.ttft_p99_seconds if m.ttft_p99_seconds is not None else ttft99
+        tpot99 = m.tpot_p99_seconds if m.tpot_p99_seconds is not None else tpot99
         e2e99_full = m.e2e_p99_seconds if m.e2e_p99_seconds is not None else e2e99_full
         rps_replica = m.requests_per_second
         out_tps_replica = rps_replica * w.output_tokens.mean
@@ -524,6 +526,7 @@ def _assemble(
         operating_batch=batch,
         ttft_p99_estimate_s=ttft99,
         tpot_estimate_s=tpot,
+        tpot_p99_estimate_s=tpot99,
         e2e_p99_estimate_s=e2e99,
         e2e_p99_at_capacity_s=e2e99_full,
         prefill_p99_s=perf.prefill_seconds(
