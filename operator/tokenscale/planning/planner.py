@@ -408,6 +408,24 @@ def plan_at(r: Resolved, conditions: Conditions, tp: int | Layout) -> Plan:
     return _assemble(r, conditions, e, sizing, measured, reasons, warnings)
 
 
+#: The best published expert-parallel throughput per GPU the timing model is compared with
+#: (benchmarks/accuracy/multinode.yaml): decode-only, with dual-batch overlap.
+EP_REFERENCE = (
+    "2.2k output tok/s per H200 for DeepSeek-R1, decode-only with dual-batch overlap (vLLM "
+    "blog, 'vLLM Large Scale Serving: DeepSeek @ 2.2k tok/s/H200 with Wide-EP', 2025-12-17)"
+)
+
+
+def ep_upper_bound_warning(output_tps_per_gpu: float) -> str:
+    """Why an expert-parallel estimate is a bound, not a point: no measurement calibrates it."""
+    return (
+        f"expert-parallel timing is not calibrated against measurements: "
+        f"{output_tps_per_gpu:,.0f} output tok/s per GPU is an upper bound and TPOT a lower "
+        f"bound (the best published figure: {EP_REFERENCE}); set spec.profile from a load test "
+        "of this layout to plan on measured figures"
+    )
+
+
 def _assemble(
     r: Resolved,
     c: Conditions,
@@ -431,6 +449,8 @@ def _assemble(
     batch = float(e.op.batch)
     rps_replica = perf.request_rate(batch)
     out_tps_replica = perf.output_tps(batch)
+    if layout.ep and measured is None:
+        warnings.append(ep_upper_bound_warning(out_tps_replica / layout.gpus))
     ttft99, tpot, tpot99, e2e99, mean_request_s = (
         load.ttft_p99_s,
         load.tpot_mean_s,
