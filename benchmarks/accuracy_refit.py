@@ -32,6 +32,7 @@ sys.path.insert(0, str(ROOT / "operator"))
 
 from benchmarks import accuracy  # noqa: E402
 from tokenscale.api.assumptions import Assumptions  # noqa: E402
+from tokenscale.planning import performance  # noqa: E402
 
 TIMING = ("decode", "ttft", "throughput")
 
@@ -102,6 +103,32 @@ def refit(fit: dict[str, Any]) -> tuple[dict[str, float], float, float]:
     return current, before, best
 
 
+#: Values tried for ``WEIGHT_ONLY_DECODE_BANDWIDTH_EFFICIENCY`` (a module constant of the timing
+#: model, not a ``spec.assumptions`` field).
+INT4_GRID = [round(0.3 + 0.05 * i, 2) for i in range(15)]
+
+
+def int4_decode_errors(data: dict[str, Any], value: float) -> list[float]:
+    """Absolute errors of the INT4 decode entries in ``data`` with the constant at ``value``."""
+    kept = performance.WEIGHT_ONLY_DECODE_BANDWIDTH_EFFICIENCY
+    performance.WEIGHT_ONLY_DECODE_BANDWIDTH_EFFICIENCY = value
+    try:
+        rows = accuracy.evaluate(data)
+    finally:
+        performance.WEIGHT_ONLY_DECODE_BANDWIDTH_EFFICIENCY = kept
+    return [
+        abs(r.error)
+        for r in rows
+        if r.group == "decode" and r.weight_dtype == "int4" and r.validity == "measured"
+    ]
+
+
+def refit_int4(fit: dict[str, Any]) -> tuple[float, float]:
+    """The grid value with the lowest mean error on the fit set's INT4 decode entries."""
+    best = min(INT4_GRID, key=lambda v: statistics.fmean(int4_decode_errors(fit, v) or [0.0]))
+    return best, statistics.fmean(int4_decode_errors(fit, best) or [0.0])
+
+
 def _groups(rows: list[accuracy.Row]) -> dict[str, dict[str, Any]]:
     summary = accuracy.summarize(rows)
     return {g: s for g, s in summary["all"].items() if g in TIMING}
@@ -128,11 +155,22 @@ def main() -> int:
         }
         for split, subset in (("fit", fit), ("held-out", held))
     }
+    int4_best, int4_error = refit_int4(fit)
+    int4_now = performance.WEIGHT_ONLY_DECODE_BANDWIDTH_EFFICIENCY
+    int4_held = int4_decode_errors(held, int4_now)
+    int4 = {
+        "constant": "WEIGHT_ONLY_DECODE_BANDWIDTH_EFFICIENCY",
+        "current": int4_now,
+        "optimum": int4_best,
+        "fit_mean_abs_error": int4_error,
+        "held_out_abs_errors": int4_held,
+    }
     if args.json:
         report = {
             "defaults": start,
             "optimum": optimum,
             "objective": {"before": before, "after": after},
+            "int4": int4,
             **tables,
         }
         print(json.dumps(report, indent=2))
@@ -140,7 +178,12 @@ def main() -> int:
     for name, value in optimum.items():
         mark = "" if value == start[name] else f"  (default {start[name]:g})"
         print(f"{name:28} {value:g}{mark}")
-    print(f"objective (fit set): {before:.4f} → {after:.4f}\n")
+    print(f"objective (fit set): {before:.4f} → {after:.4f}")
+    held_errs = ", ".join(f"{e:.1%}" for e in int4_held)
+    print(
+        f"WEIGHT_ONLY_DECODE_BANDWIDTH_EFFICIENCY {int4_best:g} on the fit set's INT4 decode "
+        f"(mean |err| {int4_error:.1%}; now {int4_now:g}; held-out |err| {held_errs})\n"
+    )
     print(f"{'set':9} {'metric':11} {'n':>3} {'before':>15} {'after':>15} {'bounds':>12}")
     for split, table in tables.items():
         for group, b in table["before"].items():

@@ -66,7 +66,12 @@ from tokenscale.planning.parallel import (
     layouts_to_plan,
     weight_bytes_per_gpu,
 )
-from tokenscale.planning.performance import PerfModel, link_bytes_per_s, peak_flops
+from tokenscale.planning.performance import (
+    PerfModel,
+    link_bytes_per_s,
+    peak_flops,
+    weight_read_efficiency,
+)
 from tokenscale.planning.pricing import Pricing, price_plan
 from tokenscale.planning.resolve import Resolved, resolve
 from tokenscale.planning.result import (
@@ -145,6 +150,7 @@ def perf_at(
         mean_output_tokens=w.output_tokens.mean,
         prefix_cache_hit_rate=w.prefix_cache_hit_rate if serving.enable_prefix_caching else 0.0,
         tail_input_tokens=w.input_tokens.p99_or_mean,
+        weight_read_efficiency=weight_read_efficiency(model.weight_dtype),
     )
     if layout.pp == 1 and layout.dp == 1:
         return base
