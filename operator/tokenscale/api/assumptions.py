@@ -10,9 +10,9 @@ Defaults and where they come from (see README "Accuracy"):
   Since the dataset's audit the BF16 TTFTs it was fitted on are excluded (prefix-cache hits)
   and the throughputs are lower bounds; the re-fit on what is left keeps 0.85.
 - ``stepOverheadSeconds`` 1.2 ms: scheduler, sampling and launch cost per engine step, fitted
-  with the prefill efficiency on the accuracy dataset's fit set (kept by the re-fit: the
-  2024 engines' batch latencies alone would ask for 3 ms, the current engines' decode for
-  less; see the accuracy notes).
+  with the prefill efficiency on the accuracy dataset's fit set (kept by the re-fit after the
+  dataset's audit: its optimum, 70 % of the bandwidth and 1.5 ms, loses a held-out bound;
+  see the accuracy notes).
 - ``requestOverheadSeconds`` 8 ms: fitted on short-prompt batch-1 TTFTs that the audit
   excluded (prefix-cache hits); no valid short-prompt TTFT is left to re-fit it.
 - ``runtimeOverheadGiB`` 0.14 and ``ncclBufferGiB`` 0.41: the non-torch memory vLLM start-up
