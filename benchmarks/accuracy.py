@@ -38,7 +38,7 @@ The targets are reported, not asserted: scoring always exits 0.
 ``--check [FILE]`` is the physics gate instead (the repository's file by default): every
 entry's implied FLOP/s and HBM bytes/s against its GPU's datasheet peaks
 (:mod:`tokenscale.planning.physics`); exit 1 naming each rejected entry that is not already
-``excluded``, 0 when all pass.
+``excluded``, 0 when all pass, 2 when the file cannot be read as a measurements file.
 """
 
 import sys
@@ -429,10 +429,24 @@ def physics_check(data: dict[str, Any]) -> list[Check]:
 
 
 def run_check(path: Path) -> int:
-    """Print the gate's verdict per entry; 1 when an entry that is not excluded is rejected."""
-    data = yaml.safe_load(path.read_text())
+    """Print the gate's verdict per entry; 1 when an entry that is not excluded is rejected,
+    2 when the file cannot be read as a measurements file."""
+    try:
+        data = yaml.safe_load(path.read_text())
+        checks = physics_check(data)
+    except (OSError, yaml.YAMLError) as exc:
+        print(f"{path}: cannot read it: {exc}", file=sys.stderr)
+        return 2
+    except (KeyError, TypeError, ValueError) as exc:
+        print(
+            f"{path}: not a measurements file as benchmarks/accuracy/README.md describes it "
+            f"(a `measurements:` list of entries with id, kind, model, gpu, tp, weight_dtype, "
+            f"value, unit): {type(exc).__name__} {exc}",
+            file=sys.stderr,
+        )
+        return 2
     failed = 0
-    for c in physics_check(data):
+    for c in checks:
         if c.possible is None:
             status = "n/a"
         elif c.possible:

@@ -156,6 +156,21 @@ def test_check_exits_1_naming_each_rejected_entry(tmp_path: Path) -> None:
     assert "2 rejected entries" in result.stdout
 
 
+@pytest.mark.parametrize(
+    "text", ["measurements: [", "measurements:\n  - {id: x, kind: ttft_s}\n", "just text\n"]
+)
+def test_check_exits_2_on_a_file_that_is_not_a_measurements_file(tmp_path: Path, text: str) -> None:
+    path = tmp_path / "bad.yaml"
+    path.write_text(text)
+    result = _run("--check", str(path))
+    assert result.returncode == 2, result.stdout + result.stderr
+    assert str(path) in result.stderr
+    assert "Traceback" not in result.stderr
+    missing = _run("--check", str(tmp_path / "absent.yaml"))
+    assert missing.returncode == 2
+    assert "cannot read it" in missing.stderr
+
+
 def test_every_entry_states_its_validity_and_why() -> None:
     for e in DATA["measurements"]:
         assert e.get("validity") in accuracy.VALIDITY, e["id"]
