@@ -1,9 +1,11 @@
 """``tokenscale bench --url URL --model NAME``: load-test an endpoint, print it, save a profile."""
 
+from __future__ import annotations
+
 import asyncio
 import json
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 import yaml
@@ -12,22 +14,10 @@ from rich.progress import BarColumn, Progress, TaskProgressColumn, TextColumn, T
 from rich.table import Table
 from rich.text import Text
 
-from tokenscale.bench import (
-    BenchConfig,
-    BenchProfile,
-    BenchState,
-    EndpointError,
-    partial_profile,
-    run_bench,
-)
-from tokenscale.cli.bench_compare import (
-    comparison_rows,
-    comparison_table,
-    load_plan,
-    predictions,
-)
 from tokenscale.cli.inputs import TableOrJson, bad_input, check_number, read_input
-from tokenscale.simulation import TraceError, parse_trace, scale_trace
+
+if TYPE_CHECKING:
+    from tokenscale.bench import BenchProfile
 
 
 def _concurrency(text: str) -> list[int]:
@@ -117,6 +107,22 @@ def bench_command(
     ] = None,
 ) -> None:
     """Load-test an OpenAI-compatible endpoint: baseline, concurrency ramp, mix, replay."""
+    # the load generator (aiohttp) and the planner load only when bench runs: `plan` stays fast
+    from tokenscale.bench import (  # noqa: PLC0415
+        BenchConfig,
+        BenchState,
+        EndpointError,
+        partial_profile,
+        run_bench,
+    )
+    from tokenscale.cli.bench_compare import (  # noqa: PLC0415
+        comparison_rows,
+        comparison_table,
+        load_plan,
+        predictions,
+    )
+    from tokenscale.simulation import TraceError, parse_trace, scale_trace  # noqa: PLC0415
+
     for flag, value, low in (
         ("--input-tokens", input_tokens, 1),
         ("--output-tokens", output_tokens, 1),

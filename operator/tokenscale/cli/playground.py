@@ -3,6 +3,8 @@ vLLM fleet. Reads the inputs, draws the live view, the summary and the plot; the
 ``tokenscale.playground``.
 """
 
+from __future__ import annotations
+
 import asyncio
 import enum
 import math
@@ -11,7 +13,7 @@ import signal
 import tempfile
 import time
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 from rich.console import Console, Group
@@ -23,16 +25,11 @@ from rich.text import Text
 from tokenscale.api.errors import SpecError
 from tokenscale.cli.inputs import bad_input, fail_invalid, read_input
 from tokenscale.data import AZURE_CONVERSATION, bundled_trace
-from tokenscale.playground.load import shaped_trace
-from tokenscale.playground.service import default_spec_path, load_service
-from tokenscale.playground.session import (
-    Frame,
-    Playground,
-    PlaygroundOptions,
-    PlaygroundResult,
-)
 from tokenscale.simulation import Trace, TraceError, parse_trace, scale_trace
 from tokenscale.simulation.trace import TraceRequest
+
+if TYPE_CHECKING:
+    from tokenscale.playground.session import Frame, PlaygroundResult
 
 
 class LoadShape(enum.StrEnum):
@@ -196,6 +193,11 @@ def playground_command(
 ) -> None:
     """Run the operator against a live twin of a vLLM fleet: real control plane, Prometheus
     and `tokenscale run`; one twin per pod; a trace replayed through a least-loaded router."""
+    # the playground (aiohttp, the Kubernetes client) loads only when it runs: `plan` stays fast
+    from tokenscale.playground.load import shaped_trace  # noqa: PLC0415
+    from tokenscale.playground.service import default_spec_path, load_service  # noqa: PLC0415
+    from tokenscale.playground.session import Playground, PlaygroundOptions  # noqa: PLC0415
+
     console = Console()
     if speed <= 0:
         raise bad_input("--speed must be > 0")
