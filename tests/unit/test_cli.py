@@ -41,7 +41,7 @@ def test_examples_cover_the_issue_list() -> None:
 
 
 def test_table_output_explains_the_plan() -> None:
-    result = runner.invoke(app, ["plan", str(EXAMPLES[0])])
+    result = runner.invoke(app, ["plan", str(EXAMPLES[0]), "-o", "wide"])
     assert result.exit_code == 0
     for words in ("Memory per GPU", "KV pool", "Estimates vs SLO", "binding", "Cost", "per 1M"):
         assert words in result.output

@@ -16,6 +16,7 @@ import yaml
 from rich.console import Console
 from rich.table import Table
 
+from tokenscale import __version__
 from tokenscale.api.crd import build_crd
 from tokenscale.api.crd_docs import crd_reference
 from tokenscale.api.errors import SpecError
@@ -24,10 +25,12 @@ from tokenscale.api.manifest import parse_manifests
 from tokenscale.catalog import GPU_CATALOG, MODEL_CATALOG, count_params
 from tokenscale.cli.bench import bench_command
 from tokenscale.cli.inputs import bad_input, fail_invalid, read_input, warn
-from tokenscale.cli.plan_view import curve_table, dumps, print_plans, sweep_table, to_data
+from tokenscale.cli.plan_formats import compact_renderable, csv_report, markdown_report, short_line
+from tokenscale.cli.plan_view import curve_table, dumps, print_plans, sweep_table
 from tokenscale.cli.playground import playground_command
 from tokenscale.cli.simulate import simulate_command
 from tokenscale.planning import plan_service, sweep
+from tokenscale.planning.advice import advise
 from tokenscale.planning.sweep import SweepRow, ranking
 from tokenscale.render import Owner, derived_names, render_bundle
 from tokenscale.scaling import decide_plan_only
@@ -41,7 +44,31 @@ app = typer.Typer(
     help="Size and scale vLLM inference fleets from first principles and live metrics.",
     no_args_is_help=True,
     add_completion=False,
+    # plain help: it wraps to the terminal instead of cutting option names and env vars
+    rich_markup_mode=None,
+    context_settings={"max_content_width": 120},
 )
+
+
+def _print_version(value: bool) -> None:
+    if value:
+        typer.echo(f"tokenscale {__version__}")
+        raise typer.Exit()
+
+
+@app.callback()
+def _main(
+    version: Annotated[
+        bool,
+        typer.Option(
+            "--version",
+            callback=_print_version,
+            is_eager=True,
+            help="Print the version and exit.",
+        ),
+    ] = False,
+) -> None:
+    """Size and scale vLLM inference fleets from first principles and live metrics."""
 
 
 def _any_feasible(rows: list[SweepRow]) -> bool:
@@ -50,14 +77,25 @@ def _any_feasible(rows: list[SweepRow]) -> bool:
 
 class Output(enum.StrEnum):
     table = "table"
+    wide = "wide"
+    short = "short"
+    markdown = "markdown"
+    csv = "csv"
     json = "json"
     yaml = "yaml"
 
 
-@app.command()
+OUTPUT_HELP = (
+    "table: a compact view that fits the terminal; wide: the full explained table; short: one "
+    "line per service; markdown / csv: a capacity report to paste into a review; json / yaml: "
+    "the stable contract (docs/planner.md)."
+)
+
+
+@app.command(short_help="Size each InferenceService in FILE: replicas, latency, cost.")
 def plan(
     file: Annotated[Path, typer.Argument(help="InferenceService manifest (YAML, '-' for stdin).")],
-    output: Annotated[Output, typer.Option("-o", "--output", help="Output format.")] = Output.table,
+    output: Annotated[Output, typer.Option("-o", "--output", help=OUTPUT_HELP)] = Output.table,
     do_sweep: Annotated[
         bool, typer.Option("--sweep", help="Compare GPUs × TP × weight dtype.")
     ] = False,
@@ -66,8 +104,8 @@ def plan(
         bool,
         typer.Option(
             "--curve",
-            help="Also print the predicted load-test curve (concurrency 1, 2, 4, … up to the "
-            "KV limit); JSON always carries it as 'curve'.",
+            help="Also print the predicted load-test curve (concurrency 1, 2, 4 and so on up to "
+            "the KV limit); JSON always carries it as 'curve'.",
         ),
     ] = False,
 ) -> None:
@@ -89,7 +127,7 @@ def plan(
     except SpecError as err:
         fail_invalid(err, file)
         return
-    console = Console(width=160)
+    console = Console()
     if do_sweep:
         if output is Output.table:
             for _, rows in results:
@@ -122,13 +160,28 @@ def plan(
             )
             raise typer.Exit(1)
         return
-    if output is Output.table:
-        print_plans(console, plans)
-        if show_curve:
-            for p in plans:
-                console.print(curve_table(p))
+    advice = {
+        s.metadata.name: advise(s.spec, p, s.metadata.name)
+        for s, p in zip(services, plans, strict=True)
+    }
+    if output is Output.wide:
+        print_plans(console, plans, advice)
+    elif output is Output.table:
+        for p in plans:
+            console.print(compact_renderable(p, advice.get(p.name, [])))
+    elif output is Output.short:
+        for p in plans:
+            console.print(short_line(p), highlight=False, markup=False, soft_wrap=True)
+    elif output is Output.markdown:
+        typer.echo(markdown_report(plans, advice), nl=False)
+    elif output is Output.csv:
+        typer.echo(csv_report(plans), nl=False)
     else:
-        typer.echo(dumps(to_data(plans), output.value))
+        data = [p.model_dump(mode="json") | {"advice": advice.get(p.name, [])} for p in plans]
+        typer.echo(dumps(data[0] if len(data) == 1 else data, output.value))
+    if show_curve and output in (Output.table, Output.wide):
+        for p in plans:
+            console.print(curve_table(p))
     if not all(p.feasible for p in plans):
         raise typer.Exit(1)
 
@@ -138,7 +191,7 @@ class ManifestOutput(enum.StrEnum):
     json = "json"
 
 
-@app.command()
+@app.command(short_help="Print the objects the operator would apply.")
 def render(
     file: Annotated[Path, typer.Argument(help="InferenceService manifest (YAML, '-' for stdin).")],
     output: Annotated[
@@ -190,7 +243,7 @@ def render(
         typer.echo(yaml.safe_dump_all(objects, sort_keys=False), nl=False)
 
 
-@app.command()
+@app.command(short_help="Print or write the CRD generated from the API models.")
 def crd(
     out: Annotated[Path | None, typer.Option("--out", help="Write to this file.")] = None,
     docs: Annotated[
@@ -210,7 +263,7 @@ def crd(
         typer.echo(text, nl=False)
 
 
-@app.command()
+@app.command(short_help="Run the operator.")
 def run(
     namespace: Annotated[
         list[str] | None,
@@ -384,7 +437,7 @@ def run(
     run_operator(settings)
 
 
-@app.command()
+@app.command(short_help="List the built-in GPUs and models with their sources.")
 def catalog() -> None:
     """List the built-in GPUs and models with their sources."""
     console = Console(width=160)
@@ -431,9 +484,13 @@ def catalog() -> None:
     console.print(models)
 
 
-app.command("simulate")(simulate_command)
-app.command("bench")(bench_command)
-app.command("playground")(playground_command)
+app.command("simulate", short_help="Replay a trace against a simulated fleet.")(simulate_command)
+app.command("bench", short_help="Load-test an OpenAI-compatible endpoint into a profile.")(
+    bench_command
+)
+app.command("playground", short_help="Run the whole loop on this machine against vLLM twins.")(
+    playground_command
+)
 
 
 def main() -> None:

@@ -10,6 +10,7 @@ from rich.panel import Panel
 from rich.table import Table
 from rich.text import Text
 
+from tokenscale.cli.plan_figures import Latency, duration_text, latencies
 from tokenscale.planning.formulas import GIB
 from tokenscale.planning.result import Plan
 from tokenscale.planning.sweep import SweepRow, ranking
@@ -64,7 +65,26 @@ def replica_bounds_text(wanted: int, total: int) -> str:
     return f"raised to {total:,} replicas by minReplicas or the pin"
 
 
-def plan_renderable(p: Plan) -> Panel:
+def _latency_row(x: Latency) -> tuple[str, str, str, str]:
+    if x.target_s is None:
+        return x.name, duration_text(x.estimate_s), "", ""
+    return (
+        x.name,
+        duration_text(x.estimate_s),
+        duration_text(x.target_s),
+        "[green]yes[/]" if x.met else "[red]NO[/]",
+    )
+
+
+def _bytes(v: float) -> str:
+    """Binary units throughout (GiB, MiB, KiB), as vLLM's logs and the memory table use."""
+    for unit, size in (("GiB", GIB), ("MiB", 2.0**20), ("KiB", 2.0**10)):
+        if abs(v) >= size:
+            return f"{v / size:,.1f} {unit}"
+    return f"{v:,.0f} B"
+
+
+def plan_renderable(p: Plan, advice: list[str] | None = None) -> Panel:
     m = p.memory_per_gpu
     header = (
         f"{p.model} on {p.gpu} · {p.weight_dtype} weights · KV {p.kv_cache_dtype} · "
@@ -90,8 +110,8 @@ def plan_renderable(p: Plan) -> Panel:
                 "params (total / active)",
                 f"{p.params / 1e9:,.2f} B / {p.active_params / 1e9:,.2f} B",
             ),
-            ("weights (whole model)", f"{p.weight_bytes / 1e9:,.1f} GB"),
-            ("KV per token (all layers)", f"{p.kv_bytes_per_token:,.0f} B"),
+            ("weights (whole model)", _gib(p.weight_bytes)),
+            ("KV per token (all layers)", _bytes(p.kv_bytes_per_token)),
             (
                 "KV capacity per replica",
                 f"{p.kv_capacity_tokens_per_replica:,.0f} tokens "
@@ -99,8 +119,7 @@ def plan_renderable(p: Plan) -> Panel:
             ),
             (
                 "KV per request mean / P99",
-                f"{p.kv_bytes_per_request_mean / 1e6:,.1f} MB / "
-                f"{p.kv_bytes_per_request_p99 / 1e6:,.1f} MB",
+                f"{_bytes(p.kv_bytes_per_request_mean)} / {_bytes(p.kv_bytes_per_request_p99)}",
             ),
             (
                 "concurrency limits",
@@ -126,16 +145,12 @@ def plan_renderable(p: Plan) -> Panel:
             f"Estimates vs SLO at the load each replica carries ({load.rps_per_replica:,.2f} "
             f"RPS, batch {load.batch:,.1f}{', saturated' if load.saturated else ''})"
         )
-    perf.add_row("TTFT P99", f"{p.ttft_p99_estimate_s * 1e3:,.1f} ms", "", "")
-    perf.add_row("TPOT", f"{p.tpot_estimate_s * 1e3:,.2f} ms", "", "")
-    perf.add_row("E2E P99", f"{p.e2e_p99_estimate_s:,.2f} s", "", "")
-    for c in p.slo_checks:
-        perf.add_row(
-            c.name,
-            f"{c.estimate_s * 1e3:,.1f} ms",
-            f"{c.target_s * 1e3:,.1f} ms",
-            "[green]yes[/]" if c.met else "[red]NO[/]",
-        )
+    lat = latencies(p)
+    for x in lat[:1]:
+        perf.add_row(*_latency_row(x))
+    perf.add_row("TPOT mean", duration_text(p.tpot_estimate_s), "", "")
+    for x in lat[1:]:
+        perf.add_row(*_latency_row(x))
     perf.add_row("output tok/s per replica", f"{p.output_tps_per_replica:,.0f}", "", "")
     perf.add_row("requests/s per replica", f"{p.rps_per_replica:,.2f}", "", "")
     cons = Table(
@@ -181,6 +196,8 @@ def plan_renderable(p: Plan) -> Panel:
         parts.append(Text("\n".join(f"✗ {r}" for r in p.infeasible_reasons), style="red"))
     if p.warnings:
         parts.append(Text("\n".join(f"! {w}" for w in p.warnings), style="yellow"))
+    if advice:
+        parts.append(Text("\n".join(f"→ {a}" for a in advice), style="cyan"))
     status = "[green]feasible[/]" if p.feasible else "[red]INFEASIBLE[/]"
     return Panel(Group(*parts), title=f"plan {p.name} — {status}", title_align="left")
 
@@ -304,6 +321,6 @@ def dumps(data: Any, fmt: str) -> str:
     return yaml.safe_dump(clean, sort_keys=False)
 
 
-def print_plans(console: Console, plans: list[Plan]) -> None:
+def print_plans(console: Console, plans: list[Plan], advice: dict[str, list[str]]) -> None:
     for p in plans:
-        console.print(plan_renderable(p))
+        console.print(plan_renderable(p, advice.get(p.name, [])))

@@ -164,9 +164,13 @@ def playground_command(
         float | None, typer.Option(help="Modelled seconds of load (default: the whole trace).")
     ] = None,
     rate_scale: Annotated[
-        float,
-        typer.Option(help="Multiply the trace's arrival rate (the default trace: 0.2)."),
-    ] = 0.0,
+        float | None,
+        typer.Option(
+            help="Multiply the trace's arrival rate (default: 0.2 for the bundled trace, 1 for "
+            "--trace).",
+            show_default=False,
+        ),
+    ] = None,
     low_rps: Annotated[
         float | None, typer.Option(help="--load: the low rate (default: half the spec's mean).")
     ] = None,
@@ -191,8 +195,10 @@ def playground_command(
         Path | None, typer.Option(help="Logs, kubeconfig and data (default: a temp dir).")
     ] = None,
 ) -> None:
-    """Run the operator against a live twin of a vLLM fleet: real control plane, Prometheus
-    and `tokenscale run`; one twin per pod; a trace replayed through a least-loaded router."""
+    """Run the operator against a live twin of a vLLM fleet on this machine.
+
+    A real control plane, Prometheus and `tokenscale run`; one twin per pod; a trace replayed
+    through a least-loaded router."""
     # the playground (aiohttp, the Kubernetes client) loads only when it runs: `plan` stays fast
     from tokenscale.playground.load import shaped_trace  # noqa: PLC0415
     from tokenscale.playground.service import default_spec_path, load_service  # noqa: PLC0415
@@ -203,6 +209,8 @@ def playground_command(
         raise bad_input("--speed must be > 0")
     if trace is not None and load is not None:
         raise bad_input("--trace and --load are exclusive")
+    if rate_scale is not None and not rate_scale > 0:
+        raise bad_input(f"--rate-scale {rate_scale:g}: use a value > 0")
     path = spec or default_spec_path()
     try:
         service = load_service(read_input(path), str(path))
@@ -222,7 +230,7 @@ def playground_command(
         else:
             source = trace or bundled_trace(AZURE_CONVERSATION)
             parsed = parse_trace(read_input(source), source=source.name)
-            scale = rate_scale or (0.2 if trace is None else 1.0)
+            scale = rate_scale if rate_scale is not None else (0.2 if trace is None else 1.0)
             run_trace = _cut(scale_trace(parsed, rate_scale=scale), duration)
     except TraceError as err:
         raise bad_input(str(err)) from err

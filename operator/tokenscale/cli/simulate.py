@@ -126,7 +126,13 @@ def simulate_command(
     file: Annotated[Path, typer.Argument(help="InferenceService YAML (or - for stdin).")],
     trace: Annotated[Path, typer.Option("--trace", help="Azure CSV, Mooncake JSONL or CSV.")],
     policy: Annotated[
-        PolicyChoice, typer.Option("--policy", help="Scaling policy, or all to compare.")
+        PolicyChoice,
+        typer.Option(
+            "--policy",
+            metavar="POLICY",
+            help="Scaling policy: tokenscale, oracle, best-static, static, queue-threshold, "
+            "kv-threshold, or all to compare.",
+        ),
     ] = PolicyChoice.tokenscale,
     output: Annotated[TableOrJson, typer.Option("-o", "--output")] = TableOrJson.table,
     trace_format: Annotated[FormatChoice, typer.Option("--format")] = FormatChoice.auto,
