@@ -21,7 +21,6 @@ from tokenscale.api.crd import build_crd
 from tokenscale.api.crd_docs import crd_reference
 from tokenscale.api.errors import SpecError
 from tokenscale.api.k8s_names import is_dns1123_label
-from tokenscale.api.manifest import parse_manifests
 from tokenscale.catalog import GPU_CATALOG, MODEL_CATALOG, count_params
 from tokenscale.cli.bench import bench_command
 from tokenscale.cli.inputs import bad_input, fail_invalid, read_input, warn
@@ -32,6 +31,7 @@ from tokenscale.cli.simulate import simulate_command
 from tokenscale.planning import plan_service, sweep
 from tokenscale.planning.advice import advise
 from tokenscale.planning.sweep import SweepRow, ranking
+from tokenscale.planning.validate import validate_manifests
 from tokenscale.render import Owner, derived_names, render_bundle
 from tokenscale.scaling import decide_plan_only
 
@@ -110,13 +110,13 @@ def plan(
     ] = False,
 ) -> None:
     """Plan each InferenceService in FILE: memory, KV, latency vs SLO, replicas, cost."""
+    fmt = output.value
     if top < 1:
-        raise bad_input(f"--top {top}: show at least 1 row")
+        raise bad_input(f"--top {top}: show at least 1 row", fmt)
     try:
-        services = parse_manifests(read_input(file))
+        services = validate_manifests(read_input(file, fmt))
         if not services:
-            Console(stderr=True).print(f"[red]error:[/] no InferenceService in {file}")
-            raise typer.Exit(2)
+            raise bad_input(f"no InferenceService in {file}", fmt)
         if do_sweep:
             results = [(s, sweep(s.spec, name=s.metadata.name)) for s in services]
         else:
@@ -125,8 +125,7 @@ def plan(
             for note in derived_names(s.metadata.name):
                 warn(f"{s.metadata.name}: {note}")
     except SpecError as err:
-        fail_invalid(err, file)
-        return
+        fail_invalid(err, file, fmt)
     console = Console()
     if do_sweep:
         if output is Output.table:
@@ -210,7 +209,7 @@ def render(
             f"--namespace {namespace!r}: use at most 63 lowercase letters, digits and '-'"
         )
     try:
-        services = parse_manifests(read_input(file))
+        services = validate_manifests(read_input(file))
         objects = []
         for s in services:
             p = plan_service(s.spec, s.metadata.name)
