@@ -23,7 +23,7 @@ from tokenscale.api.errors import SpecError
 from tokenscale.api.k8s_names import is_dns1123_label
 from tokenscale.catalog import GPU_CATALOG, MODEL_CATALOG, count_params
 from tokenscale.cli.bench import bench_command
-from tokenscale.cli.inputs import bad_input, fail_invalid, read_input, warn
+from tokenscale.cli.inputs import TableOrJson, bad_input, fail_invalid, read_input, warn
 from tokenscale.cli.plan_formats import compact_renderable, csv_report, markdown_report, short_line
 from tokenscale.cli.plan_view import curve_table, dumps, print_plans, sweep_table
 from tokenscale.cli.playground import playground_command
@@ -437,21 +437,21 @@ def run(
 
 
 @app.command(short_help="List the built-in GPUs and models with their sources.")
-def catalog() -> None:
-    """List the built-in GPUs and models with their sources."""
-    console = Console(width=160)
-    gpus = Table(title="GPUs (dense peaks)")
-    for col in (
-        "key",
-        "memory GiB",
-        "HBM GB/s",
-        "BF16 TFLOPS",
-        "FP8 TFLOPS",
-        "link GB/s",
-        "node GB/s",
-        "source",
-    ):
-        gpus.add_column(col)
+def catalog(
+    output: Annotated[
+        TableOrJson,
+        typer.Option("-o", "--output", help="table (fits the terminal) or json (every field)."),
+    ] = TableOrJson.table,
+) -> None:
+    """List the built-in GPUs and models: their figures, the Hugging Face ids each model answers
+    to (spec.model.name), and where every number comes from."""
+    if output is TableOrJson.json:
+        typer.echo(dumps(catalog_data(), "json"))
+        return
+    console = Console()
+    gpus = Table(title="GPUs (dense peaks)", title_justify="left")
+    for col in ("key", "GiB", "HBM GB/s", "BF16 TFLOPS", "FP8 TFLOPS", "link GB/s"):
+        gpus.add_column(col, overflow="fold")
     for key, e in GPU_CATALOG.items():
         s = e.spec
         gpus.add_row(
@@ -459,28 +459,66 @@ def catalog() -> None:
             f"{s.memory_gib:g}",
             f"{s.hbm_bandwidth_gbps:g}",
             f"{s.bf16_tflops:g}",
-            f"{s.fp8_tflops or 0:g}",
-            f"{s.interconnect_gbps or 0:g}",
-            f"{s.inter_node_gbps or 0:g}",
-            e.source,
+            f"{s.fp8_tflops:g}" if s.fp8_tflops else "—",
+            f"{s.interconnect_gbps:g}" if s.interconnect_gbps else f"PCIe {s.pcie_gbps:g}",
         )
-    models = Table(title="Models")
-    for col in ("key", "params (derived / published)", "active", "layers", "KV heads", "source"):
-        models.add_column(col)
+    models = Table(title="Models", title_justify="left")
+    for col in ("key", "params (active)", "layers", "KV heads", "Hugging Face ids"):
+        models.add_column(col, overflow="fold")
     for key, m in MODEL_CATALOG.items():
         a = m.architecture
         c = count_params(a)
-        kv = "MLA" if a.is_mla else str(a.effective_kv_heads)
+        active = f" ({c.active / 1e9:,.1f} B)" if c.active < c.total else ""
         models.add_row(
             key,
-            f"{c.total / 1e9:,.2f} B / {m.published_params / 1e9:,.2f} B",
-            f"{c.active / 1e9:,.2f} B",
+            f"{c.total / 1e9:,.2f} B{active}",
             str(a.layers),
-            kv,
-            m.source,
+            "MLA" if a.is_mla else str(a.effective_kv_heads),
+            "\n".join(m.aliases),
         )
     console.print(gpus)
+    _print_sources(console, {k: e.source for k, e in GPU_CATALOG.items()})
     console.print(models)
+    _print_sources(console, {k: m.source for k, m in MODEL_CATALOG.items()})
+
+
+def _print_sources(console: Console, sources: dict[str, str]) -> None:
+    grid = Table.grid(padding=(0, 1))
+    grid.add_column(style="bold", no_wrap=True)
+    grid.add_column()
+    for key, source in sources.items():
+        grid.add_row(key, source)
+    console.print("sources", style="italic")
+    console.print(grid)
+    console.print()
+
+
+def catalog_data() -> dict[str, list[dict[str, object]]]:
+    """The catalog as ``catalog -o json`` prints it: every GPU figure (the spec's camelCase
+    names), every model's HF ids, shapes, counts and source."""
+    gpus = [
+        {"key": key, **e.spec.model_dump(mode="json", by_alias=True), "source": e.source}
+        for key, e in GPU_CATALOG.items()
+    ]
+    models = []
+    for key, m in MODEL_CATALOG.items():
+        c = count_params(m.architecture)
+        models.append(
+            {
+                "key": key,
+                "hfIds": list(m.aliases),
+                "params": c.total,
+                "activeParams": c.active,
+                "publishedParams": m.published_params,
+                "publishedActiveParams": m.published_active_params,
+                "defaultWeightDtype": m.default_dtype,
+                "architecture": m.architecture.model_dump(
+                    mode="json", by_alias=True, exclude_none=True
+                ),
+                "source": m.source,
+            }
+        )
+    return {"gpus": gpus, "models": models}
 
 
 app.command("simulate", short_help="Replay a trace against a simulated fleet.")(simulate_command)
