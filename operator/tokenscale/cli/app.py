@@ -8,6 +8,7 @@ Exit codes: 0 ok, 1 infeasible, 2 bad input (``field.path: what is wrong``, neve
 
 import enum
 import logging
+from collections.abc import Callable
 from pathlib import Path
 from typing import Annotated
 
@@ -20,10 +21,12 @@ from tokenscale import __version__
 from tokenscale.api.crd import build_crd
 from tokenscale.api.crd_docs import crd_reference
 from tokenscale.api.errors import SpecError
+from tokenscale.api.inference_service import InferenceService
 from tokenscale.api.k8s_names import is_dns1123_label
 from tokenscale.catalog import GPU_CATALOG, MODEL_CATALOG, count_params
 from tokenscale.cli.bench import bench_command
 from tokenscale.cli.inputs import TableOrJson, bad_input, fail_invalid, read_input, warn
+from tokenscale.cli.model_source import inline_model_source
 from tokenscale.cli.plan_formats import compact_renderable, csv_report, markdown_report, short_line
 from tokenscale.cli.plan_view import curve_table, dumps, print_plans, sweep_table
 from tokenscale.cli.playground import playground_command
@@ -71,6 +74,13 @@ def _main(
     """Size and scale vLLM inference fleets from first principles and live metrics."""
 
 
+def _model_source(file: Path) -> Callable[[InferenceService], InferenceService]:
+    """Inline a model's config.json from ``hfConfigFile`` (relative to the manifest) or the
+    Hugging Face Hub, before the planner sees the spec."""
+    base = None if str(file) == "-" else file.resolve().parent
+    return lambda service: inline_model_source(service, base)
+
+
 def _any_feasible(rows: list[SweepRow]) -> bool:
     return any(r.plan is not None and r.plan.feasible for r in rows)
 
@@ -114,7 +124,7 @@ def plan(
     if top < 1:
         raise bad_input(f"--top {top}: show at least 1 row", fmt)
     try:
-        services = validate_manifests(read_input(file, fmt))
+        services = validate_manifests(read_input(file, fmt), _model_source(file))
         if not services:
             raise bad_input(f"no InferenceService in {file}", fmt)
         if do_sweep:
@@ -209,7 +219,7 @@ def render(
             f"--namespace {namespace!r}: use at most 63 lowercase letters, digits and '-'"
         )
     try:
-        services = validate_manifests(read_input(file))
+        services = validate_manifests(read_input(file), _model_source(file))
         objects = []
         for s in services:
             p = plan_service(s.spec, s.metadata.name)

@@ -121,6 +121,18 @@ def resolve_model(spec: InferenceServiceSpec) -> ResolvedModel:
     m = spec.model
     checkpoint_dtype: WeightDtype | None = None
     method: str | None = None
+    if m.hf_config_file is not None:
+        raise SpecError.single(
+            "spec.model.hfConfigFile",
+            f"{m.hf_config_file!r} is a file only the command line reads; in the cluster put the "
+            "config.json in a ConfigMap and name it in hfConfigRef, or give hfConfig inline",
+        )
+    if m.hf_config_ref is not None:
+        raise SpecError.single(
+            "spec.model.hfConfigRef",
+            f"ConfigMap {m.hf_config_ref.config_map_name!r} is read by the operator; on the "
+            "command line give the same config.json as hfConfigFile, or hfConfig inline",
+        )
     if m.architecture is not None:
         arch, source = m.architecture, "spec.model.architecture"
     elif m.hf_config is not None:
@@ -135,7 +147,9 @@ def resolve_model(spec: InferenceServiceSpec) -> ResolvedModel:
             raise SpecError.single(
                 path,
                 f"{key!r} is not in the model catalog{did_you_mean(key, _catalog_names())}; use "
-                f"one of {', '.join(MODEL_CATALOG)}, or give architecture or hfConfig",
+                f"one of {', '.join(MODEL_CATALOG)}, or give the model's config.json as "
+                "hfConfig (inline), hfConfigFile (a path, command line) or hfConfigRef (a "
+                "ConfigMap, operator), or architecture",
             )
         arch, checkpoint_dtype = entry.architecture, entry.default_dtype
         method = quantization_method(entry.config)

@@ -2,7 +2,7 @@
 the planner can judge (a GPU or model it does not know, a TP the model refuses) — for every
 InferenceService in the text, not only the first."""
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from tokenscale.api.errors import SpecError, SpecIssue, did_you_mean
@@ -41,9 +41,12 @@ def _catalog_key_issues(doc: Mapping[str, Any], where: str) -> list[SpecIssue]:
     return out
 
 
-def validate_manifests(text: str) -> list[InferenceService]:
+def validate_manifests(
+    text: str, prepare: Callable[[InferenceService], InferenceService] | None = None
+) -> list[InferenceService]:
     """The InferenceServices of ``text``, each one resolvable by the planner; otherwise a
-    :class:`SpecError` with every issue of every document."""
+    :class:`SpecError` with every issue of every document. ``prepare`` (the caller's I/O: a
+    config.json read from a file or the Hub) runs on each service before it is judged."""
     try:
         services = parse_manifests(text)
     except SpecError as err:
@@ -60,12 +63,15 @@ def validate_manifests(text: str) -> list[InferenceService]:
                 issues += [i for i in _catalog_key_issues(doc, where) if i.path not in known]
         raise SpecError(issues) from err
     issues = []
+    prepared = []
     for s in services:
         try:
-            resolve(s.spec, s.metadata.name).tp_sizes()
+            ready = prepare(s) if prepare is not None else s
+            resolve(ready.spec, ready.metadata.name).tp_sizes()
+            prepared.append(ready)
         except SpecError as err:
             prefix = f"{s.metadata.name}: " if len(services) > 1 else ""
             issues += [SpecIssue(prefix + i.path, i.message) for i in err.issues]
     if issues:
         raise SpecError(issues)
-    return services
+    return prepared
