@@ -31,6 +31,7 @@ from tokenscale.cli.plan_formats import compact_renderable, csv_report, markdown
 from tokenscale.cli.plan_view import curve_table, dumps, print_plans, sweep_table
 from tokenscale.cli.playground import playground_command
 from tokenscale.cli.simulate import simulate_command
+from tokenscale.cli.sweep_options import sweep_choice, with_prices
 from tokenscale.planning import plan_service, sweep
 from tokenscale.planning.advice import advise
 from tokenscale.planning.sweep import SweepRow, ranking
@@ -110,6 +111,28 @@ def plan(
         bool, typer.Option("--sweep", help="Compare GPUs × TP × weight dtype.")
     ] = False,
     top: Annotated[int, typer.Option(help="Rows to show with --sweep (table).")] = 25,
+    sweep_gpu: Annotated[
+        list[str] | None,
+        typer.Option("--gpu", help="--sweep: only these GPU keys (repeatable or comma-separated)."),
+    ] = None,
+    sweep_dtype: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--dtype", help="--sweep: only these weight dtypes (default bf16,fp8,int8,int4)."
+        ),
+    ] = None,
+    sweep_tp: Annotated[
+        list[str] | None,
+        typer.Option("--tp", help="--sweep: only these TP sizes (default 1,2,4,8)."),
+    ] = None,
+    price: Annotated[
+        list[str] | None,
+        typer.Option("--price", help="--sweep: a GPU-hour price, KEY=PRICE (repeatable)."),
+    ] = None,
+    prices: Annotated[
+        Path | None,
+        typer.Option("--prices", help="--sweep: a YAML/JSON file mapping GPU keys to prices."),
+    ] = None,
     show_curve: Annotated[
         bool,
         typer.Option(
@@ -128,7 +151,27 @@ def plan(
         if not services:
             raise bad_input(f"no InferenceService in {file}", fmt)
         if do_sweep:
-            results = [(s, sweep(s.spec, name=s.metadata.name)) for s in services]
+            choice = sweep_choice(
+                sweep_gpu,
+                sweep_dtype,
+                sweep_tp,
+                price,
+                prices,
+                read_input(prices, fmt) if prices is not None else None,
+            )
+            results = [
+                (
+                    s,
+                    sweep(
+                        with_prices(s, choice.prices).spec,
+                        gpus=choice.gpus,
+                        tp_sizes=choice.tp_sizes,
+                        dtypes=choice.dtypes,
+                        name=s.metadata.name,
+                    ),
+                )
+                for s in services
+            ]
         else:
             plans = [plan_service(s.spec, s.metadata.name) for s in services]
         for s in services:
@@ -139,8 +182,8 @@ def plan(
     console = Console()
     if do_sweep:
         if output is Output.table:
-            for _, rows in results:
-                console.print(sweep_table(rows, top))
+            for s, rows in results:
+                console.print(sweep_table(rows, top, s.spec.hardware.gpu))
         else:
             data = [
                 {

@@ -86,12 +86,16 @@ def compact_renderable(p: Plan, advice: list[str]) -> Group:
         f"{p.rps_per_replica:,.2f} req/s · {p.output_tps_per_replica:,.0f} output tok/s · "
         f"batch {p.operating_batch:,.0f} · KV {p.kv_capacity_tokens_per_replica:,.0f} tokens",
     )
-    grid.add_row(
-        "cost",
-        f"{_money(p.cost_per_hour, p.currency)}/h · "
-        f"{_money(p.cost_per_million_output_tokens, p.currency, ',.3f')} per 1M output · "
-        f"{_num(p.gpu_hours_per_million_output_tokens)} GPU-h per 1M output",
-    )
+    gpu_hours = f"{_num(p.gpu_hours_per_million_output_tokens)} GPU-h per 1M output"
+    if p.cost_per_hour is None:
+        cost = f"no price (spec.cost.gpuHourPrice) · {gpu_hours}"
+    else:
+        cost = (
+            f"{_money(p.cost_per_hour, p.currency)}/h · "
+            f"{_money(p.cost_per_million_output_tokens, p.currency, ',.3f')} per 1M output · "
+            f"{gpu_hours}"
+        )
+    grid.add_row("cost", cost)
     for label, style, lines in (
         ("✗", "red", p.infeasible_reasons),
         ("!", "yellow", p.warnings),

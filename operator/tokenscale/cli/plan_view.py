@@ -234,17 +234,60 @@ def curve_table(p: Plan) -> Table:
     return t
 
 
-def sweep_table(rows: list[SweepRow], limit: int) -> Table:
+def invalid_summary(rows: list[SweepRow]) -> list[str]:
+    """The invalid configurations in one line per distinct reason (``int8 on 16 GPUs × TP 1, 2,
+    4, 8: spec.model.weightDtype: …``), not one row each."""
+    groups: dict[tuple[str, str], list[SweepRow]] = {}
+    for row in rows:
+        if row.plan is None:
+            groups.setdefault((row.weight_dtype, row.error or "invalid"), []).append(row)
+    lines = []
+    for (dtype, error), members in groups.items():
+        gpus = sorted({r.gpu for r in members})
+        tps = sorted({r.tensor_parallel_size for r in members})
+        where = f"{len(gpus)} GPUs" if len(gpus) > 3 else ", ".join(gpus)
+        lines.append(f"{dtype} on {where} × TP {', '.join(map(str, tps))}: {error}")
+    return lines
+
+
+def _sweep_row(t: Table, p: Plan, gpu: str, mark: str = "") -> None:
+    why = p.binding_constraint if p.feasible else "; ".join(p.infeasible_reasons)[:80]
+    t.add_row(
+        gpu + mark,
+        layout_text(p, compact=True),
+        p.weight_dtype,
+        "yes" if p.feasible else "no",
+        "—" if p.replicas is None else str(p.replicas.total),
+        "—" if p.gpus_total is None else str(p.gpus_total),
+        f"{p.output_tps_per_replica:,.0f}",
+        f"{p.tpot_estimate_s * 1e3:,.1f}",
+        f"{p.ttft_p99_estimate_s * 1e3:,.0f}",
+        _num(p.cost_per_million_output_tokens, ",.3f"),
+        _num(p.gpu_hours_per_million_output_tokens, ",.3f"),
+        why,
+    )
+
+
+def sweep_table(rows: list[SweepRow], limit: int, own_gpu: str | None = None) -> Table:
+    """The ranked valid configurations (``limit`` of them), the spec's own GPU's best first
+    (marked ★) for comparison; invalid ones summarised in the caption, one line per reason."""
     if ranking(rows) == "cost":
         order = "feasible first, cheapest first"
     else:
         order = (
             "feasible first, fewest GPU-hours per 1M output tokens first: not every GPU has a "
-            "price (set cost.gpuHourPrices per GPU key to rank by cost)"
+            "price (--price KEY=PRICE, --prices FILE or cost.gpuHourPrices rank by cost)"
         )
+    valid = [r for r in rows if r.plan is not None]
+    own = next((r for r in valid if own_gpu and r.gpu.lower() == own_gpu.lower()), None)
+    ranked = [r for r in valid if r is not own]
+    shown = ranked[: max(limit - (own is not None), 0)]
+    feasible = sum(1 for r in valid if r.plan is not None and r.plan.feasible)
     t = Table(
-        title=f"Sweep: GPU × TP × weight dtype, multi-node layouts at each TP where they could "
-        f"pay ({order}; /2n = 2 nodes per replica)"
+        title=f"Sweep: {len(shown) + (own is not None)} of {len(rows)} configurations shown "
+        f"({feasible} feasible, {len(rows) - len(valid)} invalid); GPU × TP × weight dtype, "
+        f"multi-node layouts where they could pay ({order}; /2n = 2 nodes per replica)",
+        title_justify="left",
     )
     for col in (
         "gpu",
@@ -261,39 +304,18 @@ def sweep_table(rows: list[SweepRow], limit: int) -> Table:
         "binding / why not",
     ):
         t.add_column(col)
-    for row in rows[:limit]:
-        p = row.plan
-        if p is None:
-            t.add_row(
-                row.gpu,
-                str(row.tensor_parallel_size),
-                row.weight_dtype,
-                "invalid",
-                "",
-                "",
-                "",
-                "",
-                "",
-                "",
-                "",
-                row.error or "",
-            )
-            continue
-        why = p.binding_constraint if p.feasible else "; ".join(p.infeasible_reasons)[:80]
-        t.add_row(
-            row.gpu,
-            layout_text(p, compact=True),
-            p.weight_dtype,
-            "yes" if p.feasible else "no",
-            "—" if p.replicas is None else str(p.replicas.total),
-            "—" if p.gpus_total is None else str(p.gpus_total),
-            f"{p.output_tps_per_replica:,.0f}",
-            f"{p.tpot_estimate_s * 1e3:,.1f}",
-            f"{p.ttft_p99_estimate_s * 1e3:,.0f}",
-            _num(p.cost_per_million_output_tokens, ",.3f"),
-            _num(p.gpu_hours_per_million_output_tokens, ",.3f"),
-            why,
-        )
+    if own is not None and own.plan is not None:
+        _sweep_row(t, own.plan, own.gpu, " ★")
+    for row in shown:
+        assert row.plan is not None
+        _sweep_row(t, row.plan, row.gpu)
+    notes = []
+    if own is not None:
+        notes.append(f"★ the spec's GPU ({own.gpu}), its best configuration, for comparison")
+    notes += [f"invalid: {line}" for line in invalid_summary(rows)]
+    if notes:
+        t.caption = "\n".join(notes)
+        t.caption_justify = "left"
     return t
 
 

@@ -113,9 +113,9 @@ def bucket_advice(spec: InferenceServiceSpec) -> list[str]:
         lo, hi = bucket
         out.append(
             f"spec.slo.{f.key}: {_secs(value)} sits inside vLLM's {_range(lo, hi)} "
-            f"{f.kind.upper()} histogram bucket ({f.metric}): live P99 reads there are "
-            "interpolated — the operator scales up on the interpolation and scales down on the "
-            f"bucket's range; {f'{_secs(lo)} or ' if lo > 0 else ''}{_secs(hi)} is read exactly"
+            f"{f.kind.upper()} bucket ({f.metric}): live P99 reads there are interpolated — "
+            "scale-up acts on the interpolation, scale-down on the bucket's range; "
+            f"{f'{_secs(lo)} or ' if lo > 0 else ''}{_secs(hi)} reads exactly"
         )
     return out
 
@@ -220,7 +220,7 @@ def nearly_idle_advice(spec: InferenceServiceSpec, plan: Plan, name: str = "") -
                 f"{shape} on {plan.gpu}: one sequence alone decodes at {_ms(one)} per token "
                 f"against the {_ms(slo.tpot_p99_seconds)} TPOT P99 SLO (reading "
                 f"{plan.weight_bytes / plan.gpus_per_replica / 2**30:,.1f} GiB of weights per GPU "
-                "per step) — a larger tensorParallelSize, FP8 weights or a looser "
+                "per step) — a larger tensorParallelSize, quantized weights or a looser "
                 "tpotP99Seconds leaves room for a batch"
             )
     return out
