@@ -39,7 +39,8 @@ from tokenscale.simulation import (
     simulate,
 )
 from tokenscale.simulation.result import Explanation
-from tokenscale.simulation.trace import TraceFormat
+from tokenscale.simulation.trace import Trace, TraceFormat
+from tokenscale.simulation.window import window
 
 
 class PolicyChoice(enum.StrEnum):
@@ -102,7 +103,7 @@ def _row(r: SimResult) -> list[str]:
 
 
 def _table(results: list[SimResult], title: str) -> Table:
-    table = Table(title=title)
+    table = Table(title=title, title_justify="left")
     for col in (
         "policy",
         "SLO attainment",
@@ -116,7 +117,12 @@ def _table(results: list[SimResult], title: str) -> Table:
         "replicas mean / max",
         "preemptions",
     ):
-        table.add_column(col, justify="left" if col == "policy" else "right")
+        table.add_column(
+            col,
+            justify="left" if col == "policy" else "right",
+            no_wrap=col == "policy",  # a policy's name is never cut
+            overflow="fold",  # a narrow terminal wraps the others, never "…"
+        )
     for r in results:
         table.add_row(*_row(r))
     return table
@@ -156,6 +162,20 @@ def simulate_command(
     timeline: Annotated[
         bool, typer.Option("--timeline/--no-timeline", help="Include the timeline in JSON.")
     ] = False,
+    start: Annotated[
+        str | None,
+        typer.Option(
+            "--start",
+            help="Replay from this moment of the trace (MM:SS, HH:MM:SS or seconds; default 0).",
+        ),
+    ] = None,
+    duration: Annotated[
+        str | None,
+        typer.Option(
+            "--duration",
+            help="Replay this long from --start (MM:SS, HH:MM:SS or seconds; default: to the end).",
+        ),
+    ] = None,
     explain: Annotated[
         str | None,
         typer.Option(
@@ -179,6 +199,8 @@ def simulate_command(
     if plot is not None and not plot.parent.is_dir():
         raise bad_input(f"--plot {plot}: the folder {plot.parent} does not exist; create it")
     explain_at = None if explain is None else _moment(explain)
+    start_s = 0.0 if start is None else _moment(start, "--start")
+    duration_s = None if duration is None else _moment(duration, "--duration")
     text, trace_text = read_input(file), read_input(trace)
     try:
         services = parse_manifests(text)
@@ -206,7 +228,7 @@ def simulate_command(
             unit,
             source=trace.name,
         )
-        scaled = scale_trace(parsed, time_scale, rate_scale, seed)
+        scaled = scale_trace(window(parsed, start_s, duration_s), time_scale, rate_scale, seed)
         names: list[PolicyName] = (
             list(POLICIES) if policy == PolicyChoice.all else [cast(PolicyName, policy.value)]
         )
@@ -254,8 +276,10 @@ def simulate_command(
         ]
         print(json.dumps(_no_nan(data[0] if len(data) == 1 else data), indent=2))
         return
-    console = Console(width=180)
+    console = Console()
     stats = f"{len(scaled.requests):,} requests over {scaled.duration_s / 60:.1f} min"
+    if start is not None or duration is not None:
+        stats += f" from {_clock(start_s)}"
     console.print(
         _table(
             results,
@@ -264,9 +288,13 @@ def simulate_command(
         )
     )
     r0 = results[0]
+    w = isvc.spec.workload
+    trace_in, trace_out = _token_means(scaled)
     console.print(
         f"one replica sustains {r0.sustainable_rps_per_replica:.2f} req/s at the SLOs in "
-        f"simulation (planner: {r0.planner_rps_per_replica:.2f}); oracle "
+        f"simulation on the trace's requests (mean {trace_in:,.0f} in / {trace_out:,.0f} out); "
+        f"the planner's {r0.planner_rps_per_replica:.2f} is for the spec's token mix (mean "
+        f"{w.input_tokens.mean:,.0f} in / {w.output_tokens.mean:,.0f} out); oracle "
         f"{r0.oracle_gpu_hours:.2f} GPU-hours (hindsight, no cold start)",
         highlight=False,
     )
@@ -284,14 +312,22 @@ def simulate_command(
             console.print(explanation_text(explained), highlight=False)
 
 
-def _moment(text: str) -> float:
+def _token_means(trace: Trace) -> tuple[float, float]:
+    n = max(len(trace.requests), 1)
+    return (
+        sum(r.input_tokens for r in trace.requests) / n,
+        sum(r.output_tokens for r in trace.requests) / n,
+    )
+
+
+def _moment(text: str, flag: str = "--explain") -> float:
     """``MM:SS``, ``HH:MM:SS`` or plain seconds → seconds into the trace."""
     try:
         parts = [float(p) for p in text.split(":")]
     except ValueError:
         parts = []
-    if not parts or len(parts) > 3 or any(p < 0 for p in parts):
-        raise bad_input(f"--explain {text!r}: use MM:SS, HH:MM:SS or seconds (e.g. 12:30)")
+    if not parts or len(parts) > 3 or any(not p >= 0 or p == float("inf") for p in parts):
+        raise bad_input(f"{flag} {text!r}: use MM:SS, HH:MM:SS or seconds (e.g. 12:30)")
     seconds = 0.0
     for p in parts:
         seconds = seconds * 60 + p
