@@ -162,3 +162,11 @@ def test_the_command_list_has_whole_one_line_summaries() -> None:
     names = [line.split()[0] for line in commands if line.strip()]
     assert names == ["plan", "render", "crd", "run", "catalog", "simulate", "bench", "playground"]
     assert not [line for line in commands if line.rstrip().endswith("...")]
+
+
+def test_one_notion_of_in_flight_in_the_constraints() -> None:
+    (plan,) = _json(["plan", str(L4)])
+    formulas = {c["name"]: c["formula"] for c in plan["constraints"]}  # type: ignore[union-attr]
+    assert "in flight at batch" in formulas["concurrency"]
+    assert "in flight at batch" in formulas["kv"]
+    assert "holding KV" not in formulas["kv"]

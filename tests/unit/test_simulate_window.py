@@ -2,6 +2,7 @@
 says which token mix the planner's figure is for; the plot has a TPOT panel."""
 
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -107,3 +108,11 @@ def test_the_plot_has_a_tpot_panel(tmp_path: Path) -> None:
         width, height = image.size
     # six stacked panels: 12 × 15 in at 90 dpi (five were 13 in tall)
     assert (width, height) == (12 * 90, 15 * 90)
+
+
+def test_explain_prints_no_unrounded_floats(tmp_path: Path) -> None:
+    code, out = _sim(tmp_path, "--duration", "120", "--explain", "1:30")
+    assert code == 0, out
+    snapshot = next(line for line in out.splitlines() if "snapshot:" in line)
+    assert "KV max" in snapshot
+    assert not re.search(r"\d\.\d{5,}", snapshot), snapshot  # was "KV max 0.323916988873984"

@@ -340,6 +340,11 @@ def _clock(seconds: float) -> str:
     return f"{h}:{m:02d}:{s:02d}" if h else f"{m}:{s:02d}"
 
 
+def _g(value: float | None) -> str:
+    """Three significant figures (``0.324``, ``12.5``, ``1.2e+03``), ``–`` for none."""
+    return "–" if value is None else f"{value:.3g}"
+
+
 def explanation_text(e: Explanation) -> str:
     """The decision at one moment, every signal, the forecast and the lead time, as text."""
     d = e.decision
@@ -347,7 +352,7 @@ def explanation_text(e: Explanation) -> str:
         f"at {_clock(e.t_s)} ({e.t_s:.0f} s): {d.replicas} replicas asked "
         f"({e.replicas_ready} ready, {e.replicas_starting} starting) · source {d.source}",
         f"  reason: {d.reason}",
-        f"  model needs: {d.model_replicas} · calibration {d.calibration:g} · metrics "
+        f"  model needs: {d.model_replicas} · calibration {d.calibration:.3g} · metrics "
         f"{'ok' if d.metrics_available else 'unavailable: ' + d.metrics_reason}",
         "  signals:",
     ]
@@ -372,9 +377,9 @@ def explanation_text(e: Explanation) -> str:
     snap = e.snapshot
     if snap is not None:
         lines.append(
-            f"  snapshot: {snap.replicas_reporting} reporting · waiting {snap.waiting} · running "
-            f"{snap.running} · KV max {snap.kv_usage_max} · TTFT P99 {snap.ttft_p99_s} s · "
-            f"TPOT P99 {snap.tpot_p99_s} s"
+            f"  snapshot: {snap.replicas_reporting} reporting · waiting {_g(snap.waiting)} · "
+            f"running {_g(snap.running)} · KV max {_g(snap.kv_usage_max)} · TTFT P99 "
+            f"{_g(snap.ttft_p99_s)} s · TPOT P99 {_g(snap.tpot_p99_s)} s"
         )
     lines += [f"  diagnosis: {x}" for x in d.diagnosis]
     return "\n".join(lines)
