@@ -49,7 +49,12 @@ def profile_table(p: BenchProfile) -> Table:
         "queue",
         "KV max",
     ):
-        table.add_column(col, justify="left" if col == "phase" else "right")
+        table.add_column(
+            col,
+            justify="left" if col == "phase" else "right",
+            overflow="fold",
+            no_wrap=col == "phase",
+        )
     for s in p.steps:
         mark = " ◀ knee" if s.phase == "ramp" and s.concurrency == p.knee_concurrency else ""
         table.add_row(
@@ -224,7 +229,7 @@ def bench_command(
             data["planComparison"] = rows
         print(json.dumps(data, indent=2))
     else:
-        console = Console(width=180)
+        console = Console()
         console.print(profile_table(profile))
         op = profile.operating_concurrency
         console.print(
