@@ -7,7 +7,15 @@ import sys
 
 from tests.helpers import ROOT
 
-HEAVY = ("aiohttp", "matplotlib", "kubernetes", "kopf", "tokenscale.playground.session")
+HEAVY = (
+    "aiohttp",
+    "matplotlib",
+    "kubernetes",
+    "kopf",
+    "tokenscale.playground.session",
+    "tokenscale.simulation",
+    "tokenscale.api.crd",
+)
 
 
 def _loaded_after(code: str) -> set[str]:

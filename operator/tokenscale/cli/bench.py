@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import json
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
@@ -113,6 +112,8 @@ def bench_command(
 ) -> None:
     """Load-test an OpenAI-compatible endpoint: baseline, concurrency ramp, mix, replay."""
     # the load generator (aiohttp) and the planner load only when bench runs: `plan` stays fast
+    from asyncio import run as asyncio_run  # noqa: PLC0415
+
     from tokenscale.bench import (  # noqa: PLC0415
         BenchConfig,
         BenchState,
@@ -199,7 +200,7 @@ def bench_command(
             bar.update(task, description=what, completed=fraction)
 
         try:
-            profile = asyncio.run(run_bench(cfg, state, progress))
+            profile = asyncio_run(run_bench(cfg, state, progress))
         except KeyboardInterrupt:
             profile = partial_profile(cfg, state)
         except EndpointError as exc:

@@ -5,7 +5,6 @@ vLLM fleet. Reads the inputs, draws the live view, the summary and the plot; the
 
 from __future__ import annotations
 
-import asyncio
 import enum
 import math
 import shutil
@@ -25,11 +24,11 @@ from rich.text import Text
 from tokenscale.api.errors import SpecError
 from tokenscale.cli.inputs import bad_input, fail_invalid, read_input
 from tokenscale.data import AZURE_CONVERSATION, bundled_trace
-from tokenscale.simulation import Trace, TraceError, parse_trace, scale_trace
-from tokenscale.simulation.trace import TraceRequest
 
 if TYPE_CHECKING:
     from tokenscale.playground.session import Frame, PlaygroundResult
+    from tokenscale.simulation import Trace
+    from tokenscale.simulation.trace import TraceRequest
 
 
 class LoadShape(enum.StrEnum):
@@ -139,6 +138,8 @@ def draw_playground(r: PlaygroundResult, path: Path) -> None:
 
 
 def _cut(trace: Trace, duration_s: float | None) -> Trace:
+    from tokenscale.simulation import Trace  # noqa: PLC0415 - the simulator loads when used
+
     if duration_s is None:
         return trace
     kept: tuple[TraceRequest, ...] = tuple(r for r in trace.requests if r.arrival_s <= duration_s)
@@ -200,9 +201,12 @@ def playground_command(
     A real control plane, Prometheus and `tokenscale run`; one twin per pod; a trace replayed
     through a least-loaded router."""
     # the playground (aiohttp, the Kubernetes client) loads only when it runs: `plan` stays fast
+    from asyncio import run as asyncio_run  # noqa: PLC0415
+
     from tokenscale.playground.load import shaped_trace  # noqa: PLC0415
     from tokenscale.playground.service import default_spec_path, load_service  # noqa: PLC0415
     from tokenscale.playground.session import Playground, PlaygroundOptions  # noqa: PLC0415
+    from tokenscale.simulation import TraceError, parse_trace, scale_trace  # noqa: PLC0415
 
     console = Console()
     if speed <= 0:
@@ -265,14 +269,14 @@ def playground_command(
             highlight=False,
         )
         if headless:
-            result = asyncio.run(pg.run())
+            result = asyncio_run(pg.run())
         else:
             with Live(console=console, refresh_per_second=2, transient=False) as live:
 
                 def show(frame: Frame) -> None:
                     live.update(render_frame(frame, slo.ttft_p99_seconds, slo.tpot_p99_seconds))
 
-                result = asyncio.run(pg.run(show))
+                result = asyncio_run(pg.run(show))
             console.print()
         ok = True
     except KeyboardInterrupt:

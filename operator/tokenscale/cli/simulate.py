@@ -4,11 +4,13 @@ Reads the files, draws progress and tables; the simulation itself is the pure
 ``tokenscale.simulation`` package.
 """
 
+from __future__ import annotations
+
 import enum
 import json
 import math
 from pathlib import Path
-from typing import Annotated, Any, Literal, cast
+from typing import TYPE_CHECKING, Annotated, Any, Literal, cast
 
 import typer
 from rich.console import Console
@@ -26,21 +28,11 @@ from tokenscale.cli.inputs import (
     read_input,
     warn,
 )
-from tokenscale.simulation import (
-    POLICIES,
-    PolicyName,
-    Setup,
-    SimOptions,
-    SimResult,
-    SimulationError,
-    TraceError,
-    parse_trace,
-    scale_trace,
-    simulate,
-)
-from tokenscale.simulation.result import Explanation
-from tokenscale.simulation.trace import Trace, TraceFormat
-from tokenscale.simulation.window import window
+
+if TYPE_CHECKING:
+    from tokenscale.simulation import PolicyName, SimResult
+    from tokenscale.simulation.result import Explanation
+    from tokenscale.simulation.trace import Trace, TraceFormat
 
 
 class PolicyChoice(enum.StrEnum):
@@ -186,6 +178,19 @@ def simulate_command(
     ] = None,
 ) -> None:
     """Replay a trace against a simulated vLLM fleet; compare scaling policies."""
+    # the simulator loads only when it runs: `plan` stays fast
+    from tokenscale.simulation import (  # noqa: PLC0415
+        POLICIES,
+        Setup,
+        SimOptions,
+        SimulationError,
+        TraceError,
+        parse_trace,
+        scale_trace,
+        simulate,
+    )
+    from tokenscale.simulation.window import window  # noqa: PLC0415
+
     if arrival_unit not in ("s", "ms"):
         raise bad_input(f"--arrival-unit {arrival_unit!r}: use s or ms")
     check_number("--time-scale", time_scale, above=0, maximum=1e6)
@@ -230,7 +235,7 @@ def simulate_command(
         )
         scaled = scale_trace(window(parsed, start_s, duration_s), time_scale, rate_scale, seed)
         names: list[PolicyName] = (
-            list(POLICIES) if policy == PolicyChoice.all else [cast(PolicyName, policy.value)]
+            list(POLICIES) if policy == PolicyChoice.all else [cast("PolicyName", policy.value)]
         )
         stderr = Console(stderr=True)
         with Progress(
