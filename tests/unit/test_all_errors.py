@@ -4,6 +4,7 @@ stdout for `-o json`, with exit code 2."""
 import json
 from pathlib import Path
 
+import pytest
 import yaml
 from typer.testing import CliRunner
 
@@ -103,3 +104,17 @@ def test_table_errors_stay_on_stderr(tmp_path: Path) -> None:
     assert result.exit_code == 2
     assert result.stdout == ""
     assert "spec.workload.rsp" in result.stderr
+
+
+@pytest.mark.parametrize("command", ["render", "simulate"])
+def test_render_and_simulate_json_errors_too(tmp_path: Path, command: str) -> None:
+    f = tmp_path / "bad.yaml"
+    f.write_text(yaml.safe_dump(TYPOS))
+    trace = tmp_path / "t.csv"
+    trace.write_text("arrival,input,output\n0,10,10\n")
+    extra = ["--trace", str(trace)] if command == "simulate" else []
+    result = runner.invoke(app, [command, str(f), *extra, "-o", "json"])
+    assert result.exit_code == 2
+    doc = json.loads(result.stdout)
+    assert doc["error"] == "invalid"
+    assert "spec.workload.rsp" in {i["path"] for i in doc["issues"]}

@@ -261,7 +261,7 @@ def render(
             f"--namespace {namespace!r}: use at most 63 lowercase letters, digits and '-'"
         )
     try:
-        services = validate_manifests(read_input(file), _model_source(file))
+        services = validate_manifests(read_input(file, output.value), _model_source(file))
         objects = []
         for s in services:
             p = plan_service(s.spec, s.metadata.name)
@@ -286,8 +286,7 @@ def render(
             for note in bundle.derived_names:
                 warn(f"{s.metadata.name}: {note}")
     except SpecError as err:
-        fail_invalid(err, file)
-        return
+        fail_invalid(err, file, output.value)
     if output is ManifestOutput.json:
         typer.echo(dumps({"apiVersion": "v1", "kind": "List", "items": objects}, "json"))
     else:

@@ -206,11 +206,12 @@ def simulate_command(
     explain_at = None if explain is None else _moment(explain)
     start_s = 0.0 if start is None else _moment(start, "--start")
     duration_s = None if duration is None else _moment(duration, "--duration")
-    text, trace_text = read_input(file), read_input(trace)
+    fmt_out = output.value
+    text, trace_text = read_input(file, fmt_out), read_input(trace, fmt_out)
     try:
         services = parse_manifests(text)
     except SpecError as err:
-        fail_invalid(err, file)
+        fail_invalid(err, file, fmt_out)
     if not services:
         raise bad_input(f"{file} holds no InferenceService")
     isvc = services[0]
@@ -270,7 +271,7 @@ def simulate_command(
         )
         raise typer.Exit(1) from exc
     except (TraceError, ValueError) as exc:
-        raise bad_input(str(exc)) from exc
+        raise bad_input(str(exc), fmt_out) from exc
     if plot is not None:
         from tokenscale.cli.plot import draw_timeline  # noqa: PLC0415 (matplotlib is slow to import)
 
