@@ -52,6 +52,7 @@ from tokenscale.planning.memory import (
     kv_geometry,
     memory_budget,
 )
+from tokenscale.planning.name_check import name_mismatch_warning
 from tokenscale.planning.operating_point import (
     OperatingPoint,
     find_operating_point,
@@ -228,7 +229,8 @@ def _estimate(r: Resolved, c: Conditions, layout: Layout) -> _Estimate:
     arch = model.architecture
     tp, lanes = layout.tp, kv_lanes(layout)
     reasons: list[str] = []
-    warnings: list[str] = []
+    mismatch = name_mismatch_warning(spec)
+    warnings: list[str] = [mismatch] if mismatch else []
     models: dict[int, PerfModel] = {}
 
     def perf_for(budget: int) -> PerfModel:
