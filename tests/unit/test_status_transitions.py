@@ -24,6 +24,7 @@ class FakeKube:
         self.body = body
         self.objects: dict[str, dict[str, Any]] = {}
         self.status_writes = 0
+        self.events: list[tuple[str, str, str]] = []
 
     def read_deployment(self, ns: str, name: str) -> dict[str, Any] | None:
         return self.objects.get("Deployment")
@@ -56,7 +57,10 @@ class FakeKube:
         return self.body
 
     def run(self, metrics: MetricsView | None, now: str = "2026-01-01T00:00:00Z") -> None:
-        reconcile(self, self.body, now, lambda *_: None, metrics)  # type: ignore[arg-type]
+        def emit(type_: str, reason: str, message: str) -> None:
+            self.events.append((type_, reason, message))
+
+        reconcile(self, self.body, now, emit, metrics)  # type: ignore[arg-type]
 
 
 def _body(**spec: Any) -> dict[str, Any]:
@@ -65,8 +69,25 @@ def _body(**spec: Any) -> dict[str, Any]:
     return body
 
 
-def _metrics(snapshot: Snapshot | None, error: str | None = None) -> MetricsView:
-    return MetricsView(snapshot=snapshot, source_error=error, now_s=NOW_S)
+READS = [NOW_S]
+
+
+def _metrics(
+    snapshot: Snapshot | None, error: str | None = None, read_at: float | None = None
+) -> MetricsView:
+    """A fleet read: a new one 15 s after the last unless ``read_at`` names an earlier one."""
+    if read_at is None:
+        READS.append(READS[-1] + 15.0)
+        read_at = READS[-1]
+    if snapshot is not None:
+        snapshot = snapshot.model_copy(update={"at": read_at})
+    return MetricsView(
+        snapshot=snapshot,
+        source_error=error,
+        now_s=read_at + 0.5,
+        interval_s=15.0,
+        read_at_s=read_at,
+    )
 
 
 SNAP = Snapshot(

@@ -1,7 +1,8 @@
 """Scaling policies compared by the simulator. Each maps (now, snapshot) → replicas asked for.
 
-- ``tokenscale``: the operator's decision engine (scaling.engine.decide), unchanged, with its
-  state carried from one decision to the next exactly as the operator keeps it in status.
+- ``tokenscale``: the operator's decision engine driven by the operator's own stepper
+  (``scaling/stepper.py``: one decision per observation, the real time between them), its
+  state carried from one decision to the next as the operator keeps it in status.
 - ``oracle``: the hindsight allocation of ``capacity.oracle_replicas`` (per bin, the replicas
   the bin's arrivals need at the simulated replica's sustainable rate), replayed with no cold
   start: the yardstick's own SLO attainment is measured, not assumed.
@@ -27,9 +28,9 @@ from typing import Literal, Protocol
 from tokenscale.api.inference_service import InferenceServiceSpec
 from tokenscale.planning import Plan
 from tokenscale.scaling.decision import Decision
-from tokenscale.scaling.engine import EngineInput, decide
 from tokenscale.scaling.snapshot import Snapshot
 from tokenscale.scaling.state import ScalingState
+from tokenscale.scaling.stepper import Observation, Stepper
 
 PolicyName = Literal[
     "tokenscale", "oracle", "best-static", "static", "queue-threshold", "kv-threshold"
@@ -59,12 +60,9 @@ class TokenscalePolicy:
         spec: InferenceServiceSpec,
         forecast: Plan,
         stale_after_s: float,
-        interval_s: float = 15.0,
+        interval_s: float,
     ) -> None:
-        self.spec = spec
-        self.forecast = forecast
-        self.stale_after_s = stale_after_s
-        self.interval_s = interval_s
+        self.stepper = Stepper(spec, forecast, interval_s, stale_after_s)
         self.state = ScalingState(decided_replicas=forecast.sized.total)
         self.last_reason = ""
         self.lead_time_s: float | None = None
@@ -72,22 +70,13 @@ class TokenscalePolicy:
         self.last: Decision | None = None
 
     def decide(self, now: float, snap: Snapshot | None, current: int) -> int:
-        d = decide(
-            EngineInput(
-                spec=self.spec,
-                forecast=self.forecast,
-                snapshot=snap,
-                state=self.state,
-                now_s=now,
-                stale_after_s=self.stale_after_s,
-                lead_time_s=self.lead_time_s,
-                interval_s=self.interval_s,
-            )
-        )
-        self.state = d.state
-        self.last = d
-        self.last_reason = d.reason
-        return d.replicas
+        """One observation (the snapshot Prometheus answers at ``now``), one step."""
+        step = self.stepper.step(self.state, Observation(now, snap), now, self.lead_time_s)
+        self.state = step.state
+        if step.decision is not None:
+            self.last = step.decision
+            self.last_reason = step.decision.reason
+        return self.state.decided_replicas if self.state.decided_replicas is not None else current
 
 
 class StaticPolicy:
