@@ -430,10 +430,10 @@ def _least_work_first(
 
 
 def _write_status(kube: Kube, body: Mapping[str, Any], new: InferenceServiceStatus) -> None:
-    """Replace the status whole when it differs from the one read. The replace carries the
-    resourceVersion read, so a status written by someone else since is not overwritten: the
-    API server answers 409 Conflict and the reconcile is retried (the resync loop's next
-    cycle, or Kopf's retry for a handler) from a fresh read."""
+    """Replace the status whole when it differs from the one read. The write carries the
+    resourceVersion read; on 409 Conflict ``Kube.replace_status`` re-reads the version and
+    writes the same status again (the operator is the status' only writer: whatever another
+    client wrote there since the read is replaced)."""
     document = status_document(new)
     if document != dict(body.get("status") or {}):
         meta = body["metadata"]

@@ -33,12 +33,6 @@ class Explanation(_Frozen):
     decision: Decision
 
 
-class LatencySummary(_Frozen):
-    p50_s: float
-    p95_s: float
-    p99_s: float
-
-
 class SimResult(_Frozen):
     policy: str
     trace: str
