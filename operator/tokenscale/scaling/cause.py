@@ -40,3 +40,24 @@ class Cause(StrEnum):
     def moves(self) -> bool:
         """A cause that can change the count (the others hold it)."""
         return self in (Cause.PRESSURE, Cause.MODEL_NEED, Cause.SCALE_DOWN, Cause.BOUNDS)
+
+    @property
+    def words(self) -> str:
+        """What the cause means, for people (``simulate --explain``, logs)."""
+        return _WORDS[self]
+
+
+_WORDS = {
+    Cause.PINNED: "pinned by the spec",
+    Cause.PLAN: "the forecast plan, no metrics",
+    Cause.BLIND: "holding, metrics unavailable",
+    Cause.PRESSURE: "scaling up on pressure",
+    Cause.MODEL_NEED: "scaling up to the model's need",
+    Cause.PRESSURE_NOT_SUSTAINED: "holding, pressure not yet sustained",
+    Cause.AT_LIMIT: "holding at maxReplicas or the step limit",
+    Cause.SCALE_DOWN: "scaling down one step",
+    Cause.PEAK_GUARD: "holding, the recent peak would not fit fewer",
+    Cause.LOW_NOT_SUSTAINED: "holding, low not yet for the whole window",
+    Cause.STEADY: "holding, signals within watermarks",
+    Cause.BOUNDS: "re-bounded to the spec's minReplicas/maxReplicas",
+}
