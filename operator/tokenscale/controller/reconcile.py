@@ -164,13 +164,18 @@ def _reject(
     return outcome
 
 
-def _carry(previous: list[Condition], ctype: str, now: str, gen: int | None) -> Condition:
+def _carry(
+    previous: list[Condition],
+    ctype: str,
+    now: str,
+    gen: int | None,
+    why: str = "the plan is not feasible",
+) -> Condition:
+    """The condition as the last reconcile left it (``Unknown``, ``why``, when there is none)."""
     old = next((c for c in previous if c.type == ctype), None)
     if old is not None:
         return old
-    return condition(
-        previous, ctype, "Unknown", "NotEvaluated", "the plan is not feasible", now, gen
-    )
+    return condition(previous, ctype, "Unknown", "NotEvaluated", why, now, gen)
 
 
 @dataclass(frozen=True)
@@ -180,6 +185,9 @@ class _Decided:
     state: ScalingState | None
     decided: bool
     problems: list[str]
+    on_observation: bool = True
+    """The decision was made on this reconcile's metrics (False: stored or re-bounded; the
+    MetricsAvailable condition then stays as the last observation left it)."""
 
 
 def _decide(
@@ -204,7 +212,8 @@ def _decide(
     step = stepper.step(memory, metrics.observation, metrics.now_s, lead_time, stored=stored)
     if step.decision is None:  # already decided on this observation: the stored decision
         assert old.decision is not None
-        return _Decided(_stored(old.decision, step.state), old.decision, step.state, False, [])
+        stored_decision = _stored(old.decision, step.state)
+        return _Decided(stored_decision, old.decision, step.state, False, [], False)
     d = step.decision
     if d.source in ("metrics", "hold"):
         # an engine decision moves the workload at most one step (its memory is status)
@@ -221,7 +230,8 @@ def _decide(
                 }
             )
     observed = d.state.observed_at_s
-    return _Decided(d, decision_status(d, observed), d.state, True, problems)
+    status = decision_status(d, observed)
+    return _Decided(d, status, d.state, True, problems, step.engine_ran)
 
 
 def _stored(status: DecisionStatus, state: ScalingState) -> Decision:
@@ -383,7 +393,11 @@ def reconcile(
                 gen,
             ),
             deployment_condition(previous, observed, now, gen),
-            metrics_condition(previous, now, gen, None if metrics is None else decision),
+            (
+                metrics_condition(previous, now, gen, None if metrics is None else decision)
+                if made.on_observation
+                else _carry(previous, "MetricsAvailable", now, gen, "no metrics read yet")
+            ),
         ],
         last_scale_time=now if scaled else (status.last_scale_time or now),
         scaling=made.state,  # its decidedReplicas is the top-level one (excluded here)

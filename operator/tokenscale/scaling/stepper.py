@@ -44,6 +44,8 @@ class Step:
 
     decision: Decision | None
     state: ScalingState
+    engine_ran: bool = False
+    """True when the engine decided on the observation (False: stored or re-bounded)."""
 
 
 @dataclass(frozen=True)
@@ -104,7 +106,7 @@ class Stepper:
             }
         )
         d = d.model_copy(update={"state": after})
-        return Step(d, after)
+        return Step(d, after, engine_ran=True)
 
     def _rebounded(self, state: ScalingState) -> Decision | None:
         s = self.spec.scaling
