@@ -5,8 +5,8 @@ or LeaderWorkerSet) calls the same :class:`~tokenscale.controller.resync.Reconci
 resync loop reads metrics, so only it brings a new observation for the decision engine; the
 other entry points render and apply the decision stored in status (``scaling/stepper.py``).
 Kopf keeps its own state in annotations (works on a 1.20 API server with a structural status
-schema) and always runs standalone: with several replicas, leader election on a Lease (controller/leader.py) decides
-which one runs Kopf at all.
+schema) and always runs standalone: with several replicas, leader election on a Lease
+(controller/leader.py) decides which one runs Kopf at all.
 """
 
 import asyncio
