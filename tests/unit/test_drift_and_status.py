@@ -80,12 +80,8 @@ def test_manual_edits_are_drift(live_patch: dict[str, object], path: str) -> Non
 
 def test_condition_time_moves_only_on_status_change() -> None:
     first = condition([], "Ready", "False", "X", "m", "2026-01-01T00:00:00Z", 1)
-    same = condition(
-        [first.model_dump(by_alias=True)], "Ready", "False", "Y", "other", "2026-01-02T00:00Z", 2
-    )
-    flipped = condition(
-        [same.model_dump(by_alias=True)], "Ready", "True", "Z", "ok", "2026-01-03T00:00:00Z", 2
-    )
+    same = condition([first], "Ready", "False", "Y", "other", "2026-01-02T00:00Z", 2)
+    flipped = condition([same], "Ready", "True", "Z", "ok", "2026-01-03T00:00:00Z", 2)
     assert same.last_transition_time == "2026-01-01T00:00:00Z"
     assert flipped.last_transition_time == "2026-01-03T00:00:00Z"
 

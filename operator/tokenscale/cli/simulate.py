@@ -357,7 +357,7 @@ def explanation_text(e: Explanation) -> str:
     lines = [
         f"at {_clock(e.t_s)} ({e.t_s:.0f} s): {d.replicas} replicas asked "
         f"({e.replicas_ready} ready, {e.replicas_starting} starting) · source {d.source}",
-        f"  reason: {d.reason}",
+        f"  cause: {d.cause.value} ({d.cause.words}): {d.why}",
         f"  model needs: {d.model_replicas} · calibration {d.calibration:.3g} · metrics "
         f"{'ok' if d.metrics_available else 'unavailable: ' + d.metrics_reason}",
         "  signals:",

@@ -72,6 +72,7 @@ def fleet_metrics(settings: Settings, telemetry: Telemetry) -> "FleetMetrics":
         namespaces=None if settings.clusterwide else list(settings.namespaces),
         stale_after_s=max(60.0, 4 * settings.interval_seconds),
         telemetry=telemetry,
+        interval_s=settings.interval_seconds,
     )
 
 
@@ -83,18 +84,31 @@ class FleetMetrics:
     namespaces: list[str] | None
     stale_after_s: float
     telemetry: Telemetry
+    interval_s: float
+    """``--interval``: the engine's interval for a service's first decision."""
     snapshots: dict[tuple[str, str], Snapshot] = field(default_factory=dict)
     running_by_pod: dict[tuple[str, str], dict[str, float]] = field(default_factory=dict)
     error: str | None = None
+    read_at_s: float | None = None
+    """When the last fleet read ran: the time of the observation every service's engine
+    decides on once (None: no read yet)."""
 
     def refresh(self) -> None:
         if self.source is None:
             return
-        self.snapshots = self.source.snapshots(self.namespaces, time.time())
-        self.running_by_pod = self.source.running_by_pod(self.namespaces)
-        log.debug("metrics: %d services, per-pod %s", len(self.snapshots), self.running_by_pod)
-        self.error = self.source.last_error
-        self.telemetry.record_query_errors(self.source.last_error)
+        # milliseconds: the observation's time round-trips through status.decision.observedAt
+        read_at = round(time.time(), 3)
+        snapshots = self.source.snapshots(self.namespaces, read_at)
+        running = self.source.running_by_pod(self.namespaces)
+        log.debug("metrics: %d services, per-pod %s", len(snapshots), running)
+        # one assignment: a reconcile on another thread sees the whole read or none of it
+        self.snapshots, self.running_by_pod, self.error, self.read_at_s = (
+            snapshots,
+            running,
+            self.source.last_error,
+            read_at,
+        )
+        self.telemetry.record_query_errors(self.source.last_errors)
 
     def view(self, key: tuple[str, str]) -> MetricsView | None:
         if self.source is None:
@@ -103,6 +117,8 @@ class FleetMetrics:
             snapshot=self.snapshots.get(key),
             source_error=self.error,
             now_s=time.time(),
+            interval_s=self.interval_s,
+            read_at_s=self.read_at_s,
             stale_after_s=self.stale_after_s,
             running_by_pod=self.running_by_pod.get(key),
         )
@@ -170,7 +186,7 @@ class Reconciler:
                 *key,
                 outcome.plan,
                 outcome.decision,
-                outcome.previous_decision,
+                outcome.live_replicas if outcome.decided else None,
                 view.snapshot if view else None,
                 outcome.decision.replicas,
                 outcome.ready_replicas,

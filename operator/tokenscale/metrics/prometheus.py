@@ -25,7 +25,7 @@ from prometheus_api_client.exceptions import PrometheusApiClientException
 from urllib3.util.retry import Retry
 
 from tokenscale.metrics.promql import QueryConfig, queries, running_per_pod
-from tokenscale.metrics.source import ServiceKey
+from tokenscale.metrics.source import QueryError, QueryErrorKind, ServiceKey
 from tokenscale.scaling.snapshot import Snapshot
 
 log = logging.getLogger(__name__)
@@ -71,7 +71,15 @@ class PrometheusConfig:
 class _Result:
     name: str
     series: list[dict[str, Any]] | None
-    error: str | None = None
+    failure: QueryError | None = None
+
+    @property
+    def error(self) -> str | None:
+        return None if self.failure is None else self.failure.message
+
+
+def _failed(name: str, kind: QueryErrorKind, message: str) -> _Result:
+    return _Result(name, None, QueryError(name, kind, f"{name}: {message}"))
 
 
 class PrometheusSource:
@@ -80,6 +88,9 @@ class PrometheusSource:
     def __init__(self, cfg: PrometheusConfig) -> None:
         self.cfg = cfg
         self.last_error: str | None = None
+        self.last_errors: list[QueryError] = []
+        """Every query that failed in the last read, typed (``last_error``: the first three,
+        in words)."""
         self._pool = ThreadPoolExecutor(max_workers=cfg.concurrency, thread_name_prefix="promql")
 
     def _client(self, session: requests.Session) -> PrometheusConnect:
@@ -101,15 +112,18 @@ class PrometheusSource:
         try:
             return _Result(name, list(client.custom_query(promql)))
         except PrometheusApiClientException as exc:
-            return _Result(name, None, f"{name}: Prometheus answered {str(exc)[:200]}")
+            return _failed(name, QueryErrorKind.HTTP, f"Prometheus answered {str(exc)[:200]}")
         except requests.Timeout:
-            return _Result(name, None, f"{name}: timed out after {self.cfg.timeout_s:g} s")
+            timeout = f"timed out after {self.cfg.timeout_s:g} s"
+            return _failed(name, QueryErrorKind.TIMEOUT, timeout)
         except requests.ConnectionError as exc:
             if "timed out" in str(exc).lower():  # a read timeout surfaces as ConnectionError
-                return _Result(name, None, f"{name}: timed out after {self.cfg.timeout_s:g} s")
-            return _Result(name, None, f"{name}: {self.cfg.url} unreachable")
+                timeout = f"timed out after {self.cfg.timeout_s:g} s"
+                return _failed(name, QueryErrorKind.TIMEOUT, timeout)
+            return _failed(name, QueryErrorKind.UNREACHABLE, f"{self.cfg.url} unreachable")
         except (requests.RequestException, ValueError) as exc:
-            return _Result(name, None, f"{name}: {type(exc).__name__}: {str(exc)[:200]}")
+            what = f"{type(exc).__name__}: {str(exc)[:200]}"
+            return _failed(name, QueryErrorKind.OTHER, what)
 
     def snapshots(self, namespaces: list[str] | None, now_s: float) -> dict[ServiceKey, Snapshot]:
         with requests.Session() as session:
@@ -117,10 +131,12 @@ class PrometheusSource:
                 client = self._client(session)
             except OSError as exc:
                 self.last_error = f"cannot read the bearer token: {exc}"
+                self.last_errors = [QueryError("*", QueryErrorKind.OTHER, self.last_error)]
                 return {}
             plan = queries(self.cfg.query, namespaces)
             results = list(self._pool.map(lambda kv: self._run(client, *kv), plan.items()))
-        errors = [r.error for r in results if r.error]
+        self.last_errors = [r.failure for r in results if r.failure is not None]
+        errors = [e.message for e in self.last_errors]
         self.last_error = "; ".join(errors[:3]) if errors else None
         if errors:
             log.warning("metrics: %s", self.last_error)

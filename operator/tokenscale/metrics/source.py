@@ -1,11 +1,32 @@
 """What the operator needs from a metrics backend."""
 
+from dataclasses import dataclass
+from enum import StrEnum
 from typing import Protocol
 
 from tokenscale.scaling.snapshot import Snapshot
 
 ServiceKey = tuple[str, str]
 """(namespace, InferenceService name)."""
+
+
+class QueryErrorKind(StrEnum):
+    """Why one query failed (the ``kind`` label of ``tokenscale_prometheus_query_errors``)."""
+
+    TIMEOUT = "timeout"
+    UNREACHABLE = "unreachable"
+    HTTP = "http"
+    """Prometheus answered, with an error status."""
+    OTHER = "other"
+
+
+@dataclass(frozen=True)
+class QueryError:
+    """One failed query: which, why (typed) and the words for logs and status."""
+
+    query: str
+    kind: QueryErrorKind
+    message: str
 
 
 class MetricsSource(Protocol):

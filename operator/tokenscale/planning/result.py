@@ -5,9 +5,9 @@
 v1alpha1.
 """
 
-from typing import Any, Literal
+from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field
 
 ConstraintName = Literal["throughput", "concurrency", "kv", "none"]
 
@@ -153,7 +153,7 @@ class Plan(_Frozen):
         default=False, description="MoE experts sharded over TP × DP (--enable-expert-parallel)"
     )
     gpus_per_replica: int = Field(
-        default=0, description="TP × PP × DP: the GPUs one replica (one vLLM server) holds"
+        description="TP × PP × DP: the GPUs one replica (one vLLM server) holds"
     )
     nodes_per_replica: int = Field(
         default=1, description="Nodes one replica spans; > 1 renders a LeaderWorkerSet group"
@@ -248,20 +248,3 @@ class Plan(_Frozen):
     def replica_count(self) -> int:
         """``replicas.total``, or 0 when the plan has no count."""
         return self.replicas.total if self.replicas is not None else 0
-
-    @model_validator(mode="before")
-    @classmethod
-    def _single_node_defaults(cls, data: Any) -> Any:
-        """A plan built without a layout is one node, TP GPUs (the pre-multi-node shape)."""
-        if isinstance(data, dict) and not data.get("gpus_per_replica"):
-            layout = (
-                int(data.get("tensor_parallel_size", 1))
-                * int(data.get("pipeline_parallel_size", 1))
-                * int(data.get("data_parallel_size", 1))
-            )
-            data = {**data, "gpus_per_replica": layout}
-        return data
-
-    @property
-    def multi_node(self) -> bool:
-        return self.nodes_per_replica > 1
