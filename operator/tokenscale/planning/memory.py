@@ -37,6 +37,10 @@ class KvGeometry:
         windowed = min(context_tokens, float(self.window_tokens))
         return (self.full_layers * context_tokens + self.window_layers * windowed) / layers
 
+    def bytes_for_context(self, context_tokens: float) -> float:
+        """Whole-model KV bytes one request of this context holds (windows applied)."""
+        return self.bytes_per_token * self.tokens_held(context_tokens)
+
 
 def kv_geometry(arch: Architecture, kv_bytes_per_element: float, tp: int) -> KvGeometry:
     """KV bytes per token: ``2·L·Hkv·d·b`` (MHA/GQA/MQA) or ``L·(r_kv + d_rope)·b`` (MLA)."""
