@@ -1,11 +1,12 @@
 """Kopf handlers, registered on a registry built at start-up from the settings.
 
 Every entry point (create, update, resume, the resync loop, a change to an owned Deployment
-or LeaderWorkerSet)
-calls the same :class:`~tokenscale.controller.resync.Reconciler`. Kopf keeps its own state in
-annotations (works on a 1.20 API server with a structural status schema) and always runs
-standalone: with several replicas, leader election on a Lease (controller/leader.py) decides
-which one runs Kopf at all.
+or LeaderWorkerSet) calls the same :class:`~tokenscale.controller.resync.Reconciler`. Only the
+resync loop reads metrics, so only it brings a new observation for the decision engine; the
+other entry points render and apply the decision stored in status (``scaling/stepper.py``).
+Kopf keeps its own state in annotations (works on a 1.20 API server with a structural status
+schema) and always runs standalone: with several replicas, leader election on a Lease
+(controller/leader.py) decides which one runs Kopf at all.
 """
 
 import asyncio
