@@ -101,8 +101,13 @@ class FleetMetrics:
         snapshots = self.source.snapshots(self.namespaces, read_at)
         running = self.source.running_by_pod(self.namespaces)
         log.debug("metrics: %d services, per-pod %s", len(snapshots), running)
-        self.snapshots, self.running_by_pod, self.read_at_s = snapshots, running, read_at
-        self.error = self.source.last_error
+        # one assignment: a reconcile on another thread sees the whole read or none of it
+        self.snapshots, self.running_by_pod, self.error, self.read_at_s = (
+            snapshots,
+            running,
+            self.source.last_error,
+            read_at,
+        )
         self.telemetry.record_query_errors(self.source.last_errors)
 
     def view(self, key: tuple[str, str]) -> MetricsView | None:
