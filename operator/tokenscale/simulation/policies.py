@@ -48,6 +48,9 @@ POLICIES: tuple[PolicyName, ...] = (
 class Policy(Protocol):
     name: str
     last_reason: str
+    """The whole sentence of the last decision."""
+    last_why: str
+    """Its numbers alone, without the verb and counts (what a plot annotates)."""
 
     def decide(self, now: float, snap: Snapshot | None, current: int) -> int: ...
 
@@ -65,6 +68,7 @@ class TokenscalePolicy:
         self.stepper = Stepper(spec, forecast, interval_s, stale_after_s)
         self.state = ScalingState(decided_replicas=forecast.sized.total)
         self.last_reason = ""
+        self.last_why = ""
         self.lead_time_s: float | None = None
         """Set by the simulator from the fleet, as the operator measures it from its pods."""
         self.last: Decision | None = None
@@ -76,6 +80,7 @@ class TokenscalePolicy:
         if step.decision is not None:
             self.last = step.decision
             self.last_reason = step.decision.reason
+            self.last_why = step.decision.why
         return self.state.decided_replicas if self.state.decided_replicas is not None else current
 
 
@@ -85,6 +90,7 @@ class StaticPolicy:
     def __init__(self, replicas: int, why: str = "the plan at the trace's peak") -> None:
         self.replicas = replicas
         self.last_reason = f"static: {why}, {replicas} replicas"
+        self.last_why = why
 
     def decide(self, now: float, snap: Snapshot | None, current: int) -> int:
         return self.replicas
@@ -99,13 +105,15 @@ class OraclePolicy:
         self.schedule = schedule
         self.bin_s = bin_s
         self.last_reason = ""
+        self.last_why = ""
 
     def replicas_at(self, t: float) -> int:
         return self.schedule[min(len(self.schedule) - 1, max(0, int(t // self.bin_s)))]
 
     def decide(self, now: float, snap: Snapshot | None, current: int) -> int:
         out = self.replicas_at(now)
-        self.last_reason = f"oracle: this bin's arrivals need {out}"
+        self.last_why = f"this bin's arrivals need {out}"
+        self.last_reason = f"oracle: {self.last_why}"
         return out
 
 
@@ -130,6 +138,7 @@ class HpaPolicy:
         self.max_replicas = max_replicas
         self._history: deque[tuple[float, int]] = deque()
         self.last_reason = ""
+        self.last_why = ""
 
     def _value(self, snap: Snapshot) -> float | None:
         if self.metric == "waiting":
@@ -139,7 +148,7 @@ class HpaPolicy:
     def decide(self, now: float, snap: Snapshot | None, current: int) -> int:
         value = None if snap is None or snap.replicas_reporting == 0 else self._value(snap)
         if snap is None or value is None:
-            self.last_reason = "no metrics: keep the current count"
+            self.last_reason = self.last_why = "no metrics: keep the current count"
             return current
         ratio = value / self.target
         ready = snap.replicas_reporting
@@ -152,5 +161,7 @@ class HpaPolicy:
             out = min(raw, max(current + 4, 2 * current))
         else:
             out = min(current, max(r for _, r in self._history))
-        self.last_reason = f"{self.metric} {value:.3g} vs target {self.target:g} → {out}"
+        self.last_reason = self.last_why = (
+            f"{self.metric} {value:.3g} vs target {self.target:g} → {out}"
+        )
         return out

@@ -21,6 +21,7 @@ class TimelinePoint(_Frozen):
     ttft_p99_s: float | None = Field(description="What Prometheus reported over the window")
     tpot_p99_s: float | None
     reason: str = Field(default="", description="The policy's reason for this decision")
+    why: str = Field(default="", description="Its numbers alone (what the plot annotates)")
 
 
 class Explanation(_Frozen):

@@ -430,7 +430,7 @@ def _replay(
             counts.replicas_max = max(counts.replicas_max, fleet.active)
             if opts.timeline:
                 rps = arrivals_since / (t - last_point)
-                timeline.append(_point(fleet, t, rps, snap, policy.last_reason))
+                timeline.append(_point(fleet, t, rps, snap, policy))
             arrivals_since, last_point = 0, t
             t_decide += opts.decision_interval_s
             if progress is not None:
@@ -473,7 +473,7 @@ def meets(o: Outcome, slo: Slo) -> bool:
     )
 
 
-def _point(fleet: Fleet, t: float, rps: float, s: Snapshot | None, reason: str) -> TimelinePoint:
+def _point(fleet: Fleet, t: float, rps: float, s: Snapshot | None, policy: Policy) -> TimelinePoint:
     engines = [m.replica for m in fleet.members if m.phase != "starting"]
     return TimelinePoint(
         t_s=t,
@@ -485,7 +485,8 @@ def _point(fleet: Fleet, t: float, rps: float, s: Snapshot | None, reason: str) 
         kv_usage_max=max((e.kv_usage for e in engines), default=0.0),
         ttft_p99_s=s.ttft_p99_s if s else None,
         tpot_p99_s=s.tpot_p99_s if s else None,
-        reason=reason,
+        reason=policy.last_reason,
+        why=policy.last_why,
     )
 
 
