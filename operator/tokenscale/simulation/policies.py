@@ -73,6 +73,14 @@ class TokenscalePolicy:
         """Set by the simulator from the fleet, as the operator measures it from its pods."""
         self.last: Decision | None = None
 
+    @property
+    def spec(self) -> InferenceServiceSpec:
+        return self.stepper.spec
+
+    @property
+    def forecast(self) -> Plan:
+        return self.stepper.forecast
+
     def decide(self, now: float, snap: Snapshot | None, current: int) -> int:
         """One observation (the snapshot Prometheus answers at ``now``), one step."""
         step = self.stepper.step(self.state, Observation(now, snap), now, self.lead_time_s)
