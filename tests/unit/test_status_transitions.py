@@ -244,3 +244,16 @@ def test_a_status_part_that_does_not_validate_is_dropped_not_fatal() -> None:
     kube.run(_metrics(SNAP))
     assert kube.body["status"]["decision"]["source"] == "metrics"
     assert "nonsense" not in kube.body["status"]["scaling"]
+
+
+def test_a_scaled_event_names_the_workloads_count_before_and_the_cause_numbers() -> None:
+    kube = FakeKube(_body(scaling={"minReplicas": 1, "maxReplicas": 20}))
+    kube.run(_metrics(SNAP))
+    before = kube.objects["Deployment"]["spec"]["replicas"]
+    busy = SNAP.model_copy(update={"kv_usage_max": 0.97, "running": 40.0})
+    kube.run(_metrics(busy))
+    after = kube.objects["Deployment"]["spec"]["replicas"]
+    assert after > before
+    scaled = [m for _, reason, m in kube.events if reason == "Scaled"]
+    assert scaled == [f"Scaled {before}→{after}: kv_usage 0.97 ≥ 0.9 on 1 reporting"]
+    assert kube.body["status"]["decision"]["cause"] == "Pressure"
