@@ -25,6 +25,8 @@ from tokenscale.controller.telemetry import Telemetry
 from tokenscale.kube.client import Kube
 from tokenscale.metrics import PrometheusConfig, PrometheusSource
 from tokenscale.metrics.promql import QueryConfig
+from tokenscale.render.labels import INFERENCE_SERVICE_LABEL
+from tokenscale.render.names import label_value
 from tokenscale.scaling import Snapshot
 
 log = logging.getLogger(__name__)
@@ -88,23 +90,46 @@ class FleetMetrics:
     error: str | None = None
 
     def refresh(self) -> None:
+        """Replace the read; a source that raises leaves no data (every service holds) and its
+        error in ``error``, never an exception out of the resync cycle."""
         if self.source is None:
             return
-        self.snapshots = self.source.snapshots(self.namespaces, time.time())
-        self.running_by_pod = self.source.running_by_pod(self.namespaces)
+        try:
+            self.snapshots = self.source.snapshots(self.namespaces, time.time())
+            self.running_by_pod = self.source.running_by_pod(self.namespaces)
+            self.error = self.source.last_error
+            kinds = [p.kind for p in self.source.problems]
+        except Exception as exc:  # a bug in reading must not stop the fleet's reconciles
+            log.exception("metrics: the fleet read failed")
+            self.snapshots, self.running_by_pod = {}, {}
+            self.error = f"the metrics read failed: {type(exc).__name__}: {str(exc)[:200]}"
+            kinds = ["other"]
         log.debug("metrics: %d services, per-pod %s", len(self.snapshots), self.running_by_pod)
-        self.error = self.source.last_error
-        self.telemetry.record_query_errors(self.source.last_error)
+        self.telemetry.record_query_errors(kinds)
 
     def view(self, key: tuple[str, str]) -> MetricsView | None:
+        """The metrics of InferenceService ``key`` (namespace, metadata.name), found by the
+        label its pods carry (``render/labels.py``: the name, or the derived value when the
+        name is not a valid label value), which the PodMonitor copies into the series."""
         if self.source is None:
             return None
+        ns, name = key
+        series_key = (ns, label_value(name))
+        snapshot = self.snapshots.get(series_key)
+        error = self.error
+        if snapshot is None and error is None:
+            q = self.source.cfg.query
+            error = (
+                f'no vLLM series with {q.namespace_label}="{ns}", '
+                f'{q.service_label}="{series_key[1]}" in Prometheus (the pods\' label '
+                f"{INFERENCE_SERVICE_LABEL}; is the PodMonitor scraping them?)"
+            )
         return MetricsView(
-            snapshot=self.snapshots.get(key),
-            source_error=self.error,
+            snapshot=snapshot,
+            source_error=error,
             now_s=time.time(),
             stale_after_s=self.stale_after_s,
-            running_by_pod=self.running_by_pod.get(key),
+            running_by_pod=self.running_by_pod.get(series_key),
         )
 
 
@@ -193,6 +218,10 @@ async def resync_forever(
                 await asyncio.to_thread(run, item)
             except kopf.TemporaryError as exc:
                 log.warning("resync: %s", exc)
+            except Exception:  # one service's failure never stops another's reconcile
+                meta = item.get("metadata") or {}
+                ns, name = meta.get("namespace"), meta.get("name")
+                log.exception("resync: %s/%s failed; the others go on", ns, name)
 
     async def cycle() -> None:
         if not run.may_act():

@@ -61,7 +61,7 @@ class Telemetry:
         )
         self.query_errors = Counter(
             "tokenscale_prometheus_query_errors",
-            "Failed PromQL queries by kind",
+            "Failed PromQL queries and implausible samples, by kind",
             ("kind",),
             registry=r,
         )
@@ -135,19 +135,11 @@ class Telemetry:
         if plan.cost_per_million_output_tokens is not None:
             self.cost.labels(*svc).set(plan.cost_per_million_output_tokens)
 
-    def record_query_errors(self, error: str | None) -> None:
-        for part in (error or "").split("; "):
-            if not part:
-                continue
-            kind = (
-                "timeout"
-                if "timed out" in part
-                else "unreachable"
-                if "unreachable" in part
-                else "http"
-                if "Prometheus answered" in part
-                else "other"
-            )
+    def record_query_errors(self, kinds: list[str]) -> None:
+        """One count per failed query or implausible sample, by kind (``timeout``,
+        ``unreachable``, ``http``, ``answer``: a 200 that is not a vector, ``value``: a sample
+        not finite or out of range, ``other``)."""
+        for kind in kinds:
             self.query_errors.labels(kind).inc()
 
 
