@@ -17,9 +17,17 @@ from tokenscale.api.errors import SpecError
 from tokenscale.api.inference_service import InferenceService
 from tokenscale.api.manifest import parse_inference_service
 from tokenscale.api.profile import parse_profile
-from tokenscale.api.status import Condition, InferenceServiceStatus, ScalingStateStatus
+from tokenscale.api.status import InferenceServiceStatus, ScalingStateStatus
 from tokenscale.controller.graceful import DELETION_COST, deletion_costs
 from tokenscale.controller.lead_time import lead_time_s
+from tokenscale.controller.ownership import REASON as NAME_CONFLICT
+from tokenscale.controller.ownership import (
+    NameConflict,
+    announced,
+    conflict_message,
+    conflict_status,
+    name_conflicts,
+)
 from tokenscale.controller.status import (
     condition,
     decision_status,
@@ -41,8 +49,8 @@ from tokenscale.controller.workload import (
     remove_stale,
     selector_drift,
 )
-from tokenscale.kube.client import Kube
-from tokenscale.kube.drift import differences
+from tokenscale.kube.client import FIELD_MANAGER, Kube
+from tokenscale.kube.drift import differences, managed_by
 from tokenscale.kube.lws import LwsNotInstalledError
 from tokenscale.planning import Plan, plan_service
 from tokenscale.render import Owner, render_bundle, selector_string
@@ -125,7 +133,16 @@ def _reject(
             ready_condition(previous, False, observed, now, gen),
             condition(previous, "PlanFeasible", "False", reason, message, now, gen),
             deployment_condition(previous, observed, now, gen),
-            _carry(previous, "MetricsAvailable", now, gen),
+            # no decision is made for a spec that cannot be served: nothing rests on metrics
+            condition(
+                previous,
+                "MetricsAvailable",
+                "Unknown",
+                "NotEvaluated",
+                "no decision while the spec cannot be served",
+                now,
+                gen,
+            ),
         ],
         plan=summary,
         # the engine's memory outlives a bad spec; the decision and live numbers do not
@@ -136,18 +153,6 @@ def _reject(
     )
     _write_status(kube, body, status, new_status)
     return outcome
-
-
-def _carry(previous: list[dict[str, Any]], ctype: str, now: str, gen: int | None) -> Condition:
-    old = next((c for c in previous if c.get("type") == ctype), None)
-    if old is not None:
-        try:
-            return Condition.model_validate(old)
-        except ValidationError:
-            pass
-    return condition(
-        previous, ctype, "Unknown", "NotEvaluated", "the plan is not feasible", now, gen
-    )
 
 
 def _decide(
@@ -232,18 +237,18 @@ def reconcile(
         previous_decision=previous_decision,
     )
     live_workload = None
-    for obj in bundle.objects:
-        kind = obj["kind"]
-        read = {
-            "Service": kube.read_service,
-            "PodDisruptionBudget": kube.read_pdb,
-        }.get(kind) or reader(kube, kind)
+    lives = [_read_live(kube, ns, obj) for obj in bundle.objects]
+    taken = name_conflicts(bundle.objects, lives, uid)
+    if taken:  # applying would adopt, merge into or (by GC) delete what is not ours
+        return _name_conflict(kube, body, taken, plan, service, now, emit, outcome)
+    for obj, read_back in zip(bundle.objects, lives, strict=True):
+        kind, live = obj["kind"], read_back
         child = obj["metadata"]["name"]  # the InferenceService's name, or one derived from it
-        live = read(ns, child)
         # the reader chose the type (a PDB may be served as policy/v1beta1 on old clusters)
         desired = {k: v for k, v in obj.items() if k not in ("apiVersion", "kind")}
-        diff = differences(desired, live) if live is not None else ["(missing)"]
-        diff = diff or selector_drift(obj, live)
+        owned = managed_by(live, FIELD_MANAGER)
+        diff = differences(desired, live, owned=owned) if live is not None else ["(missing)"]
+        diff = diff or selector_drift(obj, live, owned)
         if diff:
             if kind == "Deployment" and live is not None:
                 _least_work_first(kube, ns, name, obj, live, metrics)
@@ -258,7 +263,7 @@ def reconcile(
             live = applied
         if kind in WORKLOAD_KINDS:
             live_workload = {**(live or {}), "kind": kind}
-            replaced = remove_stale(kube, ns, child, kind, owner=name)
+            replaced = remove_stale(kube, ns, child, kind, owner=name, uid=uid)
             if replaced is not None:
                 message = (
                     f"Replaced {replaced} {child} by {kind} {child}: a replica now spans "
@@ -311,6 +316,43 @@ def reconcile(
         ttft_p99=ttft_display(now_live, summary),
     )
     _write_status(kube, body, status, new_status)
+    return outcome
+
+
+def _read_live(kube: Kube, ns: str, obj: dict[str, Any]) -> dict[str, Any] | None:
+    kind = obj["kind"]
+    read = {
+        "Service": kube.read_service,
+        "PodDisruptionBudget": kube.read_pdb,
+    }.get(kind) or reader(kube, kind)
+    return read(ns, obj["metadata"]["name"])
+
+
+def _name_conflict(
+    kube: Kube,
+    body: Mapping[str, Any],
+    taken: list[NameConflict],
+    plan: Plan,
+    service: InferenceService,
+    now: str,
+    emit: EventSink,
+    outcome: Outcome,
+) -> Outcome:
+    """Nothing applied; ``Ready=False`` NameConflict and one Warning event per new conflict."""
+    meta = body["metadata"]
+    status, previous = _previous(body)
+    if not announced(previous, taken):
+        message = conflict_message(taken)
+        emit("Warning", NAME_CONFLICT, message)
+        outcome.events.append(("Warning", NAME_CONFLICT, message))
+    summary = plan_summary(
+        plan, service.spec.slo.ttft_p99_seconds, service.spec.slo.tpot_p99_seconds
+    )
+    new_status = conflict_status(
+        previous, status, taken, summary, selector_string(meta["name"]), now, meta.get("generation")
+    )
+    _write_status(kube, body, status, new_status)
+    outcome.decision, outcome.replicas = None, None
     return outcome
 
 
