@@ -39,6 +39,7 @@ from tokenscale.simulation import (
     simulate,
 )
 from tokenscale.simulation.result import Explanation
+from tokenscale.simulation.span import check_span, cut_idle_gaps
 from tokenscale.simulation.trace import TraceFormat
 
 
@@ -200,7 +201,11 @@ def simulate_command(
             unit,
             source=trace.name,
         )
-        scaled = scale_trace(parsed, time_scale, rate_scale, seed)
+        cut = cut_idle_gaps(parsed)
+        for note in cut.notes:
+            warn(note)
+        check_span(cut.trace, time_scale)
+        scaled = scale_trace(cut.trace, time_scale, rate_scale, seed)
         names: list[PolicyName] = (
             list(POLICIES) if policy == PolicyChoice.all else [cast(PolicyName, policy.value)]
         )
