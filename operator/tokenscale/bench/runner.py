@@ -21,8 +21,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 import aiohttp
-from pydantic import ValidationError
 from prometheus_client.parser import text_string_to_metric_families
+from pydantic import ValidationError
 
 from tokenscale.api.profile import BenchProfile, BenchStep, Phase
 from tokenscale.bench.analysis import (
