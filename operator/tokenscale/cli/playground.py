@@ -24,7 +24,7 @@ from tokenscale.api.errors import SpecError
 from tokenscale.cli.inputs import bad_input, fail_invalid, read_input
 from tokenscale.data import AZURE_CONVERSATION, bundled_trace
 from tokenscale.playground.load import shaped_trace
-from tokenscale.playground.service import default_spec_path, load_service
+from tokenscale.playground.service import InfeasiblePlanError, default_spec_path, load_service
 from tokenscale.playground.session import (
     Frame,
     Playground,
@@ -204,6 +204,9 @@ def playground_command(
     path = spec or default_spec_path()
     try:
         service = load_service(read_input(path), str(path))
+    except InfeasiblePlanError as err:  # valid, but nothing can serve it: exit 1, as `plan`
+        Console(stderr=True).print(f"error: {err}", markup=False, highlight=False, soft_wrap=True)
+        raise typer.Exit(1) from err
     except SpecError as err:
         fail_invalid(err, path)
         return
