@@ -4,16 +4,21 @@ The stand-in (tests/support/prometheus_standin.py, a fake) answers the instant-q
 crafted bodies that a real Prometheus cannot be made to send.
 """
 
+import math
 import time
 from collections.abc import Iterator
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from tests.support.prometheus_standin import PrometheusStandIn, vector
 from tokenscale.controller.resync import FleetMetrics
 from tokenscale.controller.telemetry import Telemetry
 from tokenscale.metrics import PrometheusConfig, PrometheusSource
+from tokenscale.metrics.answers import QueryProblem, judge_vector
+from tokenscale.metrics.bounds import RANGES, judged, value_range
 from tokenscale.metrics.promql import QueryConfig, queries, running_per_pod
 from tokenscale.render.names import label_value
 from tokenscale.scaling import Snapshot
@@ -223,3 +228,31 @@ def test_a_missing_service_is_named_by_the_label_looked_for(standin: PrometheusS
     assert view.source_error is not None
     assert f'inferenceservice="{label_value(name)}"' in view.source_error
     assert label_value(name) != name
+
+
+JSON = st.recursive(
+    st.none() | st.booleans() | st.floats() | st.integers() | st.text(max_size=8),
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=8), inner),
+    max_leaves=20,
+)
+
+
+@given(JSON)
+@settings(max_examples=300, deadline=None)
+def test_no_answer_body_raises(body: object) -> None:
+    """Any JSON a server may send is judged: a list of samples or a named problem."""
+    judged_body = judge_vector("q", body)
+    assert isinstance(judged_body, list | QueryProblem)
+
+
+@given(st.sampled_from([*sorted(RANGES), "ttft_p99_s", "queue_mean_s"]), JSON)
+@settings(max_examples=300, deadline=None)
+def test_a_value_is_finite_and_in_range_or_a_problem(field: str, raw: object) -> None:
+    value, problem = judged(field, [1e9, raw])
+    low, high = value_range(field)
+    if value is None:
+        assert problem
+    else:
+        assert problem is None
+        assert math.isfinite(value)
+        assert low <= value <= high
