@@ -6,9 +6,10 @@ a label map, ``1e400``); a proxy or another server speaking the query API can. E
 about the API is left out: the operator only ever calls the instant-query endpoint.
 
 ``answers`` maps a PromQL string (as ``tokenscale.metrics.promql.queries`` writes it) to what is
-sent back: a JSON-able body (HTTP 200), a ``(status, body)`` pair, or a ``str`` sent verbatim
-(for bodies JSON cannot write, such as a bare ``1e400``). Unmapped queries answer the empty
-vector. ``seen`` records each query asked.
+sent back: a JSON-able body (HTTP 200), a ``(status, body)`` pair, a ``str`` sent verbatim
+(for bodies JSON cannot write, such as a bare ``1e400``), or a callable returning one of those
+at each request (for samples that must look fresh). Unmapped queries answer the empty vector.
+``seen`` records each query asked.
 """
 
 import http.server
@@ -46,6 +47,8 @@ class PrometheusStandIn:
                 query = urllib.parse.parse_qs(url.query).get("query", [""])[0]
                 outer.seen.append(query)
                 answer = outer.answers.get(query, EMPTY)
+                if callable(answer):
+                    answer = answer()
                 status, body = answer if isinstance(answer, tuple) else (200, answer)
                 self._send(status, body)
 
