@@ -7,6 +7,9 @@ calls it makes); tests/integration/test_ownership.py runs the same cases on a re
 import copy
 from typing import Any
 
+import pytest
+from kubernetes.client.exceptions import ApiException
+
 from tests.unit.test_status_transitions import SNAP, FakeKube, _body, _condition, _metrics
 from tokenscale.controller.ownership import holder, is_ours, name_conflicts
 from tokenscale.controller.reconcile import reconcile
@@ -164,3 +167,28 @@ def test_a_selector_key_another_manager_added_is_not_drift() -> None:
     assert selector_drift(desired, live, {"f:spec": {"f:selector": {"f:a": {}}}}) == []
     mine = {"f:spec": {"f:selector": {"f:a": {}, "f:mesh": {}}}}
     assert selector_drift(desired, live, mine) == [".spec.selector"]
+
+
+class RefusingKube(FakeKube):
+    """Refuses every Deployment as the API server does an immutable-field change."""
+
+    def apply(self, obj: dict[str, Any]) -> dict[str, Any]:
+        if obj["kind"] == "Deployment":
+            raise ApiException(
+                status=422,
+                reason="Unprocessable Entity",
+                body='{"kind":"Status","message":"Deployment.apps \\"test\\" is invalid: '
+                'spec.selector: Invalid value: field is immutable","code":422}',
+            )
+        return super().apply(obj)
+
+
+def test_a_refused_object_is_reported_in_status_not_left_empty() -> None:
+    kube = RefusingKube(_body())
+    with pytest.raises(ApiException):
+        _run(kube)  # the caller posts one ApplyFailed event per distinct error and retries
+    ready = _condition(kube.body, "Ready")
+    assert (ready["status"], ready["reason"]) == ("False", "ApplyFailed")
+    assert "the API server refused Deployment test: 422 Unprocessable Entity" in ready["message"]
+    assert "field is immutable" in ready["message"]
+    assert kube.body["status"]["plan"]["replicas"] >= 1

@@ -7,9 +7,12 @@ InferenceService whose derived name collides, ``chat.v2`` → ``chat-v2-f5101bcf
 :class:`NameConflict`: reconcile applies nothing (so it neither adopts the object, merges into
 it, nor lets garbage collection reach it when the InferenceService goes) and reports
 ``Ready=False`` with reason ``NameConflict`` and one Warning event naming the object and its
-owner.
+owner. An object the API server refuses (a 4xx that retrying cannot fix) is reported the same
+way, with reason ``ApplyFailed``, so the status is never left empty.
 """
 
+import contextlib
+import json
 from dataclasses import dataclass
 from typing import Any
 
@@ -38,6 +41,20 @@ class NameConflict:
             f"InferenceService ({self.holder}); tokenscale leaves it alone. Rename or delete "
             f"that {self.kind}, or rename this InferenceService"
         )
+
+
+def refused(exc: Exception) -> bool:
+    """An API error that retrying the same object cannot fix (4xx but 409 and 429)."""
+    code = getattr(exc, "status", None)
+    return isinstance(code, int) and 400 <= code < 500 and code not in (409, 429)
+
+
+def refusal(exc: Exception) -> str:
+    """``422 Unprocessable Entity: <the server's message>`` from an ApiException."""
+    detail = str(getattr(exc, "body", "") or "")
+    with contextlib.suppress(ValueError, AttributeError):
+        detail = str(json.loads(detail).get("message") or detail)
+    return f"{getattr(exc, 'status', '')} {getattr(exc, 'reason', '')}: {detail[:400]}".strip()
 
 
 def controller_reference(live: dict[str, Any]) -> dict[str, Any] | None:
@@ -97,20 +114,46 @@ def conflict_status(
     now: str,
     generation: int | None,
 ) -> InferenceServiceStatus:
-    """Nothing was applied: ``Ready=False`` (NameConflict); the plan is reported, the engine's
-    memory is kept as it was, the decision and live numbers are left out."""
+    """Nothing was applied: ``Ready=False`` (NameConflict); see :func:`unapplied_status`."""
+    taken = ", ".join(f"{c.kind} {c.name}" for c in conflicts)
+    return unapplied_status(
+        previous,
+        status,
+        REASON,
+        conflict_message(conflicts),
+        f"not applied: {taken} taken",
+        plan,
+        selector,
+        now,
+        generation,
+    )
+
+
+def unapplied_status(
+    previous: list[dict[str, Any]],
+    status: dict[str, Any],
+    reason: str,
+    message: str,
+    deployment_message: str,
+    plan: PlanSummary,
+    selector: str,
+    now: str,
+    generation: int | None,
+) -> InferenceServiceStatus:
+    """The rendered objects are not (all) in place: ``Ready=False`` with ``reason``; the plan is
+    reported, the engine's memory is kept as it was, the decision and live numbers are left
+    out (nothing was decided that the cluster carries)."""
     try:
         kept = ScalingStateStatus.model_validate(status.get("scaling"))
     except ValueError:
         kept = None
-    message = conflict_message(conflicts)
     return InferenceServiceStatus(
         observed_generation=generation,
         replicas=0,
         ready_replicas=0,
         selector=selector,
         conditions=[
-            condition(previous, "Ready", "False", REASON, message, now, generation),
+            condition(previous, "Ready", "False", reason, message, now, generation),
             condition(
                 previous,
                 "PlanFeasible",
@@ -124,8 +167,8 @@ def conflict_status(
                 previous,
                 "DeploymentAvailable",
                 "False",
-                REASON,
-                "not applied: " + ", ".join(f"{c.kind} {c.name}" for c in conflicts) + " taken",
+                reason,
+                deployment_message,
                 now,
                 generation,
             ),
@@ -144,7 +187,7 @@ def _not_evaluated(previous: list[dict[str, Any]], now: str, generation: int | N
         "MetricsAvailable",
         "Unknown",
         "NotEvaluated",
-        "no decision while a name is taken",
+        "no decision applied: see the Ready condition",
         now,
         generation,
     )

@@ -11,6 +11,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+from kubernetes.client.exceptions import ApiException
 from pydantic import ValidationError
 
 from tokenscale.api.errors import SpecError
@@ -27,6 +28,9 @@ from tokenscale.controller.ownership import (
     conflict_message,
     conflict_status,
     name_conflicts,
+    refusal,
+    refused,
+    unapplied_status,
 )
 from tokenscale.controller.status import (
     condition,
@@ -258,6 +262,10 @@ def reconcile(
                 return _reject(
                     kube, body, "LeaderWorkerSetMissing", str(err), now, emit, plan, service
                 )
+            except ApiException as exc:  # refused, not lost: say so in status, then the retry
+                if refused(exc):
+                    _apply_refused(kube, body, kind, child, exc, plan, service, now)
+                raise
             outcome.applied.append(kind)
             _announce(kind, obj, live, diff, decision, previous_decision, emit, outcome)
             live = applied
@@ -354,6 +362,38 @@ def _name_conflict(
     _write_status(kube, body, status, new_status)
     outcome.decision, outcome.replicas = None, None
     return outcome
+
+
+def _apply_refused(
+    kube: Kube,
+    body: Mapping[str, Any],
+    kind: str,
+    child: str,
+    exc: ApiException,
+    plan: Plan,
+    service: InferenceService,
+    now: str,
+) -> None:
+    """The API server refused an object (4xx other than a conflict or throttling): Ready=False
+    ApplyFailed in status; the caller's event and retry follow."""
+    meta = body["metadata"]
+    status, previous = _previous(body)
+    message = f"the API server refused {kind} {child}: {refusal(exc)}"
+    summary = plan_summary(
+        plan, service.spec.slo.ttft_p99_seconds, service.spec.slo.tpot_p99_seconds
+    )
+    new_status = unapplied_status(
+        previous,
+        status,
+        "ApplyFailed",
+        message,
+        f"{kind} {child} not applied",
+        summary,
+        selector_string(meta["name"]),
+        now,
+        meta.get("generation"),
+    )
+    _write_status(kube, body, status, new_status)
 
 
 def _layout(plan: Plan) -> str:
