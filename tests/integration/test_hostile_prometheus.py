@@ -140,6 +140,10 @@ def test_bad_answers_are_problems_and_the_other_services_go_on(
         assert "-3000ms" not in str(bad.get("ttftP99"))
         assert objects.deployment("bad").spec.replicas <= 6
         wait_for(lambda: _counter(port, "answer") > 0, 30, "answer errors counted")
+        own = requests.get(f"http://127.0.0.1:{port}/metrics", timeout=5).text
+        # the operator's own series carry the label the vLLM series do: they join
+        assert f'inferenceservice="{label_value(LONG)}"' in own
+        assert f'inferenceservice="{LONG}"' not in own
         assert _counter(port, "value") > 0
         time.sleep(6)  # more cycles: the statuses keep moving, nothing froze
         assert objects.get("good")["status"]["live"]["at"] != good["live"]["at"]

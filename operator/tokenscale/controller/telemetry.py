@@ -1,6 +1,8 @@
 """The operator's own metrics (prometheus-client), served on ``--metrics-port``.
 
-Per InferenceService (labels ``namespace``, ``inferenceservice``): desired replicas per
+Per InferenceService (labels ``namespace`` and ``inferenceservice``, the value its pods carry
+in ``tokenscale.io/inferenceservice``: the name, or the derived value when the name is not a
+valid label value, so these series join the vLLM series by the same label): desired replicas per
 constraint and in total, actual and ready replicas, the binding constraint, scale events by
 direction and source, decisions held for missing metrics, observed vs SLO TTFT/TPOT P99, KV
 usage, cost per 1M output tokens. Operator-wide: reconcile and evaluation duration
@@ -10,6 +12,7 @@ histograms, Prometheus query errors by kind. Base units, ``_total`` counters.
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, start_http_server
 
 from tokenscale.planning.result import Plan
+from tokenscale.render.names import label_value
 from tokenscale.scaling import Decision, Snapshot
 
 SERVICE = ("namespace", "inferenceservice")
@@ -98,7 +101,7 @@ class Telemetry:
         actual: int,
         ready: int,
     ) -> None:
-        svc = (ns, name)
+        svc = (ns, label_value(name))
         r = plan.sized
         for constraint, value in (
             ("throughput", r.throughput),
