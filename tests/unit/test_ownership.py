@@ -8,6 +8,8 @@ import copy
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from kubernetes.client.exceptions import ApiException
 
 from tests.unit.test_status_transitions import SNAP, FakeKube, _body, _condition, _metrics
@@ -129,7 +131,11 @@ METRICS = {"name": "metrics", "port": 9100, "targetPort": 9100, "protocol": "TCP
 
 def _applied(*ports: dict[str, Any]) -> dict[str, Any]:
     keys = {
-        f'k:{{"port":{p["port"]},"protocol":"TCP"}}': {".": {}, "f:name": {}, "f:port": {}}
+        f'k:{{"port":{p["port"]},"protocol":"{p.get("protocol", "TCP")}"}}': {
+            ".": {},
+            "f:name": {},
+            "f:port": {},
+        }
         for p in ports
     }
     return {
@@ -192,3 +198,30 @@ def test_a_refused_object_is_reported_in_status_not_left_empty() -> None:
     assert "the API server refused Deployment test: 422 Unprocessable Entity" in ready["message"]
     assert "field is immutable" in ready["message"]
     assert kube.body["status"]["plan"]["replicas"] >= 1
+
+
+PORT = st.fixed_dictionaries(
+    {"port": st.integers(1, 65535), "protocol": st.sampled_from(["TCP", "UDP"])},
+    optional={"name": st.sampled_from(["http", "metrics", "grpc"])},
+)
+
+
+@given(
+    st.lists(PORT, max_size=4, unique_by=lambda p: (p["port"], p["protocol"])),
+    st.lists(PORT, max_size=4, unique_by=lambda p: (p["port"], p["protocol"])),
+)
+@settings(max_examples=200, deadline=None)
+def test_items_others_add_are_never_drift_and_ours_always_are(
+    ours: list[dict[str, Any]], theirs: list[dict[str, Any]]
+) -> None:
+    """Server-side apply's merge of a list map: desired ⊆ live by key, whatever else is there;
+    any extra item our manager owns is drift."""
+    keys = {(p["port"], p["protocol"]) for p in ours}
+    extra = [p for p in theirs if (p["port"], p["protocol"]) not in keys]
+    live = _service(ours + extra, [_applied(*ours)])
+    desired = {"spec": {"selector": {"a": "1"}, "ports": ours}}
+    assert differences(desired, live, owned=managed_by(live, "tokenscale")) == []
+    if extra:  # the same extras, applied by us earlier and no longer rendered
+        stale = _service(ours + extra, [_applied(*ours, *extra)])
+        found = differences(desired, stale, owned=managed_by(stale, "tokenscale"))
+        assert len(found) == len(extra)

@@ -77,7 +77,10 @@ def holder(live: dict[str, Any]) -> str:
     meta = live.get("metadata") or {}
     ref = controller_reference(live)
     if ref is not None:
-        return f"controlled by {ref.get('kind')} {ref.get('name')}"
+        uid = str(ref.get("uid") or "")[:8]  # a namesake deleted and created again differs here
+        return f"controlled by {ref.get('kind')} {ref.get('name')}" + (
+            f" (uid {uid}…)" if uid else ""
+        )
     parts = []
     owners = [f"{r.get('kind')} {r.get('name')}" for r in meta.get("ownerReferences") or []]
     parts.append("owned by " + ", ".join(owners) if owners else "no controller")

@@ -159,7 +159,7 @@ def differences(
         for key, value in desired.items():
             where = f"{path}.{key}"
             if isinstance(value, list) and isinstance(live.get(key), list):
-                keys = _list_keys(key, value)
+                keys = _list_keys(key, value or live[key])  # an empty list: key by the live
                 if keys is not None:
                     out.extend(
                         _list_map_differences(value, live[key], keys, where, _child(owned, key))
