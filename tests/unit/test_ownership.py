@@ -225,3 +225,18 @@ def test_items_others_add_are_never_drift_and_ours_always_are(
         stale = _service(ours + extra, [_applied(*ours, *extra)])
         found = differences(desired, stale, owned=managed_by(stale, "tokenscale"))
         assert len(found) == len(extra)
+
+
+def test_an_infeasible_spec_does_not_report_a_foreign_workloads_replicas() -> None:
+    kube = FakeKube(_body(model={"name": "meta-llama/Llama-3.1-405B", "catalog": "llama-3.1-405b"}))
+    kube.body["spec"]["hardware"] = {"gpu": "L4-24GB", "tensorParallelSize": 1}
+    kube.objects["Deployment"] = {
+        "kind": "Deployment",
+        "metadata": {"name": "test"},
+        "spec": {"replicas": 9},
+        "status": {"readyReplicas": 9},
+    }
+    _run(kube)
+    assert _condition(kube.body, "PlanFeasible")["status"] == "False"
+    assert kube.body["status"]["replicas"] == 0
+    assert kube.body["status"]["readyReplicas"] == 0

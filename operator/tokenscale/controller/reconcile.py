@@ -27,6 +27,7 @@ from tokenscale.controller.ownership import (
     announced,
     conflict_message,
     conflict_status,
+    is_ours,
     name_conflicts,
     refusal,
     refused,
@@ -57,7 +58,7 @@ from tokenscale.kube.client import FIELD_MANAGER, Kube
 from tokenscale.kube.drift import differences, managed_by
 from tokenscale.kube.lws import LwsNotInstalledError
 from tokenscale.planning import Plan, plan_service
-from tokenscale.render import Owner, render_bundle, selector_string
+from tokenscale.render import Owner, child_name, render_bundle, selector_string
 from tokenscale.render.labels import CONFIG_HASH_ANNOTATION
 from tokenscale.scaling import Decision, EngineInput, Snapshot, decide, decide_plan_only
 
@@ -118,7 +119,9 @@ def _reject(
     if old.get("status") != "False" or old.get("message") != message:
         emit("Warning", reason, message)
         outcome.events.append(("Warning", reason, message))
-    observed = observe_workload(read_workload(kube, ns, name))
+    workload = read_workload(kube, ns, child_name(name))
+    # a workload of that name that is not ours says nothing about this InferenceService
+    observed = observe_workload(workload if workload and is_ours(workload, meta["uid"]) else None)
     summary = (
         plan_summary(plan, service.spec.slo.ttft_p99_seconds, service.spec.slo.tpot_p99_seconds)
         if plan is not None and plan.replicas is not None and service is not None
