@@ -5,7 +5,8 @@ ranges are physical (a KV usage or a hit rate is a fraction, a count, a rate or 
 never negative) and then generous: a latency above a day, more than a million requests per
 second, a billion tokens per second or 100,000 replicas of one service is beyond any fleet
 this operator sizes, so such a value is a broken exporter, a proxy or a hand-written series,
-and the field is left unknown with the reason (the engine then holds instead of acting on it).
+and the field is left unknown with the reason (without a queue or KV reading, or without any
+engine reporting, the engine holds).
 ``NaN`` is an empty rate window (0/0) and is named as such, not as an error.
 """
 

@@ -1,7 +1,8 @@
 """PURE: the time span a trace asks the simulator to replay, cut or refused before it starts.
 
-The simulator steps through every second of the replay (about 5 s of computing per simulated
-hour per policy), so a span is bounded before anything is simulated:
+The simulator scrapes and decides at every interval (15 s by default) across the whole replay,
+so its cost grows with the span (the README measured about 5 s of computing per simulated hour
+per policy); a span is bounded before anything is simulated:
 
 - an idle gap longer than :data:`MAX_IDLE_GAP_S` (no request arrives) is cut to that length:
   by then every policy has scaled to its floor, so the rest of the gap changes nothing but
