@@ -51,9 +51,12 @@ def test_fields_the_server_adds_are_not_drift() -> None:
     ("live_patch", "path"),
     [
         ({"replicas": 5}, ".spec.replicas"),
-        ({"args": ["--a", "2"]}, ".spec.template.spec.containers[0].args[1]"),
-        ({"args": ["--a", "1", "--b"]}, ".spec.template.spec.containers[0].args"),
-        ({"gpu": "1"}, ".spec.template.spec.containers[0].resources.limits.nvidia.com/gpu"),
+        ({"args": ["--a", "2"]}, ".spec.template.spec.containers[name=vllm].args[1]"),
+        ({"args": ["--a", "1", "--b"]}, ".spec.template.spec.containers[name=vllm].args"),
+        (
+            {"gpu": "1"},
+            ".spec.template.spec.containers[name=vllm].resources.limits.nvidia.com/gpu",
+        ),
     ],
 )
 def test_manual_edits_are_drift(live_patch: dict[str, object], path: str) -> None:

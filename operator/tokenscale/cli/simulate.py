@@ -189,6 +189,7 @@ def simulate_command(
         scale_trace,
         simulate,
     )
+    from tokenscale.simulation.span import check_span, cut_idle_gaps  # noqa: PLC0415
     from tokenscale.simulation.window import window  # noqa: PLC0415
 
     if arrival_unit not in ("s", "ms"):
@@ -234,7 +235,11 @@ def simulate_command(
             unit,
             source=trace.name,
         )
-        scaled = scale_trace(window(parsed, start_s, duration_s), time_scale, rate_scale, seed)
+        cut = cut_idle_gaps(window(parsed, start_s, duration_s))
+        for note in cut.notes:
+            warn(note)
+        check_span(cut.trace, time_scale)
+        scaled = scale_trace(cut.trace, time_scale, rate_scale, seed)
         names: list[PolicyName] = (
             list(POLICIES) if policy == PolicyChoice.all else [cast("PolicyName", policy.value)]
         )

@@ -17,6 +17,7 @@ import kopf
 
 from tokenscale.api.crd import PLURAL
 from tokenscale.api.inference_service import API_GROUP, API_VERSION, KIND
+from tokenscale.controller.diffbase import DigestDiffBaseStorage
 from tokenscale.controller.resync import Reconciler, fleet_metrics, resync_forever
 from tokenscale.controller.settings import Settings
 from tokenscale.controller.telemetry import Telemetry
@@ -47,7 +48,8 @@ def build_registry(
     @kopf.on.startup(registry=registry)
     def configure(settings: kopf.OperatorSettings, **_: Any) -> None:
         settings.persistence.progress_storage = kopf.AnnotationsProgressStorage(prefix=KOPF_PREFIX)
-        settings.persistence.diffbase_storage = kopf.AnnotationsDiffBaseStorage(
+        # a digest, not the whole object: a spec near 256 KiB still fits (controller/diffbase.py)
+        settings.persistence.diffbase_storage = DigestDiffBaseStorage(
             prefix=KOPF_PREFIX, key="last-handled-configuration"
         )
         settings.posting.level = logging.INFO

@@ -18,6 +18,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+from kubernetes.client.exceptions import ApiException
+
 from tokenscale.api.errors import SpecError
 from tokenscale.api.inference_service import InferenceService
 from tokenscale.api.manifest import parse_inference_service
@@ -26,6 +28,18 @@ from tokenscale.api.status import Condition, DecisionStatus, InferenceServiceSta
 from tokenscale.controller.graceful import DELETION_COST, deletion_costs
 from tokenscale.controller.lead_time import lead_time_s
 from tokenscale.controller.model_config_ref import with_hf_config
+from tokenscale.controller.ownership import REASON as NAME_CONFLICT
+from tokenscale.controller.ownership import (
+    NameConflict,
+    announced,
+    conflict_message,
+    conflict_status,
+    is_ours,
+    name_conflicts,
+    refusal,
+    refused,
+    unapplied_status,
+)
 from tokenscale.controller.status import (
     condition,
     decision_status,
@@ -49,14 +63,13 @@ from tokenscale.controller.workload import (
     remove_stale,
     selector_drift,
 )
-from tokenscale.kube.client import Kube
-from tokenscale.kube.drift import differences
+from tokenscale.kube.client import FIELD_MANAGER, Kube
+from tokenscale.kube.drift import differences, managed_by
 from tokenscale.kube.lws import KIND as LWS_KIND
 from tokenscale.kube.lws import LwsNotInstalledError
 from tokenscale.planning import Plan, plan_service
-from tokenscale.render import Owner, render_bundle, selector_string
+from tokenscale.render import Owner, child_name, render_bundle, selector_string
 from tokenscale.render.labels import CONFIG_HASH_ANNOTATION
-from tokenscale.render.names import child_name
 from tokenscale.scaling import Decision, ScalingState, Snapshot, decide_plan_only
 from tokenscale.scaling.cause import Cause
 from tokenscale.scaling.memory import limited, trusted
@@ -137,7 +150,9 @@ def _reject(
     if old is None or old.status != "False" or old.message != message:
         emit("Warning", reason, message)
         outcome.events.append(("Warning", reason, message))
-    observed = observe_workload(read_workload(kube, ns, name))
+    workload = read_workload(kube, ns, child_name(name))
+    # a workload of that name that is not ours says nothing about this InferenceService
+    observed = observe_workload(workload if workload and is_ours(workload, meta["uid"]) else None)
     summary = (
         plan_summary(plan, service.spec.slo.ttft_p99_seconds, service.spec.slo.tpot_p99_seconds)
         if plan is not None and plan.replicas is not None and service is not None
@@ -152,7 +167,16 @@ def _reject(
             ready_condition(previous, False, observed, now, gen),
             condition(previous, "PlanFeasible", "False", reason, message, now, gen),
             deployment_condition(previous, observed, now, gen),
-            _carry(previous, "MetricsAvailable", now, gen),
+            # no decision is made for a spec that cannot be served: nothing rests on metrics
+            condition(
+                previous,
+                "MetricsAvailable",
+                "Unknown",
+                "NotEvaluated",
+                "no decision while the spec cannot be served",
+                now,
+                gen,
+            ),
         ],
         plan=summary,
         # the engine's memory outlives a bad spec; the decision and live numbers do not
@@ -324,18 +348,22 @@ def reconcile(
     for problem in outcome.memory_problems:
         log.warning("%s/%s: %s", ns, name, problem)
     live_workload = None
-    for obj in bundle.objects:
-        kind = obj["kind"]
-        read = {
-            "Service": kube.read_service,
-            "PodDisruptionBudget": kube.read_pdb,
-        }.get(kind) or reader(kube, kind)
+    # one read per object; the workload was read already, before deciding
+    lives = [
+        workload_now if obj["kind"] == workload_kind else _read_live(kube, ns, obj)
+        for obj in bundle.objects
+    ]
+    taken = name_conflicts(bundle.objects, lives, uid)
+    if taken:  # applying would adopt, merge into or (by GC) delete what is not ours
+        return _name_conflict(kube, body, taken, plan, service, now, emit, outcome)
+    for obj, read_back in zip(bundle.objects, lives, strict=True):
+        kind, live = obj["kind"], read_back
         child = obj["metadata"]["name"]  # the InferenceService's name, or one derived from it
-        live = workload_now if kind == workload_kind else read(ns, child)
         # the reader chose the type (a PDB may be served as policy/v1beta1 on old clusters)
         desired = {k: v for k, v in obj.items() if k not in ("apiVersion", "kind")}
-        diff = differences(desired, live) if live is not None else ["(missing)"]
-        diff = diff or selector_drift(obj, live)
+        owned = managed_by(live, FIELD_MANAGER)
+        diff = differences(desired, live, owned=owned) if live is not None else ["(missing)"]
+        diff = diff or selector_drift(obj, live, owned)
         if diff:
             if kind == "Deployment" and live is not None:
                 _least_work_first(kube, ns, name, obj, live, metrics)
@@ -345,12 +373,16 @@ def reconcile(
                 return _reject(
                     kube, body, "LeaderWorkerSetMissing", str(err), now, emit, plan, service
                 )
+            except ApiException as exc:  # refused, not lost: say so in status, then the retry
+                if refused(exc):
+                    _apply_refused(kube, body, kind, child, exc, plan, service, now)
+                raise
             outcome.applied.append(kind)
             _announce(kind, obj, live, diff, decision, emit, outcome)
             live = applied
         if kind in WORKLOAD_KINDS:
             live_workload = {**(live or {}), "kind": kind}
-            replaced = remove_stale(kube, ns, child, kind, owner=name)
+            replaced = remove_stale(kube, ns, child, kind, owner=name, uid=uid)
             if replaced is not None:
                 message = (
                     f"Replaced {replaced} {child} by {kind} {child}: a replica now spans "
@@ -408,6 +440,77 @@ def reconcile(
     )
     _write_status(kube, body, new_status)
     return outcome
+
+
+def _read_live(kube: Kube, ns: str, obj: dict[str, Any]) -> dict[str, Any] | None:
+    kind = obj["kind"]
+    read = {
+        "Service": kube.read_service,
+        "PodDisruptionBudget": kube.read_pdb,
+    }.get(kind) or reader(kube, kind)
+    return read(ns, obj["metadata"]["name"])
+
+
+def _name_conflict(
+    kube: Kube,
+    body: Mapping[str, Any],
+    taken: list[NameConflict],
+    plan: Plan,
+    service: InferenceService,
+    now: str,
+    emit: EventSink,
+    outcome: Outcome,
+) -> Outcome:
+    """Nothing applied; ``Ready=False`` NameConflict and one Warning event per new conflict."""
+    meta = body["metadata"]
+    status, _ = read_status(body.get("status"))
+    previous = status.conditions
+    if not announced(previous, taken):
+        message = conflict_message(taken)
+        emit("Warning", NAME_CONFLICT, message)
+        outcome.events.append(("Warning", NAME_CONFLICT, message))
+    summary = plan_summary(
+        plan, service.spec.slo.ttft_p99_seconds, service.spec.slo.tpot_p99_seconds
+    )
+    new_status = conflict_status(
+        previous, status, taken, summary, selector_string(meta["name"]), now, meta.get("generation")
+    )
+    _write_status(kube, body, new_status)
+    outcome.decision, outcome.replicas = None, None
+    return outcome
+
+
+def _apply_refused(
+    kube: Kube,
+    body: Mapping[str, Any],
+    kind: str,
+    child: str,
+    exc: ApiException,
+    plan: Plan,
+    service: InferenceService,
+    now: str,
+) -> None:
+    """The API server refused an object (4xx other than a conflict or throttling): Ready=False
+    ApplyFailed in status; the caller's event and retry follow."""
+    meta = body["metadata"]
+    status, _ = read_status(body.get("status"))
+    previous = status.conditions
+    message = f"the API server refused {kind} {child}: {refusal(exc)}"
+    summary = plan_summary(
+        plan, service.spec.slo.ttft_p99_seconds, service.spec.slo.tpot_p99_seconds
+    )
+    new_status = unapplied_status(
+        previous,
+        status,
+        "ApplyFailed",
+        message,
+        f"{kind} {child} not applied",
+        summary,
+        selector_string(meta["name"]),
+        now,
+        meta.get("generation"),
+    )
+    _write_status(kube, body, new_status)
 
 
 def _layout(plan: Plan) -> str:

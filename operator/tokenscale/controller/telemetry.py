@@ -1,6 +1,8 @@
 """The operator's own metrics (prometheus-client), served on ``--metrics-port``.
 
-Per InferenceService (labels ``namespace``, ``inferenceservice``): desired replicas per
+Per InferenceService (labels ``namespace`` and ``inferenceservice``, the value its pods carry
+in ``tokenscale.io/inferenceservice``: the name, or the derived value when the name is not a
+valid label value, so these series join the vLLM series by the same label): desired replicas per
 constraint and in total, actual and ready replicas, the binding constraint, scale events by
 direction and source, decisions held for missing metrics, observed vs SLO TTFT/TPOT P99, KV
 usage, cost per 1M output tokens. Operator-wide: reconcile and evaluation duration
@@ -11,6 +13,7 @@ from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, star
 
 from tokenscale.metrics.source import QueryError
 from tokenscale.planning.result import Plan
+from tokenscale.render.names import label_value
 from tokenscale.scaling import Decision, Snapshot
 from tokenscale.scaling.cause import Cause
 
@@ -63,7 +66,7 @@ class Telemetry:
         )
         self.query_errors = Counter(
             "tokenscale_prometheus_query_errors",
-            "Failed PromQL queries by kind",
+            "Failed PromQL queries and implausible samples, by kind",
             ("kind",),
             registry=r,
         )
@@ -102,7 +105,7 @@ class Telemetry:
     ) -> None:
         """``previous``: the workload's replicas before a new decision (None: the stored
         decision was re-applied, or no workload existed); a change counts as a scale event."""
-        svc = (ns, name)
+        svc = (ns, label_value(name))
         r = plan.sized
         for constraint, value in (
             ("throughput", r.throughput),
@@ -141,7 +144,9 @@ class Telemetry:
             self.cost.labels(*svc).set(plan.cost_per_million_output_tokens)
 
     def record_query_errors(self, errors: list[QueryError]) -> None:
-        """One count per failed query of the last read, labelled with its typed kind."""
+        """One count per failed query or implausible sample of the last read, by its typed kind
+        (``timeout``, ``unreachable``, ``http``, ``answer``: a 200 that is not a vector,
+        ``value``: a sample not finite or out of range, ``other``)."""
         for error in errors:
             self.query_errors.labels(error.kind.value).inc()
 

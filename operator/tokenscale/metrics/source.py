@@ -17,6 +17,10 @@ class QueryErrorKind(StrEnum):
     UNREACHABLE = "unreachable"
     HTTP = "http"
     """Prometheus answered, with an error status."""
+    ANSWER = "answer"
+    """A 200 whose body is not a vector of samples (``metrics/answers.py``)."""
+    VALUE = "value"
+    """A sample that is not finite or out of its plausible range (``metrics/bounds.py``)."""
     OTHER = "other"
 
 
