@@ -177,7 +177,7 @@ def test_the_fleet_read_counts_answers_and_values_by_kind(standin: PrometheusSta
     }
     telemetry = Telemetry()
     source = PrometheusSource(PrometheusConfig(url=standin.url))
-    fleet = FleetMetrics(source, None, 60.0, telemetry)
+    fleet = FleetMetrics(source, None, 60.0, telemetry, interval_s=15.0)
     fleet.refresh()
     assert _counted(telemetry, "answer") == 1
     assert _counted(telemetry, "value") == 1
@@ -189,7 +189,9 @@ def test_a_source_that_raises_leaves_the_fleet_holding() -> None:
             raise KeyError("data")
 
     telemetry = Telemetry()
-    fleet = FleetMetrics(Broken(PrometheusConfig(url="http://x")), None, 60.0, telemetry)
+    fleet = FleetMetrics(
+        Broken(PrometheusConfig(url="http://x")), None, 60.0, telemetry, interval_s=15.0
+    )
     fleet.refresh()
     view = fleet.view((NS, SVC))
     assert view is not None
@@ -208,7 +210,7 @@ def test_metrics_are_found_by_the_label_the_pods_carry(standin: PrometheusStandI
         (_labels(label_value(name), pod="p-1"), "3")
     )
     fleet = FleetMetrics(
-        PrometheusSource(PrometheusConfig(url=standin.url)), None, 60.0, Telemetry()
+        PrometheusSource(PrometheusConfig(url=standin.url)), None, 60.0, Telemetry(), 15.0
     )
     fleet.refresh()
     view = fleet.view((NS, name))
@@ -220,7 +222,7 @@ def test_metrics_are_found_by_the_label_the_pods_carry(standin: PrometheusStandI
 
 def test_a_missing_service_is_named_by_the_label_looked_for(standin: PrometheusStandIn) -> None:
     fleet = FleetMetrics(
-        PrometheusSource(PrometheusConfig(url=standin.url)), None, 60.0, Telemetry()
+        PrometheusSource(PrometheusConfig(url=standin.url)), None, 60.0, Telemetry(), 15.0
     )
     fleet.refresh()
     name = "summarise-the-quarterly-reports-for-the-finance-team-with-llama-8b"
