@@ -6,19 +6,24 @@ from pydantic import Field
 
 from tokenscale.api.base import ApiModel
 
-ConditionType = Literal["Ready", "PlanFeasible", "DeploymentAvailable", "MetricsAvailable"]
+ConditionType = Literal[
+    "Ready", "PlanFeasible", "DeploymentAvailable", "MetricsAvailable", "ProductionReady"
+]
 CONDITION_TYPES: tuple[ConditionType, ...] = (
     "Ready",
     "PlanFeasible",
     "DeploymentAvailable",
     "MetricsAvailable",
+    "ProductionReady",
 )
 
 
 class Condition(ApiModel):
     """A Kubernetes-style condition."""
 
-    type: str = Field(description="Ready, PlanFeasible, DeploymentAvailable, MetricsAvailable.")
+    type: str = Field(
+        description="Ready, PlanFeasible, DeploymentAvailable, MetricsAvailable, ProductionReady."
+    )
     status: Literal["True", "False", "Unknown"] = Field(description="True, False or Unknown.")
     reason: str = Field(description="CamelCase reason.")
     message: str = Field(default="", description="Human-readable detail with the numbers.")

@@ -23,6 +23,7 @@ from tokenscale.api.k8s_names import is_dns1123_label
 from tokenscale.api.manifest import parse_manifests
 from tokenscale.catalog import GPU_CATALOG, MODEL_CATALOG, count_params
 from tokenscale.cli.bench import bench_command
+from tokenscale.cli.check import check_command
 from tokenscale.cli.inputs import bad_input, fail_invalid, read_input, warn
 from tokenscale.cli.plan_view import curve_table, dumps, print_plans, sweep_table, to_data
 from tokenscale.cli.playground import playground_command
@@ -434,6 +435,7 @@ def catalog() -> None:
 app.command("simulate")(simulate_command)
 app.command("bench")(bench_command)
 app.command("playground")(playground_command)
+app.command("check")(check_command)
 
 
 def main() -> None:

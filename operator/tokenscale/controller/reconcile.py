@@ -20,6 +20,7 @@ from tokenscale.api.profile import parse_profile
 from tokenscale.api.status import Condition, InferenceServiceStatus, ScalingStateStatus
 from tokenscale.controller.graceful import DELETION_COST, deletion_costs
 from tokenscale.controller.lead_time import lead_time_s
+from tokenscale.controller.readiness import production_ready_condition
 from tokenscale.controller.status import (
     condition,
     decision_status,
@@ -304,6 +305,15 @@ def reconcile(
             ),
             deployment_condition(previous, observed, now, gen),
             metrics_condition(previous, now, gen, None if metrics is None else decision),
+            production_ready_condition(
+                previous,
+                service.spec,
+                plan,
+                bundle.objects,
+                None if metrics is None else metrics.snapshot,
+                now,
+                gen,
+            ),
         ],
         last_scale_time=now if scaled else status.get("lastScaleTime", now),
         scaling=scaling_state_status(decision.state, lead_time) if metrics is not None else None,
