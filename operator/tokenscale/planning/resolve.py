@@ -19,6 +19,7 @@ from tokenscale.planning.inputs import (
     valid_tp_sizes,
     vllm_serving_defaults,
 )
+from tokenscale.planning.speculative import SpeculativeSetup, resolve_speculative
 
 
 @dataclass(frozen=True)
@@ -31,6 +32,8 @@ class Resolved:
     gpu_key: str
     model: ResolvedModel
     defaults: ServingDefaults
+    speculative: SpeculativeSetup | None = None
+    """``spec.serving.speculative`` sized (``enabled`` says whether this question uses it)."""
 
     def tp_sizes(self) -> list[int]:
         """The tensor-parallel sizes to plan: the pinned one (checked), or every valid one."""
@@ -47,11 +50,13 @@ class Resolved:
 def resolve(spec: InferenceServiceSpec, name: str = "") -> Resolved:
     """Resolve ``spec`` (raises :class:`SpecError` for invalid input)."""
     gpu = resolve_gpu(spec)
+    model = resolve_model(spec)
     return Resolved(
         spec=spec,
         name=name,
         gpu=gpu,
         gpu_key=spec.hardware.gpu or gpu.name,
-        model=resolve_model(spec),
+        model=model,
         defaults=vllm_serving_defaults(gpu),
+        speculative=resolve_speculative(spec, model),
     )
