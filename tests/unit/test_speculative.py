@@ -13,13 +13,14 @@ from hypothesis import strategies as st
 from typer.testing import CliRunner
 
 from tests.helpers import manifest, spec
+from tests.unit.test_status_transitions import SNAP, FakeKube, _body, _metrics
 from tokenscale.api.errors import SpecError
 from tokenscale.cli.app import app
 from tokenscale.planning import plan_service
 from tokenscale.planning.conditions import forecast_conditions
 from tokenscale.planning.planner import layout_of, perf_at
 from tokenscale.planning.resolve import resolve
-from tokenscale.planning.speculative import tokens_per_step
+from tokenscale.planning.speculative import tokens_per_step, with_measured_acceptance
 from tokenscale.render.engine_args import engine_args
 
 runner = CliRunner()
@@ -221,3 +222,26 @@ def test_an_unknown_draft_names_its_field() -> None:
 def test_extra_args_cannot_override_the_speculative_config() -> None:
     with pytest.raises(Exception, match=r"spec\.serving\.speculative"):
         spec(serving={"extraArgs": ["--speculative-config={}"]})
+
+
+def test_a_measured_acceptance_replaces_the_assumed_one_for_a_named_method() -> None:
+    named = _spec({"method": "ngram", "acceptanceRate": 0.7})
+    assert with_measured_acceptance(named, None) is named
+    calibrated = with_measured_acceptance(named, 0.42)
+    assert calibrated.serving.speculative is not None
+    assert calibrated.serving.speculative.acceptance_rate == 0.42
+    assert with_measured_acceptance(named, 1.0).serving.speculative.acceptance_rate == 0.99  # type: ignore[union-attr]
+    auto = _spec({"method": "auto", "acceptanceRate": 0.7})
+    assert with_measured_acceptance(auto, 0.42) is auto
+
+
+def test_status_shows_the_measured_rate_and_the_plan_made_with_it() -> None:
+    body = _body(**LONG, serving={"speculative": {"method": "ngram", "acceptanceRate": 0.7}})
+    kube = FakeKube(body)
+    kube.run(None)
+    assert "α=0.70" in kube.body["status"]["plan"]["speculative"]
+    kube.run(_metrics(SNAP.model_copy(update={"spec_decode_acceptance_rate": 0.42})))
+    status = kube.body["status"]
+    assert status["live"]["specDecodeAcceptanceRate"] == 0.42
+    assert "α=0.42" in status["plan"]["speculative"]
+    assert kube.body["spec"]["serving"]["speculative"]["acceptanceRate"] == 0.7  # spec untouched

@@ -46,6 +46,7 @@ from tokenscale.kube.client import Kube
 from tokenscale.kube.drift import differences
 from tokenscale.kube.lws import LwsNotInstalledError
 from tokenscale.planning import Plan, plan_service
+from tokenscale.planning.speculative import with_measured_acceptance
 from tokenscale.render import Owner, render_bundle, selector_string
 from tokenscale.render.labels import CONFIG_HASH_ANNOTATION
 from tokenscale.scaling import Decision, EngineInput, Snapshot, decide, decide_plan_only
@@ -212,7 +213,13 @@ def reconcile(
     ns, name, uid, gen = meta["namespace"], meta["name"], meta["uid"], meta.get("generation")
     try:
         service = with_profile(kube, ns, parse_inference_service(dict(body)))
-        plan = plan_service(service.spec, name)
+        measured = metrics.snapshot if metrics is not None else None
+        plan = plan_service(
+            with_measured_acceptance(
+                service.spec, measured.spec_decode_acceptance_rate if measured else None
+            ),
+            name,
+        )
     except SpecError as err:
         return _reject(kube, body, "InvalidSpec", str(err), now, emit)
     if plan.replicas is None:  # nothing can serve; a bound shortfall still deploys, flagged

@@ -53,7 +53,10 @@ FIELDS = {
     "generation_tps": "generation_tps",
     "prefix_hit_rate": "prefix_cache_hit_rate",
     "preemptions": "preemptions_per_s",
+    "spec_decode_acceptance": "spec_decode_acceptance_rate",
 }
+#: Fields only some engines have (speculative decoding): their absence is not a problem.
+OPTIONAL_FIELDS = frozenset({"spec_decode_acceptance_rate"})
 
 
 @dataclass(frozen=True)
@@ -196,6 +199,8 @@ def _assemble(results: list[_Result], cfg: QueryConfig, now_s: float) -> dict[Se
     for key in set(counts) | set(values):
         fields = dict(values.get(key, {}))
         for name, target in FIELDS.items():
+            if target in OPTIONAL_FIELDS and target not in fields:
+                continue
             if target not in fields and not any(p.startswith(f"{target}:") for p in problems[key]):
                 why = by_name[name].error or "no series"
                 problems[key].append(f"{target}: {why}")

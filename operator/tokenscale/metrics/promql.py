@@ -87,6 +87,9 @@ def queries(cfg: QueryConfig, namespaces: list[str] | None) -> dict[str, str]:
         "generation_tps": rate(v.GENERATION_TOKENS),
         "prefix_hit_rate": (f"{rate(v.PREFIX_CACHE_HITS)} / {rate(v.PREFIX_CACHE_QUERIES)}"),
         "preemptions": rate(v.NUM_PREEMPTIONS),
+        # speculative decoding: accepted ÷ drafted tokens (vLLM's own acceptance rate)
+        "spec_decode_acceptance": f"{rate(v.SPEC_DECODE_NUM_ACCEPTED_TOKENS)} / "
+        f"{rate(v.SPEC_DECODE_NUM_DRAFT_TOKENS)}",
         "newest_sample": f"max by ({g}) (timestamp({v.NUM_REQUESTS_RUNNING}{s}))",
     }
 

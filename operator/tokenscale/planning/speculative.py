@@ -295,3 +295,20 @@ def not_modelled(setup: SpeculativeSetup, plan: Plan, why: str) -> Plan:
         source=setup.source,
     )
     return plan.model_copy(update={"speculative": estimate})
+
+
+def with_measured_acceptance(
+    spec: InferenceServiceSpec, measured: float | None
+) -> InferenceServiceSpec:
+    """``spec`` planning with the acceptance rate vLLM measured (accepted ÷ drafted tokens)
+    instead of the one assumed, for a named method (``auto`` keeps the assumed rate: with
+    speculation off nothing is measured, so a measured rate would switch it back and forth).
+    Unchanged when nothing was measured."""
+    s = spec.serving.speculative
+    if s is None or s.method == "auto" or measured is None or not 0.0 <= measured <= 1.0:
+        return spec
+    rate = min(measured, 0.99)
+    serving = spec.serving.model_copy(
+        update={"speculative": s.model_copy(update={"acceptance_rate": rate})}
+    )
+    return spec.model_copy(update={"serving": serving})
