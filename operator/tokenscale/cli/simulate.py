@@ -18,6 +18,7 @@ from rich.text import Text
 
 from tokenscale.api.errors import SpecError
 from tokenscale.api.manifest import parse_manifests
+from tokenscale.cli.drill_view import drill_data, print_drill
 from tokenscale.cli.inputs import (
     TableOrJson,
     bad_input,
@@ -38,6 +39,8 @@ from tokenscale.simulation import (
     scale_trace,
     simulate,
 )
+from tokenscale.simulation.drills import drill, recommend_redundancy
+from tokenscale.simulation.faults import Fault, parse_fault
 from tokenscale.simulation.result import Explanation
 from tokenscale.simulation.trace import TraceFormat
 
@@ -158,6 +161,14 @@ def simulate_command(
             "seconds): every signal, the forecast and the lead time.",
         ),
     ] = None,
+    fault: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--fault",
+            help="A fault drill, KIND@MM:SS (repeatable): replica-loss, cache-flush, traffic-x2, "
+            "retry-storm, long-burst. The report compares the run with and without them.",
+        ),
+    ] = None,
 ) -> None:
     """Replay a trace against a simulated vLLM fleet; compare scaling policies."""
     if arrival_unit not in ("s", "ms"):
@@ -173,6 +184,15 @@ def simulate_command(
     if plot is not None and not plot.parent.is_dir():
         raise bad_input(f"--plot {plot}: the folder {plot.parent} does not exist; create it")
     explain_at = None if explain is None else _moment(explain)
+    try:
+        faults = tuple(parse_fault(f) for f in fault or [])
+    except ValueError as exc:
+        raise bad_input(str(exc)) from exc
+    if faults and policy in (PolicyChoice.best_static, PolicyChoice.all):
+        raise bad_input(
+            f"--fault with --policy {policy.value}: drill one policy that scales or holds a "
+            "fleet (tokenscale, static, oracle, queue-threshold, kv-threshold)"
+        )
     text, trace_text = read_input(file), read_input(trace)
     try:
         services = parse_manifests(text)
@@ -219,6 +239,10 @@ def simulate_command(
             for message in setup.warnings:
                 warn(message)
             bar.update(task, completed=1)
+            if faults:
+                bar.update(task, description="drilling the faults")
+                _drill(setup, faults, names[0], output, timeline)
+                return
             results: list[SimResult] = []
             for k, name in enumerate(names):
                 bar.update(task, description=f"simulating {name}")
@@ -276,6 +300,19 @@ def simulate_command(
             )
         else:
             console.print(explanation_text(explained), highlight=False)
+
+
+def _drill(
+    setup: Setup, faults: tuple[Fault, ...], name: PolicyName, output: TableOrJson, timeline: bool
+) -> None:
+    """Run and print the drills (and, with a replica loss, the redundancy advice)."""
+    d = drill(setup, faults, name)
+    loss = next((f for f in faults if f.kind == "replica-loss"), None)
+    advice = None if loss is None else recommend_redundancy(setup, loss.at_s)
+    if output == TableOrJson.json:
+        print(json.dumps(_no_nan(drill_data(d, advice, timeline)), indent=2))
+        return
+    print_drill(Console(width=180), d, advice)
 
 
 def _moment(text: str) -> float:
