@@ -1,7 +1,10 @@
 """Fault drills: the same replay with and without the faults, and what each fault did.
 
-For each fault, requests are binned by arrival (``BIN_S``); a bin is *degraded* when its SLO
-attainment falls more than ``DEGRADED_BY`` below the same bin of the run without the fault.
+For each fault, the requests arriving from its moment on are binned by arrival (``BIN_S``
+from the fault); a bin is *degraded* when its SLO attainment falls more than ``DEGRADED_BY``
+below the same bin of the run without the fault. Requests that arrived before the fault are
+not judged here (a dead replica's requests are counted in ``events`` and in the whole run:
+they miss whatever the redundancy).
 **Recovery** lasts from the fault to the end of the last degraded bin (0: nothing degraded;
 ``None``: still degraded when the trace ends, or when the next fault strikes: the scan stops
 there, the next fault's damage being its own). **During** is the fault's moment to the end of
@@ -99,16 +102,20 @@ def with_faults(setup: Setup, faults: tuple[Fault, ...]) -> Setup:
     return other
 
 
-def _bins(trace: Trace, outcomes: list[Outcome], setup: Setup) -> dict[int, tuple[int, int]]:
-    """Per arrival bin: (requests, requests meeting the SLOs); unfinished ones count as misses."""
+def _bins(
+    trace: Trace, outcomes: list[Outcome], setup: Setup, origin_s: float
+) -> dict[int, tuple[int, int]]:
+    """Per bin of arrivals since ``origin_s`` (bin k: ``origin + k·BIN_S`` onwards): (requests,
+    requests meeting the SLOs); unfinished ones count as misses, earlier arrivals not at all."""
     seen: dict[int, int] = {}
     met: dict[int, int] = {}
     for r in trace.requests:
-        b = int(r.arrival_s // BIN_S)
-        seen[b] = seen.get(b, 0) + 1
+        if r.arrival_s >= origin_s:
+            b = int((r.arrival_s - origin_s) // BIN_S)
+            seen[b] = seen.get(b, 0) + 1
     for o in outcomes:
-        if meets(o, setup.spec.slo):
-            b = int(o.arrival_s // BIN_S)
+        if o.arrival_s >= origin_s and meets(o, setup.spec.slo):
+            b = int((o.arrival_s - origin_s) // BIN_S)
             met[b] = met.get(b, 0) + 1
     return {b: (n, min(met.get(b, 0), n)) for b, n in seen.items()}
 
@@ -138,12 +145,12 @@ def _report(
     events: list[tuple[float, str]],
     next_at_s: float | None,
 ) -> FaultReport:
-    f_bins = _bins(faulted_trace_, faulted[1], setup)
-    b_bins = _bins(setup.trace, baseline[1], setup)
-    first = int(fault.at_s // BIN_S)
-    last_bin = max(max(f_bins, default=first), first)
+    f_bins = _bins(faulted_trace_, faulted[1], setup, fault.at_s)
+    b_bins = _bins(setup.trace, baseline[1], setup, fault.at_s)
+    first = 0
+    last_bin = max(f_bins, default=first)
     if next_at_s is not None:  # the next fault's damage is its own
-        last_bin = max(first, min(last_bin, int(next_at_s // BIN_S) - 1))
+        last_bin = max(first, min(last_bin, int((next_at_s - fault.at_s) // BIN_S) - 1))
     degraded = [
         b
         for b in range(first, last_bin + 1)
@@ -156,8 +163,8 @@ def _report(
         recovery, end_bin = None, last_bin
     else:
         end_bin = degraded[-1]
-        recovery = max(0.0, (end_bin + 1) * BIN_S - fault.at_s)
-    end_s = (end_bin + 1) * BIN_S
+        recovery = (end_bin + 1) * BIN_S
+    end_s = fault.at_s + (end_bin + 1) * BIN_S
     during = _window(faulted[0].timeline, fault.at_s, end_s)
     before = _window(baseline[0].timeline, fault.at_s, end_s)
     decisions: list[str] = []
