@@ -11,7 +11,9 @@ from tokenscale.api.base import ApiModel
 class Condition(ApiModel):
     """A Kubernetes-style condition."""
 
-    type: str = Field(description="Ready, PlanFeasible, DeploymentAvailable, MetricsAvailable.")
+    type: str = Field(
+        description="Ready, PlanFeasible, DeploymentAvailable, MetricsAvailable, ProductionReady."
+    )
     status: Literal["True", "False", "Unknown"] = Field(description="True, False or Unknown.")
     reason: str = Field(description="CamelCase reason.")
     message: str = Field(default="", description="Human-readable detail with the numbers.")
@@ -47,6 +49,11 @@ class PlanSummary(ApiModel):
     sources: dict[str, str] = Field(
         default_factory=dict, description="Numbers taken from a bench profile, and which step."
     )
+    speculative: str | None = Field(
+        default=None,
+        description="Speculative decoding: on or off, the acceptance rate planned with (the "
+        "measured one once vLLM reports it) and why.",
+    )
 
 
 class LiveStatus(ApiModel):
@@ -76,6 +83,9 @@ class LiveStatus(ApiModel):
     output_tps_per_replica: float | None = Field(default=None, description="Per replica.")
     prefix_cache_hit_rate: float | None = Field(default=None, description="Prefix-cache hits.")
     preemptions_per_second: float | None = Field(default=None, description="Preemptions per s.")
+    spec_decode_acceptance_rate: float | None = Field(
+        default=None, description="Speculative decoding: accepted ÷ drafted tokens, measured."
+    )
     sample_age_seconds: float | None = Field(default=None, description="Newest sample's age.")
 
 

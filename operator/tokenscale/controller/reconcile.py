@@ -40,6 +40,7 @@ from tokenscale.controller.ownership import (
     refused,
     unapplied_status,
 )
+from tokenscale.controller.readiness import production_ready_condition
 from tokenscale.controller.status import (
     condition,
     decision_status,
@@ -68,6 +69,7 @@ from tokenscale.kube.drift import differences, managed_by
 from tokenscale.kube.lws import KIND as LWS_KIND
 from tokenscale.kube.lws import LwsNotInstalledError
 from tokenscale.planning import Plan, plan_service
+from tokenscale.planning.speculative import with_measured_acceptance
 from tokenscale.render import Owner, child_name, render_bundle, selector_string
 from tokenscale.render.labels import CONFIG_HASH_ANNOTATION
 from tokenscale.scaling import Decision, ScalingState, Snapshot, decide_plan_only
@@ -315,7 +317,13 @@ def reconcile(
     try:
         service = with_profile(kube, ns, parse_inference_service(dict(body)))
         service = with_hf_config(kube, ns, service)
-        plan = plan_service(service.spec, name)
+        measured = metrics.snapshot if metrics is not None else None
+        plan = plan_service(
+            with_measured_acceptance(
+                service.spec, measured.spec_decode_acceptance_rate if measured else None
+            ),
+            name,
+        )
     except SpecError as err:
         return _reject(kube, body, "InvalidSpec", str(err), now, emit)
     if plan.replicas is None:  # nothing can serve; a bound shortfall still deploys, flagged
@@ -431,6 +439,15 @@ def reconcile(
                 metrics_condition(previous, now, gen, None if metrics is None else decision)
                 if made.on_observation
                 else _carry(previous, "MetricsAvailable", now, gen, "no metrics read yet")
+            ),
+            production_ready_condition(
+                previous,
+                service.spec,
+                plan,
+                bundle.objects,
+                None if metrics is None else metrics.snapshot,
+                now,
+                gen,
             ),
         ],
         last_scale_time=now if scaled else (status.last_scale_time or now),

@@ -137,6 +137,7 @@ def plan_summary(plan: Plan, ttft_slo: float | None, tpot_slo: float | None) -> 
         reasons=plan.infeasible_reasons,
         warnings=plan.warnings,
         sources=plan.sources,
+        speculative=plan.speculative.reason if plan.speculative is not None else None,
     )
 
 
@@ -283,6 +284,7 @@ def live_status(snap: Snapshot, at: str) -> LiveStatus:
         output_tps_per_replica=snap.output_tps_per_replica,
         prefix_cache_hit_rate=snap.prefix_cache_hit_rate,
         preemptions_per_second=snap.preemptions_per_s,
+        spec_decode_acceptance_rate=snap.spec_decode_acceptance_rate,
         sample_age_seconds=snap.newest_sample_age_s,
     )
 

@@ -58,7 +58,10 @@ FIELDS = {
     "generation_tps": "generation_tps",
     "prefix_hit_rate": "prefix_cache_hit_rate",
     "preemptions": "preemptions_per_s",
+    "spec_decode_acceptance": "spec_decode_acceptance_rate",
 }
+#: Fields only some engines have (speculative decoding): their absence is not a problem.
+OPTIONAL_FIELDS = frozenset({"spec_decode_acceptance_rate"})
 
 
 """The query-error ``kind`` of a sample whose value is not finite or not plausible."""
@@ -242,6 +245,8 @@ def _assemble(
     for key in set(counts) | set(values) | set(problems):
         fields = dict(values.get(key, {}))
         for name, target in FIELDS.items():
+            if target in OPTIONAL_FIELDS and target not in fields:
+                continue
             if target not in fields and not any(p.startswith(f"{target}:") for p in problems[key]):
                 why = by_name[name].error or "no series"
                 problems[key].append(f"{target}: {why}")

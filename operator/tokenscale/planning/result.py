@@ -58,6 +58,33 @@ class Constraint(_Frozen):
     formula: str
 
 
+class SpeculativeEstimate(_Frozen):
+    """Speculative decoding at this plan's operating batch, against the same plan without it."""
+
+    enabled: bool = Field(description="Rendered into --speculative-config")
+    reason: str = Field(description="Why on or off, in numbers")
+    method: str
+    num_speculative_tokens: int
+    acceptance_rate: float = Field(description="The rate assumed (accepted / drafted tokens)")
+    tokens_per_step: float = Field(description="(1 − α^(k+1)) / (1 − α) per target step")
+    tpot_s: float = Field(description="Mean TPOT with speculation at the load's batch")
+    tpot_without_s: float = Field(description="Mean TPOT without it, same batch")
+    throughput_ratio: float = Field(
+        description="Output tokens/s with ÷ without speculation at the operating batch"
+    )
+    operating_batch: float = Field(description="The capacity batch (throughput_ratio's)")
+    load_batch: float = Field(description="The batch a replica carries at the load (tpot_s's)")
+    break_even_batch: int = Field(
+        description="Largest batch at which speculation still emits at least as many tokens/s"
+    )
+    break_even_rps_per_replica: float = Field(
+        description="Requests/s a replica completes (without speculation) at that batch"
+    )
+    draft_weight_bytes_per_gpu: float
+    draft_kv_bytes_per_token_per_gpu: float
+    source: str = Field(description="How the proposer was sized")
+
+
 class SloCheck(_Frozen):
     name: str
     target_s: float
@@ -234,6 +261,9 @@ class Plan(_Frozen):
     curve: list[CurveStep] = Field(
         default_factory=list,
         description="Predicted closed-loop load test at concurrency 1, 2, 4, … (the KV limit)",
+    )
+    speculative: SpeculativeEstimate | None = Field(
+        default=None, description="Speculative decoding, when spec.serving.speculative is set"
     )
 
     @property
