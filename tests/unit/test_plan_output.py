@@ -160,7 +160,17 @@ def test_the_command_list_has_whole_one_line_summaries() -> None:
     assert code == 0
     commands = out[out.index("Commands:") :].splitlines()[1:]
     names = [line.split()[0] for line in commands if line.strip()]
-    assert names == ["plan", "render", "crd", "run", "catalog", "simulate", "bench", "playground"]
+    assert names == [
+        "plan",
+        "render",
+        "crd",
+        "run",
+        "catalog",
+        "simulate",
+        "bench",
+        "playground",
+        "check",
+    ]
     assert not [line for line in commands if line.rstrip().endswith("...")]
 
 

@@ -20,7 +20,6 @@ from rich.text import Text
 
 from tokenscale.api.errors import SpecError
 from tokenscale.api.manifest import parse_manifests
-from tokenscale.cli.drill_view import drill_data, print_drill
 from tokenscale.cli.inputs import (
     TableOrJson,
     bad_input,
@@ -359,6 +358,7 @@ def _drill(
     setup: Setup, faults: tuple[Fault, ...], name: PolicyName, output: TableOrJson, timeline: bool
 ) -> None:
     """Run and print the drills (and, with a replica loss, the redundancy advice)."""
+    from tokenscale.cli.drill_view import drill_data, print_drill  # noqa: PLC0415
     from tokenscale.simulation.drills import drill, recommend_redundancy  # noqa: PLC0415
 
     d = drill(setup, faults, name)
