@@ -24,6 +24,7 @@ from tokenscale.api.manifest import parse_manifests
 from tokenscale.catalog import GPU_CATALOG, MODEL_CATALOG, count_params
 from tokenscale.cli.bench import bench_command
 from tokenscale.cli.inputs import bad_input, fail_invalid, read_input, warn
+from tokenscale.cli.mix_view import print_mix
 from tokenscale.cli.plan_view import curve_table, dumps, print_plans, sweep_table, to_data
 from tokenscale.cli.playground import playground_command
 from tokenscale.cli.simulate import simulate_command
@@ -123,7 +124,11 @@ def plan(
             raise typer.Exit(1)
         return
     if output is Output.table:
-        print_plans(console, plans)
+        for p in plans:
+            if p.mix is not None:
+                print_mix(console, p)
+            else:
+                print_plans(console, [p])
         if show_curve:
             for p in plans:
                 console.print(curve_table(p))
