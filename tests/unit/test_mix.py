@@ -164,7 +164,9 @@ def test_the_mix_is_optimal_feasible_and_never_dearer_than_one_variant(
     assert lo <= sum(sol.counts) <= hi
     assert mix_capacity(options, sol.counts, routing) >= demand - 1e-9  # type: ignore[arg-type]
     for o in options:  # each variant alone, when it fits, costs at least the mix
-        alone = max(math.ceil(demand / o.capacity_rps - 1e-9) + spare, lo)
+        # a positive demand needs at least one replica, however small
+        least = 1 if demand > 0 else 0
+        alone = max(math.ceil(demand / o.capacity_rps - 1e-9) + spare, lo, least)
         if alone <= min(o.max_replicas, hi):
             assert sol.objective <= alone * o.weight + 1e-9
 
