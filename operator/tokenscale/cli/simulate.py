@@ -26,6 +26,7 @@ from tokenscale.cli.inputs import (
     read_input,
     warn,
 )
+from tokenscale.cli.simulate_mix import mixed_runs, print_mixed
 from tokenscale.simulation import (
     POLICIES,
     PolicyName,
@@ -201,6 +202,11 @@ def simulate_command(
             source=trace.name,
         )
         scaled = scale_trace(parsed, time_scale, rate_scale, seed)
+        if isvc.spec.hardware.variants is not None:  # several GPU types: fixed mixed fleets
+            runs = mixed_runs(isvc, scaled, mismatch)
+            title = f"{isvc.metadata.name}: {trace.name}, {len(scaled.requests):,} requests"
+            print_mixed(runs, output == TableOrJson.json, title)
+            return
         names: list[PolicyName] = (
             list(POLICIES) if policy == PolicyChoice.all else [cast(PolicyName, policy.value)]
         )
