@@ -1,0 +1,54 @@
+"""The namespace's GPU quota: never ask for more GPUs than a ResourceQuota leaves.
+
+A ResourceQuota bounds an extended resource as ``requests.<resource>`` (e.g.
+``requests.nvidia.com/gpu``; Kubernetes allows only the ``requests.`` form for extended
+resources). What this service may hold is ``hard − used`` plus what its own pods hold already
+(they count in ``used``). Several quotas may bound the same resource: the tightest binds.
+Pure: quota figures in, a bound out.
+"""
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class GpuQuota:
+    """One ResourceQuota's figures: ``{key: count}`` for its ``status.hard``/``status.used``."""
+
+    name: str
+    hard: Mapping[str, int]
+    used: Mapping[str, int]
+
+
+def quota_key(resource: str) -> str:
+    """The quota key of an extended resource: ``requests.<resource>``."""
+    return f"requests.{resource}"
+
+
+def gpus_left(quotas: Sequence[GpuQuota], resource: str, held: int) -> tuple[int | None, str]:
+    """GPUs of ``resource`` this service may hold in all (``held`` are its own, counted in
+    ``used``); None when no quota bounds it. The reason names the quota that binds."""
+    key = quota_key(resource)
+    best: tuple[int | None, str] = (None, f"no ResourceQuota bounds {key}")
+    for q in quotas:
+        if key not in q.hard:
+            continue
+        used = q.used.get(key, 0)
+        left = max(0, q.hard[key] - used) + held
+        if best[0] is None or left < best[0]:
+            best = (
+                left,
+                f"ResourceQuota {q.name}: {key} hard {q.hard[key]}, used {used} "
+                f"(this service holds {held})",
+            )
+    return best
+
+
+def quota_shortfall(wanted_gpus: int, allowed_gpus: int | None, resource: str) -> str | None:
+    """How far the quota leaves the wanted GPUs short (None when it does not bind)."""
+    if allowed_gpus is None or wanted_gpus <= allowed_gpus:
+        return None
+    return (
+        f"quota-limited: {wanted_gpus} {resource} wanted, {allowed_gpus} allowed "
+        f"({wanted_gpus - allowed_gpus} short)"
+    )
