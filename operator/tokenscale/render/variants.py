@@ -1,0 +1,105 @@
+"""The objects of a service with ``spec.hardware.variants``: one Deployment per variant, one
+Service and one PodDisruptionBudget over all of them.
+
+- Each variant's Deployment is named ``<service>-<variant>`` and runs its own plan (the
+  variant's TP, vLLM flags, GPU resource, node selector and tolerations); its pods carry the
+  service's labels plus ``tokenscale.io/variant: <variant>``, which its selector adds.
+- The Service selects the service's labels, so it spreads requests over every variant's pods
+  (a plain Service: round-robin; an InferencePool in front routes by load instead).
+- The PDB keeps ``ceil(needed)`` of all the service's pods (``render/service.py``).
+- The replica count per variant: the plan's mix at the plan's total; another total is reached
+  from the mix in the scale order (``scaling/variant_order.py``: cheapest capacity up, dearest
+  down).
+
+A variant whose replica spans nodes (a LeaderWorkerSet) is not rendered here: the spec is
+refused at ``spec.hardware.variants[i]``.
+"""
+
+from typing import Any
+
+from tokenscale.api.errors import SpecError, SpecIssue
+from tokenscale.api.inference_service import InferenceServiceSpec
+from tokenscale.planning.inputs import resolve_gpu
+from tokenscale.planning.result import Plan
+from tokenscale.planning.variants import variant_spec
+from tokenscale.render.deployment import deployment, pod_template
+from tokenscale.render.labels import selector_labels
+from tokenscale.render.names import child_name
+from tokenscale.render.service import pdb_min_available, pod_disruption_budget, service
+from tokenscale.scaling.variant_order import VariantSlot, scale_variants
+
+VARIANT_LABEL = "tokenscale.io/variant"
+_NAME_MAX = 63
+
+
+def variant_workload_name(name: str, variant: str) -> str:
+    """``<child name>-<variant>``, the child name cut so the whole stays a 63-character label."""
+    base = child_name(name)[: _NAME_MAX - len(variant) - 1].rstrip("-")
+    return f"{base}-{variant}"
+
+
+def variant_counts(plan: Plan, total: int) -> dict[str, int]:
+    """Replicas per variant for ``total`` replicas of a mix plan: the mix itself at its own
+    total, else from the mix in the scale order."""
+    mix = {v.name: v.replicas for v in plan.variants}
+    if total == sum(mix.values()):
+        return mix
+    slots = [
+        VariantSlot(
+            name=v.name,
+            cost_per_rps=(
+                (v.gpu_hour_price if v.gpu_hour_price is not None else 1.0)
+                * v.gpus_per_replica
+                / v.capacity_rps_per_replica
+                if v.capacity_rps_per_replica > 0
+                else float("inf")
+            ),
+            replicas=v.replicas,
+            max_replicas=v.max_replicas if v.capacity_rps_per_replica > 0 else 0,
+            gpus_per_replica=v.gpus_per_replica,
+        )
+        for v in plan.variants
+    ]
+    return scale_variants(slots, total).counts
+
+
+def variant_objects(
+    name: str,
+    namespace: str,
+    spec: InferenceServiceSpec,
+    plan: Plan,
+    total: int,
+    config_hash: Any,
+) -> list[dict[str, Any]]:
+    """Deployments per variant, then the Service and the PDB. ``config_hash`` maps a pod
+    template to its hash (``render/bundle.py``)."""
+    variants = spec.hardware.variants
+    if variants is None or len(plan.variant_plans) != len(variants):
+        raise ValueError("variant_objects needs a mix plan of a spec with variants")
+    multi = [
+        SpecIssue(
+            f"spec.hardware.variants[{i}]",
+            f"a replica of {v.resolved_name} spans {own.nodes_per_replica} nodes; variants run "
+            "one node per replica: set spec.hardware.maxNodesPerReplica to 1 or a larger GPU",
+        )
+        for i, (v, own) in enumerate(zip(variants, plan.variant_plans, strict=True))
+        if own.nodes_per_replica > 1
+    ]
+    if multi:
+        raise SpecError(multi)
+    counts = variant_counts(plan, total)
+    objs: list[dict[str, Any]] = []
+    for v, own in zip(variants, plan.variant_plans, strict=True):
+        vname = v.resolved_name
+        vspec = variant_spec(spec, v)
+        template = pod_template(name, vspec, own, resolve_gpu(vspec))
+        template["metadata"]["labels"][VARIANT_LABEL] = vname
+        obj = deployment(name, namespace, counts.get(vname, 0), template, config_hash(template))
+        obj["metadata"]["name"] = variant_workload_name(name, vname)
+        obj["metadata"]["labels"] = {**obj["metadata"]["labels"], VARIANT_LABEL: vname}
+        obj["spec"]["selector"] = {"matchLabels": {**selector_labels(name), VARIANT_LABEL: vname}}
+        objs.append(obj)
+    needed = plan.sized.needed
+    objs.append(service(name, namespace))
+    objs.append(pod_disruption_budget(name, namespace, pdb_min_available(total, needed)))
+    return objs
