@@ -24,6 +24,7 @@ class FakeKube:
         self.body = body
         self.objects: dict[str, dict[str, Any]] = {}
         self.status_writes = 0
+        self.quotas: list[dict[str, Any]] = []
 
     def read_deployment(self, ns: str, name: str) -> dict[str, Any] | None:
         return self.objects.get("Deployment")
@@ -42,6 +43,12 @@ class FakeKube:
 
     def list_pods(self, ns: str, selector: str) -> list[dict[str, Any]]:
         return []  # no pod has started: the engine uses its default lead time
+
+    def list_resource_quotas(self, ns: str) -> list[dict[str, Any]]:
+        return self.quotas
+
+    def delete_deployment(self, ns: str, name: str) -> None:
+        self.objects.pop("Deployment", None)
 
     def apply(self, obj: dict[str, Any]) -> dict[str, Any]:
         self.objects[obj["kind"]] = copy.deepcopy(obj)
@@ -144,3 +151,28 @@ def test_numbers_people_read_are_rounded() -> None:
     assert plan["costPerHour"] == pytest.approx(18.4)
     assert len(repr(plan["costPerHour"])) <= 8  # not 18.400000000000002
     assert kube.body["status"]["ttftP99"].endswith(("ms estimate", "s estimate"))
+
+
+def test_a_gpu_quota_caps_the_workload_and_says_by_how_much() -> None:
+    kube = FakeKube(_body(workload={"rps": {"mean": 40}}))
+    kube.quotas = [
+        {
+            "metadata": {"name": "team-gpus"},
+            "spec": {"hard": {"requests.nvidia.com/gpu": "2"}},
+            "status": {
+                "hard": {"requests.nvidia.com/gpu": "2", "requests.cpu": "64"},
+                "used": {"requests.nvidia.com/gpu": "0"},
+            },
+        }
+    ]
+    kube.run(None)
+    planned = kube.body["status"]["decidedReplicas"]
+    assert planned > 2
+    assert kube.objects["Deployment"]["spec"]["replicas"] == 2
+    feasible = _condition(kube.body, "PlanFeasible")
+    assert feasible["status"] == "False"
+    assert feasible["reason"] == "QuotaLimited"
+    assert (
+        f"{planned} nvidia.com/gpu wanted, 2 allowed ({planned - 2} short)" in feasible["message"]
+    )
+    assert "team-gpus" in feasible["message"]

@@ -20,6 +20,7 @@ from tokenscale.api.profile import parse_profile
 from tokenscale.api.status import Condition, InferenceServiceStatus, ScalingStateStatus
 from tokenscale.controller.graceful import DELETION_COST, deletion_costs
 from tokenscale.controller.lead_time import lead_time_s
+from tokenscale.controller.quota import quota_bound
 from tokenscale.controller.status import (
     condition,
     decision_status,
@@ -33,6 +34,7 @@ from tokenscale.controller.status import (
     status_document,
     ttft_display,
 )
+from tokenscale.controller.variants import observe_variants, remove_single_workload
 from tokenscale.controller.workload import (
     WORKLOAD_KINDS,
     observe_workload,
@@ -158,7 +160,7 @@ def _decide(
     lead_time: float | None = None,
 ) -> Decision:
     """Plan-only without a metrics source; otherwise the engine, blind-safe."""
-    if metrics is None:
+    if metrics is None or plan.mix is not None:  # a GPU mix holds its plan (no live scaling yet)
         return decide_plan_only(plan, service.spec.scaling.replicas)
     snapshot = metrics.snapshot
     if snapshot is None:
@@ -223,7 +225,10 @@ def reconcile(
     previous_decision = status.get("decidedReplicas")
     lead_time = None if metrics is None else lead_time_s(kube.list_pods(ns, selector_string(name)))
     decision = _decide(service, plan, status, metrics, lead_time)
-    bundle = render_bundle(name, ns, service.spec, plan, decision.replicas, Owner(name, uid))
+    bound = quota_bound(kube, ns, name, service.spec, plan, decision.replicas)
+    bundle = render_bundle(
+        name, ns, service.spec, plan, bound.replicas, Owner(name, uid), bound.counts
+    )
     outcome = Outcome(
         feasible=True,
         replicas=decision.replicas,
@@ -232,6 +237,7 @@ def reconcile(
         previous_decision=previous_decision,
     )
     live_workload = None
+    live_variants: list[dict[str, Any] | None] = []
     for obj in bundle.objects:
         kind = obj["kind"]
         read = {
@@ -258,6 +264,7 @@ def reconcile(
             live = applied
         if kind in WORKLOAD_KINDS:
             live_workload = {**(live or {}), "kind": kind}
+            live_variants.append(live)
             replaced = remove_stale(kube, ns, child, kind, owner=name)
             if replaced is not None:
                 message = (
@@ -268,6 +275,9 @@ def reconcile(
                 outcome.events.append(("Normal", "WorkloadReplaced", message))
 
     observed = observe_workload(live_workload)
+    if plan.mix is not None:
+        observed = observe_variants(live_variants)
+        remove_single_workload(kube, ns, name)
     outcome.ready_replicas = observed.ready_replicas if observed else 0
     scaled = previous_decision != decision.replicas
     summary = plan_summary(
@@ -294,11 +304,14 @@ def reconcile(
             condition(
                 previous,
                 "PlanFeasible",
-                "True" if plan.feasible else "False",
-                "Planned" if plan.feasible else "BelowNeed",
+                "True" if plan.feasible and bound.limited is None else "False",
+                ("Planned" if plan.feasible else "BelowNeed")
+                if bound.limited is None
+                else "QuotaLimited",
                 f"{plan.sized.total} × {_layout(plan)} planned: "
                 f"{plan.binding_constraint} binds"
-                + ("" if plan.feasible else "; " + "; ".join(plan.infeasible_reasons)),
+                + ("" if plan.feasible else "; " + "; ".join(plan.infeasible_reasons))
+                + ("" if bound.limited is None else "; " + bound.limited),
                 now,
                 gen,
             ),

@@ -249,6 +249,7 @@ def _assemble(
                 gpu=c.plan.gpu,
                 tensor_parallel_size=c.plan.tensor_parallel_size,
                 gpus_per_replica=c.plan.gpus_per_replica,
+                resource_name=resolve(c.spec, name).gpu.resource_name,
                 replicas=n,
                 gpus=gpus,
                 rps_share=share,

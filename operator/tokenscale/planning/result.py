@@ -142,6 +142,9 @@ class VariantShare(_Frozen):
     gpu: str
     tensor_parallel_size: int
     gpus_per_replica: int
+    resource_name: str = Field(
+        default="nvidia.com/gpu", description="The extended resource its pods request"
+    )
     replicas: int = Field(description="Replicas of this variant in the mix")
     gpus: int
     rps_share: float = Field(description="Fraction of the design load this variant carries")

@@ -2,6 +2,7 @@
 
 import hashlib
 import json
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -61,12 +62,14 @@ def render_bundle(
     plan: Plan,
     replicas: int,
     owner: Owner | None = None,
+    counts: Mapping[str, int] | None = None,
 ) -> RenderedBundle:
     """Deployment (or LeaderWorkerSet when a replica spans nodes), Service and PDB for
     ``replicas`` replicas of ``plan``; for a mix plan one Deployment per variant
-    (``render/variants.py``)."""
+    (``render/variants.py``; ``counts``: replicas per variant instead of the split of
+    ``replicas``)."""
     if plan.mix is not None:
-        return _render_variants(name, namespace, spec, plan, replicas, owner)
+        return _render_variants(name, namespace, spec, plan, replicas, owner, counts)
     template = pod_template(name, spec, plan, resolve_gpu(spec))
     if plan.nodes_per_replica > 1:
         templates = lws_templates(template, plan)
@@ -104,8 +107,9 @@ def _render_variants(
     plan: Plan,
     replicas: int,
     owner: Owner | None,
+    counts: Mapping[str, int] | None,
 ) -> RenderedBundle:
-    objs = variant_objects(name, namespace, spec, plan, replicas, config_hash)
+    objs = variant_objects(name, namespace, spec, plan, replicas, config_hash, counts)
     workloads = tuple(o for o in objs if o["kind"] == "Deployment")
     digest = config_hash([w["spec"]["template"] for w in workloads])
     if owner is not None:

@@ -15,6 +15,7 @@ A variant whose replica spans nodes (a LeaderWorkerSet) is not rendered here: th
 refused at ``spec.hardware.variants[i]``.
 """
 
+from collections.abc import Mapping
 from typing import Any
 
 from tokenscale.api.errors import SpecError, SpecIssue
@@ -26,7 +27,7 @@ from tokenscale.render.deployment import deployment, pod_template
 from tokenscale.render.labels import selector_labels
 from tokenscale.render.names import child_name
 from tokenscale.render.service import pdb_min_available, pod_disruption_budget, service
-from tokenscale.scaling.variant_order import VariantSlot, scale_variants
+from tokenscale.scaling.variant_order import mix_counts
 
 VARIANT_LABEL = "tokenscale.io/variant"
 _NAME_MAX = 63
@@ -38,31 +39,6 @@ def variant_workload_name(name: str, variant: str) -> str:
     return f"{base}-{variant}"
 
 
-def variant_counts(plan: Plan, total: int) -> dict[str, int]:
-    """Replicas per variant for ``total`` replicas of a mix plan: the mix itself at its own
-    total, else from the mix in the scale order."""
-    mix = {v.name: v.replicas for v in plan.variants}
-    if total == sum(mix.values()):
-        return mix
-    slots = [
-        VariantSlot(
-            name=v.name,
-            cost_per_rps=(
-                (v.gpu_hour_price if v.gpu_hour_price is not None else 1.0)
-                * v.gpus_per_replica
-                / v.capacity_rps_per_replica
-                if v.capacity_rps_per_replica > 0
-                else float("inf")
-            ),
-            replicas=v.replicas,
-            max_replicas=v.max_replicas if v.capacity_rps_per_replica > 0 else 0,
-            gpus_per_replica=v.gpus_per_replica,
-        )
-        for v in plan.variants
-    ]
-    return scale_variants(slots, total).counts
-
-
 def variant_objects(
     name: str,
     namespace: str,
@@ -70,9 +46,11 @@ def variant_objects(
     plan: Plan,
     total: int,
     config_hash: Any,
+    counts: Mapping[str, int] | None = None,
 ) -> list[dict[str, Any]]:
     """Deployments per variant, then the Service and the PDB. ``config_hash`` maps a pod
-    template to its hash (``render/bundle.py``)."""
+    template to its hash (``render/bundle.py``); ``counts`` (replicas per variant, e.g. within
+    a quota) overrides the split of ``total``."""
     variants = spec.hardware.variants
     if variants is None or len(plan.variant_plans) != len(variants):
         raise ValueError("variant_objects needs a mix plan of a spec with variants")
@@ -87,7 +65,8 @@ def variant_objects(
     ]
     if multi:
         raise SpecError(multi)
-    counts = variant_counts(plan, total)
+    if counts is None:
+        counts = mix_counts(plan, total).counts
     objs: list[dict[str, Any]] = []
     for v, own in zip(variants, plan.variant_plans, strict=True):
         vname = v.resolved_name
@@ -100,6 +79,7 @@ def variant_objects(
         obj["spec"]["selector"] = {"matchLabels": {**selector_labels(name), VARIANT_LABEL: vname}}
         objs.append(obj)
     needed = plan.sized.needed
+    running = sum(counts.values())
     objs.append(service(name, namespace))
-    objs.append(pod_disruption_budget(name, namespace, pdb_min_available(total, needed)))
+    objs.append(pod_disruption_budget(name, namespace, pdb_min_available(running, needed)))
     return objs

@@ -10,6 +10,9 @@ Pure: quota figures in, a bound out.
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
+from tokenscale.planning.result import Plan
+from tokenscale.scaling.variant_order import mix_counts
+
 
 @dataclass(frozen=True)
 class GpuQuota:
@@ -51,4 +54,52 @@ def quota_shortfall(wanted_gpus: int, allowed_gpus: int | None, resource: str) -
     return (
         f"quota-limited: {wanted_gpus} {resource} wanted, {allowed_gpus} allowed "
         f"({wanted_gpus - allowed_gpus} short)"
+    )
+
+
+@dataclass(frozen=True)
+class QuotaBound:
+    """What the quota leaves of a decision."""
+
+    replicas: int
+    """Replicas to run: the decision's, or fewer where the quota binds."""
+    counts: dict[str, int] | None
+    """Per variant (a mix plan); None for one GPU type."""
+    limited: str | None
+    """Why fewer, by how much (None when no quota binds)."""
+
+
+def bound_by_quota(
+    plan: Plan,
+    replicas: int,
+    quotas: Sequence[GpuQuota],
+    held: Mapping[str, int],
+    resource: str,
+) -> QuotaBound:
+    """Replicas (and, for a mix plan, replicas per variant in the scale order) within the GPUs
+    every quota leaves. ``held[resource]``: GPUs this service's pods request now (counted in
+    ``used``); ``resource``: the one-GPU form's extended resource."""
+    if plan.mix is not None:
+        resources = sorted({v.resource_name for v in plan.variants})
+        bounds = {r: gpus_left(quotas, r, held.get(r, 0)) for r in resources}
+        left = {r: n for r, (n, _) in bounds.items() if n is not None}
+        split = mix_counts(plan, replicas, left)
+        got = sum(split.counts.values())
+        if got >= replicas:
+            return QuotaBound(got, split.counts, None)
+        why = "; ".join(bounds[r][1] for r in left)
+        return QuotaBound(
+            got,
+            split.counts,
+            f"quota-limited: {replicas} replicas wanted, {got} fit the GPU quota "
+            f"({replicas - got} short); {why}",
+        )
+    left_one, why = gpus_left(quotas, resource, held.get(resource, 0))
+    per = max(plan.gpus_per_replica, 1)
+    if left_one is None or left_one >= replicas * per:
+        return QuotaBound(replicas, None, None)
+    fit = left_one // per
+    shortfall = quota_shortfall(replicas * per, left_one, resource)
+    return QuotaBound(
+        fit, None, f"{shortfall}: {fit} of {replicas} replicas × {per} GPUs fit; {why}"
     )

@@ -9,8 +9,11 @@ exhausted) come down first, dearest first. Ties go to the variant listed first. 
 in, counts out.
 """
 
+import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+
+from tokenscale.planning.result import Plan
 
 
 @dataclass(frozen=True)
@@ -95,3 +98,27 @@ def _summary(moves: list[str]) -> str:
         amount, _, what = m.partition(" ")
         totals[what] = totals.get(what, 0) + int(amount)
     return ", ".join(f"{n:+d} {what}" for what, n in totals.items()) or "no change"
+
+
+def mix_counts(plan: Plan, total: int, gpus_left: Mapping[str, int] | None = None) -> VariantCounts:
+    """Replicas per variant for ``total`` replicas of a mix plan: from the plan's mix, in the
+    scale order, within ``gpus_left`` (the plan's mix itself when it fits and sums to
+    ``total``). A variant's cost per RPS is its price (1 without one) × GPUs ÷ capacity."""
+    slots = [
+        VariantSlot(
+            name=v.name,
+            cost_per_rps=(
+                (v.gpu_hour_price if v.gpu_hour_price is not None else 1.0)
+                * v.gpus_per_replica
+                / v.capacity_rps_per_replica
+                if v.capacity_rps_per_replica > 0
+                else math.inf
+            ),
+            replicas=v.replicas,
+            max_replicas=v.max_replicas if v.capacity_rps_per_replica > 0 else 0,
+            gpus_per_replica=v.gpus_per_replica,
+            resource=v.resource_name,
+        )
+        for v in plan.variants
+    ]
+    return scale_variants(slots, total, gpus_left)
