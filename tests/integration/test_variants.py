@@ -1,7 +1,9 @@
 """Two GPU variants on the real API server: one Deployment per variant, and a ResourceQuota
 that binds (the operator never asks beyond it and says by how much)."""
 
+import time
 from collections.abc import Callable
+from datetime import UTC, datetime
 from typing import Any
 
 import pytest
@@ -101,3 +103,69 @@ def test_a_resource_quota_is_never_exceeded(
     assert cond["status"] == "False"
     assert "10 replicas wanted, 7 fit the GPU quota (3 short)" in cond["message"]
     assert "ResourceQuota team-gpus" in cond["message"]
+
+
+def test_a_stockout_moves_the_need_to_the_next_variant(
+    objects: Objects, namespace: str, start_operator: Callable[..., Process]
+) -> None:
+    op = start_operator(namespace)
+    objects.create(_manifest())
+    h100 = variant_workload_name(NAME, "h100-sxm-80gb")
+    wait_for(lambda: op.alive() and _replicas(objects, "h100-sxm-80gb") == 4, 60, "4 H100")
+
+    def h100_pods() -> list[Any]:
+        pods = objects.core.list_namespaced_pod(
+            namespace, label_selector="tokenscale.io/variant=h100-sxm-80gb"
+        ).items
+        return [p for p in pods if p.metadata.deletion_timestamp is None]
+
+    wait_for(lambda: len(h100_pods()) == 4, 60, "the H100 Deployment's 4 pods")
+    # the scheduler's verdict on 3 of them, 400 s ago (past the 300 s grace): no H100 left
+    since = datetime.fromtimestamp(time.time() - 400, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    for pod in h100_pods()[:3]:
+        objects.core.patch_namespaced_pod_status(
+            pod.metadata.name,
+            namespace,
+            {
+                "status": {
+                    "conditions": [
+                        {
+                            "type": "PodScheduled",
+                            "status": "False",
+                            "reason": "Unschedulable",
+                            "message": "0/3 nodes are available: 3 Insufficient nvidia.com/gpu.",
+                            "lastTransitionTime": since,
+                        }
+                    ]
+                }
+            },
+        )
+    # the need moves: the H100s keep the one placed, the L40S take the other 3
+    wait_for(
+        lambda: (
+            op.alive()
+            and _replicas(objects, "h100-sxm-80gb") == 1
+            and _replicas(objects, "l40s-48gb") == 9
+        ),
+        120,
+        "1 H100 + 9 L40S",
+    )
+    wait_for(
+        lambda: (objects.condition(NAME, "VariantExhausted") or {}).get("status") == "True",
+        30,
+        "VariantExhausted=True",
+    )
+    cond = objects.condition(NAME, "VariantExhausted")
+    assert cond is not None
+    assert "h100-sxm-80gb: 3 replica(s) could not be placed, keeps 1" in cond["message"]
+    variants = {v["name"]: v for v in objects.get(NAME)["status"]["variants"]}
+    assert variants["h100-sxm-80gb"]["exhausted"] is True
+    assert variants["h100-sxm-80gb"]["unplaced"] == 3
+    assert variants["h100-sxm-80gb"]["exhaustedSince"]
+    assert variants["l40s-48gb"] == {
+        "name": "l40s-48gb",
+        "replicas": 9,
+        "exhausted": False,
+        "unplaced": 0,
+    }
+    assert objects.deployment(h100) is not None

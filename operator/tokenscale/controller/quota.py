@@ -70,11 +70,13 @@ def quota_bound(
     spec: InferenceServiceSpec,
     plan: Plan,
     replicas: int,
+    room: Mapping[str, int] | None = None,
 ) -> QuotaBound:
-    """``replicas`` of ``plan`` within what the namespace's GPU quotas leave this service."""
+    """``replicas`` of ``plan`` within what the namespace's GPU quotas leave this service (and,
+    for a mix, within ``room[variant]``: what an exhausted variant may run)."""
     quotas = gpu_quotas(kube.list_resource_quotas(namespace))
-    if not quotas:
+    if not quotas and not room:
         return QuotaBound(replicas, None, None)
     held = held_gpus(kube.list_pods(namespace, selector_string(name)))
     resource = "" if plan.mix is not None else resolve_gpu(spec).resource_name
-    return bound_by_quota(plan, replicas, quotas, held, resource)
+    return bound_by_quota(plan, replicas, quotas, held, resource, room)

@@ -34,7 +34,14 @@ from tokenscale.controller.status import (
     status_document,
     ttft_display,
 )
-from tokenscale.controller.variants import observe_variants, remove_single_workload
+from tokenscale.controller.variants import (
+    exhausted_condition,
+    observe_variants,
+    remove_single_workload,
+    room_of,
+    stock_marks,
+    variant_statuses,
+)
 from tokenscale.controller.workload import (
     WORKLOAD_KINDS,
     observe_workload,
@@ -225,7 +232,8 @@ def reconcile(
     previous_decision = status.get("decidedReplicas")
     lead_time = None if metrics is None else lead_time_s(kube.list_pods(ns, selector_string(name)))
     decision = _decide(service, plan, status, metrics, lead_time)
-    bound = quota_bound(kube, ns, name, service.spec, plan, decision.replicas)
+    marks = stock_marks(kube, ns, name, status, now) if plan.mix is not None else {}
+    bound = quota_bound(kube, ns, name, service.spec, plan, decision.replicas, room_of(marks))
     bundle = render_bundle(
         name, ns, service.spec, plan, bound.replicas, Owner(name, uid), bound.counts
     )
@@ -307,7 +315,7 @@ def reconcile(
                 "True" if plan.feasible and bound.limited is None else "False",
                 ("Planned" if plan.feasible else "BelowNeed")
                 if bound.limited is None
-                else "QuotaLimited",
+                else bound.reason,
                 f"{plan.sized.total} × {_layout(plan)} planned: "
                 f"{plan.binding_constraint} binds"
                 + ("" if plan.feasible else "; " + "; ".join(plan.infeasible_reasons))
@@ -317,7 +325,9 @@ def reconcile(
             ),
             deployment_condition(previous, observed, now, gen),
             metrics_condition(previous, now, gen, None if metrics is None else decision),
+            *([exhausted_condition(previous, marks, now, gen)] if plan.mix is not None else []),
         ],
+        variants=variant_statuses(plan, bound.counts, marks),
         last_scale_time=now if scaled else status.get("lastScaleTime", now),
         scaling=scaling_state_status(decision.state, lead_time) if metrics is not None else None,
         live=now_live,

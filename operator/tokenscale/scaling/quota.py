@@ -66,7 +66,9 @@ class QuotaBound:
     counts: dict[str, int] | None
     """Per variant (a mix plan); None for one GPU type."""
     limited: str | None
-    """Why fewer, by how much (None when no quota binds)."""
+    """Why fewer, by how much (None when nothing binds)."""
+    reason: str = "QuotaLimited"
+    """``QuotaLimited``, or ``VariantsExhausted`` when only exhausted variants bind."""
 
 
 def bound_by_quota(
@@ -75,18 +77,28 @@ def bound_by_quota(
     quotas: Sequence[GpuQuota],
     held: Mapping[str, int],
     resource: str,
+    room: Mapping[str, int] | None = None,
 ) -> QuotaBound:
     """Replicas (and, for a mix plan, replicas per variant in the scale order) within the GPUs
     every quota leaves. ``held[resource]``: GPUs this service's pods request now (counted in
-    ``used``); ``resource``: the one-GPU form's extended resource."""
+    ``used``); ``resource``: the one-GPU form's extended resource; ``room[variant]``: the most
+    an exhausted variant may run (``scaling/stockout.py``)."""
     if plan.mix is not None:
         resources = sorted({v.resource_name for v in plan.variants})
         bounds = {r: gpus_left(quotas, r, held.get(r, 0)) for r in resources}
         left = {r: n for r, (n, _) in bounds.items() if n is not None}
-        split = mix_counts(plan, replicas, left)
+        split = mix_counts(plan, replicas, left, room)
         got = sum(split.counts.values())
         if got >= replicas:
             return QuotaBound(got, split.counts, None)
+        if not left:
+            return QuotaBound(
+                got,
+                split.counts,
+                f"no room: {replicas} replicas wanted, {got} fit the variants that are not "
+                f"exhausted ({replicas - got} short)",
+                "VariantsExhausted",
+            )
         why = "; ".join(bounds[r][1] for r in left)
         return QuotaBound(
             got,

@@ -100,10 +100,17 @@ def _summary(moves: list[str]) -> str:
     return ", ".join(f"{n:+d} {what}" for what, n in totals.items()) or "no change"
 
 
-def mix_counts(plan: Plan, total: int, gpus_left: Mapping[str, int] | None = None) -> VariantCounts:
+def mix_counts(
+    plan: Plan,
+    total: int,
+    gpus_left: Mapping[str, int] | None = None,
+    room: Mapping[str, int] | None = None,
+) -> VariantCounts:
     """Replicas per variant for ``total`` replicas of a mix plan: from the plan's mix, in the
-    scale order, within ``gpus_left`` (the plan's mix itself when it fits and sums to
-    ``total``). A variant's cost per RPS is its price (1 without one) × GPUs ÷ capacity."""
+    scale order, within ``gpus_left`` and ``room[variant]`` (an exhausted variant: what it has
+    placed), the plan's mix itself when that fits and sums to ``total``. A variant's cost per
+    RPS is its price (1 without one) × GPUs ÷ capacity."""
+    room = room or {}
     slots = [
         VariantSlot(
             name=v.name,
@@ -115,7 +122,11 @@ def mix_counts(plan: Plan, total: int, gpus_left: Mapping[str, int] | None = Non
                 else math.inf
             ),
             replicas=v.replicas,
-            max_replicas=v.max_replicas if v.capacity_rps_per_replica > 0 else 0,
+            max_replicas=(
+                min(v.max_replicas, room.get(v.name, v.max_replicas))
+                if v.capacity_rps_per_replica > 0
+                else 0
+            ),
             gpus_per_replica=v.gpus_per_replica,
             resource=v.resource_name,
         )
