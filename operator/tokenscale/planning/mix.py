@@ -137,9 +137,9 @@ def _figure(cost: float | None, gpus: int, currency: str, objective: str) -> str
     return _money(cost, currency) if objective == "cost" else f"{gpus} GPUs"
 
 
-def _shares(
-    caps: list[VariantCapacity], counts: tuple[int, ...], routing: Routing, design: float
-) -> list[float]:
+def _shares(caps: list[VariantCapacity], counts: tuple[int, ...], routing: Routing) -> list[float]:
+    """Each variant's fraction of the load: its share of the replicas (round-robin) or of the
+    capacity (load-aware)."""
     total = sum(counts)
     if total == 0:
         return [0.0 for _ in caps]
@@ -237,7 +237,7 @@ def _assemble(
     design = spec.workload.rps.design_rps
     currency = spec.cost.currency
     total = sum(counts)
-    shares = _shares(caps, counts, routing, design)
+    shares = _shares(caps, counts, routing)
     variant_rows: list[VariantShare] = []
     for c, n, share in zip(caps, counts, shares, strict=True):
         per_replica = design * share / n if n > 0 else 0.0
