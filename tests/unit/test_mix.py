@@ -297,3 +297,16 @@ def test_cli_shows_the_comparison_and_json_has_the_variant_keys() -> None:
     assert all(keys <= set(v) for v in data["variants"])
     assert data["mix"]["solver"].startswith("scipy.optimize.milp")
     assert "variant_plans" not in data
+
+
+def test_a_variant_alone_must_keep_the_services_min_replicas() -> None:
+    doc = _doc({"spec": {"workload": {"rps": {"mean": 6.5, "peak": 13}}}})
+    doc["spec"]["hardware"]["variants"][0]["maxReplicas"] = 1  # minReplicas is 2
+    p = plan_service(_svc(doc).spec, "m")
+    h100 = next(v for v in p.variants if v.name == "h100-sxm-80gb")
+    assert not h100.single_variant.feasible
+    assert "minReplicas=2 exceeds this variant's maxReplicas=1" in h100.single_variant.reason
+    assert p.mix is not None
+    assert "minReplicas=2" in p.mix.comparison
+    assert p.replicas is not None
+    assert p.replicas.total >= 2

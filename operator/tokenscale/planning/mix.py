@@ -150,14 +150,23 @@ def _shares(caps: list[VariantCapacity], counts: tuple[int, ...], routing: Routi
     return [w / whole if whole > 0 else 0.0 for w in weights]
 
 
-def _single(c: VariantCapacity) -> SingleVariant:
+def _single(c: VariantCapacity, min_replicas: int) -> SingleVariant:
+    """The variant alone: its own plan, which must also keep the service's ``minReplicas``
+    (the variant's spec lowers it to the variant's bound)."""
     p = c.plan
-    if p.feasible and p.replicas is not None:
+    feasible = p.feasible and p.replicas is not None
+    if feasible and p.replicas is not None and p.replicas.total < min_replicas:
+        feasible = False
+        reason = (
+            f"spec.scaling.minReplicas={min_replicas} exceeds this variant's maxReplicas="
+            f"{c.variant.max_replicas}"
+        )
+    elif feasible and p.replicas is not None:
         reason = f"{p.replicas.total} × {p.gpu} carry the load ({p.binding_constraint} binds)"
     else:
         reason = "; ".join(p.infeasible_reasons) or "cannot serve"
     return SingleVariant(
-        feasible=p.feasible,
+        feasible=feasible,
         replicas=p.replicas.total if p.replicas is not None else None,
         gpus=p.gpus_total,
         cost_per_hour=p.cost_per_hour,
@@ -262,7 +271,7 @@ def _assemble(
                 preference=c.variant.preference,
                 ttft_p99_at_share_s=ttft,
                 tpot_at_share_s=tpot,
-                single_variant=_single(c),
+                single_variant=_single(c, spec.scaling.min_replicas),
             )
         )
     primary_i = max(
@@ -379,16 +388,21 @@ def _comparison(
     currency: str,
     objective: str,
 ) -> str:
-    """``2 × H100 + 3 × L40S: $14.20/h vs 4 × H100 $17.60/h vs 7 × L40S (infeasible)``."""
+    """``2 × H100 + 3 × L40S: $14.20/h vs 4 × H100 $17.60/h vs L40S alone: needs 9 >
+    maxReplicas 8``."""
     text = f"{_label(caps, counts)}: {_figure(cost, gpus_total, currency, objective)}"
     for c, row in zip(caps, rows, strict=True):
         s = row.single_variant
         if s.feasible and s.replicas is not None:
             alone = _figure(s.cost_per_hour, s.gpus or 0, currency, objective)
             text += f" vs {s.replicas} × {c.plan.gpu} {alone}"
-        elif c.plan.replicas is not None:
-            need = c.plan.replicas.with_redundancy
+        elif (
+            c.plan.replicas is not None
+            and (need := c.plan.replicas.with_redundancy) > c.variant.max_replicas
+        ):
             text += f" vs {c.plan.gpu} alone: needs {need} > maxReplicas {c.variant.max_replicas}"
+        elif c.plan.replicas is not None:
+            text += f" vs {c.plan.gpu} alone: {s.reason}"
         else:
             text += f" vs {c.plan.gpu} alone: cannot serve"
     return text

@@ -24,9 +24,6 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-import numpy as np
-from scipy.optimize import Bounds, LinearConstraint, milp
-
 from tokenscale.planning.result import Routing
 
 SOLVER = "scipy.optimize.milp (HiGHS)"
@@ -65,25 +62,34 @@ def mix_capacity(options: Sequence[MixOption], counts: Sequence[int], routing: R
     return sum(o.capacity_rps * n for o, n in zip(options, counts, strict=True))
 
 
+def _dot(a: Sequence[float], b: Sequence[int]) -> float:
+    return float(sum(x * y for x, y in zip(a, b, strict=True)))
+
+
 def _solve(
-    c: np.ndarray,
+    c: list[float],
     rows: list[tuple[list[float], float, float]],
     upper: list[float],
     lower: list[float],
 ) -> tuple[list[int], float] | None:
-    a = np.array([r[0] for r in rows], dtype=float)
-    lo = np.array([r[1] for r in rows], dtype=float)
-    hi = np.array([r[2] for r in rows], dtype=float)
+    # SciPy takes a second or more to import: only a mix plan pays for it
+    import numpy as np  # noqa: PLC0415
+    from scipy.optimize import Bounds, LinearConstraint, milp  # noqa: PLC0415
+
     res = milp(
-        c=c,
-        constraints=LinearConstraint(a, lo, hi),
+        c=np.array(c, dtype=float),
+        constraints=LinearConstraint(
+            np.array([r[0] for r in rows], dtype=float),
+            np.array([r[1] for r in rows], dtype=float),
+            np.array([r[2] for r in rows], dtype=float),
+        ),
         integrality=np.ones(len(c)),
         bounds=Bounds(np.array(lower, dtype=float), np.array(upper, dtype=float)),
     )
     if res.status != 0 or res.x is None:
         return None
     counts = [round(float(x)) for x in res.x]
-    return counts, float(np.dot(c, counts))
+    return counts, _dot(c, counts)
 
 
 def _candidate_rows(
@@ -131,7 +137,7 @@ def solve_mix(
     if demand_rps <= 0 and spare == 0 and min_total == 0:
         zeros = tuple(0 for _ in options)
         return MixSolution(zeros, 0.0, 0.0)
-    weights = np.array([o.weight for o in options], dtype=float)
+    weights = [o.weight for o in options]
     best: tuple[int, int, float, list[int]] | None = None  # −preference, N, cost, counts
     stage_one: list[tuple[int, float]] = []
     for u in range(len(options)):
@@ -147,7 +153,7 @@ def solve_mix(
     least = min(cost for _, cost in stage_one)
     cap = least + _REL_TOL * max(1.0, abs(least))
     bigger = float(max_total + 1)
-    tie_break = np.array([1.0 - o.preference * bigger for o in options], dtype=float)
+    tie_break = [1.0 - o.preference * bigger for o in options]
     for u, cost in stage_one:
         if cost > cap:
             continue
@@ -162,7 +168,7 @@ def solve_mix(
                 continue
         counts = found[0]
         pref = sum(o.preference * n for o, n in zip(options, counts, strict=True))
-        key = (-pref, sum(counts), float(np.dot(weights, counts)), counts)
+        key = (-pref, sum(counts), _dot(weights, counts), counts)
         if best is None or key[:3] < best[:3]:
             best = key
     if best is None:
