@@ -25,6 +25,7 @@ class FakeKube:
         self.objects: dict[str, dict[str, Any]] = {}
         self.status_writes = 0
         self.events: list[tuple[str, str, str]] = []
+        self.quotas: list[dict[str, Any]] = []
 
     def read_deployment(self, ns: str, name: str) -> dict[str, Any] | None:
         return self.objects.get("Deployment")
@@ -43,6 +44,12 @@ class FakeKube:
 
     def list_pods(self, ns: str, selector: str) -> list[dict[str, Any]]:
         return []  # no pod has started: the engine uses its default lead time
+
+    def list_resource_quotas(self, ns: str) -> list[dict[str, Any]]:
+        return self.quotas
+
+    def delete_deployment(self, ns: str, name: str) -> None:
+        self.objects.pop("Deployment", None)
 
     def apply(self, obj: dict[str, Any]) -> dict[str, Any]:
         self.objects[obj["kind"]] = copy.deepcopy(obj)
@@ -257,3 +264,28 @@ def test_a_scaled_event_names_the_workloads_count_before_and_the_cause_numbers()
     scaled = [m for _, reason, m in kube.events if reason == "Scaled"]
     assert scaled == [f"Scaled {before}→{after}: kv_usage 0.97 ≥ 0.9 on 1 reporting"]
     assert kube.body["status"]["decision"]["cause"] == "Pressure"
+
+
+def test_a_gpu_quota_caps_the_workload_and_says_by_how_much() -> None:
+    kube = FakeKube(_body(workload={"rps": {"mean": 40}}))
+    kube.quotas = [
+        {
+            "metadata": {"name": "team-gpus"},
+            "spec": {"hard": {"requests.nvidia.com/gpu": "2"}},
+            "status": {
+                "hard": {"requests.nvidia.com/gpu": "2", "requests.cpu": "64"},
+                "used": {"requests.nvidia.com/gpu": "0"},
+            },
+        }
+    ]
+    kube.run(None)
+    planned = kube.body["status"]["decidedReplicas"]
+    assert planned > 2
+    assert kube.objects["Deployment"]["spec"]["replicas"] == 2
+    feasible = _condition(kube.body, "PlanFeasible")
+    assert feasible["status"] == "False"
+    assert feasible["reason"] == "QuotaLimited"
+    assert (
+        f"{planned} nvidia.com/gpu wanted, 2 allowed ({planned - 2} short)" in feasible["message"]
+    )
+    assert "team-gpus" in feasible["message"]

@@ -52,6 +52,9 @@ app.kubernetes.io/instance: {{ .Release.Name }}
 - apiGroups: [""]
   resources: ["pods"]
   verbs: ["list", "patch"]
+- apiGroups: [""]
+  resources: ["resourcequotas"]
+  verbs: ["list"]
 {{- if .Values.rbac.readSecrets }}
 - apiGroups: [""]
   resources: ["secrets"]

@@ -8,6 +8,7 @@ from tokenscale.api.assumptions import Assumptions
 from tokenscale.api.base import ApiModel
 from tokenscale.api.cost import Cost
 from tokenscale.api.deployment import DeploymentOverrides
+from tokenscale.api.gateway import Gateway
 from tokenscale.api.hardware import HardwareSpec
 from tokenscale.api.k8s_names import Namespace, ObjectName
 from tokenscale.api.model import ModelSpec
@@ -37,6 +38,11 @@ class InferenceServiceSpec(ApiModel):
     )
     deployment: DeploymentOverrides = Field(
         default_factory=DeploymentOverrides, description="Pod-level overrides."
+    )
+    gateway: Gateway = Field(
+        default_factory=Gateway,
+        description="What routes requests: a plain Service (round-robin) or a load-aware "
+        "InferencePool; decides what a GPU mix is worth.",
     )
     profile: BenchProfile | None = Field(
         default=None,

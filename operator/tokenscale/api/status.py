@@ -221,6 +221,21 @@ class ScalingState(ApiModel):
     )
 
 
+class VariantStatus(ApiModel):
+    """One GPU variant of a service with ``spec.hardware.variants``."""
+
+    name: str = Field(description="The variant's name.")
+    replicas: int = Field(description="Replicas asked of this variant.")
+    exhausted: bool = Field(
+        default=False, description="Its pods could not be placed: it takes no more for now."
+    )
+    unplaced: int = Field(default=0, description="Replicas that could not be placed.")
+    exhausted_since: str | None = Field(
+        default=None, description="RFC 3339 time it was marked exhausted (retried later)."
+    )
+    reason: str | None = Field(default=None, description="Why it is exhausted, with numbers.")
+
+
 class InferenceServiceStatus(ApiModel):
     """Observed state, written whole by the operator on every change (a part that no longer
     applies is absent: ``live`` without fresh metrics, ``decision`` for an infeasible spec).
@@ -237,6 +252,9 @@ class InferenceServiceStatus(ApiModel):
     )
     tensor_parallel_size: int | None = Field(default=None, description="GPUs per replica.")
     conditions: list[Condition] = Field(default_factory=list, description="Conditions.")
+    variants: list[VariantStatus] = Field(
+        default_factory=list, description="spec.hardware.variants: each variant's replicas."
+    )
     plan: PlanSummary | None = Field(default=None, description="The current plan.")
     last_scale_time: str | None = Field(default=None, description="When replicas last changed.")
     live: LiveStatus | None = Field(default=None, description="Live metrics snapshot.")

@@ -25,6 +25,7 @@ from tokenscale.catalog import GPU_CATALOG, MODEL_CATALOG, count_params
 from tokenscale.cli.bench import bench_command
 from tokenscale.cli.check import check_command
 from tokenscale.cli.inputs import TableOrJson, bad_input, fail_invalid, read_input, warn
+from tokenscale.cli.mix_view import print_mix
 from tokenscale.cli.model_source import inline_model_source
 from tokenscale.cli.plan_formats import compact_renderable, csv_report, markdown_report, short_line
 from tokenscale.cli.plan_view import curve_table, dumps, print_plans, sweep_table
@@ -214,10 +215,17 @@ def plan(
         s.metadata.name: advise(s.spec, p, s.metadata.name)
         for s, p in zip(services, plans, strict=True)
     }
-    if output is Output.wide:
-        print_plans(console, plans, advice)
-    elif output is Output.table:
+    single = plans
+    if output in (Output.table, Output.wide):  # a GPU mix has its own view
         for p in plans:
+            if p.mix is not None:
+                print_mix(console, p)
+        single = [p for p in plans if p.mix is None]
+    if output is Output.wide:
+        if single:
+            print_plans(console, single, advice)
+    elif output is Output.table:
+        for p in single:
             console.print(compact_renderable(p, advice.get(p.name, [])))
     elif output is Output.short:
         for p in plans:

@@ -259,6 +259,13 @@ def simulate_command(
             warn(note)
         check_span(cut.trace, time_scale)
         scaled = scale_trace(cut.trace, time_scale, rate_scale, seed)
+        if isvc.spec.hardware.variants is not None:  # several GPU types: fixed mixed fleets
+            from tokenscale.cli.simulate_mix import mixed_runs, print_mixed  # noqa: PLC0415
+
+            runs = mixed_runs(isvc, scaled, mismatch)
+            title = f"{isvc.metadata.name}: {trace.name}, {len(scaled.requests):,} requests"
+            print_mixed(runs, output == TableOrJson.json, title)
+            return
         names: list[PolicyName] = (
             list(POLICIES) if policy == PolicyChoice.all else [cast("PolicyName", policy.value)]
         )

@@ -40,6 +40,7 @@ from tokenscale.controller.ownership import (
     refused,
     unapplied_status,
 )
+from tokenscale.controller.quota import quota_bound
 from tokenscale.controller.readiness import production_ready_condition
 from tokenscale.controller.status import (
     condition,
@@ -54,6 +55,14 @@ from tokenscale.controller.status import (
     rfc3339,
     status_document,
     ttft_display,
+)
+from tokenscale.controller.variants import (
+    exhausted_condition,
+    observe_variants,
+    remove_single_workload,
+    room_of,
+    stock_marks,
+    variant_statuses,
 )
 from tokenscale.controller.workload import (
     DEPLOYMENT,
@@ -228,7 +237,7 @@ def _decide(
     """Plan-only without a metrics source; otherwise one step of the shared stepper on the
     judged memory: a new decision on a new observation, else the stored one."""
     spec = service.spec
-    if metrics is None:
+    if metrics is None or plan.mix is not None:  # a GPU mix holds its plan (no live scaling)
         d = decide_plan_only(plan, spec.scaling.replicas)
         return _Decided(d, decision_status(d), None, True, [])
     memory, problems = trusted(memory_of(old), spec, metrics.now_s, live_replicas)
@@ -342,7 +351,11 @@ def reconcile(
     live_replicas = None if was is None else was.replicas
     made = _decide(service, plan, status, metrics, lead_time, live_replicas)
     decision = made.decision
-    bundle = render_bundle(name, ns, service.spec, plan, decision.replicas, Owner(name, uid))
+    marks = stock_marks(kube, ns, name, status, now) if plan.mix is not None else {}
+    bound = quota_bound(kube, ns, name, service.spec, plan, decision.replicas, room_of(marks))
+    bundle = render_bundle(
+        name, ns, service.spec, plan, bound.replicas, Owner(name, uid), bound.counts
+    )
     outcome = Outcome(
         feasible=True,
         replicas=decision.replicas,
@@ -356,6 +369,7 @@ def reconcile(
     for problem in outcome.memory_problems:
         log.warning("%s/%s: %s", ns, name, problem)
     live_workload = None
+    live_variants: list[dict[str, Any] | None] = []
     # one read per object; the workload was read already, before deciding
     lives = [
         workload_now if obj["kind"] == workload_kind else _read_live(kube, ns, obj)
@@ -390,6 +404,7 @@ def reconcile(
             live = applied
         if kind in WORKLOAD_KINDS:
             live_workload = {**(live or {}), "kind": kind}
+            live_variants.append(live)
             replaced = remove_stale(kube, ns, child, kind, owner=name, uid=uid)
             if replaced is not None:
                 message = (
@@ -400,6 +415,9 @@ def reconcile(
                 outcome.events.append(("Normal", "WorkloadReplaced", message))
 
     observed = observe_workload(live_workload)
+    if plan.mix is not None:
+        observed = observe_variants(live_variants)
+        remove_single_workload(kube, ns, name)
     outcome.ready_replicas = observed.ready_replicas if observed else 0
     scaled = live_replicas is not None and live_replicas != decision.replicas
     summary = plan_summary(
@@ -426,11 +444,14 @@ def reconcile(
             condition(
                 previous,
                 "PlanFeasible",
-                "True" if plan.feasible else "False",
-                "Planned" if plan.feasible else "BelowNeed",
+                "True" if plan.feasible and bound.limited is None else "False",
+                ("Planned" if plan.feasible else "BelowNeed")
+                if bound.limited is None
+                else bound.reason,
                 f"{plan.sized.total} × {_layout(plan)} planned: "
                 f"{plan.binding_constraint} binds"
-                + ("" if plan.feasible else "; " + "; ".join(plan.infeasible_reasons)),
+                + ("" if plan.feasible else "; " + "; ".join(plan.infeasible_reasons))
+                + ("" if bound.limited is None else "; " + bound.limited),
                 now,
                 gen,
             ),
@@ -449,7 +470,9 @@ def reconcile(
                 now,
                 gen,
             ),
+            *([exhausted_condition(previous, marks, now, gen)] if plan.mix is not None else []),
         ],
+        variants=variant_statuses(plan, bound.counts, marks),
         last_scale_time=now if scaled else (status.last_scale_time or now),
         scaling=made.state,  # its decidedReplicas is the top-level one (excluded here)
         live=now_live,

@@ -165,6 +165,11 @@ class Kube:
         got = self.core.list_namespaced_pod(namespace, label_selector=selector)
         return list(self._plain(got).get("items") or [])
 
+    def list_resource_quotas(self, namespace: str) -> list[dict[str, Any]]:
+        """The namespace's ResourceQuotas (their ``status.hard``/``status.used`` bound GPUs)."""
+        got = self.core.list_namespaced_resource_quota(namespace)
+        return list(self._plain(got).get("items") or [])
+
     def annotate_pod(self, namespace: str, name: str, annotations: dict[str, str]) -> None:
         """Merge-patch annotations onto a pod (404: it is already gone, which is fine)."""
         _or_none(

@@ -21,12 +21,14 @@ NAMESPACED: tuple[Rule, ...] = (
     ("", "events", ("create", "patch")),
     ("", "configmaps", ("get",)),
     ("", "pods", ("list", "patch")),
+    ("", "resourcequotas", ("list",)),
 )
 """Reconcile: read/apply owned objects (server-side apply creates with create), replace the
 status whole, post events, read the ConfigMaps a ``spec.profileRef`` and a
 ``spec.model.hfConfigRef`` name (get only: the bench profile and the model's config.json), list the
 Deployment's pods (their creation→Ready lead time) and set the vLLM pods' deletion cost before
-a scale-down; kopf watches InferenceServices and owned Deployments and LeaderWorkerSets
+a scale-down, list the namespace's ResourceQuotas (never ask for more GPUs than they leave:
+controller/quota.py); kopf watches InferenceServices and owned Deployments and LeaderWorkerSets
 (kube/lws.py) and patches its annotations. Delete: a service that moves between one node and
 many replaces its Deployment by a LeaderWorkerSet or back (controller/workload.py)."""
 

@@ -7,12 +7,12 @@ from tokenscale.planning.planner import (
     layout_of,
     perf_at,
     plan_at,
-    plan_service,
     predicted_step,
     replica_perf_model,
 )
 from tokenscale.planning.resolve import Resolved, resolve
 from tokenscale.planning.result import Plan
+from tokenscale.planning.service import plan_service
 from tokenscale.planning.sweep import SweepRow, sweep
 
 __all__ = [

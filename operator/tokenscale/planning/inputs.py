@@ -55,7 +55,11 @@ def resolve_gpu(spec: InferenceServiceSpec) -> GpuSpec:
     hw = spec.hardware
     if hw.gpu_spec is not None:
         return hw.gpu_spec
-    assert hw.gpu is not None  # guaranteed by HardwareSpec's validator
+    if hw.gpu is None:  # variants: each is planned as a one-GPU spec (planning/variants.py)
+        raise SpecError.single(
+            "spec.hardware.variants",
+            "this question is asked of one GPU type; plan each variant's own spec",
+        )
     entry = GPU_CATALOG.get(hw.gpu)
     if entry is None:
         by_lower = {k.lower(): v for k, v in GPU_CATALOG.items()}

@@ -150,6 +150,67 @@ class CurveStep(_Frozen):
     requests_per_second: float
 
 
+Routing = Literal["round-robin", "load-aware"]
+
+
+class SingleVariant(_Frozen):
+    """What one variant alone would need (its own plan, within its maxReplicas)."""
+
+    feasible: bool
+    replicas: int | None
+    gpus: int | None
+    cost_per_hour: float | None
+    reason: str
+
+
+class VariantShare(_Frozen):
+    """One GPU variant's part of a mix plan."""
+
+    name: str = Field(description="The variant's name (its workload's suffix)")
+    gpu: str
+    tensor_parallel_size: int
+    gpus_per_replica: int
+    resource_name: str = Field(
+        default="nvidia.com/gpu", description="The extended resource its pods request"
+    )
+    replicas: int = Field(description="Replicas of this variant in the mix")
+    gpus: int
+    rps_share: float = Field(description="Fraction of the design load this variant carries")
+    rps_per_replica: float = Field(description="Load one replica of this variant carries, RPS")
+    capacity_rps_per_replica: float = Field(
+        description="Most RPS one replica carries within the SLOs: min over the three "
+        "constraints (0: cannot serve)"
+    )
+    binding_constraint: ConstraintName
+    cost_per_hour: float | None = Field(description="This variant's replicas, per hour")
+    gpu_hour_price: float | None
+    max_replicas: int
+    preference: int
+    ttft_p99_at_share_s: float | None = Field(
+        default=None, description="TTFT P99 estimate at the load one replica carries"
+    )
+    tpot_at_share_s: float | None = Field(
+        default=None, description="Mean TPOT estimate at the load one replica carries"
+    )
+    single_variant: SingleVariant
+
+
+class MixSummary(_Frozen):
+    """How the mix was chosen: the routing assumed, the objective, the solver, why."""
+
+    routing: Routing
+    routing_reason: str
+    objective: Literal["cost", "gpu-hours"]
+    solver: str
+    demand_rps: float = Field(description="Design RPS × redundancy factor")
+    capacity_rps: float = Field(description="What the mix carries within the SLOs")
+    primary: str = Field(
+        description="The variant whose per-replica figures fill the plan's per-replica keys"
+    )
+    comparison: str = Field(description="The mix against each single-variant plan, one line")
+    reasons: list[str]
+
+
 class Plan(_Frozen):
     """The capacity plan for one InferenceService."""
 
@@ -264,6 +325,18 @@ class Plan(_Frozen):
     )
     speculative: SpeculativeEstimate | None = Field(
         default=None, description="Speculative decoding, when spec.serving.speculative is set"
+    )
+    variants: list[VariantShare] = Field(
+        default_factory=list,
+        description="spec.hardware.variants: each variant's part of the mix (empty: one GPU type)",
+    )
+    mix: MixSummary | None = Field(
+        default=None, description="How the mix was chosen (null: one GPU type)"
+    )
+    variant_plans: list["Plan"] = Field(
+        default_factory=list,
+        exclude=True,
+        description="Each variant's own plan, in variants order (not part of the JSON)",
     )
 
     @property

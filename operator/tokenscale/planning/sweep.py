@@ -110,6 +110,7 @@ def sweep(
                             update={
                                 "gpu": gpu,
                                 "gpu_spec": None,
+                                "variants": None,
                                 "tensor_parallel_size": tp,
                                 "gpus_per_node": max(spec.hardware.gpus_per_node, tp),
                             }

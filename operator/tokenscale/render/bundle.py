@@ -2,6 +2,7 @@
 
 import hashlib
 import json
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -12,6 +13,7 @@ from tokenscale.render.deployment import deployment, pod_template
 from tokenscale.render.lws import group_pdb_max_unavailable, leader_worker_set, lws_templates
 from tokenscale.render.names import derived_names
 from tokenscale.render.service import pdb_min_available, pod_disruption_budget, service
+from tokenscale.render.variants import variant_objects
 
 
 @dataclass(frozen=True)
@@ -42,9 +44,11 @@ class RenderedBundle:
     objects: list[dict[str, Any]] = field(default_factory=list)
     #: What was derived because the service's name is not a valid Service name or label value.
     derived_names: tuple[str, ...] = ()
+    #: spec.hardware.variants: one Deployment per variant (``workload`` is the first).
+    workloads: tuple[dict[str, Any], ...] = ()
 
 
-def config_hash(template: dict[str, Any]) -> str:
+def config_hash(template: dict[str, Any] | list[dict[str, Any]]) -> str:
     """sha256 of the pod template(s) (canonical JSON): changes roll pods, replica changes do
     not."""
     canonical = json.dumps(template, sort_keys=True, separators=(",", ":"))
@@ -58,9 +62,14 @@ def render_bundle(
     plan: Plan,
     replicas: int,
     owner: Owner | None = None,
+    counts: Mapping[str, int] | None = None,
 ) -> RenderedBundle:
     """Deployment (or LeaderWorkerSet when a replica spans nodes), Service and PDB for
-    ``replicas`` replicas of ``plan``."""
+    ``replicas`` replicas of ``plan``; for a mix plan one Deployment per variant
+    (``render/variants.py``; ``counts``: replicas per variant instead of the split of
+    ``replicas``)."""
+    if plan.mix is not None:
+        return _render_variants(name, namespace, spec, plan, replicas, owner, counts)
     template = pod_template(name, spec, plan, resolve_gpu(spec))
     if plan.nodes_per_replica > 1:
         templates = lws_templates(template, plan)
@@ -88,4 +97,30 @@ def render_bundle(
         config_hash=digest,
         objects=objs,
         derived_names=tuple(derived_names(name)),
+    )
+
+
+def _render_variants(
+    name: str,
+    namespace: str,
+    spec: InferenceServiceSpec,
+    plan: Plan,
+    replicas: int,
+    owner: Owner | None,
+    counts: Mapping[str, int] | None,
+) -> RenderedBundle:
+    objs = variant_objects(name, namespace, spec, plan, replicas, config_hash, counts)
+    workloads = tuple(o for o in objs if o["kind"] == "Deployment")
+    digest = config_hash([w["spec"]["template"] for w in workloads])
+    if owner is not None:
+        for obj in objs:
+            obj["metadata"]["ownerReferences"] = [owner.reference()]
+    return RenderedBundle(
+        workload=workloads[0],
+        service=objs[-2],
+        pdb=objs[-1],
+        config_hash=digest,
+        objects=objs,
+        derived_names=tuple(derived_names(name)),
+        workloads=workloads,
     )

@@ -1,0 +1,84 @@
+"""Render a mix plan (``spec.hardware.variants``) for people: the mix against each variant
+alone, each variant's share and why, then each variant's own plan."""
+
+from rich.console import Console, Group
+from rich.panel import Panel
+from rich.table import Table
+from rich.text import Text
+
+from tokenscale.cli.plan_view import plan_renderable
+from tokenscale.planning.result import Plan
+
+
+def _cell(value: float | None, fmt: str) -> str:
+    return "—" if value is None else f"{value:{fmt}}"
+
+
+def mix_renderable(p: Plan) -> Panel:
+    """The mix panel of a plan with ``mix`` set."""
+    assert p.mix is not None  # callers pass mix plans only
+    m = p.mix
+    t = Table(
+        title=f"Variants ({m.routing} routing; minimising {m.objective}; {m.solver})",
+        title_justify="left",
+    )
+    for col in (
+        "variant",
+        "gpu",
+        "TP",
+        "replicas",
+        "GPUs",
+        "RPS share",
+        "RPS/replica",
+        "capacity RPS/replica",
+        "binds",
+        f"{p.currency}/h",
+        "TTFT P99 ms",
+        "TPOT ms",
+        "alone",
+    ):
+        left = col in ("variant", "gpu", "binds", "alone")
+        t.add_column(col, justify="left" if left else "right")
+    for v in p.variants:
+        alone = v.single_variant
+        t.add_row(
+            v.name,
+            v.gpu,
+            str(v.tensor_parallel_size),
+            f"{v.replicas} / {v.max_replicas}",
+            str(v.gpus),
+            f"{v.rps_share:.0%}",
+            f"{v.rps_per_replica:,.2f}",
+            f"{v.capacity_rps_per_replica:,.2f}",
+            v.binding_constraint,
+            _cell(v.cost_per_hour, ",.2f"),
+            _cell(None if v.ttft_p99_at_share_s is None else v.ttft_p99_at_share_s * 1e3, ",.0f"),
+            _cell(None if v.tpot_at_share_s is None else v.tpot_at_share_s * 1e3, ",.1f"),
+            f"{alone.replicas} → {_cell(alone.cost_per_hour, ',.2f')}/h"
+            if alone.feasible
+            else "cannot alone",
+        )
+    parts: list[Text | Table] = [
+        Text(m.comparison, style="bold"),
+        t,
+        Text("\n".join(f"· {r}" for r in m.reasons)),
+    ]
+    if p.infeasible_reasons:
+        parts.append(Text("\n".join(f"✗ {r}" for r in p.infeasible_reasons), style="red"))
+    if p.warnings:
+        parts.append(Text("\n".join(f"! {w}" for w in p.warnings), style="yellow"))
+    status = "[green]feasible[/]" if p.feasible else "[red]INFEASIBLE[/]"
+    return Panel(
+        Group(*parts),
+        title=f"mix plan {p.name} — {status} — demand {m.demand_rps:,.2f} RPS, "
+        f"carries {m.capacity_rps:,.2f}",
+        title_align="left",
+    )
+
+
+def print_mix(console: Console, p: Plan) -> None:
+    """The mix panel, then each variant's own plan (what it would be alone)."""
+    console.print(mix_renderable(p))
+    for v, own in zip(p.variants, p.variant_plans, strict=True):
+        console.print(Text(f"variant {v.name} alone:", style="bold"))
+        console.print(plan_renderable(own))

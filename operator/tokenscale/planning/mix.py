@@ -1,0 +1,458 @@
+"""Plan a service with ``spec.hardware.variants``: the cheapest mix of GPU types.
+
+1. Each variant is planned alone (``planning/variants.py`` narrows the spec; the planner picks
+   its layout as for one GPU type, within the variant's ``maxReplicas``). That plan is the
+   variant's single-variant alternative, and its three constraints give one replica's capacity
+   at the SLOs: ``cap = min over throughput, concurrency, KV of design RPS ÷ replicas needed``
+   (each constraint is linear in the rate, so this is the rate one replica carries).
+2. The mix: ``planning/mix_solver.py`` (SciPy ``milp``/HiGHS) minimises cost (or GPUs, when not
+   every variant has a price) subject to the design load × redundancy factor, the spare
+   replicas, every variant's ``maxReplicas`` and the service's replica bounds, under the
+   routing ``spec.gateway`` implies: round-robin (a plain Service; every replica the same share,
+   so the slowest variant used must meet the SLOs at it) or load-aware (an InferencePool;
+   capacities add).
+3. The Plan: the whole service in the top-level keys (``replicas``, ``gpus_total``,
+   ``cost_per_hour``, ``feasible``, the constraint needs as replica-equivalents of the mix);
+   the per-replica keys are the *primary* variant's (the one with the most replicas, then the
+   preferred, then the first); ``variants`` and ``mix`` say the rest.
+"""
+
+import math
+from dataclasses import dataclass
+
+from tokenscale.api.errors import SpecError, SpecIssue
+from tokenscale.api.hardware import HardwareVariant
+from tokenscale.api.inference_service import InferenceServiceSpec
+from tokenscale.api.workload import Rps
+from tokenscale.planning.conditions import Conditions
+from tokenscale.planning.formulas import cost_per_million_tokens
+from tokenscale.planning.load import at_load
+from tokenscale.planning.mix_solver import SOLVER, MixOption, MixSolution, solve_mix
+from tokenscale.planning.planner import layout_of, perf_at, plan_service
+from tokenscale.planning.resolve import resolve
+from tokenscale.planning.result import (
+    ConstraintName,
+    MixSummary,
+    Plan,
+    Replicas,
+    Routing,
+    SingleVariant,
+    VariantShare,
+)
+from tokenscale.planning.variants import variant_price, variant_spec
+
+_CONSTRAINTS: tuple[ConstraintName, ...] = ("throughput", "concurrency", "kv")
+
+
+@dataclass(frozen=True)
+class VariantCapacity:
+    """One variant planned alone, and one replica's capacity per constraint (RPS)."""
+
+    variant: HardwareVariant
+    spec: InferenceServiceSpec
+    plan: Plan
+    by_constraint: dict[ConstraintName, float]
+    price: float | None
+
+    @property
+    def capacity_rps(self) -> float:
+        return min(self.by_constraint.values()) if self.by_constraint else 0.0
+
+    @property
+    def binding(self) -> ConstraintName:
+        if not self.by_constraint:
+            return "none"
+        return min(self.by_constraint, key=lambda k: self.by_constraint[k])
+
+
+def _probe_rps(spec: InferenceServiceSpec) -> InferenceServiceSpec:
+    """``spec`` at 1 RPS: a zero design rate leaves the constraints nothing to divide."""
+    w = spec.workload.model_copy(update={"rps": Rps(mean=1.0)})
+    return spec.model_copy(update={"workload": w})
+
+
+_VARIANT_FIELDS = ("spec.hardware.gpu", "spec.hardware.gpuSpec", "spec.hardware.tensorParallelSize")
+
+
+def _at_variant(err: SpecError, index: int) -> SpecError:
+    """``err`` with the one-GPU field paths moved to ``spec.hardware.variants[index]``."""
+    issues = []
+    for issue in err.issues:
+        path = issue.path
+        for field in _VARIANT_FIELDS:
+            if path == field or path.startswith(field + "."):
+                path = f"spec.hardware.variants[{index}]." + path[len("spec.hardware.") :]
+                break
+        issues.append(SpecIssue(path, issue.message))
+    return SpecError(issues)
+
+
+def variant_capacity(
+    spec: InferenceServiceSpec, v: HardwareVariant, name: str, index: int = 0
+) -> VariantCapacity:
+    """Plan variant ``v`` (``spec.hardware.variants[index]``) alone and read one replica's
+    capacity off its constraints. A :class:`SpecError` names the variant's fields."""
+    vspec = variant_spec(spec, v)
+    rate = spec.workload.rps.design_rps
+    try:
+        plan = plan_service(vspec, name)
+        rate_plan = plan if rate > 0 else plan_service(_probe_rps(vspec), name)
+    except SpecError as err:
+        raise _at_variant(err, index) from err
+    rate = rate if rate > 0 else 1.0
+    caps: dict[ConstraintName, float] = {}
+    if rate_plan.replicas is not None:
+        for c in rate_plan.constraints:
+            if c.name in _CONSTRAINTS:
+                caps[c.name] = rate / c.replicas if c.replicas > 0 else math.inf
+        if all(math.isinf(x) for x in caps.values()):
+            caps = {}
+    return VariantCapacity(v, vspec, plan, caps, variant_price(spec, v))
+
+
+def routing_of(spec: InferenceServiceSpec) -> tuple[Routing, str]:
+    """The routing ``spec.gateway`` implies, and why."""
+    if spec.gateway.load_aware:
+        return (
+            "load-aware",
+            "spec.gateway.inferencePool is set: a load-aware gateway sends each request to the "
+            "least-loaded replica, so the variants' capacities add",
+        )
+    return (
+        "round-robin",
+        "no spec.gateway.inferencePool: a plain Service spreads requests evenly, so every "
+        "replica gets the same share and the slowest variant used must meet the SLOs at it",
+    )
+
+
+def _money(value: float | None, currency: str) -> str:
+    if value is None:
+        return "no price"
+    symbol = "$" if currency == "USD" else ""
+    suffix = "" if symbol else f" {currency}"
+    return f"{symbol}{value:,.2f}/h{suffix}"
+
+
+def _figure(cost: float | None, gpus: int, currency: str, objective: str) -> str:
+    return _money(cost, currency) if objective == "cost" else f"{gpus} GPUs"
+
+
+def _shares(caps: list[VariantCapacity], counts: tuple[int, ...], routing: Routing) -> list[float]:
+    """Each variant's fraction of the load: its share of the replicas (round-robin) or of the
+    capacity (load-aware)."""
+    total = sum(counts)
+    if total == 0:
+        return [0.0 for _ in caps]
+    if routing == "round-robin":
+        return [n / total for n in counts]
+    weights = [c.capacity_rps * n for c, n in zip(caps, counts, strict=True)]
+    whole = sum(weights)
+    return [w / whole if whole > 0 else 0.0 for w in weights]
+
+
+def _single(c: VariantCapacity, min_replicas: int) -> SingleVariant:
+    """The variant alone: its own plan, which must also keep the service's ``minReplicas``
+    (the variant's spec lowers it to the variant's bound)."""
+    p = c.plan
+    feasible = p.feasible and p.replicas is not None
+    if feasible and p.replicas is not None and p.replicas.total < min_replicas:
+        feasible = False
+        reason = (
+            f"spec.scaling.minReplicas={min_replicas} exceeds this variant's maxReplicas="
+            f"{c.variant.max_replicas}"
+        )
+    elif feasible and p.replicas is not None:
+        reason = f"{p.replicas.total} × {p.gpu} carry the load ({p.binding_constraint} binds)"
+    else:
+        reason = "; ".join(p.infeasible_reasons) or "cannot serve"
+    return SingleVariant(
+        feasible=feasible,
+        replicas=p.replicas.total if p.replicas is not None else None,
+        gpus=p.gpus_total,
+        cost_per_hour=p.cost_per_hour,
+        reason=reason,
+    )
+
+
+def _latency_at(c: VariantCapacity, rps: float, name: str) -> tuple[float | None, float | None]:
+    """TTFT P99 and mean TPOT of one replica of ``c`` at ``rps`` (None: saturated or unused)."""
+    if rps <= 0 or c.plan.replicas is None:
+        return None, None
+    r = resolve(c.spec, name)
+    w = c.spec.workload
+    perf = perf_at(r, Conditions(workload=w), layout_of(c.plan), c.plan.max_num_batched_tokens)
+    point = at_load(perf, rps, w.input_tokens, w.output_tokens, float(c.plan.max_num_seqs))
+    if point is None:
+        return None, None
+    return point.ttft_p99_s, point.tpot_mean_s
+
+
+def _label(caps: list[VariantCapacity], counts: tuple[int, ...]) -> str:
+    parts = [f"{n} × {c.plan.gpu}" for c, n in zip(caps, counts, strict=True) if n > 0]
+    return " + ".join(parts) if parts else "no replicas"
+
+
+def plan_mix(spec: InferenceServiceSpec, name: str = "") -> Plan:
+    """Plan ``spec`` with ``spec.hardware.variants`` (module docstring)."""
+    variants = spec.hardware.variants
+    assert variants is not None  # the caller dispatches on it
+    caps = [variant_capacity(spec, v, name, i) for i, v in enumerate(variants)]
+    routing, routing_reason = routing_of(spec)
+    objective = "cost" if all(c.price is not None for c in caps) else "gpu-hours"
+    usable = [i for i, c in enumerate(caps) if c.capacity_rps > 0 and c.variant.max_replicas > 0]
+    options = [
+        MixOption(
+            name=caps[i].variant.resolved_name,
+            capacity_rps=caps[i].capacity_rps,
+            weight=(caps[i].price or 0.0) * caps[i].plan.gpus_per_replica
+            if objective == "cost"
+            else float(caps[i].plan.gpus_per_replica),
+            max_replicas=min(caps[i].variant.max_replicas, spec.scaling.max_replicas),
+            preference=caps[i].variant.preference,
+        )
+        for i in usable
+    ]
+    redundancy = spec.scaling.redundancy
+    design = spec.workload.rps.design_rps
+    demand = design * redundancy.factor
+    solution = solve_mix(
+        options,
+        demand,
+        routing,
+        spare=redundancy.spare_replicas,
+        min_total=spec.scaling.min_replicas,
+        max_total=spec.scaling.max_replicas,
+    )
+    counts = [0 for _ in caps]
+    if solution is not None:
+        for i, n in zip(usable, solution.counts, strict=True):
+            counts[i] = n
+    return _assemble(
+        spec, name, caps, tuple(counts), solution, routing, routing_reason, objective, demand
+    )
+
+
+def _assemble(
+    spec: InferenceServiceSpec,
+    name: str,
+    caps: list[VariantCapacity],
+    counts: tuple[int, ...],
+    solution: MixSolution | None,
+    routing: Routing,
+    routing_reason: str,
+    objective: str,
+    demand: float,
+) -> Plan:
+    design = spec.workload.rps.design_rps
+    currency = spec.cost.currency
+    total = sum(counts)
+    shares = _shares(caps, counts, routing)
+    variant_rows: list[VariantShare] = []
+    for c, n, share in zip(caps, counts, shares, strict=True):
+        per_replica = design * share / n if n > 0 else 0.0
+        ttft, tpot = _latency_at(c, per_replica, name)
+        gpus = n * c.plan.gpus_per_replica
+        variant_rows.append(
+            VariantShare(
+                name=c.variant.resolved_name,
+                gpu=c.plan.gpu,
+                tensor_parallel_size=c.plan.tensor_parallel_size,
+                gpus_per_replica=c.plan.gpus_per_replica,
+                resource_name=resolve(c.spec, name).gpu.resource_name,
+                replicas=n,
+                gpus=gpus,
+                rps_share=share,
+                rps_per_replica=per_replica,
+                capacity_rps_per_replica=c.capacity_rps,
+                binding_constraint=c.binding,
+                cost_per_hour=c.price * gpus if c.price is not None else None,
+                gpu_hour_price=c.price,
+                max_replicas=c.variant.max_replicas,
+                preference=c.variant.preference,
+                ttft_p99_at_share_s=ttft,
+                tpot_at_share_s=tpot,
+                single_variant=_single(c, spec.scaling.min_replicas),
+            )
+        )
+    primary_i = max(
+        range(len(caps)),
+        key=lambda i: (counts[i], caps[i].capacity_rps > 0, caps[i].variant.preference, -i),
+    )
+    base = caps[primary_i].plan
+    gpus_total = sum(v.gpus for v in variant_rows)
+    cost = sum(v.cost_per_hour or 0.0 for v in variant_rows) if objective == "cost" else None
+    comparison = _comparison(caps, counts, variant_rows, gpus_total, cost, currency, objective)
+    reasons = [routing_reason]
+    reasons += _why(caps, counts, routing, demand, objective, currency)
+    infeasible: list[str] = []
+    warnings = [w for w in base.warnings if "gpuHourPrice" not in w]
+    if objective != "cost":
+        unpriced = [c.variant.resolved_name for c in caps if c.price is None]
+        warnings.append(
+            f"no price for variant(s) {', '.join(unpriced)} (spec.hardware.variants[i]."
+            "gpuHourPrice or spec.cost.gpuHourPrices): the mix minimises GPU-hours"
+        )
+    if solution is None:
+        bound = ", ".join(f"{c.variant.resolved_name} ≤ {c.variant.max_replicas}" for c in caps)
+        best = max(
+            (c.capacity_rps * min(c.variant.max_replicas, spec.scaling.max_replicas) for c in caps),
+            default=0.0,
+        )
+        infeasible.append(
+            f"no mix within the variants' maxReplicas ({bound}) and spec.scaling.maxReplicas="
+            f"{spec.scaling.max_replicas} carries {demand:,.2f} RPS under {routing} routing "
+            f"(the largest single variant carries {best:,.2f}); raise a variant's maxReplicas, "
+            "add a variant, or lower the load"
+        )
+    replicas = _mix_replicas(caps, counts, routing, design, total) if solution else None
+    out_tps = sum(n * c.plan.output_tps_per_replica for c, n in zip(caps, counts, strict=True))
+    per_million = cost_per_million_tokens(cost, out_tps) if cost and out_tps > 0 else None
+    gpu_hours = cost_per_million_tokens(float(gpus_total), out_tps) if out_tps > 0 else None
+    binding: ConstraintName = "none"
+    if replicas is not None and replicas.needed > 0:
+        binding = max(
+            _CONSTRAINTS,
+            key=lambda k: {
+                "throughput": replicas.throughput,
+                "concurrency": replicas.concurrency,
+                "kv": replicas.kv,
+            }[k],
+        )
+    return base.model_copy(
+        update={
+            "name": name,
+            "replicas": replicas,
+            "binding_constraint": binding,
+            "gpus_total": gpus_total if solution is not None else None,
+            "cost_per_hour": cost if solution is not None else None,
+            "cost_per_million_output_tokens": per_million,
+            "gpu_hours_per_million_output_tokens": gpu_hours,
+            "feasible": solution is not None,
+            "infeasible_reasons": infeasible,
+            "warnings": warnings,
+            "tp_candidates": [],
+            "variants": variant_rows,
+            "mix": MixSummary(
+                routing=routing,
+                routing_reason=routing_reason,
+                objective="cost" if objective == "cost" else "gpu-hours",
+                solver=SOLVER,
+                demand_rps=demand,
+                capacity_rps=solution.capacity_rps if solution is not None else 0.0,
+                primary=caps[primary_i].variant.resolved_name,
+                comparison=comparison,
+                reasons=reasons,
+            ),
+            "variant_plans": [c.plan for c in caps],
+        }
+    )
+
+
+def _mix_replicas(
+    caps: list[VariantCapacity],
+    counts: tuple[int, ...],
+    routing: Routing,
+    design: float,
+    total: int,
+) -> Replicas:
+    """The mix's need per constraint as replica-equivalents: ``N × design ÷ what the mix
+    carries by that constraint`` (so ``needed ≤ total`` exactly when the mix carries the load)."""
+    used = [(c, n) for c, n in zip(caps, counts, strict=True) if n > 0]
+
+    def need(k: ConstraintName) -> float:
+        if not used or design <= 0:
+            return 0.0
+        if routing == "round-robin":
+            carried = total * min(c.by_constraint.get(k, math.inf) for c, _ in used)
+        else:
+            carried = sum(n * c.by_constraint.get(k, math.inf) for c, n in used)
+        return total * design / carried if carried > 0 else 0.0
+
+    tps, conc, kv = need("throughput"), need("concurrency"), need("kv")
+    return Replicas(
+        throughput=tps,
+        concurrency=conc,
+        kv=kv,
+        needed=max(tps, conc, kv),
+        with_redundancy=total,
+        total=total,
+    )
+
+
+def _comparison(
+    caps: list[VariantCapacity],
+    counts: tuple[int, ...],
+    rows: list[VariantShare],
+    gpus_total: int,
+    cost: float | None,
+    currency: str,
+    objective: str,
+) -> str:
+    """``2 × H100 + 3 × L40S: $14.20/h vs 4 × H100 $17.60/h vs L40S alone: needs 9 >
+    maxReplicas 8``."""
+    text = f"{_label(caps, counts)}: {_figure(cost, gpus_total, currency, objective)}"
+    for c, row in zip(caps, rows, strict=True):
+        s = row.single_variant
+        if s.feasible and s.replicas is not None:
+            alone = _figure(s.cost_per_hour, s.gpus or 0, currency, objective)
+            text += f" vs {s.replicas} × {c.plan.gpu} {alone}"
+        elif (
+            c.plan.replicas is not None
+            and (need := c.plan.replicas.with_redundancy) > c.variant.max_replicas
+        ):
+            text += f" vs {c.plan.gpu} alone: needs {need} > maxReplicas {c.variant.max_replicas}"
+        elif c.plan.replicas is not None:
+            text += f" vs {c.plan.gpu} alone: {s.reason}"
+        else:
+            text += f" vs {c.plan.gpu} alone: cannot serve"
+    return text
+
+
+def _why(
+    caps: list[VariantCapacity],
+    counts: tuple[int, ...],
+    routing: Routing,
+    demand: float,
+    objective: str,
+    currency: str,
+) -> list[str]:
+    """One line per variant in numbers, and what the routing made of them."""
+    lines = []
+    for c, n in zip(caps, counts, strict=True):
+        v = c.variant
+        if c.capacity_rps <= 0:
+            lines.append(
+                f"{v.resolved_name}: cannot serve ({'; '.join(c.plan.infeasible_reasons)})"
+            )
+            continue
+        unit = (
+            f"{_money(c.price * c.plan.gpus_per_replica, currency)} per replica"
+            if c.price is not None and objective == "cost"
+            else f"{c.plan.gpus_per_replica} GPU(s) per replica"
+        )
+        per = (
+            (c.price or 0.0) * c.plan.gpus_per_replica / c.capacity_rps
+            if objective == "cost"
+            else c.plan.gpus_per_replica / c.capacity_rps
+        )
+        per_text = (
+            f"{_money(per, currency)} per RPS"
+            if objective == "cost"
+            else f"{per:,.3f} GPUs per RPS"
+        )
+        lines.append(
+            f"{v.resolved_name} ({c.plan.gpu}, TP {c.plan.tensor_parallel_size}): one replica "
+            f"carries {c.capacity_rps:,.2f} RPS within the SLOs ({c.binding} binds), {unit}, "
+            f"{per_text}; {n} of at most {v.max_replicas} used"
+        )
+    used = [c.capacity_rps for c, n in zip(caps, counts, strict=True) if n > 0]
+    if used and routing == "round-robin":
+        total = sum(counts)
+        lines.append(
+            f"round-robin: {total} replicas each get {demand / total:,.2f} RPS of the "
+            f"{demand:,.2f} RPS demand; the slowest used carries {min(used):,.2f}"
+        )
+    elif used:
+        carried = sum(c.capacity_rps * n for c, n in zip(caps, counts, strict=True))
+        lines.append(f"load-aware: the mix carries {carried:,.2f} RPS ≥ {demand:,.2f} RPS demand")
+    return lines

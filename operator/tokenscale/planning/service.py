@@ -1,0 +1,15 @@
+"""Plan one InferenceService, whatever its hardware form: one GPU type
+(:func:`tokenscale.planning.planner.plan_service`) or several (``spec.hardware.variants``,
+:func:`tokenscale.planning.mix.plan_mix`)."""
+
+from tokenscale.api.inference_service import InferenceServiceSpec
+from tokenscale.planning import planner
+from tokenscale.planning.mix import plan_mix
+from tokenscale.planning.result import Plan
+
+
+def plan_service(spec: InferenceServiceSpec, name: str = "") -> Plan:
+    """Plan ``spec``. Raises :class:`SpecError` for invalid input; infeasibility is a Plan."""
+    if spec.hardware.variants is not None:
+        return plan_mix(spec, name)
+    return planner.plan_service(spec, name)

@@ -1,0 +1,171 @@
+"""Two GPU variants on the real API server: one Deployment per variant, and a ResourceQuota
+that binds (the operator never asks beyond it and says by how much)."""
+
+import time
+from collections.abc import Callable
+from datetime import UTC, datetime
+from typing import Any
+
+import pytest
+import yaml
+
+from tests.helpers import ROOT
+from tests.integration.conftest import Objects
+from tokenscale.api.manifest import parse_manifests
+from tokenscale.planning import plan_service
+from tokenscale.playground.processes import Process, wait_for
+from tokenscale.render.variants import variant_workload_name
+
+pytestmark = pytest.mark.integration
+MIXED = ROOT / "deploy" / "examples" / "variants" / "llama-3.1-8b-h100-l40s.yaml"
+NAME = "llama-8b-mixed"
+
+
+def _manifest() -> dict[str, Any]:
+    doc = yaml.safe_load(MIXED.read_text())
+    doc["spec"]["gateway"] = {"inferencePool": {"name": "llama-8b-pool"}}
+    return doc
+
+
+def _replicas(objects: Objects, variant: str) -> int | None:
+    dep = objects.deployment(variant_workload_name(NAME, variant))
+    return None if dep is None else int(dep.spec.replicas)
+
+
+def test_two_variants_reconcile_to_one_deployment_each(
+    objects: Objects, namespace: str, start_operator: Callable[..., Process]
+) -> None:
+    doc = _manifest()
+    plan = plan_service(parse_manifests(yaml.safe_dump(doc))[0].spec, NAME)
+    mix = {v.name: v.replicas for v in plan.variants}
+    assert all(mix.values())  # both variants in the mix
+    op = start_operator(namespace)
+    objects.create(doc)
+    for variant, n in mix.items():
+        wait_for(
+            lambda v=variant, n=n: op.alive() and _replicas(objects, v) == n,
+            60,
+            f"Deployment of {variant} with {n} replicas",
+        )
+        dep = objects.deployment(variant_workload_name(NAME, variant))
+        pod = dep.spec.template
+        assert pod.metadata.labels["tokenscale.io/variant"] == variant
+        assert dep.spec.selector.match_labels["tokenscale.io/variant"] == variant
+        product = {"h100-sxm-80gb": "NVIDIA-H100-80GB-HBM3", "l40s-48gb": "NVIDIA-L40S"}
+        assert pod.spec.node_selector["nvidia.com/gpu.product"] == product[variant]
+    wait_for(
+        lambda: any(
+            s.metadata.name == NAME for s in objects.core.list_namespaced_service(namespace).items
+        ),
+        30,
+        "Service",
+    )
+    svc = objects.core.read_namespaced_service(NAME, namespace)
+    assert "tokenscale.io/variant" not in svc.spec.selector
+    assert objects.deployment(NAME) is None  # no one-GPU Deployment beside the variants
+    wait_for(
+        lambda: (objects.condition(NAME, "PlanFeasible") or {}).get("status") == "True",
+        30,
+        "PlanFeasible=True",
+    )
+    assert objects.get(NAME)["status"]["replicas"] == sum(mix.values())
+
+
+def test_a_resource_quota_is_never_exceeded(
+    objects: Objects, namespace: str, start_operator: Callable[..., Process]
+) -> None:
+    objects.core.create_namespaced_resource_quota(
+        namespace,
+        {
+            "metadata": {"name": "team-gpus"},
+            "spec": {"hard": {"requests.nvidia.com/gpu": "7"}},
+        },
+    )
+    op = start_operator(namespace)
+    objects.create(_manifest())
+    # the mix is 4 H100 + 6 L40S = 10 GPUs; 7 allowed: the dearest capacity (L40S) gives way
+    wait_for(
+        lambda: (
+            op.alive()
+            and _replicas(objects, "h100-sxm-80gb") == 4
+            and _replicas(objects, "l40s-48gb") == 3
+        ),
+        60,
+        "4 H100 + 3 L40S within the quota",
+    )
+    wait_for(
+        lambda: (objects.condition(NAME, "PlanFeasible") or {}).get("reason") == "QuotaLimited",
+        30,
+        "PlanFeasible=False QuotaLimited",
+    )
+    cond = objects.condition(NAME, "PlanFeasible")
+    assert cond is not None
+    assert cond["status"] == "False"
+    assert "10 replicas wanted, 7 fit the GPU quota (3 short)" in cond["message"]
+    assert "ResourceQuota team-gpus" in cond["message"]
+
+
+def test_a_stockout_moves_the_need_to_the_next_variant(
+    objects: Objects, namespace: str, start_operator: Callable[..., Process]
+) -> None:
+    op = start_operator(namespace)
+    objects.create(_manifest())
+    h100 = variant_workload_name(NAME, "h100-sxm-80gb")
+    wait_for(lambda: op.alive() and _replicas(objects, "h100-sxm-80gb") == 4, 60, "4 H100")
+
+    def h100_pods() -> list[Any]:
+        pods = objects.core.list_namespaced_pod(
+            namespace, label_selector="tokenscale.io/variant=h100-sxm-80gb"
+        ).items
+        return [p for p in pods if p.metadata.deletion_timestamp is None]
+
+    wait_for(lambda: len(h100_pods()) == 4, 60, "the H100 Deployment's 4 pods")
+    # the scheduler's verdict on 3 of them, 400 s ago (past the 300 s grace): no H100 left
+    since = datetime.fromtimestamp(time.time() - 400, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    for pod in h100_pods()[:3]:
+        objects.core.patch_namespaced_pod_status(
+            pod.metadata.name,
+            namespace,
+            {
+                "status": {
+                    "conditions": [
+                        {
+                            "type": "PodScheduled",
+                            "status": "False",
+                            "reason": "Unschedulable",
+                            "message": "0/3 nodes are available: 3 Insufficient nvidia.com/gpu.",
+                            "lastTransitionTime": since,
+                        }
+                    ]
+                }
+            },
+        )
+    # the need moves: the H100s keep the one placed, the L40S take the other 3
+    wait_for(
+        lambda: (
+            op.alive()
+            and _replicas(objects, "h100-sxm-80gb") == 1
+            and _replicas(objects, "l40s-48gb") == 9
+        ),
+        120,
+        "1 H100 + 9 L40S",
+    )
+    wait_for(
+        lambda: (objects.condition(NAME, "VariantExhausted") or {}).get("status") == "True",
+        30,
+        "VariantExhausted=True",
+    )
+    cond = objects.condition(NAME, "VariantExhausted")
+    assert cond is not None
+    assert "h100-sxm-80gb: 3 replica(s) could not be placed, keeps 1" in cond["message"]
+    variants = {v["name"]: v for v in objects.get(NAME)["status"]["variants"]}
+    assert variants["h100-sxm-80gb"]["exhausted"] is True
+    assert variants["h100-sxm-80gb"]["unplaced"] == 3
+    assert variants["h100-sxm-80gb"]["exhaustedSince"]
+    assert variants["l40s-48gb"] == {
+        "name": "l40s-48gb",
+        "replicas": 9,
+        "exhausted": False,
+        "unplaced": 0,
+    }
+    assert objects.deployment(h100) is not None
