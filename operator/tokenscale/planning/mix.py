@@ -74,7 +74,7 @@ def _probe_rps(spec: InferenceServiceSpec) -> InferenceServiceSpec:
 _VARIANT_FIELDS = ("spec.hardware.gpu", "spec.hardware.gpuSpec", "spec.hardware.tensorParallelSize")
 
 
-def _at_variant(err: SpecError, index: int) -> SpecError:
+def at_variant(err: SpecError, index: int) -> SpecError:
     """``err`` with the one-GPU field paths moved to ``spec.hardware.variants[index]``."""
     issues = []
     for issue in err.issues:
@@ -98,7 +98,7 @@ def variant_capacity(
         plan = plan_service(vspec, name)
         rate_plan = plan if rate > 0 else plan_service(_probe_rps(vspec), name)
     except SpecError as err:
-        raise _at_variant(err, index) from err
+        raise at_variant(err, index) from err
     rate = rate if rate > 0 else 1.0
     caps: dict[ConstraintName, float] = {}
     if rate_plan.replicas is not None:

@@ -10,7 +10,9 @@ from tokenscale.api.inference_service import InferenceService
 from tokenscale.api.manifest import parse_manifests
 from tokenscale.api.yaml_loader import safe_load_all
 from tokenscale.catalog import GPU_CATALOG, MODEL_CATALOG
+from tokenscale.planning.mix import at_variant
 from tokenscale.planning.resolve import resolve
+from tokenscale.planning.variants import variant_spec
 
 
 def _catalog_key_issues(doc: Mapping[str, Any], where: str) -> list[SpecIssue]:
@@ -67,7 +69,7 @@ def validate_manifests(
     for s in services:
         try:
             ready = prepare(s) if prepare is not None else s
-            resolve(ready.spec, ready.metadata.name).tp_sizes()
+            _resolvable(ready)
             prepared.append(ready)
         except SpecError as err:
             prefix = f"{s.metadata.name}: " if len(services) > 1 else ""
@@ -75,3 +77,20 @@ def validate_manifests(
     if issues:
         raise SpecError(issues)
     return prepared
+
+
+def _resolvable(service: InferenceService) -> None:
+    """Resolve the spec the planner will plan: each GPU variant's own spec for a mix (its
+    problems named at ``spec.hardware.variants[i]``), else the spec itself."""
+    spec, name = service.spec, service.metadata.name
+    if spec.hardware.variants is None:
+        resolve(spec, name).tp_sizes()
+        return
+    issues: list[SpecIssue] = []
+    for index, variant in enumerate(spec.hardware.variants):
+        try:
+            resolve(variant_spec(spec, variant), name).tp_sizes()
+        except SpecError as err:
+            issues += at_variant(err, index).issues
+    if issues:
+        raise SpecError(issues)
