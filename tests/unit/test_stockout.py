@@ -3,6 +3,7 @@ to the next variant, and it is retried after the retry period."""
 
 from typing import Any
 
+from tokenscale.api.status import InferenceServiceStatus
 from tokenscale.controller.variants import previous_marks, variant_pods
 from tokenscale.scaling.stockout import (
     STOCKOUT_GRACE_S,
@@ -101,6 +102,6 @@ def test_marks_round_trip_through_the_status() -> None:
             {"name": "l40s", "replicas": 9, "exhausted": False},
         ]
     }
-    marks = previous_marks(status)
+    marks = previous_marks(InferenceServiceStatus.model_validate(status))
     assert set(marks) == {"h100"}
     assert marks["h100"].unplaced == 3
