@@ -32,6 +32,7 @@ OWNED_FLAGS: dict[str, str] = {
     "--enable-prefix-caching": "spec.serving.enablePrefixCaching",
     "--no-enable-prefix-caching": "spec.serving.enablePrefixCaching",
     "--quantization": "spec.model.weightDtype",
+    "--kv-transfer-config": "spec.serving.disaggregation",
     "-q": "spec.model.weightDtype",
 }
 
@@ -67,6 +68,12 @@ class Serving(ApiModel):
     )
     enable_chunked_prefill: bool = Field(default=True, description="Chunked prefill.")
     enable_prefix_caching: bool = Field(default=True, description="Automatic prefix caching.")
+    disaggregation: Literal["off", "on", "auto"] = Field(
+        default="off",
+        description="Prefill/decode disaggregation: off (one pool serves both phases), on "
+        "(separate prefill and decode pools, the KV cache sent between them), auto (the "
+        "planner picks the architecture that needs fewer GPUs, then costs less).",
+    )
     extra_args: list[str] = Field(
         default_factory=list,
         description="Extra vllm serve arguments; flags the operator renders from the plan "

@@ -177,12 +177,83 @@ def plan_renderable(p: Plan) -> Panel:
         "Cost (at the operating point)",
     )
     parts: list[Any] = [Text(header, style="bold"), memory, kv, perf, cons, cost]
+    if p.disaggregation is not None:
+        parts.append(disaggregation_renderable(p))
     if p.infeasible_reasons:
         parts.append(Text("\n".join(f"✗ {r}" for r in p.infeasible_reasons), style="red"))
     if p.warnings:
         parts.append(Text("\n".join(f"! {w}" for w in p.warnings), style="yellow"))
     status = "[green]feasible[/]" if p.feasible else "[red]INFEASIBLE[/]"
     return Panel(Group(*parts), title=f"plan {p.name} — {status}", title_align="left")
+
+
+def disaggregation_renderable(p: Plan) -> Group:
+    """Prefill/decode disaggregation: both pools side by side, the KV transfer, the choice."""
+    d = p.disaggregation
+    if d is None:
+        return Group()
+    state = "enabled" if d.enabled else "not enabled"
+    t = Table(
+        title=f"Prefill/decode disaggregation ({d.mode}: {state})",
+        title_justify="left",
+    )
+    for col in (
+        "role",
+        "replicas",
+        "layout",
+        "GPUs",
+        "operating point",
+        "req/s per replica",
+        "binding",
+    ):
+        t.add_column(col)
+    for pool in (d.prefill, d.decode):
+        if pool is None:
+            continue
+        layout = f"TP {pool.tensor_parallel_size}"
+        if pool.nodes_per_replica > 1:
+            layout += f" · {pool.nodes_per_replica} nodes, {pool.gpus_per_replica} GPUs"
+        point = (
+            f"{pool.operating_point:.0%} utilization"
+            if pool.role == "prefill"
+            else f"batch {pool.operating_point:,.0f}"
+        )
+        t.add_row(
+            pool.role,
+            f"{pool.replicas:,} (need {pool.replicas_needed:,.2f})",
+            layout,
+            f"{pool.gpus:,}",
+            f"{point} ({pool.limited_by})",
+            f"{pool.rps_per_replica:,.2f}",
+            pool.binding_constraint,
+        )
+    ms = "—" if d.kv_transfer_s is None else f"{d.kv_transfer_s * 1e3:,.1f} ms"
+    facts = _kv_table(
+        [
+            ("KV transfer (P99 prompt)", f"{ms} over {d.fabric}"),
+            ("prefill : decode", _num(d.ratio, ",.2f")),
+            (
+                "GPUs (needed / within bounds)",
+                f"{_num(d.gpus_needed, ',')} / {_num(d.gpus_total, ',')} vs "
+                f"{_num(d.aggregated_gpus_needed, ',')} aggregated",
+            ),
+            (
+                "TTFT P99 / TPOT P99",
+                f"{_num(_ms(d.ttft_p99_estimate_s), ',.0f')} ms / "
+                f"{_num(_ms(d.tpot_p99_estimate_s), ',.1f')} ms",
+            ),
+            ("fleet per hour", _num(d.cost_per_hour, ",.2f", f" {p.currency}")),
+        ],
+        "",
+    )
+    parts: list[Any] = [t, facts, Text(d.reason)]
+    if d.infeasible_reasons:
+        parts.append(Text("\n".join(f"✗ {r}" for r in d.infeasible_reasons), style="red"))
+    return Group(*parts)
+
+
+def _ms(seconds: float | None) -> float | None:
+    return None if seconds is None else seconds * 1e3
 
 
 def curve_table(p: Plan) -> Table:
