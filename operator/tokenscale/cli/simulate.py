@@ -26,6 +26,7 @@ from tokenscale.cli.inputs import (
     read_input,
     warn,
 )
+from tokenscale.cli.simulate_pd import print_comparison
 from tokenscale.simulation import (
     POLICIES,
     PolicyName,
@@ -38,6 +39,7 @@ from tokenscale.simulation import (
     scale_trace,
     simulate,
 )
+from tokenscale.simulation.disaggregated import compare
 from tokenscale.simulation.result import Explanation
 from tokenscale.simulation.trace import TraceFormat
 
@@ -158,6 +160,14 @@ def simulate_command(
             "seconds): every signal, the forecast and the lead time.",
         ),
     ] = None,
+    architectures: Annotated[
+        bool,
+        typer.Option(
+            "--architectures",
+            help="Instead of policies: the smallest static fleet of each architecture (one pool, "
+            "or prefill and decode pools) meeting the SLO, against the planner's auto choice.",
+        ),
+    ] = False,
 ) -> None:
     """Replay a trace against a simulated vLLM fleet; compare scaling policies."""
     if arrival_unit not in ("s", "ms"):
@@ -201,6 +211,11 @@ def simulate_command(
             source=trace.name,
         )
         scaled = scale_trace(parsed, time_scale, rate_scale, seed)
+        if architectures:
+            found = compare(isvc.spec, scaled, mismatch, isvc.metadata.name)
+            title = f"{isvc.metadata.name}: {trace.name}, {len(scaled.requests):,} requests"
+            print_comparison(Console(width=180), found, title, output == TableOrJson.json)
+            return
         names: list[PolicyName] = (
             list(POLICIES) if policy == PolicyChoice.all else [cast(PolicyName, policy.value)]
         )

@@ -45,7 +45,7 @@ from tokenscale.planning.load import Z_P99
 from tokenscale.planning.operating_point import Z_P95
 from tokenscale.planning.parallel import Layout, kv_lanes
 from tokenscale.planning.performance import PerfModel
-from tokenscale.planning.result import Constraint, RolePool
+from tokenscale.planning.result import Constraint, Plan, RolePool
 from tokenscale.planning.sizing import ConstraintInput, Sizing, SizingInputs, size
 
 #: The highest utilization a prefill worker is planned at with no TTFT SLO to bound it (the
@@ -122,6 +122,11 @@ class PoolPair:
     fabric: Fabric
     transfer_mean_s: float
     transfer_p99_s: float
+
+    @property
+    def lanes(self) -> int:
+        """GPUs sending a prompt's KV at once: those of the smaller replica."""
+        return min(self.prefill.engine.layout.gpus, self.decode.engine.layout.gpus)
 
     @property
     def reasons(self) -> list[str]:
@@ -422,7 +427,7 @@ def plan_pair(
     kv_target: float,
 ) -> PoolPair:
     """Both pools at these layouts over ``fabric`` (module docstring)."""
-    lanes = min(prefill.layout.gpus, decode.layout.gpus)
+    lanes = min(prefill.layout.gpus, decode.layout.gpus)  # PoolPair.lanes
     per_token = decode.perf.geometry.bytes_per_token
 
     def transfer(tokens: float) -> float:
@@ -559,4 +564,44 @@ def fabric_between(
         line * inter_node_efficiency,
         latency_s,
         f"across nodes ({source} × {inter_node_efficiency:.2f})",
+    )
+
+
+def role_plan(plan: Plan, role: str) -> Plan:
+    """``plan`` as one role's replica: that pool's layout, engine flags, KV pool and count (what
+    the renderer and the simulator run for the role). ``ValueError`` when the plan has no such
+    pool."""
+    d = plan.disaggregation
+    pool = None if d is None else d.prefill if role == "prefill" else d.decode
+    if d is None or pool is None:
+        raise ValueError(f"plan {plan.name!r} has no {role} pool")
+    e2e = d.e2e_p99_estimate_s or plan.e2e_p99_at_capacity_s
+    block = max(
+        1, round(plan.kv_capacity_tokens_per_replica / max(plan.kv_capacity_blocks_per_replica, 1))
+    )
+    return plan.model_copy(
+        update={
+            "tensor_parallel_size": pool.tensor_parallel_size,
+            "pipeline_parallel_size": pool.pipeline_parallel_size,
+            "data_parallel_size": pool.data_parallel_size,
+            "expert_parallel": pool.expert_parallel,
+            "gpus_per_replica": pool.gpus_per_replica,
+            "nodes_per_replica": pool.nodes_per_replica,
+            "max_model_len": pool.max_model_len,
+            "max_num_seqs": pool.max_num_seqs,
+            "max_num_batched_tokens": pool.max_num_batched_tokens,
+            "kv_capacity_tokens_per_replica": pool.kv_capacity_tokens_per_replica,
+            "kv_capacity_blocks_per_replica": int(pool.kv_capacity_tokens_per_replica // block),
+            "rps_per_replica": pool.rps_per_replica,
+            "e2e_p99_at_capacity_s": e2e,
+            "replicas": plan.replicas.model_copy(
+                update={
+                    "needed": pool.replicas_needed,
+                    "with_redundancy": pool.replicas_with_redundancy,
+                    "total": pool.replicas,
+                }
+            )
+            if plan.replicas is not None
+            else None,
+        }
     )

@@ -919,6 +919,8 @@ def with_disaggregation(r: Resolved, c: Conditions, agg: Plan) -> Plan:
         kv_transfer_s=pair.transfer_p99_s,
         kv_transfer_mean_s=pair.transfer_mean_s,
         fabric=pair.fabric.note,
+        kv_transfer_bytes_per_s=pair.fabric.bytes_per_s * pair.lanes,
+        kv_transfer_latency_s=pair.fabric.latency_s,
         ratio=p.replicas / d.replicas if d.replicas > 0 else None,
         gpus_needed=pair.gpus_needed,
         gpus_total=pair.gpus_total,

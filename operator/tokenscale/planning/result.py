@@ -167,6 +167,10 @@ class Disaggregation(_Frozen):
     )
     kv_transfer_mean_s: float | None = Field(default=None, description="Of a mean prompt")
     fabric: str = Field(default="", description="The link the KV crosses, and its figure")
+    kv_transfer_bytes_per_s: float | None = Field(
+        default=None, description="Effective: per-GPU link × efficiency × lanes"
+    )
+    kv_transfer_latency_s: float | None = Field(default=None, description="Fixed, per transfer")
     ratio: float | None = Field(description="Prefill replicas ÷ decode replicas")
     gpus_needed: int | None = Field(description="Both pools before minReplicas/maxReplicas")
     gpus_total: int | None = Field(description="Both pools within the bounds")
