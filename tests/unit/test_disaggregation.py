@@ -9,13 +9,15 @@ import pytest
 import yaml
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from rich.console import Console
 from typer.testing import CliRunner
 
 from tests.helpers import manifest
 from tests.helpers import spec as make_spec
 from tokenscale.api.inference_service import InferenceServiceSpec
 from tokenscale.cli.app import app
-from tokenscale.planning import Conditions, plan_service, resolve
+from tokenscale.cli.plan_view import sweep_table
+from tokenscale.planning import Conditions, plan_service, resolve, sweep
 from tokenscale.planning.disaggregation import (
     Fabric,
     decode_tpot_p99_seconds,
@@ -241,3 +243,26 @@ def test_json_carries_both_pools(tmp_path: Any) -> None:
 def test_bad_mode_names_the_field() -> None:
     with pytest.raises(ValueError, match="disaggregation"):
         make_spec(serving={"disaggregation": "maybe"})
+
+
+def test_sweep_rows_carry_the_choice() -> None:
+    """``--sweep`` plans every row with the spec's mode: a disaggregated row's GPUs and unit
+    costs are the pools', and the table names the pools."""
+    rows = sweep(LONG, gpus=["H100-SXM-80GB"], tp_sizes=[1, 2], dtypes=["bf16"])
+    split = [r for r in rows if r.plan is not None and r.plan.disaggregation is not None]
+    assert len(split) == 2
+    enabled = [
+        r.plan
+        for r in split
+        if r.plan is not None
+        and r.plan.disaggregation is not None
+        and r.plan.disaggregation.enabled
+    ]
+    assert enabled
+    for plan in enabled:
+        d = plan.disaggregation
+        assert d is not None
+        assert plan.gpus_total == d.gpus_total
+    console = Console(width=220, record=True)
+    console.print(sweep_table(rows, 10))
+    assert " P/D" in console.export_text()

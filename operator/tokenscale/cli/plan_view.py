@@ -252,6 +252,35 @@ def disaggregation_renderable(p: Plan) -> Group:
     return Group(*parts)
 
 
+def _aggregated_cells(p: Plan) -> list[str]:
+    return [
+        f"{p.output_tps_per_replica:,.0f}",
+        f"{p.tpot_estimate_s * 1e3:,.1f}",
+        f"{p.ttft_p99_estimate_s * 1e3:,.0f}",
+    ]
+
+
+def _pd_cells(p: Plan) -> list[str]:
+    """A disaggregated row: a decode replica's output tok/s, its mean TPOT, the pools' TTFT P99."""
+    d = p.disaggregation
+    if d is None or d.decode is None:
+        return _aggregated_cells(p)
+    out_mean = p.output_tps / p.design_rps if p.design_rps > 0 else 0.0
+    return [
+        f"{d.decode.rps_per_replica * out_mean:,.0f}",
+        _num(_ms(d.tpot_estimate_s), ",.1f"),
+        _num(_ms(d.ttft_p99_estimate_s), ",.0f"),
+    ]
+
+
+def disaggregated_counts(p: Plan) -> str | None:
+    """``4P+4D`` when the plan runs disaggregated, else None (the sweep's replicas cell)."""
+    d = p.disaggregation
+    if d is None or not d.enabled or d.prefill is None or d.decode is None:
+        return None
+    return f"{d.prefill.replicas}P+{d.decode.replicas}D"
+
+
 def _ms(seconds: float | None) -> float | None:
     return None if seconds is None else seconds * 1e3
 
@@ -334,16 +363,15 @@ def sweep_table(rows: list[SweepRow], limit: int) -> Table:
             )
             continue
         why = p.binding_constraint if p.feasible else "; ".join(p.infeasible_reasons)[:80]
+        pools = disaggregated_counts(p)
         t.add_row(
             row.gpu,
-            layout_text(p, compact=True),
+            layout_text(p, compact=True) + (" P/D" if pools else ""),
             p.weight_dtype,
             "yes" if p.feasible else "no",
-            "—" if p.replicas is None else str(p.replicas.total),
+            pools or ("—" if p.replicas is None else str(p.replicas.total)),
             "—" if p.gpus_total is None else str(p.gpus_total),
-            f"{p.output_tps_per_replica:,.0f}",
-            f"{p.tpot_estimate_s * 1e3:,.1f}",
-            f"{p.ttft_p99_estimate_s * 1e3:,.0f}",
+            *(_pd_cells(p) if pools else _aggregated_cells(p)),
             _num(p.cost_per_million_output_tokens, ",.3f"),
             _num(p.gpu_hours_per_million_output_tokens, ",.3f"),
             why,

@@ -928,6 +928,7 @@ def with_disaggregation(r: Resolved, c: Conditions, agg: Plan) -> Plan:
         cost_per_hour=costs.fleet_cost_per_hour,
         ttft_p99_estimate_s=pair.prefill.ttft_p99_s,
         tpot_p99_estimate_s=pair.decode.tpot_p99_s,
+        tpot_estimate_s=pair.decode.tpot_mean_s,
         e2e_p99_estimate_s=pair.e2e_p99_s,
     )
     update: dict[str, object] = {"disaggregation": info}

@@ -180,6 +180,7 @@ class Disaggregation(_Frozen):
         description="Queue + prefill + KV transfer + first decode step, P99 prompt"
     )
     tpot_p99_estimate_s: float | None = Field(description="Decode steps only: no prefill stalls")
+    tpot_estimate_s: float | None = Field(default=None, description="Mean TPOT at the decode batch")
     e2e_p99_estimate_s: float | None = None
 
 
