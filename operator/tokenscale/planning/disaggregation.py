@@ -13,13 +13,14 @@ decode riding along its chunks. The operating utilization is the largest ``ρ �
 :data:`PREFILL_MAX_UTILIZATION` whose TTFT (P99 prompt against the P99 target, P95 against P95)
 and E2E (TTFT + P99 answer × the decode pool's mean TPOT) meet the SLOs.
 
-**KV transfer**: ``latency + KV bytes per token × tokens held(prompt) / (bandwidth × efficiency ×
-lanes)``. Inside one node the bytes cross NVLink (the GPU's interconnect, at
-``interconnectEfficiency``); across nodes the inter-node fabric (``spec.hardware.interNodeGBps``,
-else the GPU's figure, else 100 GbE, at ``interNodeEfficiency``). Every GPU of the smaller of the
-two replicas sends its shard at once (``lanes = min(GPUs per prefill replica, GPUs per decode
-replica)``); the latency is ``interNodeLatencySeconds``. The service is planned on one node's
-NVLink only when both pools fit on one node together; otherwise a prompt's KV crosses nodes.
+**KV transfer**: ``kvTransferLatencySeconds + KV bytes per token × tokens held(prompt) /
+(bandwidth × efficiency × lanes)``. Inside one node the bytes cross NVLink (the GPU's
+interconnect, at ``interconnectEfficiency``); across nodes the inter-node fabric
+(``spec.hardware.interNodeGBps``, else the GPU's figure, else 100 GbE, at
+``interNodeEfficiency``). Every GPU of the smaller of the two replicas sends its shard at once
+(``lanes = min(GPUs per prefill replica, GPUs per decode replica)``). The service is planned on
+one node's NVLink only when both pools fit on one node together; otherwise a prompt's KV crosses
+nodes.
 
 **Decode worker**: pure decode steps. TPOT at batch ``B`` is ``t_step(B)`` (mean) and
 ``t_step(B + z·√B)`` at a percentile (the Poisson spread of the batch): no prefill chunk ever

@@ -819,7 +819,7 @@ def disaggregated_pair(r: Resolved, c: Conditions) -> PoolPair | None:
             inter,
             a.interconnect_efficiency,
             a.inter_node_efficiency,
-            a.inter_node_latency_seconds,
+            a.kv_transfer_latency_seconds,
         )
 
     return best_pair(
