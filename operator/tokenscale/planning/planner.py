@@ -934,7 +934,13 @@ def with_disaggregation(r: Resolved, c: Conditions, agg: Plan) -> Plan:
     update: dict[str, object] = {"disaggregation": info}
     if enabled:
         physical = pair.feasible
+        scaling_note = (
+            "disaggregated: each pool is rendered at its planned count (prefill "
+            f"{p.replicas}, decode {d.replicas}); per-role scaling is not built, so the "
+            "operator does not resize the pools with the load"
+        )
         update |= {
+            "warnings": [*agg.warnings, scaling_note],
             "gpus_total": pair.gpus_total,
             "cost_per_hour": costs.fleet_cost_per_hour,
             "gpu_hours_per_million_output_tokens": costs.gpu_hours_per_million_output_tokens,
