@@ -149,3 +149,16 @@ def test_cli_architectures(tmp_path: Any) -> None:
     data = json.loads(result.output)
     assert data["aggregated"]["meets_slo"]
     assert data["agree"] is True
+
+
+def test_role_engines_have_their_pools_kv() -> None:
+    plan = plan_service(LONG)
+    d = plan.disaggregation
+    assert d is not None
+    assert d.prefill is not None
+    assert d.decode is not None
+    e = engines(LONG, plan)
+    block = LONG.serving.block_size
+    assert e.decode.kv_blocks * block == d.decode.kv_capacity_tokens_per_replica
+    assert e.prefill.kv_blocks * block == d.prefill.kv_capacity_tokens_per_replica
+    assert e.prefill.max_num_batched_tokens == d.prefill.max_num_batched_tokens

@@ -62,6 +62,7 @@ class RoleEngine:
     layout: Layout
     perf: PerfModel
     kv_capacity_tokens: float
+    kv_capacity_blocks: int
     max_model_len: int
     max_num_seqs: int
     """Per rank (the flag vLLM takes)."""
@@ -520,6 +521,7 @@ def role_pool(
         max_num_seqs=engine.max_num_seqs,
         max_num_batched_tokens=engine.max_num_batched_tokens,
         kv_capacity_tokens_per_replica=engine.kv_capacity_tokens,
+        kv_capacity_blocks_per_replica=engine.kv_capacity_blocks,
         constraints=sizing.constraints,
         binding_constraint=sizing.binding,
         gpus=r.total * layout.gpus,
@@ -577,9 +579,6 @@ def role_plan(plan: Plan, role: str) -> Plan:
     if d is None or pool is None:
         raise ValueError(f"plan {plan.name!r} has no {role} pool")
     e2e = d.e2e_p99_estimate_s or plan.e2e_p99_at_capacity_s
-    block = max(
-        1, round(plan.kv_capacity_tokens_per_replica / max(plan.kv_capacity_blocks_per_replica, 1))
-    )
     return plan.model_copy(
         update={
             "tensor_parallel_size": pool.tensor_parallel_size,
@@ -592,7 +591,7 @@ def role_plan(plan: Plan, role: str) -> Plan:
             "max_num_seqs": pool.max_num_seqs,
             "max_num_batched_tokens": pool.max_num_batched_tokens,
             "kv_capacity_tokens_per_replica": pool.kv_capacity_tokens_per_replica,
-            "kv_capacity_blocks_per_replica": int(pool.kv_capacity_tokens_per_replica // block),
+            "kv_capacity_blocks_per_replica": pool.kv_capacity_blocks_per_replica,
             "rps_per_replica": pool.rps_per_replica,
             "e2e_p99_at_capacity_s": e2e,
             "replicas": plan.replicas.model_copy(

@@ -145,6 +145,7 @@ class RolePool(_Frozen):
     max_num_seqs: int
     max_num_batched_tokens: int
     kv_capacity_tokens_per_replica: float
+    kv_capacity_blocks_per_replica: int = 0
     constraints: list[Constraint]
     binding_constraint: ConstraintName
     gpus: int = Field(description="replicas × gpus_per_replica")
