@@ -215,3 +215,15 @@ def _render_any(text: str) -> list[dict[str, Any]]:
     service = parse_manifests(text)[0]
     plan = plan_service(service.spec, service.metadata.name)
     return render_bundle("x", "ns", service.spec, plan, plan.replica_count).objects
+
+
+def test_pools_render_when_the_aggregated_alternative_has_no_count() -> None:
+    """The role plans carry their own counts and constraints: an aggregated plan that cannot
+    serve (no replica count) does not stop its pools from rendering."""
+    service = parse_manifests(ONE_NODE.read_text())[0]
+    plan = plan_service(service.spec, service.metadata.name).model_copy(update={"replicas": None})
+    objs = render_bundle("x", "ns", service.spec, plan, 0).objects
+    assert sorted(o["metadata"]["name"] for o in objs if o["kind"] == "Deployment") == [
+        "x-decode",
+        "x-prefill",
+    ]

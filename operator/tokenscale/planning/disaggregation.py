@@ -46,7 +46,7 @@ from tokenscale.planning.load import Z_P99
 from tokenscale.planning.operating_point import Z_P95
 from tokenscale.planning.parallel import Layout, kv_lanes
 from tokenscale.planning.performance import PerfModel
-from tokenscale.planning.result import Constraint, Plan, RolePool
+from tokenscale.planning.result import Constraint, Plan, Replicas, RolePool
 from tokenscale.planning.sizing import ConstraintInput, Sizing, SizingInputs, size
 
 #: The highest utilization a prefill worker is planned at with no TTFT SLO to bound it (the
@@ -124,6 +124,8 @@ class PoolPair:
     fabric: Fabric
     transfer_mean_s: float
     transfer_p99_s: float
+    outputs_p99: float = 0.0
+    """The workload's P99 answer, for the E2E estimate."""
 
     @property
     def lanes(self) -> int:
@@ -160,8 +162,6 @@ class PoolPair:
     @property
     def e2e_p99_s(self) -> float:
         return self.prefill.ttft_p99_s + self.outputs_p99 * self.decode.tpot_mean_s
-
-    outputs_p99: float = 0.0
 
 
 def _largest_int(lo: int, hi: int, ok: Callable[[int], bool]) -> int:
@@ -579,6 +579,7 @@ def role_plan(plan: Plan, role: str) -> Plan:
     if d is None or pool is None:
         raise ValueError(f"plan {plan.name!r} has no {role} pool")
     e2e = d.e2e_p99_estimate_s or plan.e2e_p99_at_capacity_s
+    need = {c.name: c.replicas for c in pool.constraints}
     return plan.model_copy(
         update={
             "tensor_parallel_size": pool.tensor_parallel_size,
@@ -594,14 +595,15 @@ def role_plan(plan: Plan, role: str) -> Plan:
             "kv_capacity_blocks_per_replica": pool.kv_capacity_blocks_per_replica,
             "rps_per_replica": pool.rps_per_replica,
             "e2e_p99_at_capacity_s": e2e,
-            "replicas": plan.replicas.model_copy(
-                update={
-                    "needed": pool.replicas_needed,
-                    "with_redundancy": pool.replicas_with_redundancy,
-                    "total": pool.replicas,
-                }
-            )
-            if plan.replicas is not None
-            else None,
+            "replicas": Replicas(
+                throughput=need.get("throughput", 0.0),
+                concurrency=need.get("concurrency", 0.0),
+                kv=need.get("kv", 0.0),
+                needed=pool.replicas_needed,
+                with_redundancy=pool.replicas_with_redundancy,
+                total=pool.replicas,
+            ),
+            "binding_constraint": pool.binding_constraint,
+            "constraints": pool.constraints,
         }
     )
