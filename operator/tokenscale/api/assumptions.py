@@ -57,6 +57,14 @@ class Assumptions(ApiModel):
         ge=0,
         description="Fixed latency of one node-to-node transfer or all-to-all phase.",
     )
+    kv_transfer_latency_seconds: float = Field(
+        default=5e-4,
+        ge=0,
+        le=10,
+        description="Fixed cost of moving one prompt's KV cache from a prefill to a decode worker "
+        "(disaggregation), on top of its bytes over the link: fitted on the fit rows of "
+        "benchmarks/accuracy/disaggregation.yaml (vLLM, RDMA between H800 nodes).",
+    )
     step_overhead_seconds: float = Field(
         default=0.0012,
         ge=0,

@@ -33,6 +33,7 @@ OWNED_FLAGS: dict[str, str] = {
     "--enable-prefix-caching": "spec.serving.enablePrefixCaching",
     "--no-enable-prefix-caching": "spec.serving.enablePrefixCaching",
     "--quantization": "spec.model.weightDtype",
+    "--kv-transfer-config": "spec.serving.disaggregation",
     "-q": "spec.model.weightDtype",
     "--speculative-config": "spec.serving.speculative",
 }
@@ -72,6 +73,12 @@ class Serving(ApiModel):
     speculative: Speculative | None = Field(
         default=None,
         description="Speculative decoding (--speculative-config); absent = off.",
+    )
+    disaggregation: Literal["off", "on", "auto"] = Field(
+        default="off",
+        description="Prefill/decode disaggregation: off (one pool serves both phases), on "
+        "(separate prefill and decode pools, the KV cache sent between them), auto (the "
+        "planner picks the architecture that needs fewer GPUs, then costs less).",
     )
     extra_args: list[str] = Field(
         default_factory=list,

@@ -192,6 +192,8 @@ def plan_renderable(p: Plan, advice: list[str] | None = None) -> Panel:
         "Cost (at the operating point)",
     )
     parts: list[Any] = [Text(header, style="bold"), memory, kv, perf, cons, cost]
+    if p.disaggregation is not None:
+        parts.append(disaggregation_renderable(p))
     if p.infeasible_reasons:
         parts.append(Text("\n".join(f"✗ {r}" for r in p.infeasible_reasons), style="red"))
     if p.warnings:
@@ -200,6 +202,104 @@ def plan_renderable(p: Plan, advice: list[str] | None = None) -> Panel:
         parts.append(Text("\n".join(f"→ {a}" for a in advice), style="cyan"))
     status = "[green]feasible[/]" if p.feasible else "[red]INFEASIBLE[/]"
     return Panel(Group(*parts), title=f"plan {p.name} — {status}", title_align="left")
+
+
+def disaggregation_renderable(p: Plan) -> Group:
+    """Prefill/decode disaggregation: both pools side by side, the KV transfer, the choice."""
+    d = p.disaggregation
+    if d is None:
+        return Group()
+    state = "enabled" if d.enabled else "not enabled"
+    t = Table(
+        title=f"Prefill/decode disaggregation ({d.mode}: {state})",
+        title_justify="left",
+    )
+    for col in (
+        "role",
+        "replicas",
+        "layout",
+        "GPUs",
+        "operating point",
+        "req/s per replica",
+        "binding",
+    ):
+        t.add_column(col)
+    for pool in (d.prefill, d.decode):
+        if pool is None:
+            continue
+        layout = f"TP {pool.tensor_parallel_size}"
+        if pool.nodes_per_replica > 1:
+            layout += f" · {pool.nodes_per_replica} nodes, {pool.gpus_per_replica} GPUs"
+        point = (
+            f"{pool.operating_point:.0%} utilization"
+            if pool.role == "prefill"
+            else f"batch {pool.operating_point:,.0f}"
+        )
+        t.add_row(
+            pool.role,
+            f"{pool.replicas:,} (need {pool.replicas_needed:,.2f})",
+            layout,
+            f"{pool.gpus:,}",
+            f"{point} ({pool.limited_by})",
+            f"{pool.rps_per_replica:,.2f}",
+            pool.binding_constraint,
+        )
+    ms = "—" if d.kv_transfer_s is None else f"{d.kv_transfer_s * 1e3:,.1f} ms"
+    facts = _kv_table(
+        [
+            ("KV transfer (P99 prompt)", f"{ms} over {d.fabric}"),
+            ("prefill : decode", _num(d.ratio, ",.2f")),
+            (
+                "GPUs (needed / within bounds)",
+                f"{_num(d.gpus_needed, ',')} / {_num(d.gpus_total, ',')} vs "
+                f"{_num(d.aggregated_gpus_needed, ',')} aggregated",
+            ),
+            (
+                "TTFT P99 / TPOT P99",
+                f"{_num(_ms(d.ttft_p99_estimate_s), ',.0f')} ms / "
+                f"{_num(_ms(d.tpot_p99_estimate_s), ',.1f')} ms",
+            ),
+            ("fleet per hour", _num(d.cost_per_hour, ",.2f", f" {p.currency}")),
+        ],
+        "",
+    )
+    parts: list[Any] = [t, facts, Text(d.reason)]
+    if d.infeasible_reasons:
+        parts.append(Text("\n".join(f"✗ {r}" for r in d.infeasible_reasons), style="red"))
+    return Group(*parts)
+
+
+def _aggregated_cells(p: Plan) -> list[str]:
+    return [
+        f"{p.output_tps_per_replica:,.0f}",
+        f"{p.tpot_estimate_s * 1e3:,.1f}",
+        f"{p.ttft_p99_estimate_s * 1e3:,.0f}",
+    ]
+
+
+def _pd_cells(p: Plan) -> list[str]:
+    """A disaggregated row: a decode replica's output tok/s, its mean TPOT, the pools' TTFT P99."""
+    d = p.disaggregation
+    if d is None or d.decode is None:
+        return _aggregated_cells(p)
+    out_mean = p.output_tps / p.design_rps if p.design_rps > 0 else 0.0
+    return [
+        f"{d.decode.rps_per_replica * out_mean:,.0f}",
+        _num(_ms(d.tpot_estimate_s), ",.1f"),
+        _num(_ms(d.ttft_p99_estimate_s), ",.0f"),
+    ]
+
+
+def disaggregated_counts(p: Plan) -> str | None:
+    """``4P+4D`` when the plan runs disaggregated, else None (the sweep's replicas cell)."""
+    d = p.disaggregation
+    if d is None or not d.enabled or d.prefill is None or d.decode is None:
+        return None
+    return f"{d.prefill.replicas}P+{d.decode.replicas}D"
+
+
+def _ms(seconds: float | None) -> float | None:
+    return None if seconds is None else seconds * 1e3
 
 
 def curve_table(p: Plan) -> Table:
@@ -252,16 +352,15 @@ def invalid_summary(rows: list[SweepRow]) -> list[str]:
 
 def _sweep_row(t: Table, p: Plan, gpu: str, mark: str = "") -> None:
     why = p.binding_constraint if p.feasible else "; ".join(p.infeasible_reasons)[:80]
+    pools = disaggregated_counts(p)
     t.add_row(
         gpu + mark,
-        layout_text(p, compact=True),
+        layout_text(p, compact=True) + (" P/D" if pools else ""),
         p.weight_dtype,
         "yes" if p.feasible else "no",
-        "—" if p.replicas is None else str(p.replicas.total),
+        pools or ("—" if p.replicas is None else str(p.replicas.total)),
         "—" if p.gpus_total is None else str(p.gpus_total),
-        f"{p.output_tps_per_replica:,.0f}",
-        f"{p.tpot_estimate_s * 1e3:,.1f}",
-        f"{p.ttft_p99_estimate_s * 1e3:,.0f}",
+        *(_pd_cells(p) if pools else _aggregated_cells(p)),
         _num(p.cost_per_million_output_tokens, ",.3f"),
         _num(p.gpu_hours_per_million_output_tokens, ",.3f"),
         why,

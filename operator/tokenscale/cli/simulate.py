@@ -185,6 +185,14 @@ def simulate_command(
             "retry-storm, long-burst. The report compares the run with and without them.",
         ),
     ] = None,
+    architectures: Annotated[
+        bool,
+        typer.Option(
+            "--architectures",
+            help="Instead of policies: the smallest static fleet of each architecture (one pool, "
+            "or prefill and decode pools) meeting the SLO, against the planner's auto choice.",
+        ),
+    ] = False,
 ) -> None:
     """Replay a trace against a simulated vLLM fleet; compare scaling policies."""
     # the simulator loads only when it runs: `plan` stays fast
@@ -265,6 +273,14 @@ def simulate_command(
             runs = mixed_runs(isvc, scaled, mismatch)
             title = f"{isvc.metadata.name}: {trace.name}, {len(scaled.requests):,} requests"
             print_mixed(runs, output == TableOrJson.json, title)
+        scaled = scale_trace(parsed, time_scale, rate_scale, seed)
+        if architectures:
+            from tokenscale.cli.simulate_pd import print_comparison  # noqa: PLC0415
+            from tokenscale.simulation.disaggregated import compare  # noqa: PLC0415
+
+            found = compare(isvc.spec, scaled, mismatch, isvc.metadata.name)
+            title = f"{isvc.metadata.name}: {trace.name}, {len(scaled.requests):,} requests"
+            print_comparison(Console(width=180), found, title, output == TableOrJson.json)
             return
         names: list[PolicyName] = (
             list(POLICIES) if policy == PolicyChoice.all else [cast("PolicyName", policy.value)]

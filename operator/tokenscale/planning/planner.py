@@ -32,6 +32,14 @@ from tokenscale.api.inference_service import InferenceServiceSpec
 from tokenscale.api.slo import Slo
 from tokenscale.api.workload import TokenDistribution, Workload
 from tokenscale.planning.conditions import Conditions, forecast_conditions
+from tokenscale.planning.disaggregation import (
+    Fabric,
+    PoolPair,
+    RoleEngine,
+    best_pair,
+    fabric_between,
+    pools,
+)
 from tokenscale.planning.formulas import GIB, littles_law_concurrency, token_rates, weight_bytes
 from tokenscale.planning.inputs import bytes_per_param
 from tokenscale.planning.knobs import Knobs, choose_knobs
@@ -78,6 +86,7 @@ from tokenscale.planning.resolve import Resolved, resolve
 from tokenscale.planning.result import (
     ConcurrencyLimits,
     CurveStep,
+    Disaggregation,
     LoadEstimate,
     MemoryBreakdown,
     Plan,
@@ -781,8 +790,8 @@ def plan_service(spec: InferenceServiceSpec, name: str = "") -> Plan:
         if layout not in single and (best is None or layout.gpus < best)
     ]
     if len(plans) == 1:
-        return with_curve(r, conditions, plans[0])
-    chosen = with_curve(r, conditions, _choose(plans))
+        return with_disaggregation(r, conditions, with_curve(r, conditions, plans[0]))
+    chosen = with_disaggregation(r, conditions, with_curve(r, conditions, _choose(plans)))
     candidates = [_candidate(p) for p in plans]
     if not any(p.feasible for p in plans) and all(
         p.kv_capacity_blocks_per_replica == 0 for p in plans
@@ -801,3 +810,192 @@ def plan_service(spec: InferenceServiceSpec, name: str = "") -> Plan:
             }
         )
     return chosen.model_copy(update={"tp_candidates": candidates})
+
+
+def role_engine(r: Resolved, c: Conditions, layout: Layout) -> tuple[RoleEngine, RoleEngine]:
+    """A prefill and a decode replica at ``layout``: the memory, KV and engine flags of an
+    aggregated replica there (``_estimate``), except that a prefill worker, with no decode to
+    protect from long chunks, takes at least vLLM's default token budget per step (fewer steps:
+    fewer weight reads and step overheads per prompt) unless spec.serving pins one."""
+    e = _estimate(r, c, layout)
+    decode = RoleEngine(
+        layout=layout,
+        perf=e.perf,
+        kv_capacity_tokens=e.capacity_tokens,
+        kv_capacity_blocks=e.blocks,
+        max_model_len=e.max_len,
+        max_num_seqs=math.ceil(e.knobs.max_num_seqs / kv_lanes(layout)),
+        max_num_batched_tokens=e.knobs.max_num_batched_tokens,
+        reasons=tuple(e.reasons),
+    )
+    budget = e.knobs.max_num_batched_tokens
+    if r.spec.serving.max_num_batched_tokens is None:
+        budget = max(budget, r.defaults.max_num_batched_tokens)
+    if budget == decode.max_num_batched_tokens:
+        return decode, decode
+    prefill = dataclasses.replace(
+        decode, perf=perf_at(r, c, layout, budget), max_num_batched_tokens=budget
+    )
+    return prefill, decode
+
+
+def role_engines(r: Resolved, c: Conditions) -> list[tuple[RoleEngine, RoleEngine]]:
+    """(prefill, decode) engines at every single-node TP, and at the multi-node layouts only
+    when no single-node replica fits."""
+    sizes = r.tp_sizes()
+    single = [role_engine(r, c, Layout(tp=tp)) for tp in sizes]
+    if any(not d.reasons for _, d in single):
+        return single
+    multi = [role_engine(r, c, x) for x in _layouts(r, sizes) if x.nodes > 1]
+    return single + multi
+
+
+def disaggregated_pair(r: Resolved, c: Conditions) -> PoolPair | None:
+    """The two pools at the pair of layouts needing the fewest GPUs (planning/disaggregation)."""
+    spec, a = r.spec, r.spec.assumptions
+    engines = role_engines(r, c)
+    nvlink = link_bytes_per_s(r.gpu)
+    inter = spec.hardware.inter_node_gbps or r.gpu.inter_node_gbps
+    per_node = spec.hardware.gpus_per_node
+
+    def fabric_for(p: RoleEngine, d: RoleEngine, gpus: int | None) -> Fabric:
+        same = p.layout.nodes == 1 and d.layout.nodes == 1 and (gpus is None or gpus <= per_node)
+        return fabric_between(
+            same,
+            nvlink,
+            inter,
+            a.interconnect_efficiency,
+            a.inter_node_efficiency,
+            a.kv_transfer_latency_seconds,
+        )
+
+    return best_pair(
+        [p for p, _ in engines],
+        [d for _, d in engines],
+        fabric_for,
+        spec.slo,
+        c.workload,
+        spec.scaling,
+        a.kv_target_utilization,
+        Pricing.for_gpu(spec.cost, r.gpu_key).gpu_hour_price,
+    )
+
+
+def _why(agg: Plan, pair: PoolPair, agg_stall_s: float, enabled: bool, mode: str) -> str:
+    """The choice in numbers: GPUs each way and what limits each architecture."""
+    p, d = pools(pair)
+    agg_need = _gpus_needed(agg) if agg.feasible else None
+    two = (
+        f"{p.replicas_with_redundancy} prefill × "
+        f"{_shape(p.tensor_parallel_size, p.nodes_per_replica)} + "
+        f"{d.replicas_with_redundancy} decode × "
+        f"{_shape(d.tensor_parallel_size, d.nodes_per_replica)} = {pair.gpus_needed} GPUs"
+    )
+    one = (
+        f"{agg_need} aggregated ({agg.replicas.with_redundancy if agg.replicas else 0} × "
+        f"{_shape(agg.tensor_parallel_size, agg.nodes_per_replica)})"
+        if agg_need is not None
+        else "aggregated cannot serve (" + "; ".join(agg.infeasible_reasons)[:160] + ")"
+    )
+    limited = agg.assumptions.get("operating_point_limited_by")
+    detail = (
+        f"aggregated runs batch {agg.operating_batch:,.0f} (limited by {limited}; a P99 prompt's "
+        f"chunk stalls its decode steps {agg_stall_s * 1e3:,.0f} ms), decode-only batch "
+        f"{pair.decode.batch:,.0f} (limited by {pair.decode.limited_by}); prefill at "
+        f"{pair.prefill.utilization:.0%} utilization (limited by {pair.prefill.limited_by}); "
+        f"a P99 prompt's KV moves in {pair.transfer_p99_s * 1e3:,.1f} ms ({pair.fabric.note})"
+    )
+    if not pair.feasible:
+        return f"disaggregated cannot serve: {'; '.join(pair.reasons)}; {one}"
+    if mode == "on":
+        verdict = "disaggregated (spec.serving.disaggregation: on)"
+    elif enabled:
+        verdict = (
+            "disaggregated: fewer GPUs"
+            if agg_need is None or pair.gpus_needed < agg_need
+            else "disaggregated: cheaper at equal GPUs"
+        )
+    else:
+        verdict = "aggregated: no more GPUs than disaggregated"
+    return f"{verdict}: {two} vs {one}; {detail}"
+
+
+def _shape(tp: int, nodes: int) -> str:
+    return f"TP {tp}" + (f" on {nodes} nodes" if nodes > 1 else "")
+
+
+def with_disaggregation(r: Resolved, c: Conditions, agg: Plan) -> Plan:
+    """``agg`` with its :class:`Disaggregation` (``spec.serving.disaggregation`` on or auto);
+    unchanged when off. When enabled, ``gpus_total`` and the cost keys are both pools'."""
+    mode = r.spec.serving.disaggregation
+    if mode == "off":
+        return agg
+    pair = disaggregated_pair(r, c)
+    if pair is None:
+        return agg
+    agg_need = _gpus_needed(agg) if agg.feasible else None
+    prices = Pricing.for_gpu(r.spec.cost, r.gpu_key)
+    if mode == "on":
+        enabled = True
+    else:
+        enabled = pair.feasible and (agg_need is None or pair.gpus_needed < agg_need)
+    stall = perf_at(r, c, layout_of(agg), agg.max_num_batched_tokens).tail_chunk_seconds
+    reason = _why(agg, pair, stall, enabled, mode)
+    p, d = pools(pair)
+    w = c.workload
+    gpu_s_per_request = p.gpus_per_replica / max(p.rps_per_replica, 1e-12) + (
+        d.gpus_per_replica / max(d.rps_per_replica, 1e-12)
+    )
+    rps_per_gpu = 1.0 / gpu_s_per_request
+    costs = price_plan(
+        prices,
+        1,
+        pair.gpus_total,
+        rps_per_gpu * w.output_tokens.mean,
+        rps_per_gpu * w.input_tokens.mean,
+        rps_per_gpu,
+    )
+    info = Disaggregation(
+        mode=mode,
+        enabled=enabled,
+        reason=reason,
+        feasible=pair.feasible,
+        infeasible_reasons=pair.reasons,
+        prefill=p,
+        decode=d,
+        kv_transfer_s=pair.transfer_p99_s,
+        kv_transfer_mean_s=pair.transfer_mean_s,
+        fabric=pair.fabric.note,
+        kv_transfer_bytes_per_s=pair.fabric.bytes_per_s * pair.lanes,
+        kv_transfer_latency_s=pair.fabric.latency_s,
+        ratio=p.replicas / d.replicas if d.replicas > 0 else None,
+        gpus_needed=pair.gpus_needed,
+        gpus_total=pair.gpus_total,
+        aggregated_gpus_needed=agg_need,
+        cost_per_hour=costs.fleet_cost_per_hour,
+        ttft_p99_estimate_s=pair.prefill.ttft_p99_s,
+        tpot_p99_estimate_s=pair.decode.tpot_p99_s,
+        tpot_estimate_s=pair.decode.tpot_mean_s,
+        e2e_p99_estimate_s=pair.e2e_p99_s,
+    )
+    update: dict[str, object] = {"disaggregation": info}
+    if enabled:
+        physical = pair.feasible
+        scaling_note = (
+            "disaggregated: each pool is rendered at its planned count (prefill "
+            f"{p.replicas}, decode {d.replicas}); per-role scaling is not built, so the "
+            "operator does not resize the pools with the load"
+        )
+        update |= {
+            "warnings": [*agg.warnings, scaling_note],
+            "gpus_total": pair.gpus_total,
+            "cost_per_hour": costs.fleet_cost_per_hour,
+            "gpu_hours_per_million_output_tokens": costs.gpu_hours_per_million_output_tokens,
+            "cost_per_million_output_tokens": costs.per_million_output,
+            "cost_per_million_input_tokens": costs.per_million_input,
+            "cost_per_million_tokens": costs.per_million_blended,
+            "cost_per_request": costs.per_request,
+            "feasible": physical,
+            "infeasible_reasons": [f"disaggregated: {x}" for x in pair.reasons],
+        }
+    return agg.model_copy(update=update)

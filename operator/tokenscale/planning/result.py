@@ -211,6 +211,68 @@ class MixSummary(_Frozen):
     reasons: list[str]
 
 
+class RolePool(_Frozen):
+    """One role of a disaggregated service: its layout, engine flags, capacity and count."""
+
+    role: Literal["prefill", "decode"]
+    replicas: int = Field(description="Within minReplicas/maxReplicas (each role's own)")
+    replicas_needed: float = Field(description="max(throughput, concurrency, kv), unrounded")
+    replicas_with_redundancy: int = Field(description="ceil(needed × factor) + spareReplicas")
+    tensor_parallel_size: int
+    pipeline_parallel_size: int = 1
+    data_parallel_size: int = 1
+    expert_parallel: bool = False
+    gpus_per_replica: int
+    nodes_per_replica: int = 1
+    rps_per_replica: float = Field(description="Requests (prompts or decodes) per second")
+    operating_point: float = Field(
+        description="Prefill: the utilization the TTFT SLO allows; decode: the batch"
+    )
+    limited_by: str = Field(description="What sets the operating point")
+    max_model_len: int
+    max_num_seqs: int
+    max_num_batched_tokens: int
+    kv_capacity_tokens_per_replica: float
+    kv_capacity_blocks_per_replica: int = 0
+    constraints: list[Constraint]
+    binding_constraint: ConstraintName
+    gpus: int = Field(description="replicas × gpus_per_replica")
+    gpus_needed: int = Field(description="replicas_with_redundancy × gpus_per_replica")
+
+
+class Disaggregation(_Frozen):
+    """Prefill/decode disaggregation: the two pools, the KV transfer between them, and
+    whether the service runs that way (``spec.serving.disaggregation``) and why."""
+
+    mode: Literal["off", "on", "auto"]
+    enabled: bool = Field(description="The service runs as two pools (on, or auto chose it)")
+    reason: str = Field(description="Why, in numbers: GPUs needed each way, what limits each")
+    feasible: bool
+    infeasible_reasons: list[str] = Field(default_factory=list)
+    prefill: RolePool | None
+    decode: RolePool | None
+    kv_transfer_s: float | None = Field(
+        description="KV of a P99 prompt from a prefill to a decode worker, seconds"
+    )
+    kv_transfer_mean_s: float | None = Field(default=None, description="Of a mean prompt")
+    fabric: str = Field(default="", description="The link the KV crosses, and its figure")
+    kv_transfer_bytes_per_s: float | None = Field(
+        default=None, description="Effective: per-GPU link × efficiency × lanes"
+    )
+    kv_transfer_latency_s: float | None = Field(default=None, description="Fixed, per transfer")
+    ratio: float | None = Field(description="Prefill replicas ÷ decode replicas")
+    gpus_needed: int | None = Field(description="Both pools before minReplicas/maxReplicas")
+    gpus_total: int | None = Field(description="Both pools within the bounds")
+    aggregated_gpus_needed: int | None = Field(description="The best aggregated plan's need")
+    cost_per_hour: float | None
+    ttft_p99_estimate_s: float | None = Field(
+        description="Queue + prefill + KV transfer + first decode step, P99 prompt"
+    )
+    tpot_p99_estimate_s: float | None = Field(description="Decode steps only: no prefill stalls")
+    tpot_estimate_s: float | None = Field(default=None, description="Mean TPOT at the decode batch")
+    e2e_p99_estimate_s: float | None = None
+
+
 class Plan(_Frozen):
     """The capacity plan for one InferenceService."""
 
@@ -337,6 +399,11 @@ class Plan(_Frozen):
         default_factory=list,
         exclude=True,
         description="Each variant's own plan, in variants order (not part of the JSON)",
+    )
+    disaggregation: Disaggregation | None = Field(
+        default=None,
+        description="Prefill/decode pools (spec.serving.disaggregation on or auto); when "
+        "enabled, gpus_total and cost_per_hour are both pools'",
     )
 
     @property

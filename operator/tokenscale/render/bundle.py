@@ -10,6 +10,7 @@ from tokenscale.api.inference_service import API_GROUP, API_VERSION, KIND, Infer
 from tokenscale.planning.inputs import resolve_gpu
 from tokenscale.planning.result import Plan
 from tokenscale.render.deployment import deployment, pod_template
+from tokenscale.render.disaggregated import ROLES, decode_service, role_objects, stamp
 from tokenscale.render.lws import group_pdb_max_unavailable, leader_worker_set, lws_templates
 from tokenscale.render.names import derived_names
 from tokenscale.render.service import pdb_min_available, pod_disruption_budget, service
@@ -70,6 +71,11 @@ def render_bundle(
     ``replicas``)."""
     if plan.mix is not None:
         return _render_variants(name, namespace, spec, plan, replicas, owner, counts)
+    d = plan.disaggregation
+    if d is not None and d.enabled and d.prefill is not None and d.decode is not None:
+        counts = {"prefill": d.prefill.replicas, "decode": d.decode.replicas}
+        leaders = d.decode.nodes_per_replica > 1
+        return _render_disaggregated(name, namespace, spec, plan, counts, leaders, owner)
     template = pod_template(name, spec, plan, resolve_gpu(spec))
     if plan.nodes_per_replica > 1:
         templates = lws_templates(template, plan)
@@ -123,4 +129,39 @@ def _render_variants(
         objects=objs,
         derived_names=tuple(derived_names(name)),
         workloads=workloads,
+    )
+
+
+def _render_disaggregated(
+    name: str,
+    namespace: str,
+    spec: InferenceServiceSpec,
+    plan: Plan,
+    counts: dict[str, int],
+    leaders_only: bool,
+    owner: Owner | None,
+) -> RenderedBundle:
+    parts = {role: role_objects(name, namespace, spec, plan, role, counts[role]) for role in ROLES}
+    digest = config_hash({role: hashed for role, (_, _, hashed) in parts.items()})
+    for workload, _, _ in parts.values():
+        stamp(workload, digest)
+    svc = decode_service(name, namespace, leader_only=leaders_only)
+    objs = [
+        parts["decode"][0],
+        svc,
+        parts["decode"][1],
+        parts["prefill"][0],
+        parts["prefill"][1],
+    ]
+    if owner is not None:
+        for obj in objs:
+            obj["metadata"]["ownerReferences"] = [owner.reference()]
+    return RenderedBundle(
+        workload=objs[0],
+        service=svc,
+        pdb=objs[2],
+        config_hash=digest,
+        objects=objs,
+        derived_names=tuple(derived_names(name)),
+        workloads=(parts["decode"][0], parts["prefill"][0]),
     )

@@ -43,6 +43,9 @@ class SimRequest:
     last_token_s: float = 0.0
     looked_up: bool = False
     queued: bool = True
+    remote_tokens: int = 0
+    """Prompt tokens whose KV arrived from a prefill worker (disaggregated decode): admitted as
+    computed, like a prefix-cache hit; a preemption loses them (vLLM recomputes)."""
 
     def __post_init__(self) -> None:
         self.prompt_tokens = self.input_tokens
@@ -87,6 +90,8 @@ class Replica:
         self.running: list[SimRequest] = []
         self.free_blocks = cfg.kv_blocks
         self.preemptions = 0
+        self.finished: list[SimRequest] | None = None
+        """When a list, every finished request is appended (a prefill worker's hand-off)."""
         self._cache: OrderedDict[int, None] = OrderedDict()
         self._cache_capacity = max(
             1, cfg.kv_blocks * cfg.block_size // max(cfg.prefix_block_tokens, 1)
@@ -132,12 +137,16 @@ class Replica:
         victim.blocks = victim.kv = victim.computed = 0
         victim.prompt_tokens = victim.input_tokens + victim.generated
         victim.looked_up = False
+        victim.remote_tokens = 0
         self.waiting.appendleft(victim)
         self.preemptions += 1
         self.rec.preemptions += 1
 
     def _lookup_prefix(self, r: SimRequest) -> None:
         r.looked_up = True
+        if r.remote_tokens > 0:
+            r.computed = r.kv = min(r.remote_tokens, r.prompt_tokens - 1)
+            return
         if not self.cfg.prefix_caching or not r.prefix_blocks:
             return
         self.rec.prefix_queries += r.prompt_tokens
@@ -330,3 +339,5 @@ class Replica:
         if r.generated > 1:
             rec.tpot.observe(tpot)
         rec.outcomes.append(Outcome(r.arrival_s, ttft, tpot, e2e, r.generated))
+        if self.finished is not None:
+            self.finished.append(r)

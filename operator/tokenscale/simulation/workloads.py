@@ -8,7 +8,8 @@
 - :func:`idle_gaps`: ``requests`` requests, then ``gap_s`` of nothing, then one request.
 
 Token mixes (lognormal, stated by mean and P99): :data:`CONVERSATION` (1k / 4k in, 200 out),
-:data:`CODE` (prefill-heavy: 2k mean / 7.5k P99 in, 30 out), :data:`REASONING` (500 in, 4k out).
+:data:`CODE` (prefill-heavy: 2k mean / 7.5k P99 in, 30 out), :data:`REASONING` (500 in, 4k out),
+:data:`LONG_PROMPT` (8k / 16k in, 200 / 400 out) and :data:`SHORT_PROMPT` (300 / 800 in and out).
 Arrivals are re-based to start at 0 s; a shape's duration is its last arrival.
 """
 
@@ -41,6 +42,11 @@ class TokenMix:
 CONVERSATION = TokenMix("conversation", 1000, 4000, 200, 800)
 CODE = TokenMix("code", 2000, 7500, 30, 60)
 REASONING = TokenMix("reasoning", 500, 1500, 4000, 8000)
+#: Prefill/decode disaggregation's two shapes: long prompts with short answers (RAG,
+#: summarization: prefill chunks stall a shared pool's decodes, two pools should win) and short
+#: chats (a shared pool is never stalled for long, one pool should win).
+LONG_PROMPT = TokenMix("long-prompt", 8000, 16000, 200, 400, max_total=32_000)
+SHORT_PROMPT = TokenMix("short-prompt", 300, 800, 300, 800)
 Z99 = 2.3263
 
 

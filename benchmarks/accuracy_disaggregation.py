@@ -1,0 +1,174 @@
+"""The planner's prefill/decode model against published measurements
+(benchmarks/accuracy/disaggregation.yaml).
+
+    PYTHONPATH=operator python benchmarks/accuracy_disaggregation.py [--json]
+
+Each entry is rebuilt as a spec (model, GPU, weight dtype, prompt and answer lengths,
+``disaggregation: on``, the roles' TP pinned) and the planner's own figures are read:
+
+- ``kv_transfer_s``: the plan's transfer of a prompt of that length (``kv_transfer_latency_s +
+  KV bytes per token × tokens held / kv_transfer_bytes_per_s``, the fabric the planner picks);
+- ``pd_ttft_s``: TTFT through an idle pair (``disaggregation.prefill_ttft_seconds`` at
+  utilization 0: the prompt's prefill on the prefill replica + that transfer + one decode step
+  at batch 1 + ``requestOverheadSeconds``);
+- ``itl_ratio`` (not scored): the decode pool's step at the batch it settles at, over the
+  aggregated replica's mean TPOT at its load (``at_load``).
+
+The error is ``estimate / measured − 1``; the median absolute error is printed per source and per
+split (``fit`` / ``held-out``). Nothing is fitted: the held-out third is kept for the refit that
+would follow.
+"""
+
+import argparse
+import json
+import statistics
+import sys
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from tokenscale.api.inference_service import InferenceServiceSpec
+from tokenscale.catalog.models import find_model
+from tokenscale.planning import forecast_conditions, plan_at, plan_service, resolve
+from tokenscale.planning.disaggregation import prefill_ttft_seconds
+from tokenscale.planning.load import at_load
+from tokenscale.planning.parallel import Layout
+from tokenscale.planning.planner import perf_at, role_engine
+
+DATA = Path(__file__).resolve().parent / "accuracy" / "disaggregation.yaml"
+
+
+def _spec(data: dict[str, Any], m: dict[str, Any], tp: int, rps: float) -> InferenceServiceSpec:
+    name = m["model"]
+    if name in data.get("models", {}):
+        model: dict[str, Any] = {"name": name, "hfConfig": data["models"][name]["config"]}
+    else:
+        entry = find_model(name)
+        if entry is None:
+            raise SystemExit(f"{m['id']}: {name} is neither in the catalog nor in models:")
+        model = {"name": name, "catalog": entry.key}
+        if m["weight_dtype"] in ("int4", "int8"):  # the measured checkpoint is GPTQ-quantized
+            bits = 4 if m["weight_dtype"] == "int4" else 8
+            quant = {"quant_method": "gptq", "bits": bits}
+            model = {"name": name, "hfConfig": {**entry.config, "quantization_config": quant}}
+    model["weightDtype"] = m["weight_dtype"]
+    gpu = m["gpu"]
+    hardware: dict[str, Any] = {"tensorParallelSize": tp}
+    if gpu in data.get("gpus", {}):
+        hardware["gpuSpec"] = data["gpus"][gpu]["spec"]
+    else:
+        hardware["gpu"] = gpu
+    n_in, n_out = m["input_tokens"], m["output_tokens"]
+    return InferenceServiceSpec.model_validate(
+        {
+            "model": model,
+            "hardware": hardware,
+            "workload": {
+                "rps": {"mean": rps},
+                "inputTokens": {"mean": n_in},
+                "outputTokens": {"mean": n_out},
+                "maxContextTokens": max(n_in + n_out, 2048),
+            },
+            "serving": {"disaggregation": "on", "enablePrefixCaching": False},
+        }
+    )
+
+
+def _transfer(spec: InferenceServiceSpec, tokens: float) -> float:
+    d = plan_service(spec).disaggregation
+    if d is None or d.kv_transfer_bytes_per_s is None:
+        raise SystemExit("the plan has no disaggregation")
+    r = resolve(spec)
+    geometry = perf_at(r, forecast_conditions(r), spec.hardware.tensor_parallel_size).geometry  # type: ignore[arg-type]
+    held = geometry.tokens_held(tokens)
+    return (d.kv_transfer_latency_s or 0.0) + geometry.bytes_per_token * held / (
+        d.kv_transfer_bytes_per_s
+    )
+
+
+def _ttft(spec: InferenceServiceSpec, tokens: float) -> float:
+    r = resolve(spec)
+    c = forecast_conditions(r)
+    tp = int(spec.hardware.tensor_parallel_size)  # type: ignore[arg-type]
+    prefill, decode = role_engine(r, c, Layout(tp=tp))
+    return prefill_ttft_seconds(
+        prefill.perf, 0.0, tokens, _transfer(spec, tokens), decode.perf.step_seconds(1.0)
+    )
+
+
+def _itl_ratio(data: dict[str, Any], m: dict[str, Any]) -> float:
+    lay, rps = m["layout"], float(m["rps"])
+    agg_spec = _spec(data, m, lay["aggregated_tp"], rps)
+    r = resolve(agg_spec)
+    c = forecast_conditions(r)
+    plan = plan_at(r, c, lay["aggregated_tp"])
+    perf = perf_at(r, c, lay["aggregated_tp"], plan.max_num_batched_tokens)
+    w = agg_spec.workload
+    point = at_load(
+        perf,
+        rps / lay["aggregated_replicas"],
+        w.input_tokens,
+        w.output_tokens,
+        float(plan.max_num_seqs),
+    )
+    if point is None:
+        raise SystemExit(f"{m['id']}: the aggregated replicas saturate at {rps} RPS")
+    pd_spec = _spec(data, m, lay["decode_tp"], rps)
+    pr = resolve(pd_spec)
+    _, decode = role_engine(pr, forecast_conditions(pr), Layout(tp=lay["decode_tp"]))
+    batch = 1.0
+    for _ in range(50):  # the batch a decode replica settles at: λ × out × t_step(B)
+        batch = max(1.0, rps * m["output_tokens"] * decode.perf.step_seconds(batch))
+    return decode.perf.step_seconds(batch) / point.tpot_mean_s
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--json", action="store_true")
+    args = parser.parse_args()
+    data = yaml.safe_load(DATA.read_text())
+    rows: list[dict[str, Any]] = []
+    for m in data["measurements"]:
+        if m["kind"] == "itl_ratio":
+            estimate = _itl_ratio(data, m)
+        else:
+            spec = _spec(data, m, m["layout"]["prefill_tp"], 1.0)
+            tokens = float(m["input_tokens"])
+            estimate = (
+                _transfer(spec, tokens) if m["kind"] == "kv_transfer_s" else _ttft(spec, tokens)
+            )
+        rows.append(
+            {
+                "id": m["id"],
+                "kind": m["kind"],
+                "split": m["split"],
+                "source": m["source"],
+                "scored": m.get("scored", True),
+                "measured": m["value"],
+                "estimate": estimate,
+                "error": estimate / m["value"] - 1.0,
+            }
+        )
+    if args.json:
+        print(json.dumps(rows, indent=2))
+        return 0
+    for row in rows:
+        flag = "" if row["scored"] else "  (not scored)"
+        print(
+            f"{row['id']:42} {row['split']:8} measured {row['measured']:.5g}  estimate "
+            f"{row['estimate']:.5g}  error {row['error']:+.1%}{flag}"
+        )
+    scored = [r for r in rows if r["scored"]]
+    print()
+    for label, key in (("source", "source"), ("split", "split"), ("kind", "kind")):
+        for value in sorted({r[key] for r in scored}):
+            errs = [abs(r["error"]) for r in scored if r[key] == value]
+            print(
+                f"median |error| by {label} {value}: {statistics.median(errs):.1%} (n={len(errs)})"
+            )
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,307 @@
+"""Both architectures replaying one trace: a shared pool, or prefill and decode pools.
+
+- **Aggregated**: ``n`` engines of the plan's replica behind a least-loaded gateway (the
+  fleet's routing, ``fleet.py``), no scaling.
+- **Disaggregated**: ``p`` prefill engines and ``d`` decode engines (``planning.disaggregation``
+  ``role_plan``: each role's layout, flags and KV pool). A request enters the least-loaded prefill
+  engine as a one-token request (vLLM's prefill worker runs ``max_tokens=1``); when its prefill
+  ends, its KV takes ``latency + KV bytes per token × tokens held / bandwidth`` (the plan's
+  ``kv_transfer_bytes_per_s`` and ``kv_transfer_latency_s``) to reach the least-loaded decode
+  engine, which admits it with the prompt's KV already computed (like a prefix-cache hit) and
+  generates every output token, the first included. Latencies count from the arrival at the
+  prefill pool; the decode engine holds the request's KV blocks from the transfer's end.
+
+:func:`fewest_aggregated` and :func:`fewest_disaggregated` search the smallest static fleet of
+each architecture whose replay meets the SLO (P99s after a 20 % warm-up, ``capacity.meets_slo``):
+the simulator's answer to "which architecture is cheaper", to hold the planner's ``auto`` to.
+"""
+
+import heapq
+import math
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from tokenscale.api.inference_service import InferenceServiceSpec
+from tokenscale.api.slo import Slo
+from tokenscale.planning import Plan, plan_service
+from tokenscale.planning.disaggregation import role_plan
+from tokenscale.simulation.capacity import meets_slo
+from tokenscale.simulation.recorder import Recorder
+from tokenscale.simulation.replica import Replica, ReplicaConfig, SimRequest, replica_config
+from tokenscale.simulation.trace import Trace, percentile
+
+#: Largest fleet the searches try per pool before giving up.
+MAX_SEARCH_REPLICAS = 256
+
+
+@dataclass(frozen=True)
+class ArchitectureRun:
+    """One static fleet's replay: its size and what the requests saw."""
+
+    architecture: str
+    prefill_replicas: int
+    decode_replicas: int
+    gpus: int
+    requests: int
+    ttft_p99_s: float
+    tpot_p99_s: float
+    meets_slo: bool
+
+
+@dataclass(frozen=True)
+class Engines:
+    """The engines of both architectures for one plan, and the KV transfer between roles."""
+
+    aggregated: ReplicaConfig
+    aggregated_gpus: int
+    prefill: ReplicaConfig
+    prefill_gpus: int
+    decode: ReplicaConfig
+    decode_gpus: int
+    transfer_s: Callable[[int], float]
+
+
+def engines(spec: InferenceServiceSpec, plan: Plan, mismatch: float = 1.0) -> Engines:
+    """What ``plan`` runs each way (it must carry a disaggregation, ``on`` or ``auto``)."""
+    d = plan.disaggregation
+    if d is None or d.kv_transfer_bytes_per_s is None:
+        raise ValueError(
+            f"plan {plan.name!r} has no disaggregated pools: set spec.serving.disaggregation"
+        )
+    block = spec.serving.block_size
+    p_plan, d_plan = role_plan(plan, "prefill"), role_plan(plan, "decode")
+    decode_cfg = replica_config(spec, d_plan, block, mismatch)
+    geometry = decode_cfg.perf.geometry
+    bandwidth = d.kv_transfer_bytes_per_s
+    latency = d.kv_transfer_latency_s or 0.0
+
+    def transfer_s(tokens: int) -> float:
+        held = geometry.tokens_held(float(tokens))
+        return latency + geometry.bytes_per_token * held / bandwidth if held > 0 else 0.0
+
+    return Engines(
+        aggregated=replica_config(spec, plan, block, mismatch),
+        aggregated_gpus=plan.gpus_per_replica,
+        prefill=replica_config(spec, p_plan, block, mismatch),
+        prefill_gpus=p_plan.gpus_per_replica,
+        decode=decode_cfg,
+        decode_gpus=d_plan.gpus_per_replica,
+        transfer_s=transfer_s,
+    )
+
+
+def _least_loaded(pool: list[Replica]) -> Replica:
+    return min(pool, key=lambda e: e.load)
+
+
+def replay_aggregated(cfg: ReplicaConfig, replicas: int, trace: Trace) -> Recorder:
+    """``replicas`` engines serving ``trace``; every request to the least-loaded engine."""
+    rec = Recorder()
+    pool = [Replica(cfg, rec, 0.0) for _ in range(max(replicas, 1))]
+    for r in trace.requests:
+        for e in pool:
+            e.run_until(r.arrival_s)
+        _least_loaded(pool).add(
+            SimRequest(r.arrival_s, r.input_tokens, r.output_tokens, r.prefix_blocks),
+            r.arrival_s,
+        )
+    for e in pool:
+        e.run_until(math.inf)
+    return rec
+
+
+def replay_disaggregated(
+    prefill: ReplicaConfig,
+    decode: ReplicaConfig,
+    prefills: int,
+    decodes: int,
+    transfer_s: Callable[[int], float],
+    trace: Trace,
+) -> Recorder:
+    """``prefills`` prefill and ``decodes`` decode engines serving ``trace`` (module docstring);
+    the record is the decode pool's (what a user sees, from the arrival)."""
+    rec, scratch = Recorder(), Recorder()
+    handed: list[SimRequest] = []
+    p_pool = [Replica(prefill, scratch, 0.0) for _ in range(max(prefills, 1))]
+    for e in p_pool:
+        e.finished = handed
+    d_pool = [Replica(decode, rec, 0.0) for _ in range(max(decodes, 1))]
+    outputs: dict[int, int] = {}
+    transit: list[tuple[float, int, SimRequest]] = []
+    order = 0
+
+    def deliver(until: float) -> None:
+        nonlocal order
+        for r in handed:
+            order += 1
+            heapq.heappush(transit, (r.last_token_s + transfer_s(r.input_tokens), order, r))
+        handed.clear()
+        while transit and transit[0][0] <= until:
+            at, _, r = heapq.heappop(transit)
+            for e in d_pool:
+                e.run_until(at)
+            out = outputs.pop(id(r))
+            moved = SimRequest(r.arrival_s, r.input_tokens, out, remote_tokens=r.input_tokens)
+            _least_loaded(d_pool).add(moved, at)
+
+    for t in trace.requests:
+        for e in p_pool:
+            e.run_until(t.arrival_s)
+        deliver(t.arrival_s)
+        for e in d_pool:
+            e.run_until(t.arrival_s)
+        req = SimRequest(t.arrival_s, t.input_tokens, 1, t.prefix_blocks)
+        outputs[id(req)] = t.output_tokens
+        _least_loaded(p_pool).add(req, t.arrival_s)
+    for e in p_pool:
+        e.run_until(math.inf)
+    deliver(math.inf)
+    for e in d_pool:
+        e.run_until(math.inf)
+    return rec
+
+
+def _run(architecture: str, rec: Recorder, slo: Slo, p: int, d: int, gpus: int) -> ArchitectureRun:
+    outs = rec.outcomes
+    return ArchitectureRun(
+        architecture=architecture,
+        prefill_replicas=p,
+        decode_replicas=d,
+        gpus=gpus,
+        requests=len(outs),
+        ttft_p99_s=percentile([o.ttft_s for o in outs], 0.99) if outs else math.nan,
+        tpot_p99_s=percentile([o.tpot_s for o in outs if o.output_tokens > 1], 0.99)
+        if outs
+        else math.nan,
+        meets_slo=meets_slo(rec, slo),
+    )
+
+
+def _smallest(start: int, ok: Callable[[int], bool]) -> int | None:
+    """Smallest n ≥ 1 with ok(n) (monotone), searched from ``start``; None past the bound."""
+    n = max(start, 1)
+    if ok(n):
+        lo_fail = 0
+        hi_ok = n
+        step = 1
+        while hi_ok - step >= 1 and ok(hi_ok - step):
+            hi_ok -= step
+            step *= 2
+        lo_fail = max(hi_ok - step, 0)
+    else:
+        lo_fail = n
+        hi_ok = n * 2
+        while not ok(hi_ok):
+            lo_fail = hi_ok
+            hi_ok *= 2
+            if hi_ok > MAX_SEARCH_REPLICAS:
+                return None
+    while hi_ok - lo_fail > 1:
+        mid = (lo_fail + hi_ok) // 2
+        if ok(mid):
+            hi_ok = mid
+        else:
+            lo_fail = mid
+    return hi_ok
+
+
+def fewest_aggregated(e: Engines, trace: Trace, slo: Slo, start: int) -> ArchitectureRun | None:
+    """The smallest aggregated fleet meeting the SLO on ``trace`` (None: none up to the bound)."""
+    runs: dict[int, ArchitectureRun] = {}
+
+    def ok(n: int) -> bool:
+        rec = replay_aggregated(e.aggregated, n, trace)
+        runs[n] = _run("aggregated", rec, slo, 0, n, n * e.aggregated_gpus)
+        return runs[n].meets_slo
+
+    n = _smallest(start, ok)
+    return None if n is None else runs[n]
+
+
+def fewest_disaggregated(
+    e: Engines, trace: Trace, slo: Slo, start_prefill: int, start_decode: int
+) -> ArchitectureRun | None:
+    """The smallest disaggregated fleet meeting the SLO: the fewest decode engines with prefill
+    to spare (twice the start, plus one), then the fewest prefill engines beside them, then decode
+    engines added until the pair meets it (None: none up to the bound)."""
+    runs: dict[tuple[int, int], ArchitectureRun] = {}
+
+    def run(p: int, d: int) -> bool:
+        if (p, d) not in runs:
+            rec = replay_disaggregated(e.prefill, e.decode, p, d, e.transfer_s, trace)
+            gpus = p * e.prefill_gpus + d * e.decode_gpus
+            runs[(p, d)] = _run("disaggregated", rec, slo, p, d, gpus)
+        return runs[(p, d)].meets_slo
+
+    spare = 2 * max(start_prefill, 1) + 1
+    d = _smallest(start_decode, lambda n: run(spare, n))
+    if d is None:
+        return None
+    p = _smallest(start_prefill, lambda n: run(n, d))
+    if p is None:
+        return None
+    while not run(p, d):
+        d += 1
+        if d > MAX_SEARCH_REPLICAS:
+            return None
+    return runs[(p, d)]
+
+
+@dataclass(frozen=True)
+class Comparison:
+    """The smallest static fleet of each architecture meeting the SLO on one trace, and the
+    planner's choice for the same spec."""
+
+    aggregated: ArchitectureRun | None
+    disaggregated: ArchitectureRun | None
+    planner_disaggregates: bool
+    planner_gpus_aggregated: int | None
+    planner_gpus_disaggregated: int | None
+
+    @property
+    def simulator_disaggregates(self) -> bool | None:
+        """Whether two pools met the SLO on fewer GPUs (aggregated on a tie); None when
+        neither met it within the search's bound."""
+        a, d = self.aggregated, self.disaggregated
+        if a is None and d is None:
+            return None
+        if a is None:
+            return True
+        if d is None:
+            return False
+        return d.gpus < a.gpus
+
+    @property
+    def agree(self) -> bool | None:
+        sim = self.simulator_disaggregates
+        return None if sim is None else sim == self.planner_disaggregates
+
+
+def compare(
+    spec: InferenceServiceSpec, trace: Trace, mismatch: float = 1.0, name: str = ""
+) -> Comparison:
+    """Plan ``spec`` with ``disaggregation: auto`` (whatever it says), then search the smallest
+    fleet of each architecture on ``trace``, starting from the plan's needs."""
+    auto = spec.model_copy(
+        update={"serving": spec.serving.model_copy(update={"disaggregation": "auto"})}
+    )
+    plan = plan_service(auto, name)
+    d = plan.disaggregation
+    if d is None or d.prefill is None or d.decode is None or plan.replicas is None:
+        raise ValueError(f"{name or 'the service'}: the plan cannot serve either way")
+    e = engines(auto, plan, mismatch)
+    agg = fewest_aggregated(e, trace, spec.slo, math.ceil(plan.replicas.needed))
+    dis = fewest_disaggregated(
+        e,
+        trace,
+        spec.slo,
+        math.ceil(d.prefill.replicas_needed),
+        math.ceil(d.decode.replicas_needed),
+    )
+    return Comparison(
+        aggregated=agg,
+        disaggregated=dis,
+        planner_disaggregates=d.enabled,
+        planner_gpus_aggregated=d.aggregated_gpus_needed,
+        planner_gpus_disaggregated=d.gpus_needed,
+    )
