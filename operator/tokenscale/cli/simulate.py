@@ -273,7 +273,7 @@ def simulate_command(
             runs = mixed_runs(isvc, scaled, mismatch)
             title = f"{isvc.metadata.name}: {trace.name}, {len(scaled.requests):,} requests"
             print_mixed(runs, output == TableOrJson.json, title)
-        scaled = scale_trace(parsed, time_scale, rate_scale, seed)
+            return
         if architectures:
             from tokenscale.cli.simulate_pd import print_comparison  # noqa: PLC0415
             from tokenscale.simulation.disaggregated import compare  # noqa: PLC0415
