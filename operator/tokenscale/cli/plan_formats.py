@@ -8,13 +8,13 @@ a field of the same :class:`Plan`.
 import csv
 import io
 
-from rich.console import Group
+from rich.console import Group, RenderableType
 from rich.padding import Padding
 from rich.table import Table
 from rich.text import Text
 
 from tokenscale.cli.plan_figures import Latency, duration_text, latencies
-from tokenscale.cli.plan_view import layout_text, replica_bounds_text
+from tokenscale.cli.plan_view import disaggregation_renderable, layout_text, replica_bounds_text
 from tokenscale.planning.result import Plan
 
 #: The columns of ``-o csv`` and of the Markdown summary table, in order.
@@ -107,7 +107,10 @@ def compact_renderable(p: Plan, advice: list[str]) -> Group:
         f"{p.model} on {p.gpu} · {p.weight_dtype} · KV {p.kv_cache_dtype} · "
         f"{layout_text(p)} · max len {p.max_model_len:,}"
     )
-    return Group(title, Padding(what, (0, 0, 0, 2)), Padding(grid, (0, 0, 1, 2)))
+    parts: list[RenderableType] = [title, Padding(what, (0, 0, 0, 2)), Padding(grid, (0, 0, 1, 2))]
+    if p.disaggregation is not None:  # both architectures, side by side
+        parts.append(Padding(disaggregation_renderable(p), (0, 0, 1, 2)))
+    return Group(*parts)
 
 
 def _num(value: float | None) -> str:
