@@ -45,6 +45,7 @@ from tokenscale.simulation.trace import TraceFormat
 class PolicyChoice(enum.StrEnum):
     tokenscale = "tokenscale"
     oracle = "oracle"
+    oracle_lead_time = "oracle-lead-time"
     best_static = "best-static"
     static = "static"
     queue_threshold = "queue-threshold"
@@ -81,6 +82,8 @@ def _label(r: SimResult) -> str:
         return f"best-static ({r.static_replicas})"
     if r.policy == "oracle":
         return "oracle (replayed)"
+    if r.policy == "oracle-lead-time":
+        return "oracle, one cold start ahead"
     return r.policy
 
 
@@ -261,7 +264,9 @@ def simulate_command(
     console.print(
         f"one replica sustains {r0.sustainable_rps_per_replica:.2f} req/s at the SLOs in "
         f"simulation (planner: {r0.planner_rps_per_replica:.2f}); oracle "
-        f"{r0.oracle_gpu_hours:.2f} GPU-hours (hindsight, no cold start)",
+        f"{r0.oracle_gpu_hours:.2f} GPU-hours (hindsight, no cold start), "
+        f"{_hours(r0.lead_time_oracle_gpu_hours)} GPU-hours with each replica started one "
+        f"cold start ahead (lead-time oracle)",
         highlight=False,
     )
     if plot is not None:
@@ -276,6 +281,10 @@ def simulate_command(
             )
         else:
             console.print(explanation_text(explained), highlight=False)
+
+
+def _hours(value: float | None) -> str:
+    return "–" if value is None or not math.isfinite(value) else f"{value:.2f}"
 
 
 def _moment(text: str) -> float:
