@@ -5,6 +5,7 @@ vLLM fleet. Reads the inputs, draws the live view, the summary and the plot; the
 
 import asyncio
 import enum
+import json
 import math
 import shutil
 import signal
@@ -31,6 +32,7 @@ from tokenscale.playground.session import (
     PlaygroundOptions,
     PlaygroundResult,
 )
+from tokenscale.playground.summary import summary_json
 from tokenscale.simulation import Trace, TraceError, parse_trace, scale_trace
 from tokenscale.simulation.trace import TraceRequest
 
@@ -190,6 +192,14 @@ def playground_command(
     headless: Annotated[
         bool, typer.Option("--headless", help="No live view: progress lines only.")
     ] = False,
+    json_out: Annotated[
+        Path | None,
+        typer.Option(
+            "--json",
+            help="Also write the summary as JSON here (attainment, GPU-hours, scale events, "
+            "replicas max, desired and ready replicas per modelled minute).",
+        ),
+    ] = None,
     workdir: Annotated[
         Path | None, typer.Option(help="Logs, kubeconfig and data (default: a temp dir).")
     ] = None,
@@ -201,6 +211,10 @@ def playground_command(
         raise bad_input("--speed must be > 0")
     if trace is not None and load is not None:
         raise bad_input("--trace and --load are exclusive")
+    if json_out is not None and not json_out.parent.is_dir():
+        raise bad_input(
+            f"--json {json_out}: the folder {json_out.parent} does not exist; create it"
+        )
     path = spec or default_spec_path()
     try:
         service = load_service(read_input(path), str(path))
@@ -284,3 +298,6 @@ def playground_command(
     if plot is not None:
         draw_playground(result, plot)
         console.print(f"timeline written to {plot}", highlight=False)
+    if json_out is not None:
+        json_out.write_text(json.dumps(summary_json(result), indent=2) + "\n")
+        console.print(f"summary written to {json_out}", highlight=False)

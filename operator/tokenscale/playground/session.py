@@ -109,6 +109,9 @@ class PlaygroundResult:
     tpot_slo_s: float | None
     ports: list[int]
     pids: list[int]
+    gpus_per_replica: int = 1
+    load_duration_s: float = 0.0
+    """The trace's span (its last arrival): the load, without the settling after it."""
 
 
 def meets_slo(o: Outcome, ttft_slo: float | None, tpot_slo: float | None) -> bool:
@@ -383,4 +386,6 @@ class Playground:
             tpot_slo_s=slo.tpot_p99_seconds,
             ports=list(self.ports),
             pids=list(self.pids),
+            gpus_per_replica=svc.plan.gpus_per_replica,
+            load_duration_s=self.opts.trace.duration_s,
         )
