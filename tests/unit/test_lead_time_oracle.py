@@ -126,3 +126,29 @@ def test_cli_json_reports_it_beside_the_oracle(tmp_path: Path) -> None:
     data = json.loads(result.stdout)
     assert data["policy"] == "oracle-lead-time"
     assert data["lead_time_oracle_gpu_hours"] >= data["oracle_gpu_hours"]
+
+
+def test_cli_json_of_all_policies_carries_best_static_beside_the_oracles(tmp_path: Path) -> None:
+    trace = synthetic_trace(180, 4.0, lambda r: 800, lambda r: 100, seed=3)
+    csv_path = tmp_path / "t.csv"
+    csv_path.write_text(
+        "TIMESTAMP,ContextTokens,GeneratedTokens\n"
+        + "".join(f"{r.arrival_s},{r.input_tokens},{r.output_tokens}\n" for r in trace.requests)
+    )
+    result = CliRunner().invoke(
+        app, ["simulate", str(SPEC_FILE), "--trace", str(csv_path), "--policy", "all", "-o", "json"]
+    )
+    assert result.exit_code == 0, result.output
+    rows = json.loads(result.stdout)
+    best = next(r for r in rows if r["policy"] == "best-static")
+    for r in rows:
+        assert r["best_static_gpu_hours"] == pytest.approx(best["gpu_hours"])
+        assert r["lead_time_oracle_gpu_hours"] >= r["oracle_gpu_hours"] * (1 - 1e-9)
+
+
+def test_playground_json_to_a_missing_folder_is_bad_input(tmp_path: Path) -> None:
+    result = CliRunner().invoke(
+        app, ["playground", "--headless", "--json", str(tmp_path / "nowhere" / "out.json")]
+    )
+    assert result.exit_code == 2
+    assert "does not exist" in result.output

@@ -241,6 +241,9 @@ def simulate_command(
         raise typer.Exit(1) from exc
     except (TraceError, ValueError) as exc:
         raise bad_input(str(exc)) from exc
+    best = next((r for r in results if r.policy == "best-static"), None)
+    if best is not None:
+        results = [r.model_copy(update={"best_static_gpu_hours": best.gpu_hours}) for r in results]
     if plot is not None:
         from tokenscale.cli.plot import draw_timeline  # noqa: PLC0415 (matplotlib is slow to import)
 

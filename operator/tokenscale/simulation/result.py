@@ -73,6 +73,10 @@ class SimResult(_Frozen):
         "per-minute need, each added replica asked for (and paid) one cold start before the "
         "minute it serves",
     )
+    best_static_gpu_hours: float | None = Field(
+        default=None,
+        description="Best static's GPU-hours, where the same run computed it (--policy all)",
+    )
     gpu_hours_vs_oracle: float
     cost: float | None
     currency: str
