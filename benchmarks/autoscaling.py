@@ -42,8 +42,8 @@ than any cold start), a step down (÷4), Llama-3.1-70B on 4×H100, Qwen2.5-7B on
 Llama-3.1-8B on an L4 whose small KV pool binds 4k-token answers; and three generators added
 before the issue-19 levers were tuned and never run while tuning them: a staircase (×1.5 every
 8 minutes, three stairs up and down), a square wave (×2.5 for 4 minutes every 10) and a slow
-fall (code completion on A100, 24 → 6 RPS over 30 minutes). The README reports them apart
-from the suite.
+fall (code completion on A100, 24 → 6 RPS over 30 minutes). docs/performance.md reports them
+apart from the suite.
 
     python benchmarks/autoscaling.py [--suite dev|held-out] [--grid ci|cross|full]
         [--shapes bursty step ...] [--markdown results.md]

@@ -1,8 +1,13 @@
 """Fixtures shared by the unit and integration suites."""
 
+import os
 from collections.abc import Callable, Iterator
 
 import pytest
+
+# The tests never reach the Hugging Face Hub: a model name the catalog does not know is looked up
+# in the local cache only (tests that need a cache point HF_HUB_CACHE at their own directory).
+os.environ["HF_HUB_OFFLINE"] = "1"
 
 from tests.support.openai_server import OpenAIServer, ServerKnobs
 from tokenscale.playground.processes import free_port

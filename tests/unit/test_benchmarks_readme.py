@@ -1,4 +1,4 @@
-"""Every benchmark command the README documents exists and starts as written.
+"""Every benchmark command the README and the docs pages document exists and starts as written.
 
 ``python benchmarks/X.py`` puts ``benchmarks/`` first on ``sys.path``, so a script there named
 like a standard-library module (``operator.py`` once) breaks every other script. The light
@@ -15,8 +15,9 @@ import pytest
 
 from tests.helpers import ROOT
 
-README = (ROOT / "README.md").read_text()
-COMMANDS = sorted(set(re.findall(r"python (benchmarks/[\w/]+\.py)", README)))
+PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
+DOCS = "\n".join(page.read_text() for page in PAGES)
+COMMANDS = sorted(set(re.findall(r"python (benchmarks/[\w/]+\.py)", DOCS)))
 LIGHT = {"benchmarks/planner.py", "benchmarks/accuracy.py"}
 WITH_HELP = {"benchmarks/operator_load.py", "benchmarks/scaling.py", "benchmarks/autoscaling.py"}
 
@@ -40,7 +41,7 @@ def test_the_readme_names_benchmarks() -> None:
 
 @pytest.mark.parametrize("script", COMMANDS)
 def test_every_documented_benchmark_exists(script: str) -> None:
-    assert (ROOT / script).is_file(), f"README names {script}, which does not exist"
+    assert (ROOT / script).is_file(), f"the docs name {script}, which does not exist"
 
 
 def test_no_benchmark_shadows_a_standard_library_module() -> None:

@@ -10,6 +10,7 @@ import yaml
 from typer.testing import CliRunner
 
 from tests.helpers import EXAMPLES, deep_merge, manifest
+from tokenscale.catalog import GPU_CATALOG
 from tokenscale.cli.app import app
 
 runner = CliRunner()
@@ -41,7 +42,7 @@ def test_examples_cover_the_issue_list() -> None:
 
 
 def test_table_output_explains_the_plan() -> None:
-    result = runner.invoke(app, ["plan", str(EXAMPLES[0])])
+    result = runner.invoke(app, ["plan", str(EXAMPLES[0]), "-o", "wide"])
     assert result.exit_code == 0
     for words in ("Memory per GPU", "KV pool", "Estimates vs SLO", "binding", "Cost", "per 1M"):
         assert words in result.output
@@ -93,7 +94,7 @@ def test_sweep_sorts_feasible_by_cost() -> None:
     result = runner.invoke(app, ["plan", str(example), "--sweep", "-o", "json"])
     assert result.exit_code == 0, result.output
     rows = json.loads(result.output)["rows"]
-    assert len(rows) == 10 * 4 * 4
+    assert len(rows) == len(GPU_CATALOG) * 4 * 4
     plans = [r["plan"] for r in rows if r["plan"] and r["plan"]["feasible"]]
     assert plans, "something must fit"
     costs = [

@@ -309,6 +309,7 @@ JSON_NUMBERS = [
     "output_tps",
     "ttft_p99_estimate_s",
     "tpot_estimate_s",
+    "tpot_p99_estimate_s",
     "output_tps_per_replica",
     "cost_per_million_output_tokens",
 ]
@@ -324,6 +325,17 @@ def test_json_contract() -> None:
     assert data["binding_constraint"] in ("throughput", "concurrency", "kv")
     assert isinstance(data["feasible"], bool)
     assert isinstance(data["warnings"], list)
+
+
+def test_tpot_p99_estimate_is_the_load_p99_beside_the_mean() -> None:
+    p = plan_service(spec())
+    assert p.at_load is not None
+    assert p.tpot_p99_estimate_s == p.at_load.tpot_p99_s
+    assert p.tpot_estimate_s == p.at_load.tpot_mean_s
+    assert p.tpot_p99_estimate_s > p.tpot_estimate_s
+    # the SLO check on TPOT P99 judges the same figure
+    check = next(c for c in p.slo_checks if c.name.startswith("tpot"))
+    assert check.estimate_s == pytest.approx(p.tpot_p99_estimate_s)
 
 
 def test_plan_is_frozen() -> None:

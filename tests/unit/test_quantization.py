@@ -9,7 +9,8 @@ from tests.helpers import HF_CONFIGS, spec
 from tokenscale.api.errors import SpecError
 from tokenscale.catalog import MODEL_CATALOG, count_params
 from tokenscale.catalog.hf_config import weight_dtype_from_hf_config
-from tokenscale.planning import plan_service
+from tokenscale.planning import plan_service, replica_perf_model
+from tokenscale.planning.performance import WEIGHT_ONLY_DECODE_BANDWIDTH_EFFICIENCY
 from tokenscale.render.engine_args import engine_args
 
 
@@ -103,6 +104,25 @@ def test_int4_plans_a_quarter_of_bf16_only_when_vllm_would_load_a_quarter() -> N
     kept_bytes = (kept.embedding + kept.lm_head) * 2.0
     assert awq.weight_bytes == pytest.approx((bf16.weight_bytes - kept_bytes) / 4 + kept_bytes)
     assert awq.weight_bytes / 1e9 == pytest.approx(5.6, abs=0.1)  # the AWQ checkpoint: ~5.7 GB
+
+
+def test_int4_decode_reads_its_weights_at_the_weight_only_fraction_of_the_bandwidth() -> None:
+    """Weight-only INT4 kernels dequantize on the critical path: a batch-1 decode step is not
+    the quarter of BF16's that the bytes alone would give (vLLM's INT4 Marlin latencies)."""
+    bf16_spec = spec(model={"weightDtype": "bf16"})
+    awq_spec = spec(model={"catalog": None, "hfConfig": _hf(quant_method="awq", bits=4)})
+    bf16 = replica_perf_model(bf16_spec, plan_service(bf16_spec))
+    awq = replica_perf_model(awq_spec, plan_service(awq_spec))
+    assert awq.weight_read_efficiency == WEIGHT_ONLY_DECODE_BANDWIDTH_EFFICIENCY
+    assert bf16.weight_read_efficiency == 1.0
+    overhead = bf16.assumptions.step_overhead_seconds
+    bw = awq.hbm_bytes_per_s * awq.assumptions.decode_bandwidth_efficiency
+    kv = awq.geometry.bytes_per_token_per_rank * awq.decode_context_tokens / bw
+    expected = awq.weight_read_bytes(1) / (bw * WEIGHT_ONLY_DECODE_BANDWIDTH_EFFICIENCY) + kv
+    assert awq.step_seconds(1) == pytest.approx(expected + overhead)
+    # faster than BF16, but by less than half what the ratio of their weight bytes would give
+    speedup = bf16.step_seconds(1) / awq.step_seconds(1)
+    assert 1.0 < speedup < 0.5 * bf16.weight_read_bytes(1) / awq.weight_read_bytes(1)
 
 
 @pytest.mark.parametrize(

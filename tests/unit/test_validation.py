@@ -105,7 +105,7 @@ CASES: list[tuple[str, dict[str, Any], str, str]] = [
         "two model sources",
         {"model": {"name": "x", "catalog": "llama-3.1-8b", "hfConfig": {"hidden_size": 1}}},
         "spec.model",
-        "exactly one of catalog, architecture or hfConfig",
+        "exactly one of catalog, architecture, hfConfig, hfConfigFile or hfConfigRef",
     ),
     (
         "unknown catalog model",

@@ -1,4 +1,4 @@
-"""Every worked example in shared/reference/inference-formulas.md, reproduced exactly."""
+"""Every worked example in docs/formulas.md, reproduced exactly."""
 
 import math
 

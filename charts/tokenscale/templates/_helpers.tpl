@@ -45,6 +45,7 @@ app.kubernetes.io/instance: {{ .Release.Name }}
 - apiGroups: [""]
   resources: ["events"]
   verbs: ["create", "patch"]
+{{- /* get only: the ConfigMaps spec.profileRef and spec.model.hfConfigRef name */}}
 - apiGroups: [""]
   resources: ["configmaps"]
   verbs: ["get"]

@@ -1,9 +1,12 @@
 """Errors that name the field path, the value and what is allowed."""
 
+import difflib
+import types
+import typing
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from pydantic import ValidationError
+from pydantic import BaseModel, ValidationError
 from pydantic_core import ErrorDetails
 
 
@@ -49,12 +52,51 @@ def _loc_to_path(prefix: str, loc: Sequence[int | str]) -> str:
     return ".".join(parts)
 
 
-def _describe(err: ErrorDetails) -> str:
+def did_you_mean(word: str, choices: Sequence[str]) -> str:
+    """`` (did you mean 'X'?)`` for the closest of ``choices`` (case-insensitive), or ``""``."""
+    lowered = {c.lower(): c for c in choices}
+    close = difflib.get_close_matches(word.lower(), list(lowered), n=1, cutoff=0.6)
+    return f" (did you mean {lowered[close[0]]!r}?)" if close else ""
+
+
+def _models_in(annotation: object) -> list[type[BaseModel]]:
+    """The pydantic models an annotation can hold (through Optional, unions, lists, dicts)."""
+    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+        return [annotation]
+    origin = typing.get_origin(annotation)
+    if origin is typing.Annotated:
+        return _models_in(typing.get_args(annotation)[0])
+    if origin in (typing.Union, types.UnionType, list, tuple, dict):
+        return [m for a in typing.get_args(annotation) for m in _models_in(a)]
+    return []
+
+
+def _fields_at(root: type[BaseModel], loc: Sequence[int | str]) -> list[str]:
+    """The YAML names of the fields a mapping at ``loc`` (under ``root``) may hold."""
+    models = [root]
+    for item in loc:
+        if isinstance(item, int) or item.startswith(("function-", "union[", "tagged-union[")):
+            continue
+        found: list[type[BaseModel]] = []
+        for model in models:
+            for name, info in model.model_fields.items():
+                if item in (name, info.alias):
+                    found += _models_in(info.annotation)
+        if not found:
+            return []
+        models = found
+    return [info.alias or name for m in models for name, info in m.model_fields.items()]
+
+
+def _describe(err: ErrorDetails, root: type[BaseModel] | None = None) -> str:
     msg = err["msg"]
     if msg.startswith("Value error, "):
         msg = msg[len("Value error, ") :]
     if err["type"] == "extra_forbidden":
-        return "is not a known field; remove it or check the spelling (fields are camelCase)"
+        loc = err["loc"]
+        known = _fields_at(root, loc[:-1]) if root is not None else []
+        hint = did_you_mean(str(loc[-1]), known) if loc else ""
+        return f"is not a known field{hint}; remove it or check the spelling (fields are camelCase)"
     if err["type"] == "missing":
         return "is required"
     value = err.get("input")
@@ -62,7 +104,10 @@ def _describe(err: ErrorDetails) -> str:
     return f"{msg} (got {shown})"
 
 
-def from_validation_error(exc: ValidationError, prefix: str = "") -> SpecError:
-    """Turn pydantic's error list into field-path issues using the YAML (camelCase) names."""
-    issues = [SpecIssue(_loc_to_path(prefix, e["loc"]), _describe(e)) for e in exc.errors()]
+def from_validation_error(
+    exc: ValidationError, prefix: str = "", root: type[BaseModel] | None = None
+) -> SpecError:
+    """Turn pydantic's error list into field-path issues using the YAML (camelCase) names; with
+    ``root`` (the validated model), a misspelt field gets the closest known one."""
+    issues = [SpecIssue(_loc_to_path(prefix, e["loc"]), _describe(e, root)) for e in exc.errors()]
     return SpecError(issues)

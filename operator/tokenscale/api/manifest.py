@@ -48,7 +48,7 @@ def parse_inference_service(doc: dict[str, Any], where: str = "") -> InferenceSe
     try:
         return InferenceService.model_validate(doc)
     except ValidationError as exc:
-        err = from_validation_error(exc)
+        err = from_validation_error(exc, root=InferenceService)
         if where:
             err = SpecError([SpecIssue(f"{where}{i.path}", i.message) for i in err.issues])
         raise err from exc

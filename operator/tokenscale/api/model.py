@@ -5,6 +5,7 @@ from typing import Any, Literal, Self
 from pydantic import Field, model_validator
 
 from tokenscale.api.base import MAX_PARAMS, MAX_TOKENS, ApiModel
+from tokenscale.api.k8s_names import ObjectName
 
 #: Largest layer count, width, head count or expert count an architecture may name.
 MAX_DIM = 10_000_000
@@ -12,7 +13,7 @@ MAX_DIM = 10_000_000
 WeightDtype = Literal["fp32", "bf16", "fp16", "fp8", "int8", "int4"]
 KvCacheDtype = Literal["auto", "fp8"]
 
-#: Bytes per stored parameter or KV element, by dtype name (reference: inference-formulas.md,
+#: Bytes per stored parameter or KV element, by dtype name (reference: docs/formulas.md,
 #: "weight_bytes = params × bytes_per_param (FP32 4, BF16/FP16 2, FP8/INT8 1, INT4 0.5)").
 BYTES_PER_ELEMENT: dict[str, float] = {
     "fp32": 4.0,
@@ -200,8 +201,22 @@ class Architecture(ApiModel):
         return self.experts is not None
 
 
+class HfConfigRef(ApiModel):
+    """A model's Hugging Face ``config.json`` kept in a ConfigMap in the InferenceService's
+    namespace (the operator reads it)."""
+
+    config_map_name: ObjectName = Field(description="ConfigMap holding the config.json.")
+    key: str = Field(
+        default="config.json",
+        pattern=r"^[-._a-zA-Z0-9]+$",
+        max_length=253,
+        description="Key of the config.json content (JSON).",
+    )
+
+
 class ModelSpec(ApiModel):
-    """The served model: a catalog key, an inline architecture, or the HF ``config.json``."""
+    """The served model: a catalog key, an inline architecture, or the HF ``config.json`` (inline,
+    from a file for the CLI, or from a ConfigMap for the operator)."""
 
     name: str = Field(
         min_length=1,
@@ -213,6 +228,18 @@ class ModelSpec(ApiModel):
     architecture: Architecture | None = Field(default=None, description="Inline architecture.")
     hf_config: dict[str, Any] | None = Field(
         default=None, description="The model's HF config.json content, inline."
+    )
+    hf_config_file: str | None = Field(
+        default=None,
+        min_length=1,
+        max_length=4096,
+        description="Path to the model's HF config.json, read by the CLI (relative to the "
+        "manifest's directory); the operator reads files from no path: use hfConfigRef.",
+    )
+    hf_config_ref: HfConfigRef | None = Field(
+        default=None,
+        description="The model's HF config.json in a ConfigMap of this namespace, read by the "
+        "operator (a ConfigMap get).",
     )
     weight_dtype: WeightDtype | None = Field(
         default=None,
@@ -230,11 +257,14 @@ class ModelSpec(ApiModel):
                 ("catalog", self.catalog),
                 ("architecture", self.architecture),
                 ("hfConfig", self.hf_config),
+                ("hfConfigFile", self.hf_config_file),
+                ("hfConfigRef", self.hf_config_ref),
             )
             if v is not None
         ]
         if len(given) > 1:
             raise ValueError(
-                f"give exactly one of catalog, architecture or hfConfig (got {', '.join(given)})"
+                "give exactly one of catalog, architecture, hfConfig, hfConfigFile or "
+                f"hfConfigRef (got {', '.join(given)})"
             )
         return self

@@ -176,5 +176,90 @@ GPU_CATALOG: dict[str, GpuEntry] = {
             interconnectGBps=896,
             resourceName="amd.com/gpu",
         ),
+        _gpu(
+            "A100-PCIE-80GB",
+            "NVIDIA A100 Tensor Core GPU datasheet (2021), A100 80GB PCIe column: 1,935 GB/s, "
+            "312 TFLOPS BF16 dense, NVLink bridge for 2 GPUs 600 GB/s, PCIe Gen4 64 GB/s; "
+            "memory as the 80 GB SXM reports it",
+            name="NVIDIA A100 80GB PCIe",
+            memoryGiB=79.15,
+            hbmBandwidthGBps=1935,
+            bf16Tflops=312,
+            int8Tops=624,
+            pcieGBps=64,
+            productLabel="NVIDIA-A100-80GB-PCIe",
+        ),
+        _gpu(
+            "H100-NVL-94GB",
+            "NVIDIA H100 Tensor Core GPU datasheet (2023), H100 NVL column: 94 GB, 3.9 TB/s, "
+            "BF16 1,671 / FP8 3,341 TFLOPS with sparsity (halved here), NVLink bridge 600 GB/s "
+            "between a pair, PCIe Gen5 128 GB/s; memory 94 GB less the same 0.82 GiB the "
+            "80 GB H100 reports below its nominal size",
+            name="NVIDIA H100 NVL",
+            memoryGiB=93.18,
+            hbmBandwidthGBps=3900,
+            bf16Tflops=835.5,
+            fp8Tflops=1670.5,
+            int8Tops=1670.5,
+            pcieGBps=128,
+            productLabel="NVIDIA-H100-NVL",
+        ),
+        _gpu(
+            "GH200-96GB",
+            "NVIDIA GH200 Grace Hopper Superchip datasheet (2023), 96 GB HBM3 version: 4 TB/s, "
+            "FP8 3,958 / BF16 1,979 TFLOPS with sparsity (halved here); one GPU per superchip "
+            "node (set spec.hardware.gpusPerNode: 1), nodes joined over the network; memory 96 "
+            "less the 0.82 GiB the 80 GB H100 reports below its nominal size",
+            name="NVIDIA GH200 480GB",
+            memoryGiB=95.18,
+            hbmBandwidthGBps=4000,
+            bf16Tflops=989,
+            fp8Tflops=1979,
+            int8Tops=1979,
+            productLabel="NVIDIA-GH200-480GB",
+        ),
+        _gpu(
+            "H20-96GB",
+            "NVIDIA H20 (HGX H20, China market) as published by resellers and cloud providers, "
+            "no public NVIDIA datasheet: 96 GB HBM3, 4.0 TB/s, 148 TFLOPS FP16/BF16, 296 TFLOPS "
+            "FP8/INT8 dense, NVLink 900 GB/s; memory 96 less the 0.82 GiB the 80 GB H100 reports "
+            "below its nominal size",
+            name="NVIDIA H20",
+            memoryGiB=95.18,
+            hbmBandwidthGBps=4000,
+            bf16Tflops=148,
+            fp8Tflops=296,
+            int8Tops=296,
+            interconnectGBps=900,
+            productLabel="NVIDIA-H20",
+        ),
+        _gpu(
+            "L40-48GB",
+            "NVIDIA L40 datasheet (2022): 48 GB GDDR6, 864 GB/s, BF16 181.05 / FP8 362 TFLOPS "
+            "dense, PCIe Gen4 x16 64 GB/s; memory as the L40S reports it (the same board)",
+            name="NVIDIA L40",
+            memoryGiB=44.99,
+            hbmBandwidthGBps=864,
+            bf16Tflops=181.05,
+            fp8Tflops=362,
+            int8Tops=362,
+            pcieGBps=64,
+            productLabel="NVIDIA-L40",
+        ),
+        _gpu(
+            "MI325X-256GB",
+            "AMD Instinct MI325X data sheet (2024), dense: 256 GB HBM3E, 6 TB/s, BF16 1,307.4 / "
+            "FP8 2,614.9 TFLOPS, seven Infinity Fabric links per GPU (896 GB/s as the MI300X); "
+            "memory as the MI300X's ratio of reported (191.98 GiB) to nominal" + _MI300X_NIC,
+            name="AMD Instinct MI325X",
+            interNodeGBps=50,
+            memoryGiB=255.97,
+            hbmBandwidthGBps=6000,
+            bf16Tflops=1307.4,
+            fp8Tflops=2614.9,
+            int8Tops=2614.9,
+            interconnectGBps=896,
+            resourceName="amd.com/gpu",
+        ),
     )
 }

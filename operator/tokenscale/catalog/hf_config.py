@@ -1,7 +1,7 @@
 """Derive an :class:`Architecture` from a Hugging Face ``config.json`` (already parsed).
 
-Reads the standard field names (``num_hidden_layers``, ``num_key_value_heads`` …, see
-``shared/reference/hardware-and-models.md``) and the variants real families use:
+Reads the standard field names (``num_hidden_layers``, ``num_key_value_heads`` …, listed in
+``docs/formulas.md``) and the variants real families use:
 ``text_config`` (multimodal wrappers), Mixtral/Qwen/DeepSeek MoE fields, DeepSeek MLA ranks,
 Mistral/Qwen/Gemma sliding windows, and ``quantization_config``. It does no I/O.
 """

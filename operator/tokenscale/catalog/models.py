@@ -77,7 +77,78 @@ def _qwen2(layers: int, hidden: int, heads: int, kv: int, inter: int) -> dict[st
     }
 
 
+def _qwen3(
+    layers: int, hidden: int, heads: int, kv: int, inter: int, *, tied: bool = False
+) -> dict[str, Any]:
+    """Qwen3 dense: head_dim 128 set apart from hidden/heads, QK-norm, no QKV bias, 40k context."""
+    return {
+        "model_type": "qwen3",
+        "num_hidden_layers": layers,
+        "hidden_size": hidden,
+        "num_attention_heads": heads,
+        "num_key_value_heads": kv,
+        "head_dim": 128,
+        "intermediate_size": inter,
+        "vocab_size": 151936,
+        "max_position_embeddings": 40960,
+        "sliding_window": None,
+        "use_sliding_window": False,
+        "tie_word_embeddings": tied,
+        "torch_dtype": "bfloat16",
+    }
+
+
+def _qwen3_moe(layers: int, hidden: int, heads: int, kv: int, expert_inter: int) -> dict[str, Any]:
+    """Qwen3 MoE: 128 routed experts, 8 per token, no shared expert, every layer sparse."""
+    return _qwen3(layers, hidden, heads, kv, expert_inter * 8) | {
+        "model_type": "qwen3_moe",
+        "moe_intermediate_size": expert_inter,
+        "num_experts": 128,
+        "num_experts_per_tok": 8,
+    }
+
+
+def _phi3(
+    layers: int, hidden: int, heads: int, kv: int, inter: int, vocab: int, ctx: int
+) -> dict[str, Any]:
+    return {
+        "model_type": "phi3",
+        "num_hidden_layers": layers,
+        "hidden_size": hidden,
+        "num_attention_heads": heads,
+        "num_key_value_heads": kv,
+        "intermediate_size": inter,
+        "vocab_size": vocab,
+        "max_position_embeddings": ctx,
+        "tie_word_embeddings": False,
+        "torch_dtype": "bfloat16",
+    }
+
+
+def _gemma2(
+    layers: int, hidden: int, heads: int, kv: int, head_dim: int, inter: int
+) -> dict[str, Any]:
+    """Gemma 2: sliding-window (4,096) and global layers alternate; tied embeddings."""
+    return {
+        "model_type": "gemma2",
+        "num_hidden_layers": layers,
+        "hidden_size": hidden,
+        "num_attention_heads": heads,
+        "num_key_value_heads": kv,
+        "head_dim": head_dim,
+        "intermediate_size": inter,
+        "vocab_size": 256000,
+        "max_position_embeddings": 8192,
+        "sliding_window": 4096,
+        "torch_dtype": "bfloat16",
+    }
+
+
 _HF = "config.json of {} on the Hugging Face Hub; parameter count from its model card"
+_LLM_PROF = (
+    "config.json of {} on the Hugging Face Hub (as mirrored in citsjtu2020/LLM-Prof, "
+    "sglang/Model_Config.md); parameter count from its model card"
+)
 
 MODEL_CATALOG: dict[str, ModelEntry] = {
     e.key: e
@@ -248,6 +319,176 @@ MODEL_CATALOG: dict[str, ModelEntry] = {
             1.04e12,
             aliases=("moonshotai/Kimi-K2-Instruct", "moonshotai/Kimi-K2-Base"),
             default_dtype="fp8",
+        ),
+        ModelEntry(
+            "llama-3.2-3b",
+            _llama(28, 3072, 24, 8, 8192, 128256, 131072, tied=True, head_dim=128),
+            _LLM_PROF.format("meta-llama/Llama-3.2-3B"),
+            3.21e9,
+            aliases=("meta-llama/Llama-3.2-3B", "meta-llama/Llama-3.2-3B-Instruct"),
+        ),
+        ModelEntry(
+            "qwen2.5-14b",
+            _qwen2(48, 5120, 40, 8, 13824),
+            _LLM_PROF.format("Qwen/Qwen2.5-14B")
+            + "; context 32,768 as the Instruct config.json sets it (131,072 with YaRN)",
+            14.7e9,
+            aliases=("Qwen/Qwen2.5-14B", "Qwen/Qwen2.5-14B-Instruct"),
+        ),
+        ModelEntry(
+            "qwen2.5-32b",
+            _qwen2(64, 5120, 40, 8, 27648),
+            _LLM_PROF.format("Qwen/Qwen2.5-32B")
+            + "; context 32,768 as the Instruct config.json sets it (131,072 with YaRN)",
+            32.5e9,
+            aliases=("Qwen/Qwen2.5-32B", "Qwen/Qwen2.5-32B-Instruct"),
+        ),
+        ModelEntry(
+            "qwen3-8b",
+            _qwen3(36, 4096, 32, 8, 12288),
+            _LLM_PROF.format("Qwen/Qwen3-8B"),
+            8.2e9,
+            aliases=("Qwen/Qwen3-8B", "Qwen/Qwen3-8B-Base"),
+        ),
+        ModelEntry(
+            "qwen3-14b",
+            _qwen3(40, 5120, 40, 8, 17408),
+            _LLM_PROF.format("Qwen/Qwen3-14B"),
+            14.8e9,
+            aliases=("Qwen/Qwen3-14B", "Qwen/Qwen3-14B-Base"),
+        ),
+        ModelEntry(
+            "qwen3-32b",
+            _qwen3(64, 5120, 64, 8, 25600),
+            _LLM_PROF.format("Qwen/Qwen3-32B"),
+            32.8e9,
+            aliases=("Qwen/Qwen3-32B",),
+        ),
+        ModelEntry(
+            "qwen3-30b-a3b",
+            _qwen3_moe(48, 2048, 32, 4, 768),
+            _LLM_PROF.format("Qwen/Qwen3-30B-A3B")
+            + "; its model card's '3.3B activated' is not checked: the shapes give 3.35 B "
+            "counting both embeddings",
+            30.5e9,
+            aliases=("Qwen/Qwen3-30B-A3B", "Qwen/Qwen3-30B-A3B-Base"),
+        ),
+        ModelEntry(
+            "qwen3-235b-a22b",
+            _qwen3_moe(94, 4096, 64, 4, 1536),
+            "config.json of Qwen/Qwen3-235B-A22B on the Hugging Face Hub (shapes as in "
+            "zyzshishui/slime, scripts/models/qwen3-235B-A22B.sh); parameter count from its "
+            "model card",
+            235e9,
+            published_active_params=22e9,
+            aliases=("Qwen/Qwen3-235B-A22B",),
+        ),
+        ModelEntry(
+            "mistral-7b-v0.3",
+            {
+                "model_type": "mistral",
+                "num_hidden_layers": 32,
+                "hidden_size": 4096,
+                "num_attention_heads": 32,
+                "num_key_value_heads": 8,
+                "intermediate_size": 14336,
+                "vocab_size": 32768,
+                "max_position_embeddings": 32768,
+                "sliding_window": None,
+                "tie_word_embeddings": False,
+                "torch_dtype": "bfloat16",
+            },
+            _HF.format("mistralai/Mistral-7B-v0.3")
+            + " (v0.2/v0.3: 32k context, no sliding window; v0.3 extends the vocabulary to "
+            "32,768)",
+            7.25e9,
+            aliases=("mistralai/Mistral-7B-v0.3", "mistralai/Mistral-7B-Instruct-v0.3"),
+        ),
+        ModelEntry(
+            "mistral-small-24b",
+            {
+                "model_type": "mistral",
+                "num_hidden_layers": 40,
+                "hidden_size": 5120,
+                "num_attention_heads": 32,
+                "num_key_value_heads": 8,
+                "head_dim": 128,
+                "intermediate_size": 32768,
+                "vocab_size": 131072,
+                "max_position_embeddings": 32768,
+                "sliding_window": None,
+                "tie_word_embeddings": False,
+                "torch_dtype": "bfloat16",
+            },
+            _HF.format("mistralai/Mistral-Small-24B-Instruct-2501"),
+            23.6e9,
+            aliases=(
+                "mistralai/Mistral-Small-24B-Instruct-2501",
+                "mistralai/Mistral-Small-24B-Base-2501",
+            ),
+        ),
+        ModelEntry(
+            "gemma-2-9b",
+            _gemma2(42, 3584, 16, 8, 256, 14336),
+            "config.json of google/gemma-2-9b on the Hugging Face Hub (as in "
+            "AI-Hypercomputer/maxtext, MaxText/utils/ckpt_conversion/utils/hf_model_configs.py); "
+            "parameter count from its model card",
+            9.24e9,
+            aliases=("google/gemma-2-9b", "google/gemma-2-9b-it"),
+        ),
+        ModelEntry(
+            "gemma-2-27b",
+            _gemma2(46, 4608, 32, 16, 128, 36864),
+            "config.json of google/gemma-2-27b on the Hugging Face Hub (as in "
+            "AI-Hypercomputer/maxtext, MaxText/utils/ckpt_conversion/utils/hf_model_configs.py); "
+            "parameter count from its model card",
+            27.2e9,
+            aliases=("google/gemma-2-27b", "google/gemma-2-27b-it"),
+        ),
+        ModelEntry(
+            "gemma-3-27b",
+            {
+                "model_type": "gemma3_text",
+                "num_hidden_layers": 62,
+                "hidden_size": 5376,
+                "num_attention_heads": 32,
+                "num_key_value_heads": 16,
+                "head_dim": 128,
+                "intermediate_size": 21504,
+                "vocab_size": 262208,
+                "max_position_embeddings": 131072,
+                "sliding_window": 1024,
+                "sliding_window_pattern": 6,
+                "torch_dtype": "bfloat16",
+            },
+            "text_config of google/gemma-3-27b-it's config.json on the Hugging Face Hub (five "
+            "1,024-token sliding-window layers per global one); parameter count from the Gemma 3 "
+            "Technical Report (arXiv 2503.19786), Table 1: 1,416 M embedding + 25,600 M "
+            "non-embedding parameters, the 417 M vision encoder excluded",
+            27.016e9,
+            aliases=("google/gemma-3-27b-it", "google/gemma-3-27b-pt"),
+        ),
+        ModelEntry(
+            "phi-3-mini-4k",
+            _phi3(32, 3072, 32, 32, 8192, 32064, 4096) | {"sliding_window": 2047},
+            _HF.format("microsoft/Phi-3-mini-4k-instruct")
+            + "; parameter count 3,821,079,552 as keras-team/keras-hub phi3_presets.py states it",
+            3.821e9,
+            aliases=("microsoft/Phi-3-mini-4k-instruct",),
+        ),
+        ModelEntry(
+            "phi-3-medium-4k",
+            _phi3(40, 5120, 40, 10, 17920, 32064, 4096) | {"sliding_window": 2047},
+            _HF.format("microsoft/Phi-3-medium-4k-instruct"),
+            14.0e9,
+            aliases=("microsoft/Phi-3-medium-4k-instruct",),
+        ),
+        ModelEntry(
+            "phi-4",
+            _phi3(40, 5120, 40, 10, 17920, 100352, 16384),
+            _HF.format("microsoft/phi-4"),
+            14.7e9,
+            aliases=("microsoft/phi-4",),
         ),
     )
 }

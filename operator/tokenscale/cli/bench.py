@@ -1,9 +1,10 @@
 """``tokenscale bench --url URL --model NAME``: load-test an endpoint, print it, save a profile."""
 
-import asyncio
+from __future__ import annotations
+
 import json
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 import yaml
@@ -12,22 +13,10 @@ from rich.progress import BarColumn, Progress, TaskProgressColumn, TextColumn, T
 from rich.table import Table
 from rich.text import Text
 
-from tokenscale.bench import (
-    BenchConfig,
-    BenchProfile,
-    BenchState,
-    EndpointError,
-    partial_profile,
-    run_bench,
-)
-from tokenscale.cli.bench_compare import (
-    comparison_rows,
-    comparison_table,
-    load_plan,
-    predictions,
-)
 from tokenscale.cli.inputs import TableOrJson, bad_input, check_number, read_input
-from tokenscale.simulation import TraceError, parse_trace, scale_trace
+
+if TYPE_CHECKING:
+    from tokenscale.bench import BenchProfile
 
 
 def _concurrency(text: str) -> list[int]:
@@ -59,7 +48,12 @@ def profile_table(p: BenchProfile) -> Table:
         "queue",
         "KV max",
     ):
-        table.add_column(col, justify="left" if col == "phase" else "right")
+        table.add_column(
+            col,
+            justify="left" if col == "phase" else "right",
+            overflow="fold",
+            no_wrap=col == "phase",
+        )
     for s in p.steps:
         mark = " ◀ knee" if s.phase == "ramp" and s.concurrency == p.knee_concurrency else ""
         table.add_row(
@@ -117,6 +111,24 @@ def bench_command(
     ] = None,
 ) -> None:
     """Load-test an OpenAI-compatible endpoint: baseline, concurrency ramp, mix, replay."""
+    # the load generator (aiohttp) and the planner load only when bench runs: `plan` stays fast
+    from asyncio import run as asyncio_run  # noqa: PLC0415
+
+    from tokenscale.bench import (  # noqa: PLC0415
+        BenchConfig,
+        BenchState,
+        EndpointError,
+        partial_profile,
+        run_bench,
+    )
+    from tokenscale.cli.bench_compare import (  # noqa: PLC0415
+        comparison_rows,
+        comparison_table,
+        load_plan,
+        predictions,
+    )
+    from tokenscale.simulation import TraceError, parse_trace, scale_trace  # noqa: PLC0415
+
     for flag, value, low in (
         ("--input-tokens", input_tokens, 1),
         ("--output-tokens", output_tokens, 1),
@@ -188,7 +200,7 @@ def bench_command(
             bar.update(task, description=what, completed=fraction)
 
         try:
-            profile = asyncio.run(run_bench(cfg, state, progress))
+            profile = asyncio_run(run_bench(cfg, state, progress))
         except KeyboardInterrupt:
             profile = partial_profile(cfg, state)
         except EndpointError as exc:
@@ -218,7 +230,7 @@ def bench_command(
             data["planComparison"] = rows
         print(json.dumps(data, indent=2))
     else:
-        console = Console(width=180)
+        console = Console()
         console.print(profile_table(profile))
         op = profile.operating_concurrency
         console.print(

@@ -102,7 +102,7 @@ def comparison_table(put: PlanUnderTest, rows: list[dict[str, float | int | None
     )
     t.add_column("conc.", justify="right")
     for label, _ in COMPARED:
-        t.add_column(label, justify="right")
+        t.add_column(label, justify="right", overflow="fold")
     for row in rows:
         cells = [str(row["concurrency"])]
         for label, key in COMPARED:

@@ -2,20 +2,32 @@
 (exit 2, the message on stderr)."""
 
 import enum
+import json
 import math
 import sys
 from pathlib import Path
 from typing import NoReturn
 
 import typer
+import yaml
 from rich.console import Console
 from rich.text import Text
 
 from tokenscale.api.errors import SpecError
 
 
-def fail_invalid(err: SpecError, file: Path) -> NoReturn:
-    """Print every field path and fix of an invalid InferenceService, then exit 2."""
+def fail_invalid(err: SpecError, file: Path, fmt: str | None = None) -> NoReturn:
+    """Print every field path and fix of an invalid InferenceService, then exit 2: on stderr
+    for people, or (``fmt`` json/yaml) as a document on stdout for programs."""
+    if fmt in ("json", "yaml"):
+        doc = {
+            "error": "invalid",
+            "file": str(file),
+            "issues": [{"path": i.path, "message": i.message} for i in err.issues],
+        }
+        text = json.dumps(doc, indent=2) if fmt == "json" else yaml.safe_dump(doc, sort_keys=False)
+        typer.echo(text)
+        raise typer.Exit(2)
     console = Console(stderr=True)
     console.print(
         Text.assemble(("error:", "red"), f" {file} is not a valid InferenceService:"),
@@ -29,8 +41,9 @@ def fail_invalid(err: SpecError, file: Path) -> NoReturn:
     raise typer.Exit(2)
 
 
-def read_input(file: Path) -> str:
-    """A file's text, or standard input for ``-``; an unreadable or non-UTF-8 file exits 2."""
+def read_input(file: Path, fmt: str | None = None) -> str:
+    """A file's text, or standard input for ``-``; an unreadable or non-UTF-8 file exits 2
+    (``fmt`` json/yaml: the error as a document on stdout)."""
     try:
         if str(file) == "-":
             data = sys.stdin.buffer.read() if hasattr(sys.stdin, "buffer") else sys.stdin.read()
@@ -38,10 +51,10 @@ def read_input(file: Path) -> str:
             data = file.read_bytes()
         return data.decode("utf-8") if isinstance(data, bytes) else data
     except OSError as exc:
-        raise bad_input(f"cannot read {file}: {exc.strerror or exc}") from exc
+        raise bad_input(f"cannot read {file}: {exc.strerror or exc}", fmt) from exc
     except UnicodeDecodeError as exc:
         raise bad_input(
-            f"{file}: byte {exc.start} is not UTF-8; save the file as UTF-8 text"
+            f"{file}: byte {exc.start} is not UTF-8; save the file as UTF-8 text", fmt
         ) from exc
 
 
@@ -50,9 +63,14 @@ class TableOrJson(enum.StrEnum):
     json = "json"
 
 
-def bad_input(message: str) -> typer.Exit:
-    """Print ``error: message`` to stderr (the message verbatim, never read as markup); raise
-    the returned Exit (code 2)."""
+def bad_input(message: str, fmt: str | None = None) -> typer.Exit:
+    """Print ``error: message`` to stderr (the message verbatim, never read as markup), or with
+    ``fmt`` json/yaml ``{"error": "invalid", "message": …}`` to stdout; raise the returned Exit
+    (code 2)."""
+    if fmt in ("json", "yaml"):
+        doc = {"error": "invalid", "message": message}
+        typer.echo(json.dumps(doc, indent=2) if fmt == "json" else yaml.safe_dump(doc))
+        return typer.Exit(2)
     Console(stderr=True).print(
         Text.assemble(("error:", "red"), " ", message), highlight=False, soft_wrap=True
     )

@@ -10,6 +10,7 @@ from rich.panel import Panel
 from rich.table import Table
 from rich.text import Text
 
+from tokenscale.cli.plan_figures import Latency, duration_text, latencies
 from tokenscale.planning.formulas import GIB
 from tokenscale.planning.result import Plan
 from tokenscale.planning.sweep import SweepRow, ranking
@@ -64,7 +65,26 @@ def replica_bounds_text(wanted: int, total: int) -> str:
     return f"raised to {total:,} replicas by minReplicas or the pin"
 
 
-def plan_renderable(p: Plan) -> Panel:
+def _latency_row(x: Latency) -> tuple[str, str, str, str]:
+    if x.target_s is None:
+        return x.name, duration_text(x.estimate_s), "", ""
+    return (
+        x.name,
+        duration_text(x.estimate_s),
+        duration_text(x.target_s),
+        "[green]yes[/]" if x.met else "[red]NO[/]",
+    )
+
+
+def _bytes(v: float) -> str:
+    """Binary units throughout (GiB, MiB, KiB), as vLLM's logs and the memory table use."""
+    for unit, size in (("GiB", GIB), ("MiB", 2.0**20), ("KiB", 2.0**10)):
+        if abs(v) >= size:
+            return f"{v / size:,.1f} {unit}"
+    return f"{v:,.0f} B"
+
+
+def plan_renderable(p: Plan, advice: list[str] | None = None) -> Panel:
     m = p.memory_per_gpu
     header = (
         f"{p.model} on {p.gpu} · {p.weight_dtype} weights · KV {p.kv_cache_dtype} · "
@@ -90,8 +110,8 @@ def plan_renderable(p: Plan) -> Panel:
                 "params (total / active)",
                 f"{p.params / 1e9:,.2f} B / {p.active_params / 1e9:,.2f} B",
             ),
-            ("weights (whole model)", f"{p.weight_bytes / 1e9:,.1f} GB"),
-            ("KV per token (all layers)", f"{p.kv_bytes_per_token:,.0f} B"),
+            ("weights (whole model)", _gib(p.weight_bytes)),
+            ("KV per token (all layers)", _bytes(p.kv_bytes_per_token)),
             (
                 "KV capacity per replica",
                 f"{p.kv_capacity_tokens_per_replica:,.0f} tokens "
@@ -99,8 +119,7 @@ def plan_renderable(p: Plan) -> Panel:
             ),
             (
                 "KV per request mean / P99",
-                f"{p.kv_bytes_per_request_mean / 1e6:,.1f} MB / "
-                f"{p.kv_bytes_per_request_p99 / 1e6:,.1f} MB",
+                f"{_bytes(p.kv_bytes_per_request_mean)} / {_bytes(p.kv_bytes_per_request_p99)}",
             ),
             (
                 "concurrency limits",
@@ -126,16 +145,12 @@ def plan_renderable(p: Plan) -> Panel:
             f"Estimates vs SLO at the load each replica carries ({load.rps_per_replica:,.2f} "
             f"RPS, batch {load.batch:,.1f}{', saturated' if load.saturated else ''})"
         )
-    perf.add_row("TTFT P99", f"{p.ttft_p99_estimate_s * 1e3:,.1f} ms", "", "")
-    perf.add_row("TPOT", f"{p.tpot_estimate_s * 1e3:,.2f} ms", "", "")
-    perf.add_row("E2E P99", f"{p.e2e_p99_estimate_s:,.2f} s", "", "")
-    for c in p.slo_checks:
-        perf.add_row(
-            c.name,
-            f"{c.estimate_s * 1e3:,.1f} ms",
-            f"{c.target_s * 1e3:,.1f} ms",
-            "[green]yes[/]" if c.met else "[red]NO[/]",
-        )
+    lat = latencies(p)
+    for x in lat[:1]:
+        perf.add_row(*_latency_row(x))
+    perf.add_row("TPOT mean", duration_text(p.tpot_estimate_s), "", "")
+    for x in lat[1:]:
+        perf.add_row(*_latency_row(x))
     perf.add_row("output tok/s per replica", f"{p.output_tps_per_replica:,.0f}", "", "")
     perf.add_row("requests/s per replica", f"{p.rps_per_replica:,.2f}", "", "")
     cons = Table(
@@ -181,6 +196,8 @@ def plan_renderable(p: Plan) -> Panel:
         parts.append(Text("\n".join(f"✗ {r}" for r in p.infeasible_reasons), style="red"))
     if p.warnings:
         parts.append(Text("\n".join(f"! {w}" for w in p.warnings), style="yellow"))
+    if advice:
+        parts.append(Text("\n".join(f"→ {a}" for a in advice), style="cyan"))
     status = "[green]feasible[/]" if p.feasible else "[red]INFEASIBLE[/]"
     return Panel(Group(*parts), title=f"plan {p.name} — {status}", title_align="left")
 
@@ -217,17 +234,60 @@ def curve_table(p: Plan) -> Table:
     return t
 
 
-def sweep_table(rows: list[SweepRow], limit: int) -> Table:
+def invalid_summary(rows: list[SweepRow]) -> list[str]:
+    """The invalid configurations in one line per distinct reason (``int8 on 16 GPUs × TP 1, 2,
+    4, 8: spec.model.weightDtype: …``), not one row each."""
+    groups: dict[tuple[str, str], list[SweepRow]] = {}
+    for row in rows:
+        if row.plan is None:
+            groups.setdefault((row.weight_dtype, row.error or "invalid"), []).append(row)
+    lines = []
+    for (dtype, error), members in groups.items():
+        gpus = sorted({r.gpu for r in members})
+        tps = sorted({r.tensor_parallel_size for r in members})
+        where = f"{len(gpus)} GPUs" if len(gpus) > 3 else ", ".join(gpus)
+        lines.append(f"{dtype} on {where} × TP {', '.join(map(str, tps))}: {error}")
+    return lines
+
+
+def _sweep_row(t: Table, p: Plan, gpu: str, mark: str = "") -> None:
+    why = p.binding_constraint if p.feasible else "; ".join(p.infeasible_reasons)[:80]
+    t.add_row(
+        gpu + mark,
+        layout_text(p, compact=True),
+        p.weight_dtype,
+        "yes" if p.feasible else "no",
+        "—" if p.replicas is None else str(p.replicas.total),
+        "—" if p.gpus_total is None else str(p.gpus_total),
+        f"{p.output_tps_per_replica:,.0f}",
+        f"{p.tpot_estimate_s * 1e3:,.1f}",
+        f"{p.ttft_p99_estimate_s * 1e3:,.0f}",
+        _num(p.cost_per_million_output_tokens, ",.3f"),
+        _num(p.gpu_hours_per_million_output_tokens, ",.3f"),
+        why,
+    )
+
+
+def sweep_table(rows: list[SweepRow], limit: int, own_gpu: str | None = None) -> Table:
+    """The ranked valid configurations (``limit`` of them), the spec's own GPU's best first
+    (marked ★) for comparison; invalid ones summarised in the caption, one line per reason."""
     if ranking(rows) == "cost":
         order = "feasible first, cheapest first"
     else:
         order = (
             "feasible first, fewest GPU-hours per 1M output tokens first: not every GPU has a "
-            "price (set cost.gpuHourPrices per GPU key to rank by cost)"
+            "price (--price KEY=PRICE, --prices FILE or cost.gpuHourPrices rank by cost)"
         )
+    valid = [r for r in rows if r.plan is not None]
+    own = next((r for r in valid if own_gpu and r.gpu.lower() == own_gpu.lower()), None)
+    ranked = [r for r in valid if r is not own]
+    shown = ranked[: max(limit - (own is not None), 0)]
+    feasible = sum(1 for r in valid if r.plan is not None and r.plan.feasible)
     t = Table(
-        title=f"Sweep: GPU × TP × weight dtype, multi-node layouts at each TP where they could "
-        f"pay ({order}; /2n = 2 nodes per replica)"
+        title=f"Sweep: {len(shown) + (own is not None)} of {len(rows)} configurations shown "
+        f"({feasible} feasible, {len(rows) - len(valid)} invalid); GPU × TP × weight dtype, "
+        f"multi-node layouts where they could pay ({order}; /2n = 2 nodes per replica)",
+        title_justify="left",
     )
     for col in (
         "gpu",
@@ -244,39 +304,18 @@ def sweep_table(rows: list[SweepRow], limit: int) -> Table:
         "binding / why not",
     ):
         t.add_column(col)
-    for row in rows[:limit]:
-        p = row.plan
-        if p is None:
-            t.add_row(
-                row.gpu,
-                str(row.tensor_parallel_size),
-                row.weight_dtype,
-                "invalid",
-                "",
-                "",
-                "",
-                "",
-                "",
-                "",
-                "",
-                row.error or "",
-            )
-            continue
-        why = p.binding_constraint if p.feasible else "; ".join(p.infeasible_reasons)[:80]
-        t.add_row(
-            row.gpu,
-            layout_text(p, compact=True),
-            p.weight_dtype,
-            "yes" if p.feasible else "no",
-            "—" if p.replicas is None else str(p.replicas.total),
-            "—" if p.gpus_total is None else str(p.gpus_total),
-            f"{p.output_tps_per_replica:,.0f}",
-            f"{p.tpot_estimate_s * 1e3:,.1f}",
-            f"{p.ttft_p99_estimate_s * 1e3:,.0f}",
-            _num(p.cost_per_million_output_tokens, ",.3f"),
-            _num(p.gpu_hours_per_million_output_tokens, ",.3f"),
-            why,
-        )
+    if own is not None and own.plan is not None:
+        _sweep_row(t, own.plan, own.gpu, " ★")
+    for row in shown:
+        assert row.plan is not None
+        _sweep_row(t, row.plan, row.gpu)
+    notes = []
+    if own is not None:
+        notes.append(f"★ the spec's GPU ({own.gpu}), its best configuration, for comparison")
+    notes += [f"invalid: {line}" for line in invalid_summary(rows)]
+    if notes:
+        t.caption = "\n".join(notes)
+        t.caption_justify = "left"
     return t
 
 
@@ -304,6 +343,6 @@ def dumps(data: Any, fmt: str) -> str:
     return yaml.safe_dump(clean, sort_keys=False)
 
 
-def print_plans(console: Console, plans: list[Plan]) -> None:
+def print_plans(console: Console, plans: list[Plan], advice: dict[str, list[str]]) -> None:
     for p in plans:
-        console.print(plan_renderable(p))
+        console.print(plan_renderable(p, advice.get(p.name, [])))

@@ -3,7 +3,8 @@ vLLM fleet. Reads the inputs, draws the live view, the summary and the plot; the
 ``tokenscale.playground``.
 """
 
-import asyncio
+from __future__ import annotations
+
 import enum
 import json
 import math
@@ -12,7 +13,7 @@ import signal
 import tempfile
 import time
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 from rich.console import Console, Group
@@ -24,17 +25,11 @@ from rich.text import Text
 from tokenscale.api.errors import SpecError
 from tokenscale.cli.inputs import bad_input, fail_invalid, read_input
 from tokenscale.data import AZURE_CONVERSATION, bundled_trace
-from tokenscale.playground.load import shaped_trace
-from tokenscale.playground.service import default_spec_path, load_service
-from tokenscale.playground.session import (
-    Frame,
-    Playground,
-    PlaygroundOptions,
-    PlaygroundResult,
-)
-from tokenscale.playground.summary import summary_json
-from tokenscale.simulation import Trace, TraceError, parse_trace, scale_trace
-from tokenscale.simulation.trace import TraceRequest
+
+if TYPE_CHECKING:
+    from tokenscale.playground.session import Frame, PlaygroundResult
+    from tokenscale.simulation import Trace
+    from tokenscale.simulation.trace import TraceRequest
 
 
 class LoadShape(enum.StrEnum):
@@ -144,6 +139,8 @@ def draw_playground(r: PlaygroundResult, path: Path) -> None:
 
 
 def _cut(trace: Trace, duration_s: float | None) -> Trace:
+    from tokenscale.simulation import Trace  # noqa: PLC0415 - the simulator loads when used
+
     if duration_s is None:
         return trace
     kept: tuple[TraceRequest, ...] = tuple(r for r in trace.requests if r.arrival_s <= duration_s)
@@ -169,9 +166,13 @@ def playground_command(
         float | None, typer.Option(help="Modelled seconds of load (default: the whole trace).")
     ] = None,
     rate_scale: Annotated[
-        float,
-        typer.Option(help="Multiply the trace's arrival rate (the default trace: 0.2)."),
-    ] = 0.0,
+        float | None,
+        typer.Option(
+            help="Multiply the trace's arrival rate (default: 0.2 for the bundled trace, 1 for "
+            "--trace).",
+            show_default=False,
+        ),
+    ] = None,
     low_rps: Annotated[
         float | None, typer.Option(help="--load: the low rate (default: half the spec's mean).")
     ] = None,
@@ -204,8 +205,19 @@ def playground_command(
         Path | None, typer.Option(help="Logs, kubeconfig and data (default: a temp dir).")
     ] = None,
 ) -> None:
-    """Run the operator against a live twin of a vLLM fleet: real control plane, Prometheus
-    and `tokenscale run`; one twin per pod; a trace replayed through a least-loaded router."""
+    """Run the operator against a live twin of a vLLM fleet on this machine.
+
+    A real control plane, Prometheus and `tokenscale run`; one twin per pod; a trace replayed
+    through a least-loaded router."""
+    # the playground (aiohttp, the Kubernetes client) loads only when it runs: `plan` stays fast
+    from asyncio import run as asyncio_run  # noqa: PLC0415
+
+    from tokenscale.playground.load import shaped_trace  # noqa: PLC0415
+    from tokenscale.playground.service import default_spec_path, load_service  # noqa: PLC0415
+    from tokenscale.playground.session import Playground, PlaygroundOptions  # noqa: PLC0415
+    from tokenscale.playground.summary import summary_json  # noqa: PLC0415
+    from tokenscale.simulation import TraceError, parse_trace, scale_trace  # noqa: PLC0415
+
     console = Console()
     if speed <= 0:
         raise bad_input("--speed must be > 0")
@@ -215,6 +227,8 @@ def playground_command(
         raise bad_input(
             f"--json {json_out}: the folder {json_out.parent} does not exist; create it"
         )
+    if rate_scale is not None and not rate_scale > 0:
+        raise bad_input(f"--rate-scale {rate_scale:g}: use a value > 0")
     path = spec or default_spec_path()
     try:
         service = load_service(read_input(path), str(path))
@@ -234,7 +248,7 @@ def playground_command(
         else:
             source = trace or bundled_trace(AZURE_CONVERSATION)
             parsed = parse_trace(read_input(source), source=source.name)
-            scale = rate_scale or (0.2 if trace is None else 1.0)
+            scale = rate_scale if rate_scale is not None else (0.2 if trace is None else 1.0)
             run_trace = _cut(scale_trace(parsed, rate_scale=scale), duration)
     except TraceError as err:
         raise bad_input(str(err)) from err
@@ -269,14 +283,14 @@ def playground_command(
             highlight=False,
         )
         if headless:
-            result = asyncio.run(pg.run())
+            result = asyncio_run(pg.run())
         else:
             with Live(console=console, refresh_per_second=2, transient=False) as live:
 
                 def show(frame: Frame) -> None:
                     live.update(render_frame(frame, slo.ttft_p99_seconds, slo.tpot_p99_seconds))
 
-                result = asyncio.run(pg.run(show))
+                result = asyncio_run(pg.run(show))
             console.print()
         ok = True
     except KeyboardInterrupt:

@@ -16,8 +16,8 @@ from tokenscale.simulation import SimResult
 
 
 def draw_timeline(results: list[SimResult], slo: Slo, path: Path) -> None:
-    fig, axes = plt.subplots(5, 1, figsize=(12, 13), sharex=True)
-    ax_rps, ax_rep, ax_queue, ax_kv, ax_ttft = axes
+    fig, axes = plt.subplots(6, 1, figsize=(12, 15), sharex=True)
+    ax_rps, ax_rep, ax_queue, ax_kv, ax_ttft, ax_tpot = axes
     first = results[0].timeline
     minutes = [p.t_s / 60 for p in first]
     ax_rps.plot(minutes, [p.arrival_rps for p in first], color="black", lw=1)
@@ -49,6 +49,12 @@ def draw_timeline(results: list[SimResult], slo: Slo, path: Path) -> None:
             color=line.get_color(),
             lw=1,
         )
+        ax_tpot.plot(
+            t,
+            [p.tpot_p99_s if p.tpot_p99_s is not None else float("nan") for p in r.timeline],
+            color=line.get_color(),
+            lw=1,
+        )
     ax_rep.set_ylabel("replicas (ready; dotted: asked)")
     ax_rep.legend(loc="upper left", fontsize=8)
     ax_queue.set_ylabel("requests waiting")
@@ -59,7 +65,12 @@ def draw_timeline(results: list[SimResult], slo: Slo, path: Path) -> None:
         ax_ttft.axhline(slo.ttft_p99_seconds, color="red", ls="--", lw=1, label="SLO")
         ax_ttft.set_yscale("log")
         ax_ttft.legend(loc="upper left", fontsize=8)
-    ax_ttft.set_xlabel("minutes")
+    ax_tpot.set_ylabel("TPOT P99 s (Prometheus)")
+    if slo.tpot_p99_seconds is not None:
+        ax_tpot.axhline(slo.tpot_p99_seconds, color="red", ls="--", lw=1, label="SLO")
+        ax_tpot.set_yscale("log")
+        ax_tpot.legend(loc="upper left", fontsize=8)
+    ax_tpot.set_xlabel("minutes")
     for ax in axes:
         ax.grid(alpha=0.3)
     fig.tight_layout()

@@ -4,11 +4,13 @@ Reads the files, draws progress and tables; the simulation itself is the pure
 ``tokenscale.simulation`` package.
 """
 
+from __future__ import annotations
+
 import enum
 import json
 import math
 from pathlib import Path
-from typing import Annotated, Any, Literal, cast
+from typing import TYPE_CHECKING, Annotated, Any, Literal, cast
 
 import typer
 from rich.console import Console
@@ -26,20 +28,11 @@ from tokenscale.cli.inputs import (
     read_input,
     warn,
 )
-from tokenscale.simulation import (
-    POLICIES,
-    PolicyName,
-    Setup,
-    SimOptions,
-    SimResult,
-    SimulationError,
-    TraceError,
-    parse_trace,
-    scale_trace,
-    simulate,
-)
-from tokenscale.simulation.result import Explanation
-from tokenscale.simulation.trace import TraceFormat
+
+if TYPE_CHECKING:
+    from tokenscale.simulation import PolicyName, SimResult
+    from tokenscale.simulation.result import Explanation
+    from tokenscale.simulation.trace import Trace, TraceFormat
 
 
 class PolicyChoice(enum.StrEnum):
@@ -105,7 +98,7 @@ def _row(r: SimResult) -> list[str]:
 
 
 def _table(results: list[SimResult], title: str) -> Table:
-    table = Table(title=title)
+    table = Table(title=title, title_justify="left")
     for col in (
         "policy",
         "SLO attainment",
@@ -119,7 +112,12 @@ def _table(results: list[SimResult], title: str) -> Table:
         "replicas mean / max",
         "preemptions",
     ):
-        table.add_column(col, justify="left" if col == "policy" else "right")
+        table.add_column(
+            col,
+            justify="left" if col == "policy" else "right",
+            no_wrap=col == "policy",  # a policy's name is never cut
+            overflow="fold",  # a narrow terminal wraps the others, never "…"
+        )
     for r in results:
         table.add_row(*_row(r))
     return table
@@ -129,7 +127,13 @@ def simulate_command(
     file: Annotated[Path, typer.Argument(help="InferenceService YAML (or - for stdin).")],
     trace: Annotated[Path, typer.Option("--trace", help="Azure CSV, Mooncake JSONL or CSV.")],
     policy: Annotated[
-        PolicyChoice, typer.Option("--policy", help="Scaling policy, or all to compare.")
+        PolicyChoice,
+        typer.Option(
+            "--policy",
+            metavar="POLICY",
+            help="Scaling policy: tokenscale, oracle, best-static, static, queue-threshold, "
+            "kv-threshold, or all to compare.",
+        ),
     ] = PolicyChoice.tokenscale,
     output: Annotated[TableOrJson, typer.Option("-o", "--output")] = TableOrJson.table,
     trace_format: Annotated[FormatChoice, typer.Option("--format")] = FormatChoice.auto,
@@ -153,6 +157,20 @@ def simulate_command(
     timeline: Annotated[
         bool, typer.Option("--timeline/--no-timeline", help="Include the timeline in JSON.")
     ] = False,
+    start: Annotated[
+        str | None,
+        typer.Option(
+            "--start",
+            help="Replay from this moment of the trace (MM:SS, HH:MM:SS or seconds; default 0).",
+        ),
+    ] = None,
+    duration: Annotated[
+        str | None,
+        typer.Option(
+            "--duration",
+            help="Replay this long from --start (MM:SS, HH:MM:SS or seconds; default: to the end).",
+        ),
+    ] = None,
     explain: Annotated[
         str | None,
         typer.Option(
@@ -163,6 +181,19 @@ def simulate_command(
     ] = None,
 ) -> None:
     """Replay a trace against a simulated vLLM fleet; compare scaling policies."""
+    # the simulator loads only when it runs: `plan` stays fast
+    from tokenscale.simulation import (  # noqa: PLC0415
+        POLICIES,
+        Setup,
+        SimOptions,
+        SimulationError,
+        TraceError,
+        parse_trace,
+        scale_trace,
+        simulate,
+    )
+    from tokenscale.simulation.window import window  # noqa: PLC0415
+
     if arrival_unit not in ("s", "ms"):
         raise bad_input(f"--arrival-unit {arrival_unit!r}: use s or ms")
     check_number("--time-scale", time_scale, above=0, maximum=1e6)
@@ -176,11 +207,14 @@ def simulate_command(
     if plot is not None and not plot.parent.is_dir():
         raise bad_input(f"--plot {plot}: the folder {plot.parent} does not exist; create it")
     explain_at = None if explain is None else _moment(explain)
-    text, trace_text = read_input(file), read_input(trace)
+    start_s = 0.0 if start is None else _moment(start, "--start")
+    duration_s = None if duration is None else _moment(duration, "--duration")
+    fmt_out = output.value
+    text, trace_text = read_input(file, fmt_out), read_input(trace, fmt_out)
     try:
         services = parse_manifests(text)
     except SpecError as err:
-        fail_invalid(err, file)
+        fail_invalid(err, file, fmt_out)
     if not services:
         raise bad_input(f"{file} holds no InferenceService")
     isvc = services[0]
@@ -203,9 +237,9 @@ def simulate_command(
             unit,
             source=trace.name,
         )
-        scaled = scale_trace(parsed, time_scale, rate_scale, seed)
+        scaled = scale_trace(window(parsed, start_s, duration_s), time_scale, rate_scale, seed)
         names: list[PolicyName] = (
-            list(POLICIES) if policy == PolicyChoice.all else [cast(PolicyName, policy.value)]
+            list(POLICIES) if policy == PolicyChoice.all else [cast("PolicyName", policy.value)]
         )
         stderr = Console(stderr=True)
         with Progress(
@@ -240,7 +274,7 @@ def simulate_command(
         )
         raise typer.Exit(1) from exc
     except (TraceError, ValueError) as exc:
-        raise bad_input(str(exc)) from exc
+        raise bad_input(str(exc), fmt_out) from exc
     best = next((r for r in results if r.policy == "best-static"), None)
     if best is not None:
         results = [r.model_copy(update={"best_static_gpu_hours": best.gpu_hours}) for r in results]
@@ -254,8 +288,10 @@ def simulate_command(
         ]
         print(json.dumps(_no_nan(data[0] if len(data) == 1 else data), indent=2))
         return
-    console = Console(width=180)
+    console = Console()
     stats = f"{len(scaled.requests):,} requests over {scaled.duration_s / 60:.1f} min"
+    if start is not None or duration is not None:
+        stats += f" from {_clock(start_s)}"
     console.print(
         _table(
             results,
@@ -264,9 +300,13 @@ def simulate_command(
         )
     )
     r0 = results[0]
+    w = isvc.spec.workload
+    trace_in, trace_out = _token_means(scaled)
     console.print(
         f"one replica sustains {r0.sustainable_rps_per_replica:.2f} req/s at the SLOs in "
-        f"simulation (planner: {r0.planner_rps_per_replica:.2f}); oracle "
+        f"simulation on the trace's requests (mean {trace_in:,.0f} in / {trace_out:,.0f} out); "
+        f"the planner's {r0.planner_rps_per_replica:.2f} is for the spec's token mix (mean "
+        f"{w.input_tokens.mean:,.0f} in / {w.output_tokens.mean:,.0f} out); oracle "
         f"{r0.oracle_gpu_hours:.2f} GPU-hours (hindsight, no cold start), "
         f"{_hours(r0.lead_time_oracle_gpu_hours)} GPU-hours with each replica started one "
         f"cold start ahead (lead-time oracle)",
@@ -290,14 +330,22 @@ def _hours(value: float | None) -> str:
     return "–" if value is None or not math.isfinite(value) else f"{value:.2f}"
 
 
-def _moment(text: str) -> float:
+def _token_means(trace: Trace) -> tuple[float, float]:
+    n = max(len(trace.requests), 1)
+    return (
+        sum(r.input_tokens for r in trace.requests) / n,
+        sum(r.output_tokens for r in trace.requests) / n,
+    )
+
+
+def _moment(text: str, flag: str = "--explain") -> float:
     """``MM:SS``, ``HH:MM:SS`` or plain seconds → seconds into the trace."""
     try:
         parts = [float(p) for p in text.split(":")]
     except ValueError:
         parts = []
-    if not parts or len(parts) > 3 or any(p < 0 for p in parts):
-        raise bad_input(f"--explain {text!r}: use MM:SS, HH:MM:SS or seconds (e.g. 12:30)")
+    if not parts or len(parts) > 3 or any(not p >= 0 or p == float("inf") for p in parts):
+        raise bad_input(f"{flag} {text!r}: use MM:SS, HH:MM:SS or seconds (e.g. 12:30)")
     seconds = 0.0
     for p in parts:
         seconds = seconds * 60 + p
@@ -310,6 +358,11 @@ def _clock(seconds: float) -> str:
     return f"{h}:{m:02d}:{s:02d}" if h else f"{m}:{s:02d}"
 
 
+def _g(value: float | None) -> str:
+    """Three significant figures (``0.324``, ``12.5``, ``1.2e+03``), ``–`` for none."""
+    return "–" if value is None else f"{value:.3g}"
+
+
 def explanation_text(e: Explanation) -> str:
     """The decision at one moment, every signal, the forecast and the lead time, as text."""
     d = e.decision
@@ -317,7 +370,7 @@ def explanation_text(e: Explanation) -> str:
         f"at {_clock(e.t_s)} ({e.t_s:.0f} s): {d.replicas} replicas asked "
         f"({e.replicas_ready} ready, {e.replicas_starting} starting) · source {d.source}",
         f"  reason: {d.reason}",
-        f"  model needs: {d.model_replicas} · calibration {d.calibration:g} · metrics "
+        f"  model needs: {d.model_replicas} · calibration {d.calibration:.3g} · metrics "
         f"{'ok' if d.metrics_available else 'unavailable: ' + d.metrics_reason}",
         "  signals:",
     ]
@@ -342,9 +395,9 @@ def explanation_text(e: Explanation) -> str:
     snap = e.snapshot
     if snap is not None:
         lines.append(
-            f"  snapshot: {snap.replicas_reporting} reporting · waiting {snap.waiting} · running "
-            f"{snap.running} · KV max {snap.kv_usage_max} · TTFT P99 {snap.ttft_p99_s} s · "
-            f"TPOT P99 {snap.tpot_p99_s} s"
+            f"  snapshot: {snap.replicas_reporting} reporting · waiting {_g(snap.waiting)} · "
+            f"running {_g(snap.running)} · KV max {_g(snap.kv_usage_max)} · TTFT P99 "
+            f"{_g(snap.ttft_p99_s)} s · TPOT P99 {_g(snap.tpot_p99_s)} s"
         )
     lines += [f"  diagnosis: {x}" for x in d.diagnosis]
     return "\n".join(lines)

@@ -20,6 +20,7 @@ from tokenscale.api.profile import parse_profile
 from tokenscale.api.status import Condition, InferenceServiceStatus, ScalingStateStatus
 from tokenscale.controller.graceful import DELETION_COST, deletion_costs
 from tokenscale.controller.lead_time import lead_time_s
+from tokenscale.controller.model_config_ref import with_hf_config
 from tokenscale.controller.status import (
     condition,
     decision_status,
@@ -211,6 +212,7 @@ def reconcile(
     ns, name, uid, gen = meta["namespace"], meta["name"], meta["uid"], meta.get("generation")
     try:
         service = with_profile(kube, ns, parse_inference_service(dict(body)))
+        service = with_hf_config(kube, ns, service)
         plan = plan_service(service.spec, name)
     except SpecError as err:
         return _reject(kube, body, "InvalidSpec", str(err), now, emit)

@@ -23,7 +23,8 @@ NAMESPACED: tuple[Rule, ...] = (
     ("", "pods", ("list", "patch")),
 )
 """Reconcile: read/apply owned objects (server-side apply creates with create), replace the
-status whole, post events, read the ConfigMap a ``spec.profileRef`` names, list the
+status whole, post events, read the ConfigMaps a ``spec.profileRef`` and a
+``spec.model.hfConfigRef`` name (get only: the bench profile and the model's config.json), list the
 Deployment's pods (their creation→Ready lead time) and set the vLLM pods' deletion cost before
 a scale-down; kopf watches InferenceServices and owned Deployments and LeaderWorkerSets
 (kube/lws.py) and patches its annotations. Delete: a service that moves between one node and

@@ -1,4 +1,5 @@
-"""The knowledge map's formulas, one function each (source: shared/reference/inference-formulas.md).
+"""The sizing model's formulas, one function each (restated, with worked examples, in
+docs/formulas.md).
 
 Everything else in the planner is built from these; each is reproduced by a worked-example test.
 """

@@ -6,7 +6,7 @@ Invalid input raises :class:`SpecError` naming the field, the value and what is 
 from dataclasses import dataclass
 
 from tokenscale.api.base import MAX_PARAMS
-from tokenscale.api.errors import SpecError, SpecIssue
+from tokenscale.api.errors import SpecError, SpecIssue, did_you_mean
 from tokenscale.api.hardware import TP_CHOICES, GpuSpec
 from tokenscale.api.inference_service import InferenceServiceSpec
 from tokenscale.api.model import BYTES_PER_ELEMENT, Architecture, WeightDtype
@@ -63,7 +63,8 @@ def resolve_gpu(spec: InferenceServiceSpec) -> GpuSpec:
     if entry is None:
         raise SpecError.single(
             "spec.hardware.gpu",
-            f"unknown GPU {hw.gpu!r}; use one of {', '.join(GPU_CATALOG)} or give gpuSpec",
+            f"unknown GPU {hw.gpu!r}{did_you_mean(hw.gpu, list(GPU_CATALOG))}; use one of "
+            f"{', '.join(GPU_CATALOG)} or give gpuSpec",
         )
     return entry.spec
 
@@ -112,10 +113,26 @@ def check_loadable(
     )
 
 
+def _catalog_names() -> list[str]:
+    return [*MODEL_CATALOG, *(a for e in MODEL_CATALOG.values() for a in e.aliases)]
+
+
 def resolve_model(spec: InferenceServiceSpec) -> ResolvedModel:
     m = spec.model
     checkpoint_dtype: WeightDtype | None = None
     method: str | None = None
+    if m.hf_config_file is not None:
+        raise SpecError.single(
+            "spec.model.hfConfigFile",
+            f"{m.hf_config_file!r} is a file only the command line reads; in the cluster put the "
+            "config.json in a ConfigMap and name it in hfConfigRef, or give hfConfig inline",
+        )
+    if m.hf_config_ref is not None:
+        raise SpecError.single(
+            "spec.model.hfConfigRef",
+            f"ConfigMap {m.hf_config_ref.config_map_name!r} is read by the operator; on the "
+            "command line give the same config.json as hfConfigFile, or hfConfig inline",
+        )
     if m.architecture is not None:
         arch, source = m.architecture, "spec.model.architecture"
     elif m.hf_config is not None:
@@ -129,8 +146,10 @@ def resolve_model(spec: InferenceServiceSpec) -> ResolvedModel:
             path = "spec.model.catalog" if m.catalog else "spec.model.name"
             raise SpecError.single(
                 path,
-                f"{key!r} is not in the model catalog; use one of {', '.join(MODEL_CATALOG)}, "
-                "or give architecture or hfConfig",
+                f"{key!r} is not in the model catalog{did_you_mean(key, _catalog_names())}; use "
+                f"one of {', '.join(MODEL_CATALOG)}, or give the model's config.json as "
+                "hfConfig (inline), hfConfigFile (a path, command line) or hfConfigRef (a "
+                "ConfigMap, operator), or architecture",
             )
         arch, checkpoint_dtype = entry.architecture, entry.default_dtype
         method = quantization_method(entry.config)

@@ -4,7 +4,7 @@ TPOT, TTFT and E2E all grow with the batch B, so the SLO batch is found by bisec
 integers. The knee is the largest B whose TPOT stays within ``kneeTpotRatio`` (default 2) of the
 weight-read floor. For the memory-bound form ``TPOT = a + b·B`` this is ``B = a/b``, exactly
 where throughput stops rising faster than TPOT (elasticity ½); beyond it latency is bought
-for little throughput (inference-formulas.md: "the operating point belongs before the
+for little throughput (docs/formulas.md: "the operating point belongs before the
 throughput knee").
 """
 

@@ -258,7 +258,8 @@ class LayoutPerfModel(PerfModel):
         expert_bytes = p.routed_experts * touched * self.weight_bytes_per_param / (lay.tp * lay.dp)
         g = self.geometry
         kv = per_rank * g.bytes_per_token_per_rank * self.decode_context_tokens
-        mem = (dense_bytes + expert_bytes + kv) / self._bw
+        weights = (dense_bytes + expert_bytes) / (self._bw * self.weight_read_efficiency)
+        mem = weights + kv / self._bw
         comp = per_rank * self._decode_flops_per_seq / self._decode_flops_rate
         a2a = all_to_all_seconds(
             per_rank,
@@ -291,7 +292,10 @@ class LayoutPerfModel(PerfModel):
             read = (non_expert_params(p) / lay.tp + p.routed_experts / (lay.tp * lay.dp)) * (
                 self.weight_bytes_per_param
             )
-            return read / self._bw + self.assumptions.step_overhead_seconds
+            return (
+                read / (self._bw * self.weight_read_efficiency)
+                + self.assumptions.step_overhead_seconds
+            )
         return super().weight_floor_seconds + self._pp_transfers(1.0)
 
     # -- prefill -----------------------------------------------------------------------------

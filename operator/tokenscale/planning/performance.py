@@ -1,6 +1,6 @@
 """Prefill and decode timing for one replica (TP GPUs): a roofline with explicit efficiencies.
 
-Prefill of N prompt tokens (compute-bound, inference-formulas.md "Compute and bandwidth"):
+Prefill of N prompt tokens (compute-bound, docs/formulas.md "Compute and bandwidth"):
 ``t = max(FLOPs / (TP·peak·η_prefill), weights/TP / (BW·η_bw)) + 2·L all-reduces + overhead``
 with ``FLOPs = 2·P_linear·N + attention`` (causal ``2·L·N²·d_attn``; windowed layers attend to at
 most W tokens) and the LM head applied to the last token only.
@@ -34,6 +34,13 @@ from tokenscale.planning.memory import KvGeometry
 #: so they reach this fraction of the BF16 peak a plain BF16 GEMM would (fitted on the
 #: 16,000-token TTFT of Qwen3-14B-AWQ on A100, benchmarks/accuracy).
 WEIGHT_ONLY_GEMM_EFFICIENCY = 0.6
+
+#: Weight-only INT4 GEMMs (Marlin, AWQ, GPTQ) at decode batch sizes read their packed weights at
+#: this fraction of the bandwidth a BF16 GEMM reaches: the dequantization and the scale loads
+#: sit on the critical path of a memory-bound kernel. Fitted on the fit third of vLLM's INT4
+#: Marlin decode latencies of Llama-3.1-8B on H100 (batch 1, 4, 8; benchmarks/accuracy, vLLM
+#: PR 23197); held out: batch 16 and the Qwen3-14B-AWQ TPOT on A100.
+WEIGHT_ONLY_DECODE_BANDWIDTH_EFFICIENCY = 0.45
 
 #: Bytes per parameter of the embedding and LM-head matrices: quantized checkpoints
 #: (AWQ, GPTQ, FP8) keep them in 16 bits.
@@ -83,6 +90,9 @@ class PerfModel:
     prefix_cache_hit_rate: float
     tail_input_tokens: float = 0.0
     """The P99 prompt (0: the mean), for the chunk a tail request shares its steps with."""
+    weight_read_efficiency: float = 1.0
+    """Fraction of the decode bandwidth at which the weights are read (weight-only INT4 kernels:
+    ``WEIGHT_ONLY_DECODE_BANDWIDTH_EFFICIENCY``); KV reads are not affected."""
 
     # -- prefill -----------------------------------------------------------------------------
     @cached_property
@@ -124,7 +134,7 @@ class PerfModel:
         return 2.0 * self.arch.layers * per
 
     def _weight_read_seconds(self, batch: float) -> float:
-        return self.weight_read_bytes(batch) / self.tp / self._bw
+        return self.weight_read_bytes(batch) / self.tp / (self._bw * self.weight_read_efficiency)
 
     @cached_property
     def _bw(self) -> float:
@@ -300,7 +310,9 @@ class PerfModel:
         head = p.lm_head or p.embedding  # kept in 16 bits by quantized checkpoints
         read += head * max(EMBEDDING_BYTES_PER_PARAM - self.weight_bytes_per_param, 0.0)
         return (
-            read / self.tp / self._bw + self._allreduce(1) + self.assumptions.step_overhead_seconds
+            read / self.tp / (self._bw * self.weight_read_efficiency)
+            + self._allreduce(1)
+            + self.assumptions.step_overhead_seconds
         )
 
     def output_tps(self, batch: float) -> float:
@@ -367,6 +379,11 @@ class PerfModel:
         tokens *= 1.0 - self.prefix_cache_hit_rate
         cap = self.max_num_batched_tokens if self.chunked_prefill else tokens
         return self.chunk_seconds(min(tokens, float(cap)))
+
+
+def weight_read_efficiency(dtype: WeightDtype) -> float:
+    """The bandwidth fraction a dtype's decode GEMMs read weights at (INT4: weight-only)."""
+    return WEIGHT_ONLY_DECODE_BANDWIDTH_EFFICIENCY if dtype == "int4" else 1.0
 
 
 def link_bytes_per_s(gpu: GpuSpec) -> float:

@@ -52,6 +52,7 @@ from tokenscale.planning.memory import (
     kv_geometry,
     memory_budget,
 )
+from tokenscale.planning.name_check import name_mismatch_warning
 from tokenscale.planning.operating_point import (
     OperatingPoint,
     find_operating_point,
@@ -66,7 +67,12 @@ from tokenscale.planning.parallel import (
     layouts_to_plan,
     weight_bytes_per_gpu,
 )
-from tokenscale.planning.performance import PerfModel, link_bytes_per_s, peak_flops
+from tokenscale.planning.performance import (
+    PerfModel,
+    link_bytes_per_s,
+    peak_flops,
+    weight_read_efficiency,
+)
 from tokenscale.planning.pricing import Pricing, price_plan
 from tokenscale.planning.resolve import Resolved, resolve
 from tokenscale.planning.result import (
@@ -145,6 +151,7 @@ def perf_at(
         mean_output_tokens=w.output_tokens.mean,
         prefix_cache_hit_rate=w.prefix_cache_hit_rate if serving.enable_prefix_caching else 0.0,
         tail_input_tokens=w.input_tokens.p99_or_mean,
+        weight_read_efficiency=weight_read_efficiency(model.weight_dtype),
     )
     if layout.pp == 1 and layout.dp == 1:
         return base
@@ -222,7 +229,8 @@ def _estimate(r: Resolved, c: Conditions, layout: Layout) -> _Estimate:
     arch = model.architecture
     tp, lanes = layout.tp, kv_lanes(layout)
     reasons: list[str] = []
-    warnings: list[str] = []
+    mismatch = name_mismatch_warning(spec)
+    warnings: list[str] = [mismatch] if mismatch else []
     models: dict[int, PerfModel] = {}
 
     def perf_for(budget: int) -> PerfModel:
@@ -408,6 +416,24 @@ def plan_at(r: Resolved, conditions: Conditions, tp: int | Layout) -> Plan:
     return _assemble(r, conditions, e, sizing, measured, reasons, warnings)
 
 
+#: The best published expert-parallel throughput per GPU the timing model is compared with
+#: (benchmarks/accuracy/multinode.yaml): decode-only, with dual-batch overlap.
+EP_REFERENCE = (
+    "2.2k output tok/s per H200 for DeepSeek-R1, decode-only with dual-batch overlap (vLLM "
+    "blog, 'vLLM Large Scale Serving: DeepSeek @ 2.2k tok/s/H200 with Wide-EP', 2025-12-17)"
+)
+
+
+def ep_upper_bound_warning(output_tps_per_gpu: float) -> str:
+    """Why an expert-parallel estimate is a bound, not a point: no measurement calibrates it."""
+    return (
+        f"expert-parallel timing is not calibrated against measurements: "
+        f"{output_tps_per_gpu:,.0f} output tok/s per GPU is an upper bound and TPOT a lower "
+        f"bound (the best published figure: {EP_REFERENCE}); set spec.profile from a load test "
+        "of this layout to plan on measured figures"
+    )
+
+
 def _assemble(
     r: Resolved,
     c: Conditions,
@@ -431,9 +457,12 @@ def _assemble(
     batch = float(e.op.batch)
     rps_replica = perf.request_rate(batch)
     out_tps_replica = perf.output_tps(batch)
-    ttft99, tpot, e2e99, mean_request_s = (
+    if layout.ep and measured is None:
+        warnings.append(ep_upper_bound_warning(out_tps_replica / layout.gpus))
+    ttft99, tpot, tpot99, e2e99, mean_request_s = (
         load.ttft_p99_s,
         load.tpot_mean_s,
+        load.tpot_p99_s,
         load.e2e_p99_s,
         load.e2e_mean_s,
     )
@@ -448,6 +477,7 @@ def _assemble(
         mean_request_s = measured.request_s
         tpot = m.tpot_p50_seconds if m.tpot_p50_seconds is not None else tpot
         ttft99 = m.ttft_p99_seconds if m.ttft_p99_seconds is not None else ttft99
+        tpot99 = m.tpot_p99_seconds if m.tpot_p99_seconds is not None else tpot99
         e2e99_full = m.e2e_p99_seconds if m.e2e_p99_seconds is not None else e2e99_full
         rps_replica = m.requests_per_second
         out_tps_replica = rps_replica * w.output_tokens.mean
@@ -524,6 +554,7 @@ def _assemble(
         operating_batch=batch,
         ttft_p99_estimate_s=ttft99,
         tpot_estimate_s=tpot,
+        tpot_p99_estimate_s=tpot99,
         e2e_p99_estimate_s=e2e99,
         e2e_p99_at_capacity_s=e2e99_full,
         prefill_p99_s=perf.prefill_seconds(

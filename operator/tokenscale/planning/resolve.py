@@ -8,6 +8,7 @@ decision engine and the simulator never edit a spec to ask the planner something
 
 from dataclasses import dataclass
 
+from tokenscale.api.errors import SpecError, SpecIssue
 from tokenscale.api.hardware import GpuSpec
 from tokenscale.api.inference_service import InferenceServiceSpec
 from tokenscale.planning.inputs import (
@@ -46,12 +47,22 @@ class Resolved:
 
 def resolve(spec: InferenceServiceSpec, name: str = "") -> Resolved:
     """Resolve ``spec`` (raises :class:`SpecError` for invalid input)."""
-    gpu = resolve_gpu(spec)
+    issues: list[SpecIssue] = []
+    try:
+        gpu = resolve_gpu(spec)
+    except SpecError as err:
+        issues += err.issues
+    try:
+        model = resolve_model(spec)
+    except SpecError as err:
+        issues += err.issues
+    if issues:
+        raise SpecError(issues)  # the GPU's and the model's problems in one run
     return Resolved(
         spec=spec,
         name=name,
         gpu=gpu,
         gpu_key=spec.hardware.gpu or gpu.name,
-        model=resolve_model(spec),
+        model=model,
         defaults=vllm_serving_defaults(gpu),
     )

@@ -1,7 +1,8 @@
 """The plan: every number the planner computed, with the inputs and assumptions behind it.
 
 ``Plan.model_dump(mode="json")`` is the documented ``tokenscale plan -o json`` contract
-(README, "The plan JSON"). Keys are only ever added, never renamed or removed, within v1alpha1.
+(docs/planner.md, "The plan JSON"). Keys are only ever added, never renamed or removed, within
+v1alpha1.
 """
 
 from typing import Any, Literal
@@ -185,6 +186,10 @@ class Plan(_Frozen):
     )
     ttft_p99_estimate_s: float = Field(description="At the load each replica carries")
     tpot_estimate_s: float = Field(description="Mean TPOT at the load each replica carries")
+    tpot_p99_estimate_s: float = Field(
+        description="TPOT P99 at the load each replica carries (the SLO's percentile; a "
+        "measured profile's P99 when one is given)",
+    )
     e2e_p99_estimate_s: float = Field(description="At the load each replica carries")
     e2e_p99_at_capacity_s: float = Field(
         default=0.0,

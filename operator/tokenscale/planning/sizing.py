@@ -77,13 +77,15 @@ def _explain(s: SizingInputs) -> list[Constraint]:
         Constraint(
             name="concurrency",
             replicas=c.replicas(lam),
-            formula=f"{c.concurrency(lam):,.1f} in flight ({lam:,.2f} RPS × {c.request_s:,.2f} s, "
-            f"Little's law) ÷ {c.batch:,.0f} safe per replica",
+            formula=f"{c.concurrency(lam):,.1f} in flight at batch {c.batch:,.0f} per replica "
+            f"({lam:,.2f} RPS × {c.request_s:,.2f} s, Little's law) ÷ {c.batch:,.0f} safe per "
+            "replica",
         ),
         Constraint(
             name="kv",
             replicas=k.replicas(lam),
-            formula=f"{k.concurrency(lam):,.1f} holding KV × {s.kv_tokens_mean_request:,.0f} "
+            formula=f"{k.concurrency(lam):,.1f} in flight at batch {k.batch:,.1f} per replica "
+            f"({lam:,.2f} RPS × {k.request_s:,.2f} s) × {s.kv_tokens_mean_request:,.0f} KV "
             f"tokens each ÷ ({s.kv_capacity_tokens:,.0f} × {s.kv_target_utilization:.2f} − "
             f"{s.kv_tokens_reserve:,.0f} kept for one P99 request) = room for {k.batch:,.1f} "
             "per replica",

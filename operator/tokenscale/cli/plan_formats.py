@@ -1,0 +1,246 @@
+"""The plan for people who read it in a terminal or paste it into a review: a compact view
+that fits 80 columns, one line per service, and a Markdown or CSV capacity report.
+
+The full explained table is ``plan_view.plan_renderable`` (``-o wide``); every figure here is
+a field of the same :class:`Plan`.
+"""
+
+import csv
+import io
+
+from rich.console import Group
+from rich.padding import Padding
+from rich.table import Table
+from rich.text import Text
+
+from tokenscale.cli.plan_figures import Latency, duration_text, latencies
+from tokenscale.cli.plan_view import layout_text, replica_bounds_text
+from tokenscale.planning.result import Plan
+
+#: The columns of ``-o csv`` and of the Markdown summary table, in order.
+SUMMARY_COLUMNS = (
+    "service",
+    "model",
+    "gpu",
+    "weight_dtype",
+    "layout",
+    "feasible",
+    "replicas",
+    "gpus",
+    "binding",
+    "ttft_p99_ms",
+    "ttft_p99_slo_ms",
+    "tpot_p99_ms",
+    "tpot_p99_slo_ms",
+    "e2e_p99_s",
+    "output_tok_s_per_replica",
+    "requests_s_per_replica",
+    "cost_per_hour",
+    "cost_per_1m_output",
+    "currency",
+)
+
+
+def _latency_text(lat: Latency) -> str:
+    text = f"{lat.name} {duration_text(lat.estimate_s)}"
+    if lat.target_s is not None:
+        text += (
+            f" {'≤' if lat.met else '>'} {duration_text(lat.target_s)} {'✓' if lat.met else '✗'}"
+        )
+    return text
+
+
+def _money(value: float | None, currency: str, fmt: str = ",.2f") -> str:
+    return "no price" if value is None else f"{value:{fmt}} {currency}"
+
+
+def _replicas_text(p: Plan) -> str:
+    if p.replicas is None:
+        return "no count: this configuration cannot serve"
+    r = p.replicas
+    text = (
+        f"{r.total:,} × {p.gpus_per_replica} GPU{'s' if p.gpus_per_replica > 1 else ''} = "
+        f"{p.gpus_total or 0:,} GPUs"
+    )
+    others = ", ".join(f"{c.name} {c.replicas:,.2f}" for c in p.constraints)
+    text += f"  (binding: {p.binding_constraint}; {others})"
+    if r.total != r.with_redundancy:
+        text += f"; {replica_bounds_text(r.with_redundancy, r.total)}"
+    return text
+
+
+def compact_renderable(p: Plan, advice: list[str]) -> Group:
+    """The default view: a title, the layout, then labelled lines whose text wraps inside its
+    own column (so a narrow terminal breaks no line under another's label)."""
+    status = Text("feasible", style="green") if p.feasible else Text("INFEASIBLE", style="red")
+    title = Text.assemble(("plan ", "bold"), (p.name, "bold"), " — ", status)
+    grid = Table.grid(padding=(0, 1))
+    grid.add_column(style="bold", no_wrap=True)
+    grid.add_column()
+    grid.add_row("replicas", _replicas_text(p))
+    lat = latencies(p)
+    for i, x in enumerate(lat):
+        grid.add_row("latency" if i == 0 else "", _latency_text(x))
+    grid.add_row(
+        "per replica",
+        f"{p.rps_per_replica:,.2f} req/s · {p.output_tps_per_replica:,.0f} output tok/s · "
+        f"batch {p.operating_batch:,.0f} · KV {p.kv_capacity_tokens_per_replica:,.0f} tokens",
+    )
+    gpu_hours = f"{_num(p.gpu_hours_per_million_output_tokens)} GPU-h per 1M output"
+    if p.cost_per_hour is None:
+        cost = f"no price (spec.cost.gpuHourPrice) · {gpu_hours}"
+    else:
+        cost = (
+            f"{_money(p.cost_per_hour, p.currency)}/h · "
+            f"{_money(p.cost_per_million_output_tokens, p.currency, ',.3f')} per 1M output · "
+            f"{gpu_hours}"
+        )
+    grid.add_row("cost", cost)
+    for label, style, lines in (
+        ("✗", "red", p.infeasible_reasons),
+        ("!", "yellow", p.warnings),
+        ("→", "cyan", advice),
+    ):
+        for line in lines:
+            grid.add_row(Text(label, style=style), Text(line, style=style))
+    what = Text(
+        f"{p.model} on {p.gpu} · {p.weight_dtype} · KV {p.kv_cache_dtype} · "
+        f"{layout_text(p)} · max len {p.max_model_len:,}"
+    )
+    return Group(title, Padding(what, (0, 0, 0, 2)), Padding(grid, (0, 0, 1, 2)))
+
+
+def _num(value: float | None) -> str:
+    return "—" if value is None else f"{value:,.3f}"
+
+
+def short_line(p: Plan) -> str:
+    """One line per service: verdict, fleet, binding constraint, latency vs SLO, cost."""
+    lat = {x.name: x for x in latencies(p)}
+    fleet = (
+        "no fleet"
+        if p.replicas is None
+        else f"{p.replicas.total}×{layout_text(p, compact=True)} {p.gpu} ({p.gpus_total} GPUs)"
+    )
+    parts = [
+        p.name,
+        "ok" if p.feasible else "INFEASIBLE",
+        fleet,
+        p.binding_constraint,
+        "TTFT " + _vs(lat["TTFT P99"]),
+        "TPOT " + _vs(lat["TPOT P99"]),
+        _money(p.cost_per_million_output_tokens, p.currency, ",.3f") + "/1M out",
+    ]
+    return "  ".join(parts)
+
+
+def _vs(lat: Latency) -> str:
+    text = duration_text(lat.estimate_s).replace(" ", "")
+    if lat.target_s is not None:
+        text += "/" + duration_text(lat.target_s).replace(" ", "")
+    return text
+
+
+def summary_row(p: Plan) -> dict[str, str]:
+    """The service as one flat row (``-o csv`` and the Markdown summary): plain numbers."""
+    lat = {x.name: x for x in latencies(p)}
+
+    def ms(x: float | None) -> str:
+        return "" if x is None else f"{x * 1e3:.1f}"
+
+    def opt(x: float | None, fmt: str) -> str:
+        return "" if x is None else f"{x:{fmt}}"
+
+    return {
+        "service": p.name,
+        "model": p.model,
+        "gpu": p.gpu,
+        "weight_dtype": p.weight_dtype,
+        "layout": layout_text(p, compact=True),
+        "feasible": "yes" if p.feasible else "no",
+        "replicas": "" if p.replicas is None else str(p.replicas.total),
+        "gpus": "" if p.gpus_total is None else str(p.gpus_total),
+        "binding": p.binding_constraint,
+        "ttft_p99_ms": ms(lat["TTFT P99"].estimate_s),
+        "ttft_p99_slo_ms": ms(lat["TTFT P99"].target_s),
+        "tpot_p99_ms": ms(lat["TPOT P99"].estimate_s),
+        "tpot_p99_slo_ms": ms(lat["TPOT P99"].target_s),
+        "e2e_p99_s": f"{lat['E2E P99'].estimate_s:.2f}",
+        "output_tok_s_per_replica": f"{p.output_tps_per_replica:.0f}",
+        "requests_s_per_replica": f"{p.rps_per_replica:.3f}",
+        "cost_per_hour": opt(p.cost_per_hour, ".2f"),
+        "cost_per_1m_output": opt(p.cost_per_million_output_tokens, ".3f"),
+        "currency": p.currency,
+    }
+
+
+def csv_report(plans: list[Plan]) -> str:
+    """A header and one row per service."""
+    out = io.StringIO()
+    writer = csv.DictWriter(out, fieldnames=SUMMARY_COLUMNS, lineterminator="\n")
+    writer.writeheader()
+    for p in plans:
+        writer.writerow(summary_row(p))
+    return out.getvalue()
+
+
+def _md_cell(text: str) -> str:
+    return text.replace("|", "\\|").replace("\n", " ")
+
+
+def markdown_report(plans: list[Plan], advice: dict[str, list[str]]) -> str:
+    """A capacity report to paste into a review: the summary table, then per service its
+    constraints, latencies against the SLOs, cost, warnings and advice."""
+    head = (
+        "| service | model | GPU | layout | replicas | GPUs | binding | TTFT P99 | TPOT P99 "
+        "| $/1M out | feasible |"
+    )
+    lines = ["# Capacity plan", "", head, "|" + "---|" * 11]
+    for p in plans:
+        lat = {x.name: x for x in latencies(p)}
+        cells = [
+            p.name,
+            p.model,
+            p.gpu,
+            f"{layout_text(p, compact=True)} {p.weight_dtype}",
+            "—" if p.replicas is None else f"{p.replicas.total:,}",
+            "—" if p.gpus_total is None else f"{p.gpus_total:,}",
+            p.binding_constraint,
+            _vs(lat["TTFT P99"]),
+            _vs(lat["TPOT P99"]),
+            _money(p.cost_per_million_output_tokens, p.currency, ",.3f"),
+            "yes" if p.feasible else "**no**",
+        ]
+        lines.append("| " + " | ".join(_md_cell(c) for c in cells) + " |")
+    for p in plans:
+        lines += ["", f"## {p.name}", ""]
+        lines.append(
+            f"{p.model} on {p.gpu}, {p.weight_dtype} weights, KV {p.kv_cache_dtype}, "
+            f"{layout_text(p)}, max model len {p.max_model_len:,}; design load "
+            f"{p.design_rps:,.2f} RPS ({p.input_tps:,.0f} input / {p.output_tps:,.0f} output "
+            "tok/s)."
+        )
+        lines += ["", "| constraint | replicas | how |", "|---|---|---|"]
+        for c in p.constraints:
+            name = f"**{c.name}** (binding)" if c.name == p.binding_constraint else c.name
+            lines.append(f"| {name} | {c.replicas:,.2f} | {_md_cell(c.formula)} |")
+        lines += ["", "| latency | estimate | SLO | met |", "|---|---|---|---|"]
+        for x in latencies(p):
+            target = "—" if x.target_s is None else duration_text(x.target_s)
+            met = "—" if x.met is None else ("yes" if x.met else "**no**")
+            lines.append(f"| {x.name} | {duration_text(x.estimate_s)} | {target} | {met} |")
+        lines += [
+            "",
+            f"Cost: {_money(p.cost_per_hour, p.currency)} per hour, "
+            f"{_money(p.cost_per_million_output_tokens, p.currency, ',.3f')} per 1M output "
+            f"tokens, {_num(p.gpu_hours_per_million_output_tokens)} GPU-hours per 1M output "
+            "tokens.",
+        ]
+        notes = (
+            [f"- ✗ {r}" for r in p.infeasible_reasons]
+            + [f"- warning: {w}" for w in p.warnings]
+            + [f"- advice: {a}" for a in advice.get(p.name, [])]
+        )
+        if notes:
+            lines += ["", *[_md_cell(n) for n in notes]]
+    return "\n".join(lines) + "\n"
