@@ -466,9 +466,7 @@ def decide(inp: EngineInput) -> Decision:
         wait_s = scale_down_wait_s(
             policy.scale_down_stabilization_seconds,
             peak_load,
-            current,
             _bounded(max(current - policy.max_scale_down_step, model), spec),
-            [(s.value, s.low) for s in sigs if s.name in LATENCY_SIGNALS and s.value is not None],
             None if state.last_scale_s is None else now - state.last_scale_s,
         )
         if waited >= wait_s:

@@ -7,17 +7,11 @@ decaying with a half-life of two windows) would fill less than ``FAST_DOWN_LOAD`
 watermarks at the smaller count, no burst of that size undoes the step, and waiting the whole
 window only holds replicas nobody uses — the forecast's launch fleet on a quiet start, or the
 fleet of a load that stepped down. Then ``FAST_DOWN_WINDOW_S`` of low signals (one rate window:
-every latency read is then from after the drop) are enough, provided every latency read would
-still be under its low watermark with the load of ``current`` replicas concentrated on
-``target`` (``value × current / target < low``: latency grows with the batch at most about in
-proportion, and a TPOT near its SLO is what a smaller fleet breaches first — the Mooncake
-shape did, scaling 8 → 7 → 6 on low load signals and back to 8 a minute later), and unless
-the last scaling was less than that long ago (one fast step at a time). A rise the rate
-forecast expects needs no check here: the model already sizes for it, and a step down is only
-considered while the model asks for fewer replicas than the fleet has.
+every latency read is then from after the drop) are enough, unless the last scaling was less
+than that long ago (one fast step at a time). A rise the rate forecast expects needs no
+check here: the model already sizes for it, and a step down is only considered while the
+model asks for fewer replicas than the fleet has.
 """
-
-from collections.abc import Sequence
 
 FAST_DOWN_LOAD = 0.5
 """Projected peak load at the smaller count, as a share of the high watermarks."""
@@ -27,17 +21,12 @@ FAST_DOWN_WINDOW_S = 120.0
 def scale_down_wait_s(
     window_s: float,
     peak_load: float,
-    current: int,
     target: int,
-    latency: Sequence[tuple[float, float]],
     since_last_scale_s: float | None,
 ) -> float:
-    """The low spell a step down from ``current`` to ``target`` replicas needs:
-    ``FAST_DOWN_WINDOW_S`` when it is safe (module docstring), else the stabilisation window
-    ``window_s``. ``latency``: (value, low watermark) of every latency read."""
-    if target < 1 or target >= current or window_s <= FAST_DOWN_WINDOW_S:
-        return window_s
-    if any(low <= 0 or value * current / target >= low for value, low in latency):
+    """The low spell a step down to ``target`` replicas needs: ``FAST_DOWN_WINDOW_S`` when it
+    is safe (module docstring), else the stabilisation window ``window_s``."""
+    if target < 1 or window_s <= FAST_DOWN_WINDOW_S:
         return window_s
     recent = since_last_scale_s is not None and since_last_scale_s < FAST_DOWN_WINDOW_S
     if recent or peak_load / target >= FAST_DOWN_LOAD:
