@@ -467,6 +467,8 @@ def decide(inp: EngineInput) -> Decision:
             policy.scale_down_stabilization_seconds,
             peak_load,
             _bounded(max(current - policy.max_scale_down_step, model), spec),
+            None if look is None else look.expected_rps,
+            None if look is None else look.observed_rps,
             None if state.last_scale_s is None else now - state.last_scale_s,
         )
         if waited >= wait_s:

@@ -7,10 +7,8 @@ decaying with a half-life of two windows) would fill less than ``FAST_DOWN_LOAD`
 watermarks at the smaller count, no burst of that size undoes the step, and waiting the whole
 window only holds replicas nobody uses — the forecast's launch fleet on a quiet start, or the
 fleet of a load that stepped down. Then ``FAST_DOWN_WINDOW_S`` of low signals (one rate window:
-every latency read is then from after the drop) are enough, unless the last scaling was less
-than that long ago (one fast step at a time). A rise the rate forecast expects needs no
-check here: the model already sizes for it, and a step down is only considered while the
-model asks for fewer replicas than the fleet has.
+every latency read is then from after the drop) are enough, unless the rate forecast expects
+a rise, or the last scaling was less than that long ago (one fast step at a time).
 """
 
 FAST_DOWN_LOAD = 0.5
@@ -22,13 +20,16 @@ def scale_down_wait_s(
     window_s: float,
     peak_load: float,
     target: int,
+    expected_rps: float | None,
+    observed_rps: float | None,
     since_last_scale_s: float | None,
 ) -> float:
     """The low spell a step down to ``target`` replicas needs: ``FAST_DOWN_WINDOW_S`` when it
     is safe (module docstring), else the stabilisation window ``window_s``."""
     if target < 1 or window_s <= FAST_DOWN_WINDOW_S:
         return window_s
+    rising = expected_rps is not None and observed_rps is not None and expected_rps > observed_rps
     recent = since_last_scale_s is not None and since_last_scale_s < FAST_DOWN_WINDOW_S
-    if recent or peak_load / target >= FAST_DOWN_LOAD:
+    if rising or recent or peak_load / target >= FAST_DOWN_LOAD:
         return window_s
     return FAST_DOWN_WINDOW_S
