@@ -49,7 +49,6 @@ from tokenscale.planning.measured import measured_point
 from tokenscale.scaling.buckets import reads_low
 from tokenscale.scaling.decision import Decision, Signal
 from tokenscale.scaling.diagnosis import diagnose
-from tokenscale.scaling.fast_down import scale_down_wait_s
 from tokenscale.scaling.forecast import DEFAULT_LEAD_TIME_S, Outlook, outlook, update
 from tokenscale.scaling.headroom import Backlog, backlog_of, decayed, raised
 from tokenscale.scaling.snapshot import Snapshot
@@ -463,15 +462,7 @@ def decide(inp: EngineInput) -> Decision:
     if all_low and model < current:
         low_since = state.low_since_s if state.low_since_s is not None else now
         waited = now - low_since
-        wait_s = scale_down_wait_s(
-            policy.scale_down_stabilization_seconds,
-            peak_load,
-            _bounded(max(current - policy.max_scale_down_step, model), spec),
-            None if look is None else look.expected_rps,
-            None if look is None else look.observed_rps,
-            None if state.last_scale_s is None else now - state.last_scale_s,
-        )
-        if waited >= wait_s:
+        if waited >= policy.scale_down_stabilization_seconds:
             target = _bounded(max(current - policy.max_scale_down_step, model), spec)
             projected = peak_load / max(target, 1)
             if target < current and projected >= policy.scale_down_headroom:
@@ -491,7 +482,7 @@ def decide(inp: EngineInput) -> Decision:
             if target < current:
                 reason = (
                     f"scale down {current}→{target}: every signal low for {waited:.0f} s "
-                    f"(≥ {wait_s:g} s) and the model needs {model}"
+                    f"(≥ {policy.scale_down_stabilization_seconds} s) and the model needs {model}"
                 )
                 return _decided(
                     look,
