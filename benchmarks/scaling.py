@@ -51,6 +51,7 @@ def one_decision(repeat: int = 500) -> float:
         snapshot=snap,
         state=ScalingState(decided_replicas=2),
         now_s=1e6,
+        interval_s=15.0,
     )
     samples = []
     for _ in range(repeat):
@@ -98,6 +99,7 @@ def main() -> int:
                         snapshot=snaps[key],
                         state=ScalingState(decided_replicas=2),
                         now_s=time.time(),
+                        interval_s=15.0,
                     )
                 )
             cycles.append(time.perf_counter() - start)

@@ -1,6 +1,7 @@
 """End to end: real API server + operator + real Prometheus scraping vLLM metrics emulators."""
 
 import time
+import urllib.request
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -8,7 +9,7 @@ from typing import Any
 import pytest
 
 from tests.helpers import manifest
-from tests.integration.conftest import Objects
+from tests.integration.conftest import GROUP, PLURAL, VERSION, Objects
 from tests.support.vllm_emulator import Load, VllmMetricsEmulator
 from tokenscale.playground.cluster import Cluster
 from tokenscale.playground.processes import Process, free_port, wait_for
@@ -33,11 +34,11 @@ def _spec() -> dict[str, Any]:
 def start_metrics_operator(cluster: Cluster, tmp_path: Path) -> Iterator[Callable[..., Process]]:
     started: list[Process] = []
 
-    def start(namespace: str, prometheus_url: str, *extra: str) -> Process:
+    def start(namespace: str, prometheus_url: str, *extra: str, interval_s: float = 2) -> Process:
         proc = cluster.operator(
             f"operator-metrics-{len(started)}",
             namespace,
-            2,
+            interval_s,
             tmp_path,
             "--prometheus-url",
             prometheus_url,
@@ -217,3 +218,117 @@ def test_the_operators_own_metrics_are_scraped_with_their_types(
         assert float(up[0]["value"][1]) >= 1  # type: ignore[index]
     finally:
         prometheus.remove_target(target)
+
+
+def _reconciles(port: int) -> float:
+    """The operator's own count of reconciles, from its metrics endpoint."""
+    with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=5) as answer:
+        text = answer.read().decode()
+    line = next(
+        ln
+        for ln in text.splitlines()
+        if ln.startswith("tokenscale_reconcile_duration_seconds_count")
+    )
+    return float(line.split()[-1])
+
+
+def test_deployment_events_between_two_reads_re_apply_the_stored_decision(
+    start_metrics_operator: Callable[..., Process],
+    prometheus: PrometheusServer,
+    objects: Objects,
+    namespace: str,
+    emulators: Callable[..., VllmMetricsEmulator],
+) -> None:
+    """One decision per observation: owned-Deployment events between two metric reads
+    reconcile (and are counted), but change neither status.decision nor status.scaling and
+    post no Scaled event."""
+    pod = emulators(namespace, "test")
+    pod.set_state(running=4, waiting=0, kv_usage=0.3)
+    pod.set_load(Load(rps=1, ttft_s=0.2, tpot_s=0.02))
+    port = free_port()
+    interval = 40.0
+    op = start_metrics_operator(
+        namespace, prometheus.url, "--metrics-port", str(port), interval_s=interval
+    )
+    objects.create(_spec())
+
+    def observed_at() -> str | None:
+        return ((objects.get("test").get("status") or {}).get("decision") or {}).get("observedAt")
+
+    wait_for(lambda: observed_at() is not None, 90, "a decision on a metrics read")
+    first = observed_at()
+    # wait for the next read: its decision then stands for a whole interval
+    wait_for(lambda: observed_at() not in (None, first), interval + 30, "the next read")
+    read_seen = time.monotonic()
+    status = objects.get("test")["status"]
+    decision, scaling = status["decision"], status["scaling"]
+    scaled = sum(1 for e in objects.events("test") if e.reason == "Scaled")
+    before = _reconciles(port)
+    for k in range(4):  # changes to the owned Deployment: each is an event for the operator
+        objects.apps.patch_namespaced_deployment(
+            "test", namespace, {"metadata": {"annotations": {"example.com/poke": str(k)}}}
+        )
+        time.sleep(1.0)
+    wait_for(lambda: _reconciles(port) >= before + 4, 30, "the events reconciled")
+    assert time.monotonic() - read_seen < interval - 5, "a read came in between: too slow"
+    after = objects.get("test")["status"]
+    assert after["decision"] == decision
+    assert after["scaling"] == scaling
+    assert sum(1 for e in objects.events("test") if e.reason == "Scaled") == scaled
+    assert op.alive()
+
+
+def test_an_edited_status_moves_the_fleet_no_faster_than_the_policy(
+    start_metrics_operator: Callable[..., Process],
+    prometheus: PrometheusServer,
+    objects: Objects,
+    namespace: str,
+    emulators: Callable[..., VllmMetricsEmulator],
+) -> None:
+    """``kubectl patch --subresource=status`` of the engine's memory: decidedReplicas 40 and a
+    rate of 1e300 neither take the Deployment past one step nor break the status write."""
+    pod = emulators(namespace, "test")
+    pod.set_state(running=4, waiting=0, kv_usage=0.3)
+    pod.set_load(Load(rps=1, ttft_s=0.2, tpot_s=0.02))
+    op = start_metrics_operator(namespace, prometheus.url)
+    spec = _spec()
+    spec["spec"]["scaling"].update(maxReplicas=64)
+    spec["spec"]["scaling"]["policy"]["maxScaleUpStep"] = 2
+    objects.create(spec)
+    wait_for(lambda: _replicas(objects) == 1, 60, "the plan's replica")
+    wait_for(
+        lambda: (objects.get("test").get("status") or {}).get("scaling") is not None,
+        60,
+        "the engine's memory in status",
+    )
+    now = time.time()
+    objects.custom.patch_namespaced_custom_object_status(
+        GROUP,
+        VERSION,
+        namespace,
+        PLURAL,
+        "test",
+        {
+            "status": {
+                "decidedReplicas": 40,
+                "scaling": {"rate": {"levelRps": 1e300, "atSeconds": now}, "calibration": 1e300},
+            }
+        },
+    )
+    seen: list[int] = []
+    deadline = time.monotonic() + 12  # six reads at --interval 2
+    while time.monotonic() < deadline:
+        seen.append(_replicas(objects) or 0)
+        time.sleep(0.25)
+    assert max(seen) <= 1 + 2, seen  # never 40, and at most one maxScaleUpStep
+    wait_for(
+        lambda: objects.get("test")["status"].get("decidedReplicas") == _replicas(objects),
+        30,
+        "status rewritten from the workload",
+    )
+    scaling = objects.get("test")["status"]["scaling"]
+    assert scaling.get("rate", {}).get("levelRps", 0.0) < 1e6
+    assert 0.5 <= scaling["calibration"] <= 1.5
+    reasons = {e.reason for e in objects.events("test")}
+    assert "ApplyFailed" not in reasons, op.tail()
+    assert op.alive()

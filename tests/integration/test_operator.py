@@ -88,8 +88,13 @@ def test_every_example_reconciles_to_its_plan(
             "PlanFeasible",
             "DeploymentAvailable",
             "MetricsAvailable",
+            "ProductionReady",
         }
         assert objects.condition(service.metadata.name, "PlanFeasible")["status"] == "True"
+        ready = objects.condition(service.metadata.name, "ProductionReady")
+        # the examples carry no bench profile: that item fails and the message says so
+        assert ready["status"] == "False", ready
+        assert "load-tested" in ready["message"]
         assert (
             objects.condition(service.metadata.name, "MetricsAvailable")["reason"]
             == "NoMetricsSource"

@@ -41,6 +41,10 @@ class ServerKnobs:
     """Accept every request and never answer."""
     metrics_text: str | None = None
     """Serve this on ``/metrics`` instead of Prometheus text."""
+    tokenize_count: str | None = None
+    """Send this JSON number text (``1e400``, ``-3``) as ``/tokenize``'s ``count``."""
+    usage_tokens: str | None = None
+    """Send this JSON number text as ``usage.prompt_tokens`` and ``completion_tokens``."""
 
 
 class FakeEngine:
@@ -74,6 +78,10 @@ class FakeEngine:
 
     async def tokenize(self, request: web.Request) -> web.Response:
         body = await request.json()
+        if self.knobs.tokenize_count is not None:  # a number json.dumps cannot write
+            limit = self.knobs.max_model_len
+            text = f'{{"count": {self.knobs.tokenize_count}, "max_model_len": {limit}}}'
+            return web.Response(text=text, content_type="application/json")
         return web.json_response(
             {"count": len(str(body["prompt"]).split()), "max_model_len": self.knobs.max_model_len}
         )
@@ -159,7 +167,15 @@ class FakeEngine:
                     "completion_tokens": n,
                 },
             }
-            await resp.write(f"data: {json.dumps(usage)}\n\n".encode())
+            text = json.dumps(usage)
+            if k.usage_tokens is not None:  # numbers json.dumps cannot write (1e400)
+                text = text.replace(
+                    f'"prompt_tokens": {prompt_tokens}', f'"prompt_tokens": {k.usage_tokens}'
+                )
+                text = text.replace(
+                    f'"completion_tokens": {n}', f'"completion_tokens": {k.usage_tokens}'
+                )
+            await resp.write(f"data: {text}\n\n".encode())
         await resp.write(b"data: [DONE]\n\n")
 
 

@@ -46,7 +46,10 @@ class VllmMetricsEmulator:
         engine: str = "0",
         legacy_names: bool = False,
         max_model_len: int = 131_072,
+        speculative: bool = False,
     ) -> None:
+        """``speculative``: also serve the speculative-decoding counters (vLLM creates them
+        only when ``--speculative-config`` is set)."""
         self.registry = CollectorRegistry()
         self.port = free_port()
         self.labels = {"model_name": model_name, "engine": engine}
@@ -113,6 +116,19 @@ class VllmMetricsEmulator:
             buckets=v.request_tokens_buckets(max_model_len),
             registry=r,
         )
+        self.spec_drafts: Counter | None = None
+        self.spec_draft_tokens: Counter | None = None
+        self.spec_accepted: Counter | None = None
+        if speculative:
+            self.spec_drafts = Counter("vllm:spec_decode_num_drafts", "Drafts", names, registry=r)
+            self.spec_draft_tokens = Counter(
+                "vllm:spec_decode_num_draft_tokens", "Drafted tokens", names, registry=r
+            )
+            self.spec_accepted = Counter(
+                "vllm:spec_decode_num_accepted_tokens", "Accepted tokens", names, registry=r
+            )
+            for counter in (self.spec_drafts, self.spec_draft_tokens, self.spec_accepted):
+                counter.labels(**self.labels)
         self.queue = Histogram(
             "vllm:request_queue_time_seconds",
             "Queue",
@@ -205,6 +221,13 @@ class VllmMetricsEmulator:
         self.queue.labels(**lab).observe(queue_s)
         self.output_tokens.labels(**lab).observe(generation_tokens)
         self.e2e.labels(**lab).observe(queue_s + ttft_s + (generation_tokens - 1) * tpot_s)
+
+    def record_speculation(self, drafts: int, draft_tokens: int, accepted_tokens: int) -> None:
+        """Speculative steps, counted as vLLM's SpecDecodingLogging counts them."""
+        counters = (self.spec_drafts, self.spec_draft_tokens, self.spec_accepted)
+        for counter, amount in zip(counters, (drafts, draft_tokens, accepted_tokens), strict=True):
+            assert counter is not None, "start the emulator with speculative=True"
+            counter.labels(**self.labels).inc(amount)
 
     def _drive(self) -> None:
         tick, owed = 0.1, 0.0

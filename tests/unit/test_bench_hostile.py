@@ -4,6 +4,7 @@ The fake engine (tests/support/openai_server.py) runs in a thread on a local por
 ends in seconds, with exit 2 naming the option or exit 1 saying why the endpoint failed.
 """
 
+import json
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -112,3 +113,50 @@ def test_non_prometheus_metrics_are_a_note_not_a_crash(
     assert code == 0, out
     assert "not Prometheus text" in out
     assert out_file.exists()
+
+
+@pytest.mark.parametrize("count", ["1e400", "-3", "1e30", '"many"', "null"])
+def test_an_absurd_tokenize_count_is_not_trusted(
+    server: Callable[..., OpenAIServer], tmp_path: Path, count: str
+) -> None:
+    s = server(tokenize_count=count)
+    out_file = tmp_path / "p.json"
+    code, out = _bench(
+        "--url", s.url, "--model", "fake", "--timeout", "5", "--profile-out", str(out_file), *QUICK
+    )
+    assert code == 0, out
+    assert out_file.exists()
+
+
+@pytest.mark.parametrize("tokens", ["1e400", "-5", "1e30", "2.5e9"])
+def test_absurd_usage_fails_the_request_not_the_run(
+    server: Callable[..., OpenAIServer], tokens: str
+) -> None:
+    """A usage that is not a count the request could have (1e400, negative, beyond what was
+    asked) makes that request an error with the reason: no OverflowError, no ValidationError."""
+    s = server(usage_tokens=tokens)
+    code, out = _bench("--url", s.url, "--model", "fake", "--timeout", "5", *QUICK)
+    assert code == 1, out
+    assert "no request succeeded" in out
+    assert "usage" in out
+
+
+def test_absurd_engine_gauges_are_not_sampled(
+    server: Callable[..., OpenAIServer], tmp_path: Path
+) -> None:
+    page = (
+        "# TYPE vllm:num_requests_waiting gauge\n"
+        'vllm:num_requests_waiting{engine="0"} 1e308\n'
+        'vllm:num_requests_waiting{engine="1"} 1e308\n'
+        "# TYPE vllm:kv_cache_usage_perc gauge\n"
+        'vllm:kv_cache_usage_perc{engine="0"} -1\n'
+    )
+    s = server(metrics_text=page)
+    out_file = tmp_path / "p.json"
+    code, out = _bench(
+        "--url", s.url, "--model", "fake", "--timeout", "5", "--profile-out", str(out_file), *QUICK
+    )
+    assert code == 0, out
+    steps = json.loads(out_file.read_text())["steps"]
+    assert [s.get("waitingMean") for s in steps] == [None] * len(steps)
+    assert [s.get("kvUsageMax") for s in steps] == [None] * len(steps)

@@ -27,9 +27,10 @@ VALUE_SETS: dict[str, dict[str, Any]] = {
         },
         "metrics": {"serviceMonitor": {"enabled": True}, "podMonitor": {"enabled": True}},
         "grafanaDashboard": {"enabled": True},
+        "prometheusRules": {"enabled": True, "labels": {"release": "kube-prometheus-stack"}},
     },
 }
-CUSTOM_KINDS = {"ServiceMonitor", "PodMonitor"}
+CUSTOM_KINDS = {"ServiceMonitor", "PodMonitor", "PrometheusRule"}
 
 
 @pytest.fixture(scope="module")

@@ -51,9 +51,12 @@ def test_fields_the_server_adds_are_not_drift() -> None:
     ("live_patch", "path"),
     [
         ({"replicas": 5}, ".spec.replicas"),
-        ({"args": ["--a", "2"]}, ".spec.template.spec.containers[0].args[1]"),
-        ({"args": ["--a", "1", "--b"]}, ".spec.template.spec.containers[0].args"),
-        ({"gpu": "1"}, ".spec.template.spec.containers[0].resources.limits.nvidia.com/gpu"),
+        ({"args": ["--a", "2"]}, ".spec.template.spec.containers[name=vllm].args[1]"),
+        ({"args": ["--a", "1", "--b"]}, ".spec.template.spec.containers[name=vllm].args"),
+        (
+            {"gpu": "1"},
+            ".spec.template.spec.containers[name=vllm].resources.limits.nvidia.com/gpu",
+        ),
     ],
 )
 def test_manual_edits_are_drift(live_patch: dict[str, object], path: str) -> None:
@@ -80,12 +83,8 @@ def test_manual_edits_are_drift(live_patch: dict[str, object], path: str) -> Non
 
 def test_condition_time_moves_only_on_status_change() -> None:
     first = condition([], "Ready", "False", "X", "m", "2026-01-01T00:00:00Z", 1)
-    same = condition(
-        [first.model_dump(by_alias=True)], "Ready", "False", "Y", "other", "2026-01-02T00:00Z", 2
-    )
-    flipped = condition(
-        [same.model_dump(by_alias=True)], "Ready", "True", "Z", "ok", "2026-01-03T00:00:00Z", 2
-    )
+    same = condition([first], "Ready", "False", "Y", "other", "2026-01-02T00:00Z", 2)
+    flipped = condition([same], "Ready", "True", "Z", "ok", "2026-01-03T00:00:00Z", 2)
     assert same.last_transition_time == "2026-01-01T00:00:00Z"
     assert flipped.last_transition_time == "2026-01-03T00:00:00Z"
 

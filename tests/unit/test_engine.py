@@ -59,7 +59,14 @@ def run(
     if s is not None and s.at == NOW:
         s = s.model_copy(update={"at": now})
     return decide(
-        EngineInput(spec=spec, forecast=plan_service(spec), snapshot=s, state=state, now_s=now)
+        EngineInput(
+            spec=spec,
+            forecast=plan_service(spec),
+            snapshot=s,
+            state=state,
+            now_s=now,
+            interval_s=15.0,
+        )
     )
 
 

@@ -138,7 +138,14 @@ def test_the_engine_scales_down_through_an_interpolated_tpot_p99() -> None:
             newest_sample_age_s=1.0,
         )
         d = decide(
-            EngineInput(spec=spec, forecast=plan_service(spec), snapshot=s, state=state, now_s=now)
+            EngineInput(
+                spec=spec,
+                forecast=plan_service(spec),
+                snapshot=s,
+                state=state,
+                now_s=now,
+                interval_s=15.0,
+            )
         )
         state, replicas = d.state, d.replicas
     assert replicas < 6
@@ -203,6 +210,7 @@ def test_a_step_up_in_load_never_lowers_the_replica_count(
                 snapshot=_load_snap(now, replicas, rps, 5.0),
                 state=state,
                 now_s=now,
+                interval_s=15.0,
             )
         )
         if k == 39:

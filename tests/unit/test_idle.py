@@ -48,7 +48,14 @@ def _run(spec: InferenceServiceSpec, snaps: list[Snapshot], start: int) -> list[
     out: list[Decision] = []
     for s in snaps:
         d = decide(
-            EngineInput(spec=spec, forecast=plan_service(spec), snapshot=s, state=state, now_s=s.at)
+            EngineInput(
+                spec=spec,
+                forecast=plan_service(spec),
+                snapshot=s,
+                state=state,
+                now_s=s.at,
+                interval_s=15.0,
+            )
         )
         out.append(d)
         state = d.state

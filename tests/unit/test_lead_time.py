@@ -4,8 +4,9 @@ from typing import Any
 
 import pytest
 
+from tokenscale.api.status import InferenceServiceStatus
 from tokenscale.controller.lead_time import lead_time_s, pod_lead_time
-from tokenscale.controller.status import scaling_state_status, state_from_status
+from tokenscale.controller.status import memory_of, read_status, status_document
 from tokenscale.scaling.forecast import RateForecast
 from tokenscale.scaling.state import ScalingState
 
@@ -49,10 +50,12 @@ def test_the_median_of_the_most_recent_pods() -> None:
 def test_the_rate_forecast_survives_a_restart_through_status() -> None:
     state = ScalingState(
         decided_replicas=3,
+        lead_time_s=95.0,
         rate=RateForecast(level_rps=12.5, trend_rps_per_s=0.01, variance=4.0, at_s=1000.0),
     )
-    kept = scaling_state_status(state, 95.0).model_dump(by_alias=True, exclude_none=True)
-    status = {"decidedReplicas": 3, "scaling": kept}
+    status = status_document(InferenceServiceStatus(decided_replicas=3, scaling=state))
     assert status["scaling"]["leadTimeSeconds"] == 95.0
-    back = state_from_status(status)
-    assert back.rate == state.rate
+    assert "decidedReplicas" not in status["scaling"]  # written once, at the top level
+    read, problems = read_status(status)
+    assert problems == []
+    assert memory_of(read) == state

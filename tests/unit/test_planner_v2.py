@@ -84,6 +84,7 @@ def test_the_live_model_sizes_at_the_tp_the_deployment_runs(scale: float) -> Non
             snapshot=snap,
             state=ScalingState(decided_replicas=forecast.sized.total),
             now_s=0.0,
+            interval_s=15.0,
         )
     )
     assert d.calibration is not None

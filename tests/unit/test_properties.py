@@ -4,7 +4,7 @@ import math
 import os
 from typing import Any
 
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
 from tests.helpers import spec
@@ -93,8 +93,8 @@ def test_no_nan_or_inf_for_any_valid_input(patch: dict[str, Any]) -> None:
 @given(specs(), st.floats(1.0, 10.0))
 def test_more_rps_never_fewer_replicas(patch: dict[str, Any], factor: float) -> None:
     base = _plan(patch)
-    if base is None or not base.feasible:
-        return
+    assume(base is not None and base.feasible)
+    assert base is not None
     more = dict(
         patch,
         workload=dict(patch["workload"], rps={"mean": patch["workload"]["rps"]["mean"] * factor}),
@@ -116,8 +116,8 @@ def test_more_rps_never_fewer_replicas(patch: dict[str, Any], factor: float) -> 
 def test_longer_prompts_never_fewer_replicas(patch: dict[str, Any], factor: float) -> None:
     patch = dict(patch, hardware=dict(patch["hardware"], tensorParallelSize=1))
     base = _plan(patch)
-    if base is None or not base.feasible:
-        return
+    assume(base is not None and base.feasible)
+    assert base is not None
     w = patch["workload"]
     longer_in = {"mean": w["inputTokens"]["mean"] * factor, "p99": w["inputTokens"]["p99"] * factor}
     longer = _plan(dict(patch, workload=dict(w, inputTokens=longer_in)))
@@ -152,8 +152,8 @@ def test_redundancy_never_lowers_the_total(
 ) -> None:
     patch = dict(patch, hardware=dict(patch["hardware"], tensorParallelSize=1))
     base = _plan(patch)
-    if base is None:
-        return
+    assume(base is not None)
+    assert base is not None
     red = _plan(
         dict(
             patch,

@@ -24,6 +24,7 @@ class FakeKube:
         self.body = body
         self.objects: dict[str, dict[str, Any]] = {}
         self.status_writes = 0
+        self.events: list[tuple[str, str, str]] = []
 
     def read_deployment(self, ns: str, name: str) -> dict[str, Any] | None:
         return self.objects.get("Deployment")
@@ -56,7 +57,10 @@ class FakeKube:
         return self.body
 
     def run(self, metrics: MetricsView | None, now: str = "2026-01-01T00:00:00Z") -> None:
-        reconcile(self, self.body, now, lambda *_: None, metrics)  # type: ignore[arg-type]
+        def emit(type_: str, reason: str, message: str) -> None:
+            self.events.append((type_, reason, message))
+
+        reconcile(self, self.body, now, emit, metrics)  # type: ignore[arg-type]
 
 
 def _body(**spec: Any) -> dict[str, Any]:
@@ -65,8 +69,25 @@ def _body(**spec: Any) -> dict[str, Any]:
     return body
 
 
-def _metrics(snapshot: Snapshot | None, error: str | None = None) -> MetricsView:
-    return MetricsView(snapshot=snapshot, source_error=error, now_s=NOW_S)
+READS = [NOW_S]
+
+
+def _metrics(
+    snapshot: Snapshot | None, error: str | None = None, read_at: float | None = None
+) -> MetricsView:
+    """A fleet read: a new one 15 s after the last unless ``read_at`` names an earlier one."""
+    if read_at is None:
+        READS.append(READS[-1] + 15.0)
+        read_at = READS[-1]
+    if snapshot is not None:
+        snapshot = snapshot.model_copy(update={"at": read_at})
+    return MetricsView(
+        snapshot=snapshot,
+        source_error=error,
+        now_s=read_at + 0.5,
+        interval_s=15.0,
+        read_at_s=read_at,
+    )
 
 
 SNAP = Snapshot(
@@ -144,3 +165,95 @@ def test_numbers_people_read_are_rounded() -> None:
     assert plan["costPerHour"] == pytest.approx(18.4)
     assert len(repr(plan["costPerHour"])) <= 8  # not 18.400000000000002
     assert kube.body["status"]["ttftP99"].endswith(("ms estimate", "s estimate"))
+
+
+def test_reconciles_between_two_reads_apply_the_stored_decision() -> None:
+    """An owned Deployment's events between two metric reads: no re-decision."""
+    kube = FakeKube(_body())
+    busy = SNAP.model_copy(update={"kv_usage_max": 0.95, "running": 40.0})
+    read = _metrics(busy)
+    kube.run(read)
+    first = copy.deepcopy(kube.body["status"])
+    assert first["decision"]["observedAt"].endswith("Z")
+    assert first["scaling"]["observedAtSeconds"] == read.read_at_s
+    events_before = len(kube.events)
+    for k in range(5):  # the same read, later clocks: events, retries, an update
+        again = MetricsView(
+            snapshot=read.snapshot,
+            source_error=None,
+            now_s=read.now_s + 1.0 + k,
+            interval_s=15.0,
+            read_at_s=read.read_at_s,
+        )
+        kube.run(again)
+        assert kube.body["status"]["decision"] == first["decision"]
+        assert kube.body["status"]["scaling"] == first["scaling"]
+        assert kube.body["status"]["decidedReplicas"] == first["decidedReplicas"]
+    assert not [e for e in kube.events[events_before:] if e[1] == "Scaled"]
+    kube.run(_metrics(busy))  # the next read decides again
+    assert kube.body["status"]["decision"]["observedAt"] != first["decision"]["observedAt"]
+
+
+def _poison(kube: FakeKube, **status: Any) -> None:
+    kube.body["status"] = {**kube.body["status"], **status}
+
+
+def test_an_edited_decided_replicas_moves_the_workload_at_most_one_step() -> None:
+    kube = FakeKube(_body(scaling={"minReplicas": 1, "maxReplicas": 64}))
+    kube.run(_metrics(SNAP))
+    start = kube.objects["Deployment"]["spec"]["replicas"]
+    _poison(kube, decidedReplicas=40)
+    kube.run(_metrics(SNAP))
+    after = kube.objects["Deployment"]["spec"]["replicas"]
+    assert after <= start + 4  # maxScaleUpStep: never 40 in one write
+    scaled = [e for e in kube.events if e[1] == "Scaled"]
+    for _, _, message in scaled:  # events say what really happened to the Deployment
+        assert message.startswith(f"Scaled {start}→{after}")
+
+
+def test_an_edited_low_decided_replicas_steps_down_no_faster_than_the_policy() -> None:
+    kube = FakeKube(_body(scaling={"minReplicas": 1, "maxReplicas": 64}))
+    kube.run(_metrics(SNAP))
+    kube.objects["Deployment"]["spec"]["replicas"] = 12  # a fleet at 12
+    _poison(kube, decidedReplicas=12)
+    kube.run(_metrics(SNAP))
+    _poison(
+        kube, decidedReplicas=1, scaling={**kube.body["status"]["scaling"], "lowSinceSeconds": 0.0}
+    )
+    kube.run(_metrics(SNAP))
+    assert kube.objects["Deployment"]["spec"]["replicas"] >= 12 - 1  # maxScaleDownStep 1
+
+
+def test_an_absurd_remembered_rate_never_crashes_the_status_write() -> None:
+    kube = FakeKube(_body())
+    kube.run(_metrics(SNAP))
+    scaling = dict(kube.body["status"]["scaling"])
+    scaling["rate"] = {"levelRps": 1e300, "trendRpsPerSecond": 1e300, "atSeconds": READS[-1]}
+    scaling["calibration"] = 1e300
+    _poison(kube, scaling=scaling)
+    kube.run(_metrics(SNAP))  # FakeKube.replace_status validates the whole typed status
+    kept = kube.body["status"]["scaling"]
+    assert kept.get("rate", {}).get("levelRps", 0.0) < 1e6  # reset (SNAP has no rate)
+    assert 0.5 <= kept["calibration"] <= 1.5
+
+
+def test_a_status_part_that_does_not_validate_is_dropped_not_fatal() -> None:
+    kube = FakeKube(_body())
+    kube.run(_metrics(SNAP))
+    _poison(kube, scaling={"rateLevelRps": 3.0, "nonsense": True})  # an old or foreign shape
+    kube.run(_metrics(SNAP))
+    assert kube.body["status"]["decision"]["source"] == "metrics"
+    assert "nonsense" not in kube.body["status"]["scaling"]
+
+
+def test_a_scaled_event_names_the_workloads_count_before_and_the_cause_numbers() -> None:
+    kube = FakeKube(_body(scaling={"minReplicas": 1, "maxReplicas": 20}))
+    kube.run(_metrics(SNAP))
+    before = kube.objects["Deployment"]["spec"]["replicas"]
+    busy = SNAP.model_copy(update={"kv_usage_max": 0.97, "running": 40.0})
+    kube.run(_metrics(busy))
+    after = kube.objects["Deployment"]["spec"]["replicas"]
+    assert after > before
+    scaled = [m for _, reason, m in kube.events if reason == "Scaled"]
+    assert scaled == [f"Scaled {before}→{after}: kv_usage 0.97 ≥ 0.9 on 1 reporting"]
+    assert kube.body["status"]["decision"]["cause"] == "Pressure"

@@ -104,7 +104,7 @@ def test_cli_explain_prints_the_decision_with_signals_forecast_and_lead_time(
     out = result.stdout
     assert "at 2:30 (150 s)" in out
     for needle in (
-        "reason:",
+        "cause:",
         "kv_usage",
         "waiting_per_replica",
         "forecast: observed",

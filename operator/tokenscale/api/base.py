@@ -9,8 +9,6 @@ from pydantic import BaseModel, ConfigDict
 
 _UNITS = {"gib": "GiB", "gbps": "GBps"}
 
-#: Kubernetes stores replica counts, probe thresholds and ports as int32.
-MAX_INT32 = 2**31 - 1
 #: Largest replica count any bound or pin may name (far beyond any fleet; int32-safe).
 MAX_REPLICAS = 100_000
 #: Longest context or per-request token count the planner accepts (10 M tokens).

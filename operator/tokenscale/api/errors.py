@@ -100,8 +100,14 @@ def _describe(err: ErrorDetails, root: type[BaseModel] | None = None) -> str:
     if err["type"] == "missing":
         return "is required"
     value = err.get("input")
-    shown = repr(value) if not isinstance(value, dict | list) else type(value).__name__
-    return f"{msg} (got {shown})"
+    if isinstance(value, dict):
+        if err["type"] in ("value_error", "assertion_error"):
+            return msg  # a rule across the fields of the object the path names: no value to show
+        keys = ", ".join(str(k) for k in list(value)[:5]) + (", …" if len(value) > 5 else "")
+        return f"{msg} (got a mapping with keys {keys})" if value else f"{msg} (got {{}})"
+    if isinstance(value, list):
+        return f"{msg} (got a list of {len(value)} item{'s' if len(value) != 1 else ''})"
+    return f"{msg} (got {value!r})"
 
 
 def from_validation_error(

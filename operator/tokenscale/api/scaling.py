@@ -119,4 +119,9 @@ class Scaling(ApiModel):
             raise ValueError(
                 f"minReplicas={self.min_replicas} exceeds maxReplicas={self.max_replicas}"
             )
+        if self.replicas is not None and self.replicas > self.max_replicas:
+            raise ValueError(
+                f"the pin replicas={self.replicas} exceeds maxReplicas={self.max_replicas}; "
+                "raise maxReplicas or pin at most that many"
+            )
         return self

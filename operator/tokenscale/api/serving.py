@@ -5,6 +5,7 @@ from typing import Literal
 from pydantic import Field, field_validator
 
 from tokenscale.api.base import MAX_TOKENS, ApiModel
+from tokenscale.api.speculative import Speculative
 
 DEFAULT_VLLM_IMAGE = "vllm/vllm-openai:v0.33.0"
 
@@ -33,6 +34,7 @@ OWNED_FLAGS: dict[str, str] = {
     "--no-enable-prefix-caching": "spec.serving.enablePrefixCaching",
     "--quantization": "spec.model.weightDtype",
     "-q": "spec.model.weightDtype",
+    "--speculative-config": "spec.serving.speculative",
 }
 
 
@@ -67,6 +69,10 @@ class Serving(ApiModel):
     )
     enable_chunked_prefill: bool = Field(default=True, description="Chunked prefill.")
     enable_prefix_caching: bool = Field(default=True, description="Automatic prefix caching.")
+    speculative: Speculative | None = Field(
+        default=None,
+        description="Speculative decoding (--speculative-config); absent = off.",
+    )
     extra_args: list[str] = Field(
         default_factory=list,
         description="Extra vllm serve arguments; flags the operator renders from the plan "

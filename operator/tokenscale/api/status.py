@@ -3,22 +3,17 @@
 from typing import Literal
 
 from pydantic import Field
+from pydantic.json_schema import SkipJsonSchema
 
 from tokenscale.api.base import ApiModel
-
-ConditionType = Literal["Ready", "PlanFeasible", "DeploymentAvailable", "MetricsAvailable"]
-CONDITION_TYPES: tuple[ConditionType, ...] = (
-    "Ready",
-    "PlanFeasible",
-    "DeploymentAvailable",
-    "MetricsAvailable",
-)
 
 
 class Condition(ApiModel):
     """A Kubernetes-style condition."""
 
-    type: str = Field(description="Ready, PlanFeasible, DeploymentAvailable, MetricsAvailable.")
+    type: str = Field(
+        description="Ready, PlanFeasible, DeploymentAvailable, MetricsAvailable, ProductionReady."
+    )
     status: Literal["True", "False", "Unknown"] = Field(description="True, False or Unknown.")
     reason: str = Field(description="CamelCase reason.")
     message: str = Field(default="", description="Human-readable detail with the numbers.")
@@ -54,6 +49,11 @@ class PlanSummary(ApiModel):
     sources: dict[str, str] = Field(
         default_factory=dict, description="Numbers taken from a bench profile, and which step."
     )
+    speculative: str | None = Field(
+        default=None,
+        description="Speculative decoding: on or off, the acceptance rate planned with (the "
+        "measured one once vLLM reports it) and why.",
+    )
 
 
 class LiveStatus(ApiModel):
@@ -73,12 +73,19 @@ class LiveStatus(ApiModel):
     itl_p99_seconds: float | None = Field(default=None, description="Live inter-token P99.")
     e2e_p99_seconds: float | None = Field(default=None, description="Live E2E P99.")
     queue_p99_seconds: float | None = Field(default=None, description="Live queue time P99.")
-    observed_rps: float | None = Field(default=None, description="Finished requests per s.")
+    observed_rps: float | None = Field(
+        default=None,
+        description="Requests reaching their first token per s (finished requests per s where "
+        "the TTFT histogram is missing): the arrival rate the engine plans for.",
+    )
     prompt_tps: float | None = Field(default=None, description="Prompt tokens per s.")
     generation_tps: float | None = Field(default=None, description="Generated tokens per s.")
     output_tps_per_replica: float | None = Field(default=None, description="Per replica.")
     prefix_cache_hit_rate: float | None = Field(default=None, description="Prefix-cache hits.")
     preemptions_per_second: float | None = Field(default=None, description="Preemptions per s.")
+    spec_decode_acceptance_rate: float | None = Field(
+        default=None, description="Speculative decoding: accepted ÷ drafted tokens, measured."
+    )
     sample_age_seconds: float | None = Field(default=None, description="Newest sample's age.")
 
 
@@ -111,6 +118,15 @@ class DecisionStatus(ApiModel):
     replicas: int = Field(description="Decided replicas.")
     source: str = Field(description="plan, pin, metrics or hold.")
     reason: str = Field(description="Why.")
+    cause: str | None = Field(
+        default=None,
+        description="What moved or held the count, one word (scaling/cause.py's Cause).",
+    )
+    observed_at: str | None = Field(
+        default=None,
+        description="RFC 3339 time of the observation (the metrics read) this decision was made "
+        "on; event-driven reconciles re-apply it, only a newer observation re-decides.",
+    )
     model_replicas: int | None = Field(default=None, description="The re-planned model's need.")
     calibration: float | None = Field(
         default=None, description="Decode calibration: predicted ÷ observed TPOT."
@@ -128,35 +144,80 @@ class DecisionStatus(ApiModel):
     )
 
 
-class ScalingStateStatus(ApiModel):
-    """What the decision engine remembers (unix seconds)."""
+class RateForecast(ApiModel):
+    """The arrival-rate smoother's memory (``scaling/forecast.py``): Holt's level and trend and
+    the dispersion around them, as of ``at_s``."""
 
-    low_since_seconds: float | None = Field(default=None, description="All signals low since.")
-    peak_load_replicas: float | None = Field(
-        default=None, description="Recent peak load, in replicas at the high watermarks."
+    level_rps: float = Field(alias="levelRps", description="Smoothed request rate.")
+    trend_rps_per_s: float = Field(default=0.0, alias="trendRpsPerSecond", description="Its trend.")
+    variance: float = Field(default=0.0, description="Its dispersion (RPS²).")
+    at_s: float = Field(alias="atSeconds", description="When it was updated (unix seconds).")
+
+
+class ScalingState(ApiModel):
+    """What the decision engine remembers between observations (unix seconds for times).
+
+    The one type of the engine's memory: the engine (``scaling/``) reads and returns it, the
+    operator writes it to ``status.scaling`` and reads it back (validated and bounded by
+    ``scaling/memory.py`` first: the status is writable by anyone with the status RBAC)."""
+
+    decided_replicas: SkipJsonSchema[int | None] = Field(
+        default=None,
+        exclude=True,
+        description="The engine's last decision; written once, as the status' top-level "
+        "``decidedReplicas``, and read back from there.",
     )
-    peak_at_seconds: float | None = Field(default=None, description="When it was updated.")
-    pressure_since_seconds: float | None = Field(default=None, description="Pressure since.")
-    last_scale_seconds: float | None = Field(default=None, description="Last replica change.")
-    calibration: float | None = Field(default=None, description="Smoothed decode calibration.")
-    prefill_calibration: float | None = Field(
-        default=None, description="Smoothed prefill calibration."
+    observed_at_s: float | None = Field(
+        default=None,
+        alias="observedAtSeconds",
+        description="Time of the observation the last decision was made on; the engine "
+        "advances only on a newer one.",
     )
-    rate_level_rps: float | None = Field(default=None, description="Smoothed request rate.")
-    rate_trend_rps_per_second: float | None = Field(default=None, description="Its trend.")
-    rate_variance: float | None = Field(default=None, description="Its dispersion (RPS²).")
-    rate_at_seconds: float | None = Field(default=None, description="When it was updated.")
-    lead_time_seconds: float | None = Field(
-        default=None, description="Measured pod creation → Ready time (median of recent pods)."
+    low_since_s: float | None = Field(
+        default=None, alias="lowSinceSeconds", description="All signals low since."
     )
-    slo_headroom: float | None = Field(
-        default=None, description="Standing headroom learned from SLO breaches (≥ 1)."
+    peak_load: float = Field(
+        default=0.0,
+        alias="peakLoadReplicas",
+        description="Recent peak of the fleet's load in replicas at the high watermarks "
+        "(max(value / high) × replicas reporting), decaying with a half-life of two "
+        "scale-down windows.",
     )
-    slo_headroom_raised_seconds: float | None = Field(
-        default=None, description="When a breach last raised it."
+    peak_at_s: float | None = Field(
+        default=None, alias="peakAtSeconds", description="When it was updated."
     )
-    backlog_at_seconds: float | None = Field(
-        default=None, description="The last decision that saw the queue over its high mark."
+    pressure_since_s: float | None = Field(
+        default=None, alias="pressureSinceSeconds", description="Pressure since."
+    )
+    last_scale_s: float | None = Field(
+        default=None, alias="lastScaleSeconds", description="Last replica change decided."
+    )
+    calibration: float = Field(
+        default=1.0, description="Decode: predicted ÷ observed TPOT (smoothed, bounded)."
+    )
+    prefill_calibration: float = Field(
+        default=1.0,
+        description="Prefill: predicted ÷ observed prefill phase (TTFT − queue; smoothed).",
+    )
+    rate: RateForecast | None = Field(
+        default=None, description="The arrival-rate smoother behind the forecast."
+    )
+    lead_time_s: float | None = Field(
+        default=None,
+        alias="leadTimeSeconds",
+        description="Measured pod creation → Ready time the last decision used (median of "
+        "recent pods; absent until one has started).",
+    )
+    slo_headroom: float = Field(
+        default=1.0, description="Standing headroom learned from SLO breaches (≥ 1, × the model)."
+    )
+    slo_headroom_raised_s: float | None = Field(
+        default=None, alias="sloHeadroomRaisedSeconds", description="When a breach last raised it."
+    )
+    backlog_at_s: float | None = Field(
+        default=None,
+        alias="backlogAtSeconds",
+        description="The last decision that saw the queue over its high mark.",
     )
 
 
@@ -181,7 +242,7 @@ class InferenceServiceStatus(ApiModel):
     live: LiveStatus | None = Field(default=None, description="Live metrics snapshot.")
     decision: DecisionStatus | None = Field(default=None, description="The last decision.")
     diagnosis: list[str] = Field(default_factory=list, description="What limits the service.")
-    scaling: ScalingStateStatus | None = Field(default=None, description="Engine memory.")
+    scaling: ScalingState | None = Field(default=None, description="Engine memory.")
     ttft_p99: str | None = Field(
         default=None,
         description="TTFT P99 for people, with its unit and origin: the live value when "

@@ -15,11 +15,14 @@ the prefix cache cannot serve one request from another.
 
 import asyncio
 import json
+import math
 import time
 from dataclasses import dataclass
+from typing import Any
 
 import aiohttp
 
+from tokenscale.api.base import MAX_TOKENS
 from tokenscale.bench.analysis import RequestRecord
 
 WORD = " hello"
@@ -55,11 +58,24 @@ async def _count(session: aiohttp.ClientSession, ep: Endpoint, text: str) -> tup
             if resp.status == 200:
                 body = await resp.json()
                 ep.max_model_len = _positive_int(body.get("max_model_len")) or ep.max_model_len
-                return int(body.get("count") or len(body.get("tokens", []))), True
+                raw = body.get("count")
+                count = token_count(raw if raw is not None else len(body.get("tokens", [])))
+                if count is not None:  # else an absurd count: measure from usage instead
+                    return count, True
     except (aiohttp.ClientError, TimeoutError, ValueError, TypeError, AttributeError):
         pass
     record = await stream_one(session, ep, 0, 1, tag=0, prompt=text)
     return (record.input_tokens if record.ok else 0), False
+
+
+def token_count(value: object, most: float = MAX_TOKENS) -> int | None:
+    """``value`` as a token count when it is a whole number in ``[0, most]`` (JSON's 1e400
+    reads as Inf, which is not one), else None."""
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return None
+    if not math.isfinite(value) or value != int(value) or not 0 <= value <= most:
+        return None
+    return int(value)
 
 
 def _positive_int(value: object) -> int | None:
@@ -127,6 +143,26 @@ async def probe(session: aiohttp.ClientSession, ep: Endpoint) -> list[str]:
     ]
 
 
+def _read_usage(
+    rec: RequestRecord, usage: Any, input_tokens: int, output_tokens: int, chunks: int
+) -> str | None:
+    """Take the token counts of ``usage`` into ``rec``; the reason when they are not counts
+    this request could have (negative, not whole, Inf, or more output than was asked)."""
+    if not isinstance(usage, dict):
+        return f"usage is not an object: {str(usage)[:60]}"
+    prompt = token_count(usage.get("prompt_tokens", input_tokens))
+    completion = token_count(usage.get("completion_tokens", chunks), most=max(output_tokens, 1))
+    if prompt is None:
+        return f"usage.prompt_tokens={usage.get('prompt_tokens')!r} is not a plausible count"
+    if completion is None:
+        return (
+            f"usage.completion_tokens={usage.get('completion_tokens')!r} is not a plausible "
+            f"count (asked for {output_tokens})"
+        )
+    rec.input_tokens, rec.output_tokens = prompt, completion
+    return None
+
+
 async def stream_one(
     session: aiohttp.ClientSession,
     ep: Endpoint,
@@ -171,8 +207,10 @@ async def stream_one(
                         return rec
                     usage = chunk.get("usage")
                     if usage:
-                        rec.input_tokens = int(usage.get("prompt_tokens", input_tokens))
-                        rec.output_tokens = int(usage.get("completion_tokens", chunks))
+                        problem = _read_usage(rec, usage, input_tokens, output_tokens, chunks)
+                        if problem is not None:
+                            rec.error = problem
+                            return rec
                     if chunk.get("choices"):  # one per engine step, text or not yet
                         chunks += 1
                         if last is None:
@@ -186,7 +224,7 @@ async def stream_one(
                     rec.output_tokens = chunks
     except TimeoutError:
         rec.timed_out = True
-    except (aiohttp.ClientError, ValueError, ConnectionError) as exc:
+    except (aiohttp.ClientError, ValueError, ConnectionError, OverflowError) as exc:
         rec.error = f"{type(exc).__name__}: {exc}"[:200]
     except (TypeError, AttributeError, KeyError) as exc:  # a chunk not shaped like OpenAI's
         rec.error = f"unexpected stream chunk ({type(exc).__name__}: {exc})"[:200]

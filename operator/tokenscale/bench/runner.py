@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 
 import aiohttp
 from prometheus_client.parser import text_string_to_metric_families
+from pydantic import ValidationError
 
 from tokenscale.api.profile import BenchProfile, BenchStep, Phase
 from tokenscale.bench.analysis import (
@@ -34,6 +35,8 @@ from tokenscale.bench.client import Endpoint, EndpointError, probe, served_model
 from tokenscale.catalog import vllm_metrics as v
 
 DEFAULT_CONCURRENCY = (1, 2, 4, 8, 16, 32, 64)
+MAX_WAITING = 1e7
+"""A queue gauge above this is not a queue (a broken exporter): not sampled."""
 DEFAULT_MIX = ((0.80, 1000, 200), (0.15, 8000, 500), (0.05, 32000, 1000))
 Progress = Callable[[str, float], None]
 
@@ -103,22 +106,24 @@ class _Sampler:
                 text = await resp.text()
         except (aiohttp.ClientError, TimeoutError):
             return
-        waiting, kv = 0.0, None
+        waiting: float | None = None
+        kv: float | None = None
         try:
             for family in text_string_to_metric_families(text):
                 for s in family.samples:
                     value = float(s.value)
                     if not math.isfinite(value) or value < 0:
                         continue  # a NaN gauge (no engine yet) says nothing
-                    if s.name == v.NUM_REQUESTS_WAITING:
-                        waiting += value
+                    if s.name == v.NUM_REQUESTS_WAITING and value <= MAX_WAITING:
+                        waiting = (waiting or 0.0) + value
                     elif s.name in (v.KV_CACHE_USAGE, v.KV_CACHE_USAGE_LEGACY) and value <= 1:
                         kv = value if kv is None else max(kv, value)
         except (ValueError, TypeError, IndexError, KeyError) as exc:
             self.available = False
             self.problem = f"/metrics is not Prometheus text ({exc}); queue and KV not sampled"
             return
-        self.waiting.append(waiting)
+        if waiting is not None:
+            self.waiting.append(waiting)
         if kv is not None:
             self.kv.append(kv)
 
@@ -195,7 +200,17 @@ async def run_bench(cfg: BenchConfig, state: BenchState, progress: Progress) -> 
             await sampling
             if sampler.problem is not None and sampler.problem not in state.notes:
                 state.notes.append(sampler.problem)
-            result = summarize(phase, records, took, concurrency, None, sampler.waiting, sampler.kv)
+            try:
+                result = summarize(
+                    phase, records, took, concurrency, None, sampler.waiting, sampler.kv
+                )
+            except ValidationError as exc:  # numbers no real engine produces
+                where = ".".join(str(p) for p in exc.errors()[0]["loc"])
+                raise EndpointError(
+                    f"{phase} at concurrency {concurrency}: the server's answers give an "
+                    f"implausible {where} ({exc.errors()[0]['msg']}); is it a real engine?",
+                    bad_input=False,
+                ) from exc
             state.steps.append(result)
             if result.requests == 0:
                 state.notes.append(

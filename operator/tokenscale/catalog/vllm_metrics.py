@@ -31,6 +31,10 @@ REQUEST_GENERATION_TOKENS = "vllm:request_generation_tokens"
 PREFIX_CACHE_HITS = "vllm:prefix_cache_hits_total"
 PREFIX_CACHE_QUERIES = "vllm:prefix_cache_queries_total"
 NUM_PREEMPTIONS = "vllm:num_preemptions_total"
+# Speculative decoding (vllm/v1/spec_decode/metrics.py): drafts, drafted and accepted tokens
+SPEC_DECODE_NUM_DRAFTS = "vllm:spec_decode_num_drafts_total"
+SPEC_DECODE_NUM_DRAFT_TOKENS = "vllm:spec_decode_num_draft_tokens_total"
+SPEC_DECODE_NUM_ACCEPTED_TOKENS = "vllm:spec_decode_num_accepted_tokens_total"
 
 TTFT_BUCKETS = (
     0.001,

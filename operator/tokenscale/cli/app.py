@@ -23,6 +23,7 @@ from tokenscale.api.inference_service import InferenceService
 from tokenscale.api.k8s_names import is_dns1123_label
 from tokenscale.catalog import GPU_CATALOG, MODEL_CATALOG, count_params
 from tokenscale.cli.bench import bench_command
+from tokenscale.cli.check import check_command
 from tokenscale.cli.inputs import TableOrJson, bad_input, fail_invalid, read_input, warn
 from tokenscale.cli.model_source import inline_model_source
 from tokenscale.cli.plan_formats import compact_renderable, csv_report, markdown_report, short_line
@@ -581,6 +582,9 @@ app.command("bench", short_help="Load-test an OpenAI-compatible endpoint into a 
 )
 app.command("playground", short_help="Run the whole loop on this machine against vLLM twins.")(
     playground_command
+)
+app.command("check", short_help="Judge the production-readiness checklist for a manifest.")(
+    check_command
 )
 
 

@@ -213,7 +213,11 @@ def playground_command(
     from asyncio import run as asyncio_run  # noqa: PLC0415
 
     from tokenscale.playground.load import shaped_trace  # noqa: PLC0415
-    from tokenscale.playground.service import default_spec_path, load_service  # noqa: PLC0415
+    from tokenscale.playground.service import (  # noqa: PLC0415
+        InfeasiblePlanError,
+        default_spec_path,
+        load_service,
+    )
     from tokenscale.playground.session import Playground, PlaygroundOptions  # noqa: PLC0415
     from tokenscale.playground.summary import summary_json  # noqa: PLC0415
     from tokenscale.simulation import TraceError, parse_trace, scale_trace  # noqa: PLC0415
@@ -232,6 +236,9 @@ def playground_command(
     path = spec or default_spec_path()
     try:
         service = load_service(read_input(path), str(path))
+    except InfeasiblePlanError as err:  # valid, but nothing can serve it: exit 1, as `plan`
+        Console(stderr=True).print(f"error: {err}", markup=False, highlight=False, soft_wrap=True)
+        raise typer.Exit(1) from err
     except SpecError as err:
         fail_invalid(err, path)
         return

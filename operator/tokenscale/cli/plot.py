@@ -91,7 +91,7 @@ def _mark_scale_events(ax: Any, r: SimResult, color: str, annotate: bool) -> Non
         ax.plot(p.t_s / 60, p.replicas_target, marker="^" if up else "v", color=color, ms=6)
         if annotate and written < MAX_ANNOTATIONS:
             written += 1
-            why = p.reason.split(": ", 1)[-1]
+            why = p.why
             ax.annotate(
                 why[:48] + ("…" if len(why) > 48 else ""),
                 (p.t_s / 60, p.replicas_target),

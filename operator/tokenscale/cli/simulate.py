@@ -20,6 +20,7 @@ from rich.text import Text
 
 from tokenscale.api.errors import SpecError
 from tokenscale.api.manifest import parse_manifests
+from tokenscale.cli.drill_view import drill_data, print_drill
 from tokenscale.cli.inputs import (
     TableOrJson,
     bad_input,
@@ -30,7 +31,8 @@ from tokenscale.cli.inputs import (
 )
 
 if TYPE_CHECKING:
-    from tokenscale.simulation import PolicyName, SimResult
+    from tokenscale.simulation import PolicyName, Setup, SimResult
+    from tokenscale.simulation.faults import Fault
     from tokenscale.simulation.result import Explanation
     from tokenscale.simulation.trace import Trace, TraceFormat
 
@@ -179,6 +181,14 @@ def simulate_command(
             "seconds): every signal, the forecast and the lead time.",
         ),
     ] = None,
+    fault: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--fault",
+            help="A fault drill, KIND@MM:SS (repeatable): replica-loss, cache-flush, traffic-x2, "
+            "retry-storm, long-burst. The report compares the run with and without them.",
+        ),
+    ] = None,
 ) -> None:
     """Replay a trace against a simulated vLLM fleet; compare scaling policies."""
     # the simulator loads only when it runs: `plan` stays fast
@@ -192,6 +202,8 @@ def simulate_command(
         scale_trace,
         simulate,
     )
+    from tokenscale.simulation.faults import parse_fault  # noqa: PLC0415
+    from tokenscale.simulation.span import check_span, cut_idle_gaps  # noqa: PLC0415
     from tokenscale.simulation.window import window  # noqa: PLC0415
 
     if arrival_unit not in ("s", "ms"):
@@ -210,6 +222,15 @@ def simulate_command(
     start_s = 0.0 if start is None else _moment(start, "--start")
     duration_s = None if duration is None else _moment(duration, "--duration")
     fmt_out = output.value
+    try:
+        faults = tuple(parse_fault(f) for f in fault or [])
+    except ValueError as exc:
+        raise bad_input(str(exc)) from exc
+    if faults and policy in (PolicyChoice.best_static, PolicyChoice.all):
+        raise bad_input(
+            f"--fault with --policy {policy.value}: drill one policy that scales or holds a "
+            "fleet (tokenscale, static, oracle, queue-threshold, kv-threshold)"
+        )
     text, trace_text = read_input(file, fmt_out), read_input(trace, fmt_out)
     try:
         services = parse_manifests(text)
@@ -237,7 +258,11 @@ def simulate_command(
             unit,
             source=trace.name,
         )
-        scaled = scale_trace(window(parsed, start_s, duration_s), time_scale, rate_scale, seed)
+        cut = cut_idle_gaps(window(parsed, start_s, duration_s))
+        for note in cut.notes:
+            warn(note)
+        check_span(cut.trace, time_scale)
+        scaled = scale_trace(cut.trace, time_scale, rate_scale, seed)
         names: list[PolicyName] = (
             list(POLICIES) if policy == PolicyChoice.all else [cast("PolicyName", policy.value)]
         )
@@ -256,6 +281,10 @@ def simulate_command(
             for message in setup.warnings:
                 warn(message)
             bar.update(task, completed=1)
+            if faults:
+                bar.update(task, description="drilling the faults")
+                _drill(setup, faults, names[0], output, timeline)
+                return
             results: list[SimResult] = []
             for k, name in enumerate(names):
                 bar.update(task, description=f"simulating {name}")
@@ -338,6 +367,21 @@ def _token_means(trace: Trace) -> tuple[float, float]:
     )
 
 
+def _drill(
+    setup: Setup, faults: tuple[Fault, ...], name: PolicyName, output: TableOrJson, timeline: bool
+) -> None:
+    """Run and print the drills (and, with a replica loss, the redundancy advice)."""
+    from tokenscale.simulation.drills import drill, recommend_redundancy  # noqa: PLC0415
+
+    d = drill(setup, faults, name)
+    loss = next((f for f in faults if f.kind == "replica-loss"), None)
+    advice = None if loss is None else recommend_redundancy(setup, loss.at_s)
+    if output == TableOrJson.json:
+        print(json.dumps(_no_nan(drill_data(d, advice, timeline)), indent=2))
+        return
+    print_drill(Console(width=180), d, advice)
+
+
 def _moment(text: str, flag: str = "--explain") -> float:
     """``MM:SS``, ``HH:MM:SS`` or plain seconds → seconds into the trace."""
     try:
@@ -369,7 +413,7 @@ def explanation_text(e: Explanation) -> str:
     lines = [
         f"at {_clock(e.t_s)} ({e.t_s:.0f} s): {d.replicas} replicas asked "
         f"({e.replicas_ready} ready, {e.replicas_starting} starting) · source {d.source}",
-        f"  reason: {d.reason}",
+        f"  cause: {d.cause.value} ({d.cause.words}): {d.why}",
         f"  model needs: {d.model_replicas} · calibration {d.calibration:.3g} · metrics "
         f"{'ok' if d.metrics_available else 'unavailable: ' + d.metrics_reason}",
         "  signals:",

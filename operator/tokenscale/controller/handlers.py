@@ -1,11 +1,12 @@
 """Kopf handlers, registered on a registry built at start-up from the settings.
 
 Every entry point (create, update, resume, the resync loop, a change to an owned Deployment
-or LeaderWorkerSet)
-calls the same :class:`~tokenscale.controller.resync.Reconciler`. Kopf keeps its own state in
-annotations (works on a 1.20 API server with a structural status schema) and always runs
-standalone: with several replicas, leader election on a Lease (controller/leader.py) decides
-which one runs Kopf at all.
+or LeaderWorkerSet) calls the same :class:`~tokenscale.controller.resync.Reconciler`. Only the
+resync loop reads metrics, so only it brings a new observation for the decision engine; the
+other entry points render and apply the decision stored in status (``scaling/stepper.py``).
+Kopf keeps its own state in annotations (works on a 1.20 API server with a structural status
+schema) and always runs standalone: with several replicas, leader election on a Lease
+(controller/leader.py) decides which one runs Kopf at all.
 """
 
 import asyncio
@@ -16,6 +17,7 @@ import kopf
 
 from tokenscale.api.crd import PLURAL
 from tokenscale.api.inference_service import API_GROUP, API_VERSION, KIND
+from tokenscale.controller.diffbase import DigestDiffBaseStorage
 from tokenscale.controller.resync import Reconciler, fleet_metrics, resync_forever
 from tokenscale.controller.settings import Settings
 from tokenscale.controller.telemetry import Telemetry
@@ -46,7 +48,8 @@ def build_registry(
     @kopf.on.startup(registry=registry)
     def configure(settings: kopf.OperatorSettings, **_: Any) -> None:
         settings.persistence.progress_storage = kopf.AnnotationsProgressStorage(prefix=KOPF_PREFIX)
-        settings.persistence.diffbase_storage = kopf.AnnotationsDiffBaseStorage(
+        # a digest, not the whole object: a spec near 256 KiB still fits (controller/diffbase.py)
+        settings.persistence.diffbase_storage = DigestDiffBaseStorage(
             prefix=KOPF_PREFIX, key="last-handled-configuration"
         )
         settings.posting.level = logging.INFO

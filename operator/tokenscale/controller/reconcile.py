@@ -4,6 +4,13 @@ parse → plan → decide → render → apply what drifted → report. It re-re
 time and never branches on what changed in the event that woke it. Bad or infeasible input
 sets ``PlanFeasible=False`` (a Warning event only when that verdict changes: no storm) and
 leaves the Deployment alone.
+
+Deciding goes through :class:`~tokenscale.scaling.stepper.Stepper`: the engine runs once per
+metrics read (the observation), whatever woke the reconcile; a reconcile on an observation
+already decided on (an owned Deployment's event, a spec update, a retry) renders and applies
+the decision stored in status. The memory read from status is judged first
+(``scaling/memory.py``) and an engine decision is held within one step of the workload's
+actual replicas.
 """
 
 import logging
@@ -11,30 +18,45 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from pydantic import ValidationError
+from kubernetes.client.exceptions import ApiException
 
 from tokenscale.api.errors import SpecError
 from tokenscale.api.inference_service import InferenceService
 from tokenscale.api.manifest import parse_inference_service
 from tokenscale.api.profile import parse_profile
-from tokenscale.api.status import Condition, InferenceServiceStatus, ScalingStateStatus
+from tokenscale.api.status import Condition, DecisionStatus, InferenceServiceStatus
 from tokenscale.controller.graceful import DELETION_COST, deletion_costs
 from tokenscale.controller.lead_time import lead_time_s
 from tokenscale.controller.model_config_ref import with_hf_config
+from tokenscale.controller.ownership import REASON as NAME_CONFLICT
+from tokenscale.controller.ownership import (
+    NameConflict,
+    announced,
+    conflict_message,
+    conflict_status,
+    is_ours,
+    name_conflicts,
+    refusal,
+    refused,
+    unapplied_status,
+)
+from tokenscale.controller.readiness import production_ready_condition
 from tokenscale.controller.status import (
     condition,
     decision_status,
     deployment_condition,
     live_status,
+    memory_of,
     metrics_condition,
     plan_summary,
+    read_status,
     ready_condition,
-    scaling_state_status,
-    state_from_status,
+    rfc3339,
     status_document,
     ttft_display,
 )
 from tokenscale.controller.workload import (
+    DEPLOYMENT,
     WORKLOAD_KINDS,
     observe_workload,
     read_workload,
@@ -42,13 +64,18 @@ from tokenscale.controller.workload import (
     remove_stale,
     selector_drift,
 )
-from tokenscale.kube.client import Kube
-from tokenscale.kube.drift import differences
+from tokenscale.kube.client import FIELD_MANAGER, Kube
+from tokenscale.kube.drift import differences, managed_by
+from tokenscale.kube.lws import KIND as LWS_KIND
 from tokenscale.kube.lws import LwsNotInstalledError
 from tokenscale.planning import Plan, plan_service
-from tokenscale.render import Owner, render_bundle, selector_string
+from tokenscale.planning.speculative import with_measured_acceptance
+from tokenscale.render import Owner, child_name, render_bundle, selector_string
 from tokenscale.render.labels import CONFIG_HASH_ANNOTATION
-from tokenscale.scaling import Decision, EngineInput, Snapshot, decide, decide_plan_only
+from tokenscale.scaling import Decision, ScalingState, Snapshot, decide_plan_only
+from tokenscale.scaling.cause import Cause
+from tokenscale.scaling.memory import limited, trusted
+from tokenscale.scaling.stepper import Observation, Stepper
 
 log = logging.getLogger(__name__)
 
@@ -64,9 +91,24 @@ class MetricsView:
     snapshot: Snapshot | None
     source_error: str | None
     now_s: float
+    interval_s: float
+    """The configured time between metrics reads (``--interval``)."""
+    read_at_s: float | None = None
+    """When the fleet read that produced ``snapshot`` ran (None: no read yet). The
+    observation's time: the engine decides once per read."""
     stale_after_s: float = 120.0
     running_by_pod: Mapping[str, float] | None = None
     """Running requests per pod (None: unknown), to pick the pods a scale-down removes."""
+
+    @property
+    def observation(self) -> Observation | None:
+        if self.read_at_s is None:
+            return None
+        snapshot = self.snapshot
+        if snapshot is None:
+            why = self.source_error or "no vLLM series for this service in Prometheus"
+            snapshot = Snapshot(at=self.read_at_s, replicas_reporting=0, problems=[why])
+        return Observation(at_s=self.read_at_s, snapshot=snapshot)
 
 
 @dataclass
@@ -79,13 +121,15 @@ class Outcome:
     events: list[tuple[str, str, str]] = field(default_factory=list)
     plan: Plan | None = None
     decision: Decision | None = None
+    decided: bool = False
+    """True: the engine (or plan, or pin) decided this reconcile; False: the stored decision
+    was re-applied (the observation had been decided on)."""
     previous_decision: int | None = None
+    """``status.decidedReplicas`` as read (before it was judged)."""
+    live_replicas: int | None = None
+    """The workload's replicas before this reconcile applied anything (None: none existed)."""
     ready_replicas: int = 0
-
-
-def _previous(body: Mapping[str, Any]) -> tuple[dict[str, Any], list[dict[str, Any]]]:
-    status = dict(body.get("status") or {})
-    return status, list(status.get("conditions") or [])
+    memory_problems: list[str] = field(default_factory=list)
 
 
 def _reject(
@@ -102,21 +146,20 @@ def _reject(
     meta = body["metadata"]
     ns, name, gen = meta["namespace"], meta["name"], meta.get("generation")
     outcome = Outcome(feasible=False)
-    status, previous = _previous(body)
-    old = next((c for c in previous if c.get("type") == "PlanFeasible"), {})
-    if old.get("status") != "False" or old.get("message") != message:
+    status, _ = read_status(body.get("status"))
+    previous = status.conditions
+    old = next((c for c in previous if c.type == "PlanFeasible"), None)
+    if old is None or old.status != "False" or old.message != message:
         emit("Warning", reason, message)
         outcome.events.append(("Warning", reason, message))
-    observed = observe_workload(read_workload(kube, ns, name))
+    workload = read_workload(kube, ns, child_name(name))
+    # a workload of that name that is not ours says nothing about this InferenceService
+    observed = observe_workload(workload if workload and is_ours(workload, meta["uid"]) else None)
     summary = (
         plan_summary(plan, service.spec.slo.ttft_p99_seconds, service.spec.slo.tpot_p99_seconds)
         if plan is not None and plan.replicas is not None and service is not None
         else None
     )
-    try:  # written by us through the same schema; anything else is dropped, not fatal
-        kept = ScalingStateStatus.model_validate(status.get("scaling"))
-    except ValidationError:
-        kept = None
     new_status = InferenceServiceStatus(
         observed_generation=gen,
         replicas=observed.replicas if observed else 0,
@@ -126,55 +169,116 @@ def _reject(
             ready_condition(previous, False, observed, now, gen),
             condition(previous, "PlanFeasible", "False", reason, message, now, gen),
             deployment_condition(previous, observed, now, gen),
-            _carry(previous, "MetricsAvailable", now, gen),
+            # no decision is made for a spec that cannot be served: nothing rests on metrics
+            condition(
+                previous,
+                "MetricsAvailable",
+                "Unknown",
+                "NotEvaluated",
+                "no decision while the spec cannot be served",
+                now,
+                gen,
+            ),
         ],
         plan=summary,
         # the engine's memory outlives a bad spec; the decision and live numbers do not
-        decided_replicas=status.get("decidedReplicas"),
-        scaling=kept,
-        last_scale_time=status.get("lastScaleTime"),
+        decided_replicas=status.decided_replicas,
+        scaling=status.scaling,
+        last_scale_time=status.last_scale_time,
         ttft_p99=ttft_display(None, summary),
     )
-    _write_status(kube, body, status, new_status)
+    _write_status(kube, body, new_status)
     return outcome
 
 
-def _carry(previous: list[dict[str, Any]], ctype: str, now: str, gen: int | None) -> Condition:
-    old = next((c for c in previous if c.get("type") == ctype), None)
+def _carry(
+    previous: list[Condition],
+    ctype: str,
+    now: str,
+    gen: int | None,
+    why: str = "the plan is not feasible",
+) -> Condition:
+    """The condition as the last reconcile left it (``Unknown``, ``why``, when there is none)."""
+    old = next((c for c in previous if c.type == ctype), None)
     if old is not None:
-        try:
-            return Condition.model_validate(old)
-        except ValidationError:
-            pass
-    return condition(
-        previous, ctype, "Unknown", "NotEvaluated", "the plan is not feasible", now, gen
-    )
+        return old
+    return condition(previous, ctype, "Unknown", "NotEvaluated", why, now, gen)
+
+
+@dataclass(frozen=True)
+class _Decided:
+    decision: Decision
+    status: DecisionStatus | None
+    state: ScalingState | None
+    decided: bool
+    problems: list[str]
+    on_observation: bool = True
+    """The decision was made on this reconcile's metrics (False: stored or re-bounded; the
+    MetricsAvailable condition then stays as the last observation left it)."""
 
 
 def _decide(
     service: InferenceService,
     plan: Plan,
-    status: dict[str, Any],
+    old: InferenceServiceStatus,
     metrics: MetricsView | None,
-    lead_time: float | None = None,
-) -> Decision:
-    """Plan-only without a metrics source; otherwise the engine, blind-safe."""
+    lead_time: float | None,
+    live_replicas: int | None,
+) -> _Decided:
+    """Plan-only without a metrics source; otherwise one step of the shared stepper on the
+    judged memory: a new decision on a new observation, else the stored one."""
+    spec = service.spec
     if metrics is None:
-        return decide_plan_only(plan, service.spec.scaling.replicas)
-    snapshot = metrics.snapshot
-    if snapshot is None:
-        why = metrics.source_error or "no vLLM series for this service in Prometheus"
-        snapshot = Snapshot(at=metrics.now_s, replicas_reporting=0, problems=[why])
-    return decide(
-        EngineInput(
-            spec=service.spec,
-            forecast=plan,
-            snapshot=snapshot,
-            state=state_from_status(status),
-            now_s=metrics.now_s,
-            stale_after_s=metrics.stale_after_s,
-            lead_time_s=lead_time,
-        )
+        d = decide_plan_only(plan, spec.scaling.replicas)
+        return _Decided(d, decision_status(d), None, True, [])
+    memory, problems = trusted(memory_of(old), spec, metrics.now_s, live_replicas)
+    stored = old.decision is not None and old.scaling is not None and not problems
+    if memory.decided_replicas != old.decided_replicas:
+        stored = False  # the workload is not where the memory says: decide from the workload
+    stepper = Stepper(spec, plan, metrics.interval_s, metrics.stale_after_s)
+    step = stepper.step(memory, metrics.observation, metrics.now_s, lead_time, stored=stored)
+    if step.decision is None:  # already decided on this observation: the stored decision
+        assert old.decision is not None
+        stored_decision = _stored(old.decision, step.state)
+        return _Decided(stored_decision, old.decision, step.state, False, [], False)
+    d = step.decision
+    if d.source in ("metrics", "hold"):
+        # an engine decision moves the workload at most one step (its memory is status)
+        held = limited(d.replicas, live_replicas, spec)
+        if held != d.replicas:
+            why = f"{d.why}; limited to one step from the workload's {live_replicas} replicas"
+            d = d.model_copy(
+                update={
+                    "replicas": held,
+                    "why": why,
+                    "reason": f"{d.reason}; limited to {held}, one step from the workload's "
+                    f"{live_replicas} replicas",
+                    "state": d.state.model_copy(update={"decided_replicas": held}),
+                }
+            )
+    observed = d.state.observed_at_s
+    status = decision_status(d, observed)
+    return _Decided(d, status, d.state, True, problems, step.engine_ran)
+
+
+def _stored(status: DecisionStatus, state: ScalingState) -> Decision:
+    """The stored decision as the engine's type, for rendering and the operator's metrics."""
+    replicas = state.decided_replicas if state.decided_replicas is not None else status.replicas
+    try:
+        cause = Cause(status.cause) if status.cause is not None else Cause.STEADY
+    except ValueError:
+        cause = Cause.STEADY
+    source = status.source if status.source in ("plan", "pin", "metrics", "hold") else "metrics"
+    return Decision(
+        replicas=replicas,
+        reason=status.reason,
+        cause=cause,
+        why=status.reason,
+        source=source,
+        model_replicas=status.model_replicas,
+        metrics_available=source != "hold",
+        metrics_reason="ok" if source != "hold" else status.reason,
+        state=state,
     )
 
 
@@ -213,7 +317,13 @@ def reconcile(
     try:
         service = with_profile(kube, ns, parse_inference_service(dict(body)))
         service = with_hf_config(kube, ns, service)
-        plan = plan_service(service.spec, name)
+        measured = metrics.snapshot if metrics is not None else None
+        plan = plan_service(
+            with_measured_acceptance(
+                service.spec, measured.spec_decode_acceptance_rate if measured else None
+            ),
+            name,
+        )
     except SpecError as err:
         return _reject(kube, body, "InvalidSpec", str(err), now, emit)
     if plan.replicas is None:  # nothing can serve; a bound shortfall still deploys, flagged
@@ -221,31 +331,47 @@ def reconcile(
             kube, body, "Infeasible", "; ".join(plan.infeasible_reasons), now, emit, plan, service
         )
 
-    status, previous = _previous(body)
-    previous_decision = status.get("decidedReplicas")
+    status, problems = read_status(body.get("status"))
+    previous = status.conditions
     lead_time = None if metrics is None else lead_time_s(kube.list_pods(ns, selector_string(name)))
-    decision = _decide(service, plan, status, metrics, lead_time)
+    workload_kind = LWS_KIND if plan.nodes_per_replica > 1 else DEPLOYMENT
+    workload_now = reader(kube, workload_kind)(ns, child_name(name))
+    was = (
+        None if workload_now is None else observe_workload({**workload_now, "kind": workload_kind})
+    )
+    live_replicas = None if was is None else was.replicas
+    made = _decide(service, plan, status, metrics, lead_time, live_replicas)
+    decision = made.decision
     bundle = render_bundle(name, ns, service.spec, plan, decision.replicas, Owner(name, uid))
     outcome = Outcome(
         feasible=True,
         replicas=decision.replicas,
         plan=plan,
         decision=decision,
-        previous_decision=previous_decision,
+        decided=made.decided,
+        previous_decision=status.decided_replicas,
+        live_replicas=live_replicas,
+        memory_problems=problems + made.problems,
     )
+    for problem in outcome.memory_problems:
+        log.warning("%s/%s: %s", ns, name, problem)
     live_workload = None
-    for obj in bundle.objects:
-        kind = obj["kind"]
-        read = {
-            "Service": kube.read_service,
-            "PodDisruptionBudget": kube.read_pdb,
-        }.get(kind) or reader(kube, kind)
+    # one read per object; the workload was read already, before deciding
+    lives = [
+        workload_now if obj["kind"] == workload_kind else _read_live(kube, ns, obj)
+        for obj in bundle.objects
+    ]
+    taken = name_conflicts(bundle.objects, lives, uid)
+    if taken:  # applying would adopt, merge into or (by GC) delete what is not ours
+        return _name_conflict(kube, body, taken, plan, service, now, emit, outcome)
+    for obj, read_back in zip(bundle.objects, lives, strict=True):
+        kind, live = obj["kind"], read_back
         child = obj["metadata"]["name"]  # the InferenceService's name, or one derived from it
-        live = read(ns, child)
         # the reader chose the type (a PDB may be served as policy/v1beta1 on old clusters)
         desired = {k: v for k, v in obj.items() if k not in ("apiVersion", "kind")}
-        diff = differences(desired, live) if live is not None else ["(missing)"]
-        diff = diff or selector_drift(obj, live)
+        owned = managed_by(live, FIELD_MANAGER)
+        diff = differences(desired, live, owned=owned) if live is not None else ["(missing)"]
+        diff = diff or selector_drift(obj, live, owned)
         if diff:
             if kind == "Deployment" and live is not None:
                 _least_work_first(kube, ns, name, obj, live, metrics)
@@ -255,12 +381,16 @@ def reconcile(
                 return _reject(
                     kube, body, "LeaderWorkerSetMissing", str(err), now, emit, plan, service
                 )
+            except ApiException as exc:  # refused, not lost: say so in status, then the retry
+                if refused(exc):
+                    _apply_refused(kube, body, kind, child, exc, plan, service, now)
+                raise
             outcome.applied.append(kind)
-            _announce(kind, obj, live, diff, decision, previous_decision, emit, outcome)
+            _announce(kind, obj, live, diff, decision, emit, outcome)
             live = applied
         if kind in WORKLOAD_KINDS:
             live_workload = {**(live or {}), "kind": kind}
-            replaced = remove_stale(kube, ns, child, kind, owner=name)
+            replaced = remove_stale(kube, ns, child, kind, owner=name, uid=uid)
             if replaced is not None:
                 message = (
                     f"Replaced {replaced} {child} by {kind} {child}: a replica now spans "
@@ -271,12 +401,12 @@ def reconcile(
 
     observed = observe_workload(live_workload)
     outcome.ready_replicas = observed.ready_replicas if observed else 0
-    scaled = previous_decision != decision.replicas
+    scaled = live_replicas is not None and live_replicas != decision.replicas
     summary = plan_summary(
         plan, service.spec.slo.ttft_p99_seconds, service.spec.slo.tpot_p99_seconds
     )
     now_live = (
-        live_status(metrics.snapshot, now)
+        live_status(metrics.snapshot, rfc3339(metrics.read_at_s or metrics.now_s))
         if metrics is not None and metrics.snapshot is not None
         else None
     )
@@ -289,8 +419,8 @@ def reconcile(
         selector=selector_string(name),
         tensor_parallel_size=plan.tensor_parallel_size,
         plan=summary,
-        decision=decision_status(decision),
-        diagnosis=decision.diagnosis,
+        decision=made.status,
+        diagnosis=decision.diagnosis if made.decided else status.diagnosis,
         conditions=[
             ready_condition(previous, True, observed, now, gen),
             condition(
@@ -305,15 +435,99 @@ def reconcile(
                 gen,
             ),
             deployment_condition(previous, observed, now, gen),
-            metrics_condition(previous, now, gen, None if metrics is None else decision),
+            (
+                metrics_condition(previous, now, gen, None if metrics is None else decision)
+                if made.on_observation
+                else _carry(previous, "MetricsAvailable", now, gen, "no metrics read yet")
+            ),
+            production_ready_condition(
+                previous,
+                service.spec,
+                plan,
+                bundle.objects,
+                None if metrics is None else metrics.snapshot,
+                now,
+                gen,
+            ),
         ],
-        last_scale_time=now if scaled else status.get("lastScaleTime", now),
-        scaling=scaling_state_status(decision.state, lead_time) if metrics is not None else None,
+        last_scale_time=now if scaled else (status.last_scale_time or now),
+        scaling=made.state,  # its decidedReplicas is the top-level one (excluded here)
         live=now_live,
         ttft_p99=ttft_display(now_live, summary),
     )
-    _write_status(kube, body, status, new_status)
+    _write_status(kube, body, new_status)
     return outcome
+
+
+def _read_live(kube: Kube, ns: str, obj: dict[str, Any]) -> dict[str, Any] | None:
+    kind = obj["kind"]
+    read = {
+        "Service": kube.read_service,
+        "PodDisruptionBudget": kube.read_pdb,
+    }.get(kind) or reader(kube, kind)
+    return read(ns, obj["metadata"]["name"])
+
+
+def _name_conflict(
+    kube: Kube,
+    body: Mapping[str, Any],
+    taken: list[NameConflict],
+    plan: Plan,
+    service: InferenceService,
+    now: str,
+    emit: EventSink,
+    outcome: Outcome,
+) -> Outcome:
+    """Nothing applied; ``Ready=False`` NameConflict and one Warning event per new conflict."""
+    meta = body["metadata"]
+    status, _ = read_status(body.get("status"))
+    previous = status.conditions
+    if not announced(previous, taken):
+        message = conflict_message(taken)
+        emit("Warning", NAME_CONFLICT, message)
+        outcome.events.append(("Warning", NAME_CONFLICT, message))
+    summary = plan_summary(
+        plan, service.spec.slo.ttft_p99_seconds, service.spec.slo.tpot_p99_seconds
+    )
+    new_status = conflict_status(
+        previous, status, taken, summary, selector_string(meta["name"]), now, meta.get("generation")
+    )
+    _write_status(kube, body, new_status)
+    outcome.decision, outcome.replicas = None, None
+    return outcome
+
+
+def _apply_refused(
+    kube: Kube,
+    body: Mapping[str, Any],
+    kind: str,
+    child: str,
+    exc: ApiException,
+    plan: Plan,
+    service: InferenceService,
+    now: str,
+) -> None:
+    """The API server refused an object (4xx other than a conflict or throttling): Ready=False
+    ApplyFailed in status; the caller's event and retry follow."""
+    meta = body["metadata"]
+    status, _ = read_status(body.get("status"))
+    previous = status.conditions
+    message = f"the API server refused {kind} {child}: {refusal(exc)}"
+    summary = plan_summary(
+        plan, service.spec.slo.ttft_p99_seconds, service.spec.slo.tpot_p99_seconds
+    )
+    new_status = unapplied_status(
+        previous,
+        status,
+        "ApplyFailed",
+        message,
+        f"{kind} {child} not applied",
+        summary,
+        selector_string(meta["name"]),
+        now,
+        meta.get("generation"),
+    )
+    _write_status(kube, body, new_status)
 
 
 def _layout(plan: Plan) -> str:
@@ -351,15 +565,13 @@ def _least_work_first(
     )
 
 
-def _write_status(
-    kube: Kube,
-    body: Mapping[str, Any],
-    old: Mapping[str, Any],
-    new: InferenceServiceStatus,
-) -> None:
-    """Replace the status whole when it differs (conditional on the version read)."""
+def _write_status(kube: Kube, body: Mapping[str, Any], new: InferenceServiceStatus) -> None:
+    """Replace the status whole when it differs from the one read. The write carries the
+    resourceVersion read; on 409 Conflict ``Kube.replace_status`` re-reads the version and
+    writes the same status again (the operator is the status' only writer: whatever another
+    client wrote there since the read is replaced)."""
     document = status_document(new)
-    if document != dict(old):
+    if document != dict(body.get("status") or {}):
         meta = body["metadata"]
         kube.replace_status(meta["namespace"], meta["name"], document, meta.get("resourceVersion"))
 
@@ -370,12 +582,13 @@ def _announce(
     live: dict[str, Any] | None,
     diff: list[str],
     decision: Decision,
-    previous_decision: int | None,
     emit: EventSink,
     outcome: Outcome,
 ) -> None:
-    """One event per reason: created, configuration rolled, scaled by a new decision, or a
-    manual change undone (live replicas that differ from an unchanged decision are drift)."""
+    """One event per reason: created, configuration rolled, scaled by a new decision (the
+    workload's count before the apply → the decision), or a manual change undone (live
+    replicas that differ from an unchanged decision are drift). The words come from the
+    decision's typed cause and its numbers."""
 
     def say(type_: str, why: str, message: str) -> None:
         emit(type_, why, message)
@@ -391,20 +604,26 @@ def _announce(
     old_hash = ((live.get("metadata") or {}).get("annotations") or {}).get(CONFIG_HASH_ANNOTATION)
     new_hash = desired["metadata"]["annotations"][CONFIG_HASH_ANNOTATION]
     reconfigured = old_hash != new_hash
-    rescaled = previous_decision is not None and previous_decision != decision.replicas
+    was = int((live.get("spec") or {}).get("replicas") or 0)
+    rescaled = was != decision.replicas
     if reconfigured:
         say(
             "Normal",
             "ConfigChanged",
             f"Rolling out a new vLLM configuration ({old_hash} → {new_hash})",
         )
-    if rescaled:
-        # "scale up 2→3: kv_usage 0.95 ≥ 0.9" → "Scaled 2→3: kv_usage 0.95 ≥ 0.9"
-        why = (
-            decision.reason.split(": ", 1)[-1]
-            if decision.source == "metrics"
-            else (decision.reason)
+    if rescaled and outcome.decided and outcome.previous_decision != decision.replicas:
+        say(
+            "Normal",
+            "Scaled",
+            f"Scaled {was}→{decision.replicas}: {decision.why}",
         )
-        say("Normal", "Scaled", f"Scaled {previous_decision}→{decision.replicas}: {why}")
-    if not reconfigured and not rescaled:
+    elif rescaled:
+        say(
+            "Warning",
+            "DriftCorrected",
+            f"Undid a manual change of replicas {was}→{decision.replicas} (the decision stands: "
+            f"{decision.why})",
+        )
+    elif not reconfigured:
         say("Warning", "DriftCorrected", f"Undid manual changes to {', '.join(diff[:5])}")

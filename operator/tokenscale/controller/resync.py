@@ -25,6 +25,9 @@ from tokenscale.controller.telemetry import Telemetry
 from tokenscale.kube.client import Kube
 from tokenscale.metrics import PrometheusConfig, PrometheusSource
 from tokenscale.metrics.promql import QueryConfig
+from tokenscale.metrics.source import QueryError, QueryErrorKind
+from tokenscale.render.labels import INFERENCE_SERVICE_LABEL
+from tokenscale.render.names import label_value
 from tokenscale.scaling import Snapshot
 
 log = logging.getLogger(__name__)
@@ -72,6 +75,7 @@ def fleet_metrics(settings: Settings, telemetry: Telemetry) -> "FleetMetrics":
         namespaces=None if settings.clusterwide else list(settings.namespaces),
         stale_after_s=max(60.0, 4 * settings.interval_seconds),
         telemetry=telemetry,
+        interval_s=settings.interval_seconds,
     )
 
 
@@ -83,28 +87,67 @@ class FleetMetrics:
     namespaces: list[str] | None
     stale_after_s: float
     telemetry: Telemetry
+    interval_s: float
+    """``--interval``: the engine's interval for a service's first decision."""
     snapshots: dict[tuple[str, str], Snapshot] = field(default_factory=dict)
     running_by_pod: dict[tuple[str, str], dict[str, float]] = field(default_factory=dict)
     error: str | None = None
+    read_at_s: float | None = None
+    """When the last fleet read ran: the time of the observation every service's engine
+    decides on once (None: no read yet)."""
 
     def refresh(self) -> None:
+        """Replace the read; a source that raises leaves no data (every service holds) and its
+        error in ``error``, never an exception out of the resync cycle."""
         if self.source is None:
             return
-        self.snapshots = self.source.snapshots(self.namespaces, time.time())
-        self.running_by_pod = self.source.running_by_pod(self.namespaces)
-        log.debug("metrics: %d services, per-pod %s", len(self.snapshots), self.running_by_pod)
-        self.error = self.source.last_error
-        self.telemetry.record_query_errors(self.source.last_error)
+        # milliseconds: the observation's time round-trips through status.decision.observedAt
+        read_at = round(time.time(), 3)
+        try:
+            snapshots = self.source.snapshots(self.namespaces, read_at)
+            running = self.source.running_by_pod(self.namespaces)
+            error = self.source.last_error
+            errors = list(self.source.last_errors)
+        except Exception as exc:  # a bug in reading must not stop the fleet's reconciles
+            log.exception("metrics: the fleet read failed")
+            snapshots, running = {}, {}
+            error = f"the metrics read failed: {type(exc).__name__}: {str(exc)[:200]}"
+            errors = [QueryError("*", QueryErrorKind.OTHER, error)]
+        log.debug("metrics: %d services, per-pod %s", len(snapshots), running)
+        # one assignment: a reconcile on another thread sees the whole read or none of it
+        self.snapshots, self.running_by_pod, self.error, self.read_at_s = (
+            snapshots,
+            running,
+            error,
+            read_at,
+        )
+        self.telemetry.record_query_errors(errors)
 
     def view(self, key: tuple[str, str]) -> MetricsView | None:
+        """The metrics of InferenceService ``key`` (namespace, metadata.name), found by the
+        label its pods carry (``render/labels.py``: the name, or the derived value when the
+        name is not a valid label value), which the PodMonitor copies into the series."""
         if self.source is None:
             return None
+        ns, name = key
+        series_key = (ns, label_value(name))
+        snapshot = self.snapshots.get(series_key)
+        error = self.error
+        if snapshot is None and error is None:
+            q = self.source.cfg.query
+            error = (
+                f'no vLLM series with {q.namespace_label}="{ns}", '
+                f'{q.service_label}="{series_key[1]}" in Prometheus (the pods\' label '
+                f"{INFERENCE_SERVICE_LABEL}; is the PodMonitor scraping them?)"
+            )
         return MetricsView(
-            snapshot=self.snapshots.get(key),
-            source_error=self.error,
+            snapshot=snapshot,
+            source_error=error,
             now_s=time.time(),
+            interval_s=self.interval_s,
+            read_at_s=self.read_at_s,
             stale_after_s=self.stale_after_s,
-            running_by_pod=self.running_by_pod.get(key),
+            running_by_pod=self.running_by_pod.get(series_key),
         )
 
 
@@ -170,7 +213,7 @@ class Reconciler:
                 *key,
                 outcome.plan,
                 outcome.decision,
-                outcome.previous_decision,
+                outcome.live_replicas if outcome.decided else None,
                 view.snapshot if view else None,
                 outcome.decision.replicas,
                 outcome.ready_replicas,
@@ -193,6 +236,10 @@ async def resync_forever(
                 await asyncio.to_thread(run, item)
             except kopf.TemporaryError as exc:
                 log.warning("resync: %s", exc)
+            except Exception:  # one service's failure never stops another's reconcile
+                meta = item.get("metadata") or {}
+                ns, name = meta.get("namespace"), meta.get("name")
+                log.exception("resync: %s/%s failed; the others go on", ns, name)
 
     async def cycle() -> None:
         if not run.may_act():

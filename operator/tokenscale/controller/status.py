@@ -6,7 +6,10 @@ longer applies (``live`` without metrics, ``decision`` for an infeasible spec) d
 """
 
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from typing import Any, Literal
+
+from pydantic import ValidationError
 
 from tokenscale.api.status import (
     Condition,
@@ -15,12 +18,10 @@ from tokenscale.api.status import (
     InferenceServiceStatus,
     LiveStatus,
     PlanSummary,
-    ScalingStateStatus,
     SignalStatus,
 )
 from tokenscale.planning.result import Plan
 from tokenscale.scaling import Decision, ScalingState, Snapshot
-from tokenscale.scaling.forecast import RateForecast
 
 ConditionStatus = Literal["True", "False", "Unknown"]
 
@@ -52,8 +53,42 @@ def observe_deployment(live: dict[str, Any] | None) -> Observed | None:
     )
 
 
+def read_status(raw: Any) -> tuple[InferenceServiceStatus, list[str]]:
+    """The status as the last reconcile wrote it, typed. The status subresource is writable by
+    others: a part that does not validate is dropped (named in the returned problems), the
+    rest kept."""
+    if not isinstance(raw, dict):
+        return InferenceServiceStatus(), [] if raw is None else ["status is not an object"]
+    try:
+        return InferenceServiceStatus.model_validate(raw), []
+    except ValidationError:
+        pass
+    kept: dict[str, Any] = {}
+    problems: list[str] = []
+    for key, value in raw.items():
+        try:
+            InferenceServiceStatus.model_validate({key: value})
+        except ValidationError as err:
+            problems.append(f"status.{key}: {err.errors()[0]['msg']}: dropped")
+        else:
+            kept[key] = value
+    return InferenceServiceStatus.model_validate(kept), problems
+
+
+def memory_of(status: InferenceServiceStatus) -> ScalingState:
+    """The engine's memory (``status.scaling``, with the top-level ``decidedReplicas``)."""
+    state = status.scaling or ScalingState()
+    return state.model_copy(update={"decided_replicas": status.decided_replicas})
+
+
+def rfc3339(t_s: float) -> str:
+    """Unix seconds as RFC 3339 UTC with milliseconds (``2026-01-01T00:00:00.250Z``)."""
+    stamp = datetime.fromtimestamp(t_s, UTC).strftime("%Y-%m-%dT%H:%M:%S.%f")
+    return stamp[:-3] + "Z"
+
+
 def condition(
-    previous: list[dict[str, Any]],
+    previous: list[Condition],
     ctype: str,
     status: ConditionStatus,
     reason: str,
@@ -62,8 +97,8 @@ def condition(
     generation: int | None,
 ) -> Condition:
     """A condition; its lastTransitionTime moves only when its status changes."""
-    old = next((c for c in previous if c.get("type") == ctype), None)
-    since = old["lastTransitionTime"] if old and old.get("status") == status else now
+    old = next((c for c in previous if c.type == ctype), None)
+    since = old.last_transition_time if old is not None and old.status == status else now
     return Condition(
         type=ctype,
         status=status,
@@ -102,11 +137,12 @@ def plan_summary(plan: Plan, ttft_slo: float | None, tpot_slo: float | None) -> 
         reasons=plan.infeasible_reasons,
         warnings=plan.warnings,
         sources=plan.sources,
+        speculative=plan.speculative.reason if plan.speculative is not None else None,
     )
 
 
 def ready_condition(
-    previous: list[dict[str, Any]],
+    previous: list[Condition],
     plan_ok: bool,
     observed: Observed | None,
     now: str,
@@ -154,7 +190,7 @@ def ready_condition(
 
 
 def deployment_condition(
-    previous: list[dict[str, Any]], observed: Observed | None, now: str, generation: int | None
+    previous: list[Condition], observed: Observed | None, now: str, generation: int | None
 ) -> Condition:
     if observed is None:
         return condition(
@@ -189,7 +225,7 @@ def deployment_condition(
 
 
 def metrics_condition(
-    previous: list[dict[str, Any]],
+    previous: list[Condition],
     now: str,
     generation: int | None,
     decision: Decision | None = None,
@@ -248,15 +284,18 @@ def live_status(snap: Snapshot, at: str) -> LiveStatus:
         output_tps_per_replica=snap.output_tps_per_replica,
         prefix_cache_hit_rate=snap.prefix_cache_hit_rate,
         preemptions_per_second=snap.preemptions_per_s,
+        spec_decode_acceptance_rate=snap.spec_decode_acceptance_rate,
         sample_age_seconds=snap.newest_sample_age_s,
     )
 
 
-def decision_status(decision: Decision) -> DecisionStatus:
+def decision_status(decision: Decision, observed_at_s: float | None = None) -> DecisionStatus:
     return DecisionStatus(
         replicas=decision.replicas,
         source=decision.source,
         reason=decision.reason,
+        cause=decision.cause.value,
+        observed_at=None if observed_at_s is None else rfc3339(observed_at_s),
         model_replicas=decision.model_replicas,
         calibration=decision.calibration,
         prefill_calibration=decision.prefill_calibration,
@@ -284,57 +323,6 @@ def decision_status(decision: Decision) -> DecisionStatus:
                 burst_headroom=decision.outlook.burst_headroom,
                 replicas=decision.outlook.replicas,
             )
-        ),
-    )
-
-
-def scaling_state_status(
-    state: ScalingState, lead_time_s: float | None = None
-) -> ScalingStateStatus:
-    rate = state.rate
-    return ScalingStateStatus(
-        low_since_seconds=state.low_since_s,
-        peak_load_replicas=state.peak_load,
-        peak_at_seconds=state.peak_at_s,
-        pressure_since_seconds=state.pressure_since_s,
-        last_scale_seconds=state.last_scale_s,
-        calibration=state.calibration,
-        prefill_calibration=state.prefill_calibration,
-        rate_level_rps=None if rate is None else rate.level_rps,
-        rate_trend_rps_per_second=None if rate is None else rate.trend_rps_per_s,
-        rate_variance=None if rate is None else rate.variance,
-        rate_at_seconds=None if rate is None else rate.at_s,
-        lead_time_seconds=lead_time_s,
-        slo_headroom=state.slo_headroom,
-        slo_headroom_raised_seconds=state.slo_headroom_raised_s,
-        backlog_at_seconds=state.backlog_at_s,
-    )
-
-
-def state_from_status(status: dict[str, Any]) -> ScalingState:
-    """The engine's memory, as the last reconcile left it in status (survives restarts)."""
-    kept = status.get("scaling") or {}
-    return ScalingState(
-        decided_replicas=status.get("decidedReplicas"),
-        low_since_s=kept.get("lowSinceSeconds"),
-        peak_load=kept.get("peakLoadReplicas") or 0.0,
-        peak_at_s=kept.get("peakAtSeconds"),
-        pressure_since_s=kept.get("pressureSinceSeconds"),
-        last_scale_s=kept.get("lastScaleSeconds"),
-        calibration=kept.get("calibration") or 1.0,
-        prefill_calibration=kept.get("prefillCalibration") or 1.0,
-        slo_headroom=kept.get("sloHeadroom") or 1.0,
-        slo_headroom_raised_s=kept.get("sloHeadroomRaisedSeconds"),
-        backlog_at_s=kept.get("backlogAtSeconds"),
-        rate=(
-            RateForecast(
-                level_rps=kept["rateLevelRps"],
-                trend_rps_per_s=kept.get("rateTrendRpsPerSecond") or 0.0,
-                variance=kept.get("rateVariance") or 0.0,
-                at_s=kept["rateAtSeconds"],
-            )
-            if kept.get("rateLevelRps") is not None and kept.get("rateAtSeconds") is not None
-            else None
         ),
     )
 

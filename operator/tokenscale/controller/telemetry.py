@@ -1,6 +1,8 @@
 """The operator's own metrics (prometheus-client), served on ``--metrics-port``.
 
-Per InferenceService (labels ``namespace``, ``inferenceservice``): desired replicas per
+Per InferenceService (labels ``namespace`` and ``inferenceservice``, the value its pods carry
+in ``tokenscale.io/inferenceservice``: the name, or the derived value when the name is not a
+valid label value, so these series join the vLLM series by the same label): desired replicas per
 constraint and in total, actual and ready replicas, the binding constraint, scale events by
 direction and source, decisions held for missing metrics, observed vs SLO TTFT/TPOT P99, KV
 usage, cost per 1M output tokens. Operator-wide: reconcile and evaluation duration
@@ -9,8 +11,11 @@ histograms, Prometheus query errors by kind. Base units, ``_total`` counters.
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, start_http_server
 
+from tokenscale.metrics.source import QueryError
 from tokenscale.planning.result import Plan
+from tokenscale.render.names import label_value
 from tokenscale.scaling import Decision, Snapshot
+from tokenscale.scaling.cause import Cause
 
 SERVICE = ("namespace", "inferenceservice")
 CONSTRAINTS = ("throughput", "concurrency", "kv", "none")
@@ -39,8 +44,8 @@ class Telemetry:
         )
         self.scale_events = Counter(
             "tokenscale_scale_events",
-            "Replica changes decided",
-            (*SERVICE, "direction", "source"),
+            "Replica changes decided, by direction, source and cause",
+            (*SERVICE, "direction", "source", "cause"),
             registry=r,
         )
         self.held = Counter(
@@ -61,7 +66,7 @@ class Telemetry:
         )
         self.query_errors = Counter(
             "tokenscale_prometheus_query_errors",
-            "Failed PromQL queries by kind",
+            "Failed PromQL queries and implausible samples, by kind",
             ("kind",),
             registry=r,
         )
@@ -98,7 +103,9 @@ class Telemetry:
         actual: int,
         ready: int,
     ) -> None:
-        svc = (ns, name)
+        """``previous``: the workload's replicas before a new decision (None: the stored
+        decision was re-applied, or no workload existed); a change counts as a scale event."""
+        svc = (ns, label_value(name))
         r = plan.sized
         for constraint, value in (
             ("throughput", r.throughput),
@@ -115,8 +122,9 @@ class Telemetry:
             )
         if previous is not None and previous != decision.replicas:
             direction = "up" if decision.replicas > previous else "down"
-            self.scale_events.labels(*svc, direction, decision.source).inc()
-        if decision.source == "hold":
+            labels = (*svc, direction, decision.source, decision.cause.value)
+            self.scale_events.labels(*labels).inc()
+        if previous is not None and decision.cause is Cause.BLIND:
             self.held.labels(*svc).inc()
         self.latency.labels(*svc, "ttft", "estimate").set(plan.ttft_p99_estimate_s)
         self.latency.labels(*svc, "tpot", "estimate").set(plan.tpot_estimate_s)
@@ -135,20 +143,12 @@ class Telemetry:
         if plan.cost_per_million_output_tokens is not None:
             self.cost.labels(*svc).set(plan.cost_per_million_output_tokens)
 
-    def record_query_errors(self, error: str | None) -> None:
-        for part in (error or "").split("; "):
-            if not part:
-                continue
-            kind = (
-                "timeout"
-                if "timed out" in part
-                else "unreachable"
-                if "unreachable" in part
-                else "http"
-                if "Prometheus answered" in part
-                else "other"
-            )
-            self.query_errors.labels(kind).inc()
+    def record_query_errors(self, errors: list[QueryError]) -> None:
+        """One count per failed query or implausible sample of the last read, by its typed kind
+        (``timeout``, ``unreachable``, ``http``, ``answer``: a 200 that is not a vector,
+        ``value``: a sample not finite or out of range, ``other``)."""
+        for error in errors:
+            self.query_errors.labels(error.kind.value).inc()
 
 
 def plan_slo(plan: Plan, name: str) -> float | None:

@@ -53,12 +53,13 @@ def read_workload(kube: Kube, namespace: str, name: str) -> dict[str, Any] | Non
     return None if live is None else {**live, "kind": LWS_KIND}
 
 
-def _owned_by(live: dict[str, Any], owner: str) -> bool:
+def _owned_by(live: dict[str, Any], owner: str, uid: str | None = None) -> bool:
     refs = (live.get("metadata") or {}).get("ownerReferences") or []
     return any(
         r.get("kind") == KIND
         and str(r.get("apiVersion", "")).startswith(API_GROUP)
         and r.get("name") == owner
+        and (uid is None or (r.get("uid") == uid and r.get("controller")))
         for r in refs
     )
 
@@ -68,13 +69,19 @@ def stale_kind(wanted: str) -> str:
 
 
 def remove_stale(
-    kube: Kube, namespace: str, name: str, wanted: str, owner: str | None = None
+    kube: Kube,
+    namespace: str,
+    name: str,
+    wanted: str,
+    owner: str | None = None,
+    uid: str | None = None,
 ) -> str | None:
     """Delete the other kind's workload ``name`` if InferenceService ``owner`` (default: the
-    same name) owns it; the deleted kind, or None."""
+    same name; with ``uid``, that very object as controller) owns it; the deleted kind, or
+    None."""
     other = stale_kind(wanted)
     live = reader(kube, other)(namespace, name)
-    if live is None or not _owned_by(live, owner or name):
+    if live is None or not _owned_by(live, owner or name, uid):
         return None
     if other == LWS_KIND:
         kube.delete_leader_worker_set(namespace, name)
@@ -83,11 +90,18 @@ def remove_stale(
     return other
 
 
-def selector_drift(desired: dict[str, Any], live: dict[str, Any] | None) -> list[str]:
-    """A Service's selector is wholly ours and must match exactly: ``desired ⊆ live`` misses a
-    key left over from the other workload kind (the LWS leader-only ``tokenscale.io/role``)."""
+def selector_drift(
+    desired: dict[str, Any], live: dict[str, Any] | None, owned: dict[str, Any] | None = None
+) -> list[str]:
+    """A Service's selector keys that we applied must match exactly: ``desired ⊆ live`` misses
+    a key left over from the other workload kind (the LWS leader-only ``tokenscale.io/role``).
+    A key another field manager added is not ours to remove (``owned``: our manager's
+    ``fieldsV1``; None: unknown, every extra key counts)."""
     if live is None or desired.get("kind") != "Service":
         return []
-    want = (desired.get("spec") or {}).get("selector")
-    have = (live.get("spec") or {}).get("selector")
-    return [] if want == have else [".spec.selector"]
+    want = (desired.get("spec") or {}).get("selector") or {}
+    have = (live.get("spec") or {}).get("selector") or {}
+    mine = ((owned or {}).get("f:spec") or {}).get("f:selector") or {}
+    extra = [k for k in have if k not in want and (owned is None or f"f:{k}" in mine)]
+    same = all(have.get(k) == v for k, v in want.items())
+    return [] if same and not extra else [".spec.selector"]

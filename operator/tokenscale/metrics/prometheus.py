@@ -1,18 +1,24 @@
-"""The Prometheus MetricsSource (prometheus-api-client), with every odd answer handled.
+"""The Prometheus MetricsSource (the instant-query HTTP API), with every odd answer handled.
 
 Policy, like KEDA's Prometheus scaler, on purpose for each case:
 - no series for a query → that field is None, ``problems`` says "no series";
-- ``NaN`` (an empty rate window, 0/0) or ``±Inf`` → None, with the reason;
+- ``NaN`` (an empty rate window, 0/0) → None, with the reason;
+- ``±Inf``, a number that cannot be read, or a value outside the field's range
+  (``metrics/bounds.py``: a usage outside [0, 1], a negative count, a rate of 1e308) → None,
+  with the reason, counted as a query error of kind ``value``;
+- a 200 whose body is not a vector (``"status": "error"``, ``result: null``, a scalar, a
+  sample without a label map: ``metrics/answers.py``) → the query's fields are None, counted as
+  kind ``answer``;
 - several series where one is expected cannot happen for grouped queries; the info metric is
   folded per instance (max over engines, then summed);
 - stale samples → ``newest_sample_age_s`` is reported and the engine holds past its limit;
 - timeout, HTTP 4xx/5xx, unreachable server → the query's fields are None, the reason is kept in
   ``last_error``; a service with no data at all is absent from the result (the engine holds).
-All queries of one cycle run concurrently on a bounded pool.
+Nothing a server sends raises out of :meth:`PrometheusSource.snapshots`. All queries of one
+cycle run concurrently on a bounded pool.
 """
 
 import logging
-import math
 from collections import defaultdict
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -20,12 +26,11 @@ from pathlib import Path
 from typing import Any
 
 import requests
-from prometheus_api_client import PrometheusConnect
-from prometheus_api_client.exceptions import PrometheusApiClientException
-from urllib3.util.retry import Retry
 
+from tokenscale.metrics.answers import Sample, judge_vector
+from tokenscale.metrics.bounds import in_range, judged, parse_number, sample_value
 from tokenscale.metrics.promql import QueryConfig, queries, running_per_pod
-from tokenscale.metrics.source import ServiceKey
+from tokenscale.metrics.source import QueryError, QueryErrorKind, ServiceKey
 from tokenscale.scaling.snapshot import Snapshot
 
 log = logging.getLogger(__name__)
@@ -53,7 +58,13 @@ FIELDS = {
     "generation_tps": "generation_tps",
     "prefix_hit_rate": "prefix_cache_hit_rate",
     "preemptions": "preemptions_per_s",
+    "spec_decode_acceptance": "spec_decode_acceptance_rate",
 }
+#: Fields only some engines have (speculative decoding): their absence is not a problem.
+OPTIONAL_FIELDS = frozenset({"spec_decode_acceptance_rate"})
+
+
+"""The query-error ``kind`` of a sample whose value is not finite or not plausible."""
 
 
 @dataclass(frozen=True)
@@ -70,8 +81,12 @@ class PrometheusConfig:
 @dataclass
 class _Result:
     name: str
-    series: list[dict[str, Any]] | None
-    error: str | None = None
+    series: list[Sample] | None
+    failure: QueryError | None = None
+
+    @property
+    def error(self) -> str | None:
+        return None if self.failure is None else self.failure.message
 
 
 class PrometheusSource:
@@ -80,70 +95,101 @@ class PrometheusSource:
     def __init__(self, cfg: PrometheusConfig) -> None:
         self.cfg = cfg
         self.last_error: str | None = None
+        self.last_errors: list[QueryError] = []
+        """Every failed query and implausible sample of the last read, typed (for the error
+        counter; ``last_error``: the first three failed queries, in words)."""
         self._pool = ThreadPoolExecutor(max_workers=cfg.concurrency, thread_name_prefix="promql")
 
-    def _client(self, session: requests.Session) -> PrometheusConnect:
-        session.verify = self.cfg.ca_file or self.cfg.verify_tls
-        headers: dict[str, str] = {}
+    def _headers(self) -> dict[str, str]:
+        headers = {"Accept": "application/json"}
         if self.cfg.bearer_token_file:  # re-read every cycle: projected tokens rotate
             token = Path(self.cfg.bearer_token_file).read_text().strip()
             headers["Authorization"] = f"Bearer {token}"
-        return PrometheusConnect(
-            url=self.cfg.url,
-            headers=headers,
-            session=session,
-            disable_ssl=not self.cfg.verify_tls,
-            retry=Retry(total=0),  # no retries inside a cycle: the next cycle is the retry
-            timeout=math.ceil(self.cfg.timeout_s),
-        )
+        return headers
 
-    def _run(self, client: PrometheusConnect, name: str, promql: str) -> _Result:
+    def _run(
+        self, session: requests.Session, headers: dict[str, str], name: str, promql: str
+    ) -> _Result:
         try:
-            return _Result(name, list(client.custom_query(promql)))
-        except PrometheusApiClientException as exc:
-            return _Result(name, None, f"{name}: Prometheus answered {str(exc)[:200]}")
+            response = session.get(
+                f"{self.cfg.url.rstrip('/')}/api/v1/query",
+                params={"query": promql},
+                headers=headers,
+                timeout=self.cfg.timeout_s,
+            )
         except requests.Timeout:
-            return _Result(name, None, f"{name}: timed out after {self.cfg.timeout_s:g} s")
+            return _Result(name, None, _timeout(name, self.cfg.timeout_s))
         except requests.ConnectionError as exc:
             if "timed out" in str(exc).lower():  # a read timeout surfaces as ConnectionError
-                return _Result(name, None, f"{name}: timed out after {self.cfg.timeout_s:g} s")
-            return _Result(name, None, f"{name}: {self.cfg.url} unreachable")
+                return _Result(name, None, _timeout(name, self.cfg.timeout_s))
+            return _Result(
+                name,
+                None,
+                QueryError(name, QueryErrorKind.UNREACHABLE, f"{name}: {self.cfg.url} unreachable"),
+            )
         except (requests.RequestException, ValueError) as exc:
-            return _Result(name, None, f"{name}: {type(exc).__name__}: {str(exc)[:200]}")
+            text = f"{name}: {type(exc).__name__}: {str(exc)[:200]}"
+            return _Result(name, None, QueryError(name, QueryErrorKind.OTHER, text))
+        if response.status_code != 200:
+            text = f"{name}: Prometheus answered HTTP {response.status_code}: {response.text[:200]}"
+            return _Result(name, None, QueryError(name, QueryErrorKind.HTTP, text))
+        try:
+            body = response.json()
+        except ValueError:
+            text = f"{name}: the answer is not JSON: {response.text[:80]!r}"
+            return _Result(name, None, QueryError(name, QueryErrorKind.ANSWER, text))
+        judged_answer = judge_vector(name, body)
+        if isinstance(judged_answer, QueryError):
+            return _Result(name, None, judged_answer)
+        return _Result(name, judged_answer)
 
     def snapshots(self, namespaces: list[str] | None, now_s: float) -> dict[ServiceKey, Snapshot]:
         with requests.Session() as session:
+            session.verify = self.cfg.ca_file or self.cfg.verify_tls
             try:
-                client = self._client(session)
+                headers = self._headers()
             except OSError as exc:
                 self.last_error = f"cannot read the bearer token: {exc}"
+                self.last_errors = [QueryError("*", QueryErrorKind.OTHER, self.last_error)]
                 return {}
             plan = queries(self.cfg.query, namespaces)
-            results = list(self._pool.map(lambda kv: self._run(client, *kv), plan.items()))
-        errors = [r.error for r in results if r.error]
+            results = list(
+                self._pool.map(lambda kv: self._run(session, headers, *kv), plan.items())
+            )
+        failed = [r.failure for r in results if r.failure is not None]
+        errors = [p.message for p in failed]
         self.last_error = "; ".join(errors[:3]) if errors else None
         if errors:
             log.warning("metrics: %s", self.last_error)
-        return _assemble(results, self.cfg.query, now_s)
+        out, implausible = _assemble(results, self.cfg.query, now_s)
+        self.last_errors = failed + implausible
+        return out
 
     def running_by_pod(self, namespaces: list[str] | None) -> dict[ServiceKey, dict[str, float]]:
         """Running requests per pod, per service (empty when unknown: nothing is guessed)."""
         with requests.Session() as session:
+            session.verify = self.cfg.ca_file or self.cfg.verify_tls
             try:
-                client = self._client(session)
+                headers = self._headers()
             except OSError:
                 return {}
             result = self._run(
-                client, "running_per_pod", running_per_pod(self.cfg.query, namespaces)
+                session, headers, "running_per_pod", running_per_pod(self.cfg.query, namespaces)
             )
         out: dict[ServiceKey, dict[str, float]] = defaultdict(dict)
         for series in result.series or []:
-            metric = series.get("metric") or {}
-            key, pod = _key(metric, self.cfg.query), metric.get(self.cfg.query.pod_label)
-            value, _ = _number(series.get("value"))
+            key, pod = (
+                _key(series.labels, self.cfg.query),
+                series.labels.get(self.cfg.query.pod_label),
+            )
+            value, _ = judged("running", series.value)
             if key is not None and pod and value is not None:
                 out[key][pod] = value
         return dict(out)
+
+
+def _timeout(name: str, timeout_s: float) -> QueryError:
+    return QueryError(name, QueryErrorKind.TIMEOUT, f"{name}: timed out after {timeout_s:g} s")
 
 
 def _key(metric: dict[str, str], cfg: QueryConfig) -> ServiceKey | None:
@@ -151,51 +197,56 @@ def _key(metric: dict[str, str], cfg: QueryConfig) -> ServiceKey | None:
     return (ns, svc) if ns and svc else None
 
 
-def _number(raw: Any) -> tuple[float | None, str | None]:
-    try:
-        value = float(raw[1])
-    except (TypeError, ValueError, IndexError):
-        return None, f"unparseable value {raw!r}"
-    if math.isnan(value):
-        return None, "NaN (no data in the window)"
-    if math.isinf(value):
-        return None, "Inf"
-    return value, None
-
-
-def _assemble(results: list[_Result], cfg: QueryConfig, now_s: float) -> dict[ServiceKey, Snapshot]:
+def _assemble(
+    results: list[_Result], cfg: QueryConfig, now_s: float
+) -> tuple[dict[ServiceKey, Snapshot], list[QueryError]]:
+    """The snapshots, and every sample value that was not finite or not plausible."""
     by_name = {r.name: r for r in results}
     values: dict[ServiceKey, dict[str, Any]] = defaultdict(dict)
     problems: dict[ServiceKey, list[str]] = defaultdict(list)
+    implausible: list[QueryError] = []
+
+    def note(key: ServiceKey, target: str, problem: str) -> None:
+        problems[key].append(f"{target}: {problem}")
+        if not problem.startswith("NaN"):  # an empty window is routine, not an error
+            where = f"{key[0]}/{key[1]} {target}"
+            implausible.append(QueryError(target, QueryErrorKind.VALUE, f"{where}: {problem}"))
+
     for name, target in FIELDS.items():
         for series in by_name[name].series or []:
-            key = _key(series.get("metric", {}), cfg)
+            key = _key(series.labels, cfg)
             if key is None:
                 continue
-            value, problem = _number(series.get("value"))
+            value, problem = judged(target, series.value)
             if problem:
-                problems[key].append(f"{target}: {problem}")
+                note(key, target, problem)
             else:
                 values[key][target] = value
     counts: dict[ServiceKey, int] = {}
     for series in by_name["replicas"].series or []:
-        key = _key(series.get("metric", {}), cfg)
-        value, _ = _number(series.get("value"))
-        if key is not None and value is not None:
+        key = _key(series.labels, cfg)
+        if key is None:
+            continue
+        value, problem = judged("replicas_reporting", series.value)
+        if problem:
+            note(key, "replicas_reporting", problem)
+        elif value is not None:
             counts[key] = int(value)
     ages: dict[ServiceKey, float] = {}
     for series in by_name["newest_sample"].series or []:
-        key = _key(series.get("metric", {}), cfg)
-        value, _ = _number(series.get("value"))
+        key = _key(series.labels, cfg)
+        value, _ = sample_value(series.value)
         if key is not None and value is not None:
             ages[key] = max(0.0, now_s - value)
     blocks = _kv_blocks(
-        by_name["cache_info"].series or [], by_name["kv_per_instance"].series or [], cfg
+        by_name["cache_info"].series or [], by_name["kv_per_instance"].series or [], cfg, note
     )
     out: dict[ServiceKey, Snapshot] = {}
-    for key in set(counts) | set(values):
+    for key in set(counts) | set(values) | set(problems):
         fields = dict(values.get(key, {}))
         for name, target in FIELDS.items():
+            if target in OPTIONAL_FIELDS and target not in fields:
+                continue
             if target not in fields and not any(p.startswith(f"{target}:") for p in problems[key]):
                 why = by_name[name].error or "no series"
                 problems[key].append(f"{target}: {why}")
@@ -209,33 +260,38 @@ def _assemble(results: list[_Result], cfg: QueryConfig, now_s: float) -> dict[Se
             problems=problems[key],
             **fields,
         )
-    return out
+    return out, implausible
 
 
 def _kv_blocks(
-    info: list[dict[str, Any]], usage: list[dict[str, Any]], cfg: QueryConfig
+    info: list[Sample],
+    usage: list[Sample],
+    cfg: QueryConfig,
+    note: Any,
 ) -> dict[ServiceKey, tuple[float | None, float | None]]:
     """Blocks per instance from ``vllm:cache_config_info{num_gpu_blocks=…}`` (max over engines),
-    free = blocks × (1 − that instance's KV usage); summed per service."""
+    free = blocks × (1 − that instance's KV usage); summed per service. A ``num_gpu_blocks``
+    that is not a finite count in range (``"Inf"``, ``"1e400"``, negative) is noted, not used."""
     per_instance: dict[tuple[ServiceKey, str], float] = {}
     for series in info:
-        metric = series.get("metric", {})
-        key = _key(metric, cfg)
-        try:
-            blocks = float(metric.get("num_gpu_blocks", "nan"))
-        except ValueError:
+        key = _key(series.labels, cfg)
+        raw = series.labels.get("num_gpu_blocks")
+        if key is None or raw is None:
             continue
-        if key is None or math.isnan(blocks):
+        blocks, problem = parse_number(raw)
+        if blocks is not None:
+            blocks, problem = in_range("num_gpu_blocks", blocks)
+        if blocks is None:
+            note(key, "kv_blocks_total", f"num_gpu_blocks {problem}")
             continue
-        where = (key, metric.get(cfg.instance_label, ""))
+        where = (key, series.labels.get(cfg.instance_label, ""))
         per_instance[where] = max(per_instance.get(where, 0.0), blocks)
     used: dict[tuple[ServiceKey, str], float] = {}
     for series in usage:
-        metric = series.get("metric", {})
-        key = _key(metric, cfg)
-        value, _ = _number(series.get("value"))
+        key = _key(series.labels, cfg)
+        value, _ = judged("kv_usage_max", series.value)
         if key is not None and value is not None:
-            used[(key, metric.get(cfg.instance_label, ""))] = value
+            used[(key, series.labels.get(cfg.instance_label, ""))] = value
     out: dict[ServiceKey, tuple[float | None, float | None]] = {}
     for (key, inst), blocks in per_instance.items():
         total, free = out.get(key, (0.0, 0.0))

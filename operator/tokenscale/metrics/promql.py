@@ -87,6 +87,9 @@ def queries(cfg: QueryConfig, namespaces: list[str] | None) -> dict[str, str]:
         "generation_tps": rate(v.GENERATION_TOKENS),
         "prefix_hit_rate": (f"{rate(v.PREFIX_CACHE_HITS)} / {rate(v.PREFIX_CACHE_QUERIES)}"),
         "preemptions": rate(v.NUM_PREEMPTIONS),
+        # speculative decoding: accepted ÷ drafted tokens (vLLM's own acceptance rate)
+        "spec_decode_acceptance": f"{rate(v.SPEC_DECODE_NUM_ACCEPTED_TOKENS)} / "
+        f"{rate(v.SPEC_DECODE_NUM_DRAFT_TOKENS)}",
         "newest_sample": f"max by ({g}) (timestamp({v.NUM_REQUESTS_RUNNING}{s}))",
     }
 
@@ -97,3 +100,70 @@ def running_per_pod(cfg: QueryConfig, namespaces: list[str] | None) -> str:
     s = selector(cfg, namespaces)
     g = f"{cfg.namespace_label}, {cfg.service_label}, {cfg.pod_label}"
     return f"sum by ({g}) (last_over_time(vllm:num_requests_running{s}[{cfg.gauge_window}]))"
+
+
+#: Alert thresholds of :func:`alert_rules` (the chart's PrometheusRule spells the same numbers).
+KV_EXHAUSTED_USAGE = 0.98
+ERROR_RATIO = 0.05
+
+
+def alert_rules(
+    cfg: QueryConfig, rate_window: str = "5m", for_duration: str = "5m"
+) -> list[dict[str, object]]:
+    """The alerting rules the chart installs (``prometheusRules.enabled``): an engine that stops
+    answering scrapes (a CUDA OOM or any crash), KV exhausted with requests waiting, requests
+    finishing aborted or in error, and preemptions. Grouped by namespace and service; the
+    chart's template must render exactly these (tests/unit/test_readiness.py compares)."""
+    g = f"{cfg.namespace_label}, {cfg.service_label}"
+    s = f'{cfg.service_label}!=""'
+    rw = rate_window
+    kv = (
+        f"max by ({g}) ({v.KV_CACHE_USAGE}{{{s}}} or {v.KV_CACHE_USAGE_LEGACY}{{{s}}}) "
+        f">= {KV_EXHAUSTED_USAGE:g} and on ({g}) sum by ({g}) ({v.NUM_REQUESTS_WAITING}{{{s}}}) "
+        "> 0"
+    )
+    errors = (
+        f'sum by ({g}) (rate({v.REQUEST_SUCCESS}{{{s},finished_reason=~"abort|error"}}[{rw}])) '
+        f"/ sum by ({g}) (rate({v.REQUEST_SUCCESS}{{{s}}}[{rw}])) > {ERROR_RATIO:g}"
+    )
+    preempt = f"sum by ({g}) (rate({v.NUM_PREEMPTIONS}{{{s}}}[{rw}])) > 0"
+    down = f"up{{{s}}} == 0"
+
+    def rule(name: str, expr: str, severity: str, summary: str) -> dict[str, object]:
+        return {
+            "alert": name,
+            "expr": expr,
+            "for": for_duration,
+            "labels": {"severity": severity},
+            "annotations": {"summary": summary},
+        }
+
+    return [
+        rule(
+            "TokenscaleVllmEngineDown",
+            down,
+            "critical",
+            "A vLLM engine stopped answering scrapes: crashed (a CUDA OOM kills the engine), "
+            "restarting or unreachable.",
+        ),
+        rule(
+            "TokenscaleVllmKvCacheExhausted",
+            kv,
+            "warning",
+            "KV cache full with requests waiting: admission stalls, TTFT rises, preemption "
+            "follows.",
+        ),
+        rule(
+            "TokenscaleVllmRequestErrors",
+            errors,
+            "warning",
+            "More than 5% of finished requests were aborted or failed (rejections, errors).",
+        ),
+        rule(
+            "TokenscaleVllmPreempting",
+            preempt,
+            "warning",
+            "vLLM is preempting running requests (KV pressure): they are recomputed, TPOT "
+            "and E2E suffer.",
+        ),
+    ]

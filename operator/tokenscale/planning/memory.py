@@ -38,6 +38,7 @@ class KvGeometry:
         return (self.full_layers * context_tokens + self.window_layers * windowed) / layers
 
     def bytes_for_context(self, context_tokens: float) -> float:
+        """Whole-model KV bytes one request of this context holds (windows applied)."""
         return self.bytes_per_token * self.tokens_held(context_tokens)
 
 

@@ -85,6 +85,7 @@ from tokenscale.planning.result import (
     TpCandidate,
 )
 from tokenscale.planning.sizing import ConstraintInput, Sizing, SizingInputs, size
+from tokenscale.planning.speculative import choose_speculative, not_modelled, speculative_perf
 
 LIVE_KNEE_TPOT_RATIO = 1e6
 
@@ -154,7 +155,8 @@ def perf_at(
         weight_read_efficiency=weight_read_efficiency(model.weight_dtype),
     )
     if layout.pp == 1 and layout.dp == 1:
-        return base
+        s = r.speculative
+        return speculative_perf(base, s) if s is not None and s.enabled else base
     fabric, _ = inter_node_bytes_per_s(spec.hardware.inter_node_gbps or gpu.inter_node_gbps)
     same = {f.name: getattr(base, f.name) for f in dataclasses.fields(base)}
     return LayoutPerfModel(**same, layout=layout, inter_node_bytes_per_s=fabric)
@@ -162,7 +164,7 @@ def perf_at(
 
 def replica_perf_model(spec: InferenceServiceSpec, plan: Plan) -> PerfModel:
     """The timing model behind ``plan`` (its TP and token budget), for the fleet simulator."""
-    r = resolve(spec, plan.name)
+    r = as_planned(resolve(spec, plan.name), plan)
     return perf_at(r, forecast_conditions(r), layout_of(plan), plan.max_num_batched_tokens)
 
 
@@ -258,6 +260,9 @@ def _estimate(r: Resolved, c: Conditions, layout: Layout) -> _Estimate:
         if layout.gpus == tp
         else weight_bytes_per_gpu(model.params, arch, layout, bytes_per_param(model.weight_dtype))
     )
+    draft = r.speculative if r.speculative is not None and r.speculative.enabled else None
+    if draft is not None:  # the proposer's weights sit beside the target's, same TP
+        per_gpu += draft.draft_weight_bytes / tp
     activation = (
         a.activation_peak_gib * GIB
         if a.activation_peak_gib is not None
@@ -272,6 +277,12 @@ def _estimate(r: Resolved, c: Conditions, layout: Layout) -> _Estimate:
     stage = dataclasses.replace(
         geom, bytes_per_token_per_rank=geom.bytes_per_token_per_rank * kv_layer_share(arch, layout)
     )
+    if draft is not None:  # the proposer's KV blocks come from the same pool
+        stage = dataclasses.replace(
+            stage,
+            bytes_per_token_per_rank=stage.bytes_per_token_per_rank
+            + draft.draft_kv_bytes_per_token / tp,
+        )
     blocks = kv_capacity_blocks(budget.kv_pool_bytes, stage, serving.block_size) * lanes
     capacity = float(blocks * serving.block_size)
     where = f"as {layout.describe()}" if layout.gpus > tp else f"at TP={tp}"
@@ -395,7 +406,38 @@ def _load(e: _Estimate, c: Conditions, replicas: int) -> tuple[LoadPoint, bool]:
 
 def plan_at(r: Resolved, conditions: Conditions, tp: int | Layout) -> Plan:
     """Plan ``r`` under ``conditions`` at tensor-parallel size ``tp`` on one node, or at a
-    multi-node :class:`Layout` (no layout choice)."""
+    multi-node :class:`Layout` (no layout choice). With ``spec.serving.speculative`` the plan is
+    made with and without it (``planning/speculative.py`` keeps one and says why)."""
+    s = r.speculative
+    if s is None:
+        return _plan_at(r, conditions, tp)
+    layout = _as_layout(tp)
+    r_off = dataclasses.replace(r, speculative=dataclasses.replace(s, enabled=False))
+    off = _plan_at(r_off, conditions, layout)
+    if layout.pp > 1 or layout.dp > 1:
+        return not_modelled(s, off, f"not modelled for {layout.describe()} replicas")
+    r_on = dataclasses.replace(r, speculative=dataclasses.replace(s, enabled=True))
+    on = _plan_at(r_on, conditions, layout)
+    return choose_speculative(
+        s,
+        on,
+        off,
+        perf_at(r_on, conditions, layout, on.max_num_batched_tokens),
+        perf_at(r_off, conditions, layout, on.max_num_batched_tokens),
+    )
+
+
+def as_planned(r: Resolved, plan: Plan) -> Resolved:
+    """``r`` with speculation on exactly when ``plan`` has it on (the timing model of the
+    plan the fleet runs)."""
+    s = r.speculative
+    if s is None:
+        return r
+    on = plan.speculative is not None and plan.speculative.enabled
+    return dataclasses.replace(r, speculative=dataclasses.replace(s, enabled=on))
+
+
+def _plan_at(r: Resolved, conditions: Conditions, tp: int | Layout) -> Plan:
     layout = _as_layout(tp)
     e = _estimate(r, conditions, layout)
     reasons, warnings = list(e.reasons), list(e.warnings)
@@ -699,7 +741,7 @@ def with_curve(r: Resolved, conditions: Conditions, plan: Plan) -> Plan:
     only: the engine's live questions do not need it."""
     if plan.replicas is None:
         return plan
-    perf = perf_at(r, conditions, layout_of(plan), plan.max_num_batched_tokens)
+    perf = perf_at(as_planned(r, plan), conditions, layout_of(plan), plan.max_num_batched_tokens)
     w = conditions.workload
     limit = min(float(plan.max_num_seqs), max(plan.concurrency_limits.kv_mean_context, 1.0))
     points = curve(perf, w.input_tokens, w.output_tokens, limit)
@@ -717,7 +759,9 @@ def predicted_step(
             "output_tokens": TokenDistribution(mean=max(output_tokens, 1.0)),
         }
     )
-    perf = perf_at(r, Conditions(workload=w), layout_of(plan), plan.max_num_batched_tokens)
+    perf = perf_at(
+        as_planned(r, plan), Conditions(workload=w), layout_of(plan), plan.max_num_batched_tokens
+    )
     return closed_loop(perf, concurrency, w.input_tokens, w.output_tokens)
 
 

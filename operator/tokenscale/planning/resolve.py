@@ -20,6 +20,7 @@ from tokenscale.planning.inputs import (
     valid_tp_sizes,
     vllm_serving_defaults,
 )
+from tokenscale.planning.speculative import SpeculativeSetup, resolve_speculative
 
 
 @dataclass(frozen=True)
@@ -32,6 +33,8 @@ class Resolved:
     gpu_key: str
     model: ResolvedModel
     defaults: ServingDefaults
+    speculative: SpeculativeSetup | None = None
+    """``spec.serving.speculative`` sized (``enabled`` says whether this question uses it)."""
 
     def tp_sizes(self) -> list[int]:
         """The tensor-parallel sizes to plan: the pinned one (checked), or every valid one."""
@@ -65,4 +68,5 @@ def resolve(spec: InferenceServiceSpec, name: str = "") -> Resolved:
         gpu_key=spec.hardware.gpu or gpu.name,
         model=model,
         defaults=vllm_serving_defaults(gpu),
+        speculative=resolve_speculative(spec, model),
     )

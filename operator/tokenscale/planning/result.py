@@ -5,9 +5,9 @@
 v1alpha1.
 """
 
-from typing import Any, Literal
+from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field
 
 ConstraintName = Literal["throughput", "concurrency", "kv", "none"]
 
@@ -56,6 +56,33 @@ class Constraint(_Frozen):
     name: ConstraintName
     replicas: float
     formula: str
+
+
+class SpeculativeEstimate(_Frozen):
+    """Speculative decoding at this plan's operating batch, against the same plan without it."""
+
+    enabled: bool = Field(description="Rendered into --speculative-config")
+    reason: str = Field(description="Why on or off, in numbers")
+    method: str
+    num_speculative_tokens: int
+    acceptance_rate: float = Field(description="The rate assumed (accepted / drafted tokens)")
+    tokens_per_step: float = Field(description="(1 − α^(k+1)) / (1 − α) per target step")
+    tpot_s: float = Field(description="Mean TPOT with speculation at the load's batch")
+    tpot_without_s: float = Field(description="Mean TPOT without it, same batch")
+    throughput_ratio: float = Field(
+        description="Output tokens/s with ÷ without speculation at the operating batch"
+    )
+    operating_batch: float = Field(description="The capacity batch (throughput_ratio's)")
+    load_batch: float = Field(description="The batch a replica carries at the load (tpot_s's)")
+    break_even_batch: int = Field(
+        description="Largest batch at which speculation still emits at least as many tokens/s"
+    )
+    break_even_rps_per_replica: float = Field(
+        description="Requests/s a replica completes (without speculation) at that batch"
+    )
+    draft_weight_bytes_per_gpu: float
+    draft_kv_bytes_per_token_per_gpu: float
+    source: str = Field(description="How the proposer was sized")
 
 
 class SloCheck(_Frozen):
@@ -153,7 +180,7 @@ class Plan(_Frozen):
         default=False, description="MoE experts sharded over TP × DP (--enable-expert-parallel)"
     )
     gpus_per_replica: int = Field(
-        default=0, description="TP × PP × DP: the GPUs one replica (one vLLM server) holds"
+        description="TP × PP × DP: the GPUs one replica (one vLLM server) holds"
     )
     nodes_per_replica: int = Field(
         default=1, description="Nodes one replica spans; > 1 renders a LeaderWorkerSet group"
@@ -235,6 +262,9 @@ class Plan(_Frozen):
         default_factory=list,
         description="Predicted closed-loop load test at concurrency 1, 2, 4, … (the KV limit)",
     )
+    speculative: SpeculativeEstimate | None = Field(
+        default=None, description="Speculative decoding, when spec.serving.speculative is set"
+    )
 
     @property
     def sized(self) -> Replicas:
@@ -248,20 +278,3 @@ class Plan(_Frozen):
     def replica_count(self) -> int:
         """``replicas.total``, or 0 when the plan has no count."""
         return self.replicas.total if self.replicas is not None else 0
-
-    @model_validator(mode="before")
-    @classmethod
-    def _single_node_defaults(cls, data: Any) -> Any:
-        """A plan built without a layout is one node, TP GPUs (the pre-multi-node shape)."""
-        if isinstance(data, dict) and not data.get("gpus_per_replica"):
-            layout = (
-                int(data.get("tensor_parallel_size", 1))
-                * int(data.get("pipeline_parallel_size", 1))
-                * int(data.get("data_parallel_size", 1))
-            )
-            data = {**data, "gpus_per_replica": layout}
-        return data
-
-    @property
-    def multi_node(self) -> bool:
-        return self.nodes_per_replica > 1

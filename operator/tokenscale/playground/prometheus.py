@@ -32,8 +32,11 @@ def ensure_prometheus() -> str:
 
 
 class PrometheusServer:
-    def __init__(self, workdir: Path) -> None:
+    def __init__(self, workdir: Path, rule_files: tuple[Path, ...] = ()) -> None:
+        """``rule_files``: Prometheus rule files to load (alerting rules evaluated every
+        second)."""
         self.workdir = workdir
+        self.rule_files = rule_files
         self.port = free_port()
         self.targets_file = workdir / "targets.json"
         self.targets: dict[str, dict[str, str]] = {}
@@ -51,6 +54,7 @@ class PrometheusServer:
         config.write_text(
             textwrap.dedent(f"""\
             global: {{scrape_interval: 1s, evaluation_interval: 1s}}
+            rule_files: {json.dumps([str(f) for f in self.rule_files])}
             scrape_configs:
               - job_name: vllm
                 file_sd_configs: [{{files: ["{self.targets_file}"], refresh_interval: 1s}}]
@@ -102,6 +106,12 @@ class PrometheusServer:
         r = requests.get(f"{self.url}/api/v1/metadata", timeout=5)
         r.raise_for_status()
         return dict(r.json()["data"])
+
+    def firing_alerts(self) -> list[dict[str, str]]:
+        """The labels of every alert in the ``firing`` state (``/api/v1/alerts``)."""
+        r = requests.get(f"{self.url}/api/v1/alerts", timeout=5)
+        r.raise_for_status()
+        return [dict(a["labels"]) for a in r.json()["data"]["alerts"] if a.get("state") == "firing"]
 
     def query(self, promql: str) -> list[dict[str, object]]:
         r = requests.get(f"{self.url}/api/v1/query", params={"query": promql}, timeout=5)

@@ -28,6 +28,7 @@ from tokenscale.playground.prometheus import PrometheusServer
 from tokenscale.playground.service import PlaygroundService
 from tokenscale.playground.twin import Twin
 from tokenscale.render.labels import INFERENCE_SERVICE_LABEL
+from tokenscale.render.names import label_value
 
 log = logging.getLogger(__name__)
 DRAIN_LIMIT_S = 30.0
@@ -141,7 +142,7 @@ class PodRunner:
             raise
         pt.ready = True
         self.router.add(pt.twin)
-        self.prometheus.add_target(pt.twin.target, self.namespace, self.service.name)
+        self.prometheus.add_target(pt.twin.target, self.namespace, label_value(self.service.name))
         self.note(f"pod {pt.pod}: Ready")
 
     def _gone(self, pt: PodTwin) -> None:

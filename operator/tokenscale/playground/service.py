@@ -48,8 +48,13 @@ class PlaygroundService:
         return body
 
 
+class InfeasiblePlanError(SpecError):
+    """The spec is valid but its plan cannot serve (exit 1, as for ``tokenscale plan``)."""
+
+
 def load_service(text: str, source: str) -> PlaygroundService:
-    """The first InferenceService in ``text``; SpecError when it is invalid or infeasible."""
+    """The first InferenceService in ``text``; SpecError when it is invalid,
+    :class:`InfeasiblePlanError` when its plan is infeasible."""
     docs = [d for d in yaml.safe_load_all(text) if d]
     services = parse_manifests(text)
     if not services:
@@ -58,7 +63,7 @@ def load_service(text: str, source: str) -> PlaygroundService:
     manifest = next(d for d in docs if d.get("kind") == "InferenceService")
     plan = plan_service(svc.spec, svc.metadata.name)
     if not plan.feasible:
-        raise SpecError.single(
+        raise InfeasiblePlanError.single(
             "spec", f"{source}: the plan is infeasible: " + "; ".join(plan.infeasible_reasons)
         )
     hw = svc.spec.hardware.model_copy(update={"tensor_parallel_size": plan.tensor_parallel_size})

@@ -1,9 +1,13 @@
 """The ``vllm serve`` arguments for a plan (flag names and defaults: vLLM 0.33 arg_utils)."""
 
+import json
+
 from tokenscale.api.inference_service import InferenceServiceSpec
 from tokenscale.planning.result import Plan
 
 VLLM_PORT = 8000
+#: The longest n-gram prompt lookup matches (``prompt_lookup_max``).
+NGRAM_PROMPT_LOOKUP_MAX = 5
 
 
 def quantization_flag(plan: Plan) -> str | None:
@@ -24,6 +28,25 @@ def parallel_flags(plan: Plan) -> list[str]:
     if plan.expert_parallel:
         flags.append("--enable-expert-parallel")
     return flags
+
+
+def speculative_config(spec: InferenceServiceSpec, plan: Plan) -> str | None:
+    """``--speculative-config`` JSON when the plan has speculation on: vLLM's
+    ``SpeculativeConfig`` keys ``method``, ``num_speculative_tokens``, ``model`` (the proposer
+    checkpoint, when there is one) and, for n-gram lookup, ``prompt_lookup_max`` (the longest
+    n-gram matched; vLLM's own default is 5 as well, given so the rendered config is explicit)."""
+    s, est = spec.serving.speculative, plan.speculative
+    if s is None or est is None or not est.enabled:
+        return None
+    config: dict[str, object] = {
+        "method": est.method,
+        "num_speculative_tokens": est.num_speculative_tokens,
+    }
+    if s.draft_model is not None:
+        config["model"] = s.draft_model.name
+    if est.method == "ngram":
+        config["prompt_lookup_max"] = NGRAM_PROMPT_LOOKUP_MAX
+    return json.dumps(config, sort_keys=True, separators=(",", ":"))
 
 
 def engine_args(spec: InferenceServiceSpec, plan: Plan) -> list[str]:
@@ -57,4 +80,7 @@ def engine_args(spec: InferenceServiceSpec, plan: Plan) -> list[str]:
     quant = quantization_flag(plan)
     if quant:
         args += ["--quantization", quant]
+    speculative = speculative_config(spec, plan)
+    if speculative:
+        args += ["--speculative-config", speculative]
     return args + list(s.extra_args)

@@ -11,6 +11,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from tokenscale.planning.result import Plan
+from tokenscale.scaling.cause import Cause
 from tokenscale.scaling.forecast import Outlook
 from tokenscale.scaling.state import ScalingState
 
@@ -30,12 +31,17 @@ class Signal(BaseModel):
 
 
 class Decision(BaseModel):
-    """How many replicas to run and why; the reason is written to status and events."""
+    """How many replicas to run and why: a typed ``cause`` and its ``why`` (the numbers),
+    from which status, events and metrics render their words; ``reason`` is the whole
+    sentence for status (``"scale up 2→3: kv_usage 0.95 ≥ 0.9 on 2 reporting"``)."""
 
     model_config = ConfigDict(frozen=True)
 
     replicas: int
     reason: str
+    cause: Cause
+    why: str
+    """The cause's numbers, without the verb and counts (events prefix their own from→to)."""
     source: Literal["plan", "pin", "metrics", "hold"]
     signals: list[Signal] = Field(default_factory=list)
     diagnosis: list[str] = Field(default_factory=list)
@@ -51,16 +57,14 @@ class Decision(BaseModel):
 
 def decide_plan_only(plan: Plan, pinned: int | None) -> Decision:
     if pinned is not None:
-        return Decision(
-            replicas=pinned, reason=f"pinned by spec.scaling.replicas={pinned}", source="pin"
-        )
+        why = f"pinned by spec.scaling.replicas={pinned}"
+        return Decision(replicas=pinned, reason=why, why=why, cause=Cause.PINNED, source="pin")
     r = plan.sized
+    why = (
+        f"{plan.binding_constraint} needs {r.needed:.2f} replicas "
+        f"(throughput {r.throughput:.2f}, concurrency {r.concurrency:.2f}, KV {r.kv:.2f}); "
+        f"with redundancy {r.with_redundancy}, within bounds {r.total}"
+    )
     return Decision(
-        replicas=r.total,
-        reason=(
-            f"plan: {plan.binding_constraint} needs {r.needed:.2f} replicas "
-            f"(throughput {r.throughput:.2f}, concurrency {r.concurrency:.2f}, KV {r.kv:.2f}); "
-            f"with redundancy {r.with_redundancy}, within bounds {r.total}"
-        ),
-        source="plan",
+        replicas=r.total, reason=f"plan: {why}", why=why, cause=Cause.PLAN, source="plan"
     )

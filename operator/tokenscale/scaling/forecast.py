@@ -28,6 +28,8 @@ import math
 
 from pydantic import BaseModel, ConfigDict
 
+from tokenscale.api.status import RateForecast  # the smoother's memory
+
 LEVEL_TAU_S = 60.0
 TREND_TAU_S = 180.0
 VARIANCE_TAU_S = 600.0
@@ -37,16 +39,16 @@ MAX_GAP_S = 900.0
 DEFAULT_LEAD_TIME_S = 180.0
 """Until a replica has been seen to start (a fresh service): a typical GPU pod's cold start."""
 
-
-class RateForecast(BaseModel):
-    """The smoother's memory (kept in the scaling state)."""
-
-    model_config = ConfigDict(frozen=True)
-
-    level_rps: float
-    trend_rps_per_s: float = 0.0
-    variance: float = 0.0
-    at_s: float
+__all__ = [
+    "DEFAULT_LEAD_TIME_S",
+    "MAX_GAP_S",
+    "Outlook",
+    "RateForecast",
+    "expected_rps",
+    "headroom",
+    "outlook",
+    "update",
+]
 
 
 class Outlook(BaseModel):

@@ -50,6 +50,9 @@ class Snapshot(BaseModel):
     generation_tps: float | None = None
     prefix_cache_hit_rate: float | None = None
     preemptions_per_s: float | None = None
+    spec_decode_acceptance_rate: float | None = Field(
+        default=None, description="Speculative decoding: accepted ÷ drafted tokens (rates)."
+    )
     newest_sample_age_s: float | None = Field(default=None, description="Staleness.")
     problems: list[str] = Field(default_factory=list, description="Why a value is missing.")
 

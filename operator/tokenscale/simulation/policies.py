@@ -1,7 +1,8 @@
 """Scaling policies compared by the simulator. Each maps (now, snapshot) → replicas asked for.
 
-- ``tokenscale``: the operator's decision engine (scaling.engine.decide), unchanged, with its
-  state carried from one decision to the next exactly as the operator keeps it in status.
+- ``tokenscale``: the operator's decision engine driven by the operator's own stepper
+  (``scaling/stepper.py``: one decision per observation, the real time between them), its
+  state carried from one decision to the next as the operator keeps it in status.
 - ``oracle``: the hindsight allocation of ``capacity.oracle_replicas`` (per bin, the replicas
   the bin's arrivals need at the simulated replica's sustainable rate), replayed with no cold
   start: the yardstick's own SLO attainment is measured, not assumed.
@@ -31,9 +32,9 @@ from typing import Literal, Protocol
 from tokenscale.api.inference_service import InferenceServiceSpec
 from tokenscale.planning import Plan
 from tokenscale.scaling.decision import Decision
-from tokenscale.scaling.engine import EngineInput, decide
 from tokenscale.scaling.snapshot import Snapshot
 from tokenscale.scaling.state import ScalingState
+from tokenscale.scaling.stepper import Observation, Stepper
 from tokenscale.simulation.capacity import lead_time_replicas_at
 
 PolicyName = Literal[
@@ -59,6 +60,9 @@ POLICIES: tuple[PolicyName, ...] = (
 class Policy(Protocol):
     name: str
     last_reason: str
+    """The whole sentence of the last decision."""
+    last_why: str
+    """Its numbers alone, without the verb and counts (what a plot annotates)."""
 
     def decide(self, now: float, snap: Snapshot | None, current: int) -> int: ...
 
@@ -71,35 +75,33 @@ class TokenscalePolicy:
         spec: InferenceServiceSpec,
         forecast: Plan,
         stale_after_s: float,
-        interval_s: float = 15.0,
+        interval_s: float,
     ) -> None:
-        self.spec = spec
-        self.forecast = forecast
-        self.stale_after_s = stale_after_s
-        self.interval_s = interval_s
+        self.stepper = Stepper(spec, forecast, interval_s, stale_after_s)
         self.state = ScalingState(decided_replicas=forecast.sized.total)
         self.last_reason = ""
+        self.last_why = ""
         self.lead_time_s: float | None = None
         """Set by the simulator from the fleet, as the operator measures it from its pods."""
         self.last: Decision | None = None
 
+    @property
+    def spec(self) -> InferenceServiceSpec:
+        return self.stepper.spec
+
+    @property
+    def forecast(self) -> Plan:
+        return self.stepper.forecast
+
     def decide(self, now: float, snap: Snapshot | None, current: int) -> int:
-        d = decide(
-            EngineInput(
-                spec=self.spec,
-                forecast=self.forecast,
-                snapshot=snap,
-                state=self.state,
-                now_s=now,
-                stale_after_s=self.stale_after_s,
-                lead_time_s=self.lead_time_s,
-                interval_s=self.interval_s,
-            )
-        )
-        self.state = d.state
-        self.last = d
-        self.last_reason = d.reason
-        return d.replicas
+        """One observation (the snapshot Prometheus answers at ``now``), one step."""
+        step = self.stepper.step(self.state, Observation(now, snap), now, self.lead_time_s)
+        self.state = step.state
+        if step.decision is not None:
+            self.last = step.decision
+            self.last_reason = step.decision.reason
+            self.last_why = step.decision.why
+        return self.state.decided_replicas if self.state.decided_replicas is not None else current
 
 
 class StaticPolicy:
@@ -108,6 +110,7 @@ class StaticPolicy:
     def __init__(self, replicas: int, why: str = "the plan at the trace's peak") -> None:
         self.replicas = replicas
         self.last_reason = f"static: {why}, {replicas} replicas"
+        self.last_why = why
 
     def decide(self, now: float, snap: Snapshot | None, current: int) -> int:
         return self.replicas
@@ -122,13 +125,15 @@ class OraclePolicy:
         self.schedule = schedule
         self.bin_s = bin_s
         self.last_reason = ""
+        self.last_why = ""
 
     def replicas_at(self, t: float) -> int:
         return self.schedule[min(len(self.schedule) - 1, max(0, int(t // self.bin_s)))]
 
     def decide(self, now: float, snap: Snapshot | None, current: int) -> int:
         out = self.replicas_at(now)
-        self.last_reason = f"oracle: this bin's arrivals need {out}"
+        self.last_why = f"this bin's arrivals need {out}"
+        self.last_reason = f"oracle: {self.last_why}"
         return out
 
 
@@ -143,15 +148,15 @@ class LeadTimeOraclePolicy:
         self.bin_s = bin_s
         self.lookahead_s = lookahead_s
         self.last_reason = ""
+        self.last_why = ""
 
     def replicas_at(self, t: float) -> int:
         return lead_time_replicas_at(self.schedule, self.bin_s, self.lookahead_s, t)
 
     def decide(self, now: float, snap: Snapshot | None, current: int) -> int:
         out = self.replicas_at(now)
-        self.last_reason = (
-            f"oracle-lead-time: the bins of the next {self.lookahead_s:.0f} s need {out}"
-        )
+        self.last_why = f"the bins of the next {self.lookahead_s:.0f} s need {out}"
+        self.last_reason = f"oracle-lead-time: {self.last_why}"
         return out
 
 
@@ -176,6 +181,7 @@ class HpaPolicy:
         self.max_replicas = max_replicas
         self._history: deque[tuple[float, int]] = deque()
         self.last_reason = ""
+        self.last_why = ""
 
     def _value(self, snap: Snapshot) -> float | None:
         if self.metric == "waiting":
@@ -185,7 +191,7 @@ class HpaPolicy:
     def decide(self, now: float, snap: Snapshot | None, current: int) -> int:
         value = None if snap is None or snap.replicas_reporting == 0 else self._value(snap)
         if snap is None or value is None:
-            self.last_reason = "no metrics: keep the current count"
+            self.last_reason = self.last_why = "no metrics: keep the current count"
             return current
         ratio = value / self.target
         ready = snap.replicas_reporting
@@ -198,5 +204,7 @@ class HpaPolicy:
             out = min(raw, max(current + 4, 2 * current))
         else:
             out = min(current, max(r for _, r in self._history))
-        self.last_reason = f"{self.metric} {value:.3g} vs target {self.target:g} → {out}"
+        self.last_reason = self.last_why = (
+            f"{self.metric} {value:.3g} vs target {self.target:g} → {out}"
+        )
         return out

@@ -105,6 +105,10 @@ class Replica:
     def kv_usage(self) -> float:
         return 1.0 - self.free_blocks / self.cfg.kv_blocks
 
+    def flush_prefix_cache(self) -> None:
+        """Forget every cached prefix block (a fault drill's cache flush)."""
+        self._cache.clear()
+
     def add(self, req: SimRequest, now: float) -> None:
         if self.idle:
             self.clock = max(self.clock, now)

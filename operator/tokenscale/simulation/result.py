@@ -21,6 +21,7 @@ class TimelinePoint(_Frozen):
     ttft_p99_s: float | None = Field(description="What Prometheus reported over the window")
     tpot_p99_s: float | None
     reason: str = Field(default="", description="The policy's reason for this decision")
+    why: str = Field(default="", description="Its numbers alone (what the plot annotates)")
 
 
 class Explanation(_Frozen):
@@ -31,12 +32,6 @@ class Explanation(_Frozen):
     replicas_starting: int
     snapshot: Snapshot | None
     decision: Decision
-
-
-class LatencySummary(_Frozen):
-    p50_s: float
-    p95_s: float
-    p99_s: float
 
 
 class SimResult(_Frozen):

@@ -28,6 +28,7 @@ from tokenscale.simulation.capacity import (
     sustainable_rps,
 )
 from tokenscale.simulation.errors import TraceError
+from tokenscale.simulation.faults import Fault, make_fleet
 from tokenscale.simulation.fleet import Fleet
 from tokenscale.simulation.observe import Scrape, snapshot_at
 from tokenscale.simulation.policies import (
@@ -134,6 +135,8 @@ class Setup:
             prefixes=prefixes,
             in_order=prefixes is not None,
         )
+        self.faults: tuple[Fault, ...] = ()
+        """Fleet-level faults injected into every replay (``simulation/drills.py``)."""
         self.cache: dict[tuple[object, ...], SimResult] = {}
         """Results that no cold start changes (oracle, static fleets), shared by copies."""
         bin_s, gpus = opts.oracle_bin_s, forecast.gpus_per_replica
@@ -409,8 +412,10 @@ def _replay(
     give_up_misses: int | None = None,
     explain_at_s: float | None = None,
     outcomes_out: list[Outcome] | None = None,
+    fleet_events_out: list[tuple[float, str]] | None = None,
 ) -> SimResult:
-    """One replay (``outcomes_out`` receives every request's outcome). With
+    """One replay (``outcomes_out`` receives every request's outcome, ``fleet_events_out``
+    what injected faults did). With
     ``give_up_misses`` it stops once more requests than that missed the SLO (or were
     rejected); such a result says ``unfinished=-1`` and undercounts attainment."""
     opts, trace = setup.opts, setup.trace
@@ -418,7 +423,9 @@ def _replay(
     misses, judged = 0, 0
     explanation: Explanation | None = None
     rec = Recorder()
-    fleet = Fleet(setup.replica, rec, setup.forecast.gpus_per_replica, cold_start_s, initial)
+    fleet = make_fleet(
+        setup.faults, setup.replica, rec, setup.forecast.gpus_per_replica, cold_start_s, initial
+    )
     scrapes: deque[Scrape] = deque(
         maxlen=math.ceil(max(opts.rate_window_s, opts.gauge_window_s) / opts.scrape_interval_s) + 2
     )
@@ -469,7 +476,7 @@ def _replay(
             counts.replicas_max = max(counts.replicas_max, fleet.active)
             if opts.timeline:
                 rps = arrivals_since / (t - last_point)
-                timeline.append(_point(fleet, t, rps, snap, policy.last_reason))
+                timeline.append(_point(fleet, t, rps, snap, policy))
             arrivals_since, last_point = 0, t
             t_decide += opts.decision_interval_s
             if progress is not None:
@@ -490,6 +497,8 @@ def _replay(
         fleet.advance(t)
     if outcomes_out is not None:
         outcomes_out.extend(rec.outcomes)
+    if fleet_events_out is not None:
+        fleet_events_out.extend(getattr(fleet, "events", []))
     result = _result(setup, policy_name, rec, gpu_seconds, counts, fleet.in_flight(), timeline)
     return result if explanation is None else result.model_copy(update={"explanation": explanation})
 
@@ -512,7 +521,7 @@ def meets(o: Outcome, slo: Slo) -> bool:
     )
 
 
-def _point(fleet: Fleet, t: float, rps: float, s: Snapshot | None, reason: str) -> TimelinePoint:
+def _point(fleet: Fleet, t: float, rps: float, s: Snapshot | None, policy: Policy) -> TimelinePoint:
     engines = [m.replica for m in fleet.members if m.phase != "starting"]
     return TimelinePoint(
         t_s=t,
@@ -524,7 +533,8 @@ def _point(fleet: Fleet, t: float, rps: float, s: Snapshot | None, reason: str) 
         kv_usage_max=max((e.kv_usage for e in engines), default=0.0),
         ttft_p99_s=s.ttft_p99_s if s else None,
         tpot_p99_s=s.tpot_p99_s if s else None,
-        reason=reason,
+        reason=policy.last_reason,
+        why=policy.last_why,
     )
 
 

@@ -1,0 +1,88 @@
+"""``tokenscale check FILE``: the production-readiness checklist for each InferenceService.
+
+Plans and renders each service as ``tokenscale render`` would, then judges the checklist
+(``render/readiness.py``). Alerts are judged from the PrometheusRule documents FILE carries
+(append the chart's rendered ``prometheusrule.yaml`` to check them). Exit 0 when every item of
+every service passes, 1 otherwise, 2 for invalid input.
+"""
+
+import json
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+from rich.console import Console
+from rich.table import Table
+from rich.text import Text
+
+from tokenscale.api.errors import SpecError
+from tokenscale.api.manifest import parse_manifests
+from tokenscale.api.yaml_loader import safe_load_all
+from tokenscale.cli.inputs import TableOrJson, fail_invalid, read_input
+from tokenscale.planning import plan_service
+from tokenscale.render import render_bundle
+from tokenscale.render.readiness import ReadinessItem, readiness, summary
+from tokenscale.scaling import decide_plan_only
+
+
+def alert_names(docs: list[Any]) -> frozenset[str]:
+    """The alert names of every ``PrometheusRule`` document (``spec.groups[].rules[].alert``)."""
+    names: set[str] = set()
+    for doc in docs:
+        if not isinstance(doc, dict) or doc.get("kind") != "PrometheusRule":
+            continue
+        for group in (doc.get("spec") or {}).get("groups") or []:
+            for rule in (group or {}).get("rules") or []:
+                if isinstance(rule, dict) and isinstance(rule.get("alert"), str):
+                    names.add(rule["alert"])
+    return frozenset(names)
+
+
+def check_command(
+    file: Annotated[Path, typer.Argument(help="InferenceService manifest (YAML, '-' for stdin).")],
+    output: Annotated[
+        TableOrJson, typer.Option("-o", "--output", help="Output format.")
+    ] = TableOrJson.table,
+) -> None:
+    """Judge each InferenceService in FILE against the production-readiness checklist."""
+    text = read_input(file)
+    results: list[tuple[str, list[ReadinessItem]]] = []
+    try:
+        services = parse_manifests(text)
+        if not services:
+            Console(stderr=True).print(f"[red]error:[/] no InferenceService in {file}")
+            raise typer.Exit(2)
+        alerts = alert_names(list(safe_load_all(text)))
+        for s in services:
+            plan = plan_service(s.spec, s.metadata.name)
+            objects: list[dict[str, Any]] = []
+            if plan.replicas is not None:
+                replicas = decide_plan_only(plan, s.spec.scaling.replicas).replicas
+                ns = s.metadata.namespace or "default"
+                objects = render_bundle(s.metadata.name, ns, s.spec, plan, replicas).objects
+            results.append((s.metadata.name, readiness(s.spec, plan, objects, alerts)))
+    except SpecError as err:
+        fail_invalid(err, file)
+        return
+    if output is TableOrJson.json:
+        data = [
+            {
+                "name": name,
+                "ready": all(i.ok for i in items),
+                "items": [{"item": i.item, "ok": i.ok, "why": i.why} for i in items],
+            }
+            for name, items in results
+        ]
+        typer.echo(json.dumps(data[0] if len(data) == 1 else data, indent=2))
+    else:
+        console = Console(width=160)
+        for name, items in results:
+            table = Table(title=f"{name}: production readiness")
+            for col in ("item", "ok", "why"):
+                table.add_column(col)
+            for i in items:
+                table.add_row(i.item, "yes" if i.ok else Text("NO", "red"), Text(i.why))
+            console.print(table)
+            console.print(summary(items)[1], highlight=False, markup=False)
+    if not all(i.ok for _, items in results for i in items):
+        raise typer.Exit(1)

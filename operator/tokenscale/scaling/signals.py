@@ -1,0 +1,156 @@
+"""PURE: the pressure signals — each observed value against its watermarks, the replicas
+it recommends — and the memory they feed (the recent peak load, the SLO headroom).
+
+KV usage ≥ high watermark, waiting per replica ≥ threshold, TTFT P99 > SLO or TPOT P99 > SLO
+each recommend ``max(n + 1, ceil(n × min(value / threshold, cap)))`` replicas for the ``n``
+replicas that report (the cap: ×2 for load, ×1.2 for latency). A queue seen for the first
+time that the fleet's spare capacity clears before a new replica could be Ready reads
+``normal`` (``scaling/headroom.py``); the KV reading is judged on its own.
+"""
+
+import math
+
+from tokenscale.api.inference_service import InferenceServiceSpec
+from tokenscale.api.scaling import ScalingPolicy
+from tokenscale.scaling.buckets import reads_low
+from tokenscale.scaling.decision import Signal
+from tokenscale.scaling.headroom import Backlog, decayed, raised
+from tokenscale.scaling.snapshot import Snapshot
+from tokenscale.scaling.state import ScalingState
+from tokenscale.scaling.traffic import is_idle
+
+MAX_LOAD_RATIO = 2.0
+MAX_LATENCY_RATIO = 1.2
+PEAK_HALF_LIFE_WINDOWS = 2.0
+LOAD_SIGNALS = ("kv_usage", "waiting_per_replica")
+LATENCY_SIGNALS = ("ttft_p99_s", "tpot_p99_s")
+
+
+def signals(
+    snap: Snapshot,
+    spec: InferenceServiceSpec,
+    policy: ScalingPolicy,
+    backlog: Backlog | None = None,
+) -> list[Signal]:
+    """Every pressure signal with its level and the replicas it recommends. With ``backlog``
+    (the fleet's drain estimate), a queue that drains before a new replica could start and
+    was not seen at the previous decision reads ``normal`` (``scaling/headroom.py``)."""
+    n = max(snap.replicas_reporting, 1)
+    idle = is_idle(snap)
+    out: list[Signal] = []
+
+    def add(
+        name: str,
+        value: float | None,
+        high: float | None,
+        low: float | None,
+        latency: bool = False,
+    ) -> None:
+        if high is None:
+            return
+        if value is None:
+            # no request finished, none in flight: an empty histogram window is no traffic
+            empty = latency and idle
+            out.append(
+                Signal(
+                    name=name,
+                    value=None,
+                    high=high,
+                    low=low or 0.0,
+                    level="low" if empty else "missing",
+                    replicas=n,
+                    reason=f"{name}: idle (no requests in the window)"
+                    if empty
+                    else f"{name}: no data",
+                )
+            )
+            return
+        level = (
+            "high" if value >= high else ("low" if low is not None and value < low else "normal")
+        )
+        honest = ""
+        if latency and level == "normal" and low is not None:
+            is_low, honest = reads_low(name, value, low, high)
+            level = "low" if is_low else level
+        rec = n
+        if level == "high":
+            # the ratio is capped: past saturation a queue measures backlog, not load (it would
+            # ask for dozens at once), and latency neither scales with replicas nor is current
+            # (its P99 lags by the rate window): at most ×2 for load, ×1.2 for latency
+            cap = MAX_LATENCY_RATIO if latency else MAX_LOAD_RATIO
+            rec = max(n + 1, math.ceil(n * min(value / high, cap) - 1e-9))
+        out.append(
+            Signal(
+                name=name,
+                value=value,
+                high=high,
+                low=low or 0.0,
+                level=level,
+                replicas=rec,
+                reason=(
+                    f"{name} {value:.3g} ≥ {high:g} on {n} reporting"
+                    if level == "high"
+                    else f"{name} {value:.3g}{honest} (high {high:g})"
+                ),
+            )
+        )
+
+    waiting = None if snap.waiting is None else snap.waiting / n
+    add("kv_usage", snap.kv_usage_max, policy.kv_high_watermark, policy.kv_low_watermark)
+    add(
+        "waiting_per_replica",
+        waiting,
+        policy.waiting_per_replica_high,
+        policy.waiting_per_replica_low,
+    )
+    if backlog is not None and backlog.seen and backlog.transient:
+        # the queue is one burst's: gone before a new replica is Ready. Only the queue: the KV
+        # reading stands on its own (a full cache with no queue already asks for a replica,
+        # and a queue on top of it is no reason to ask for fewer)
+        for k, w in enumerate(out):
+            if w.level == "high" and w.name == "waiting_per_replica":
+                out[k] = w.model_copy(
+                    update={
+                        "level": "normal",
+                        "replicas": n,
+                        "reason": f"{w.name} {w.value:.3g}: a burst, drains in "
+                        f"~{backlog.drain_s:.0f} s, before a new replica could start "
+                        f"({backlog.lead_s:.0f} s)",
+                    }
+                )
+    for name, value, slo in (
+        ("ttft_p99_s", snap.ttft_p99_s, spec.slo.ttft_p99_seconds),
+        ("tpot_p99_s", snap.tpot_p99_s, spec.slo.tpot_p99_seconds),
+    ):
+        if slo is not None:
+            add(name, value, slo * (1 + 1e-9), slo * policy.latency_low_ratio, latency=True)
+    return out
+
+
+def slo_headroom(state: ScalingState, sigs: list[Signal], now: float) -> tuple[float, float | None]:
+    """The learned standing headroom after this decision's latency signals: raised on a
+    breach, decayed while every latency signal reads low (``scaling/headroom.py``)."""
+    latency = [s for s in sigs if s.name in LATENCY_SIGNALS]
+    h, raised_at = state.slo_headroom, state.slo_headroom_raised_s
+    if any(s.level == "high" for s in latency):
+        return raised(h, raised_at, now)
+    if latency and all(s.level == "low" for s in latency) and state.peak_at_s is not None:
+        return decayed(h, now - state.peak_at_s), raised_at
+    return h, raised_at
+
+
+def peak_load(
+    state: ScalingState, sigs: list[Signal], reporting: int, now: float, policy: ScalingPolicy
+) -> float:
+    """``max(decayed previous peak, max(value / high) × replicas reporting)``."""
+    ratios = [
+        min(s.value / s.high, MAX_LOAD_RATIO)
+        for s in sigs
+        if s.value is not None and s.name in LOAD_SIGNALS
+    ]
+    now_load = float(max(ratios, default=0.0)) * max(reporting, 1)
+    if state.peak_at_s is None:
+        return now_load
+    half_life = max(60.0, PEAK_HALF_LIFE_WINDOWS * policy.scale_down_stabilization_seconds)
+    faded = state.peak_load * math.pow(0.5, max(0.0, now - state.peak_at_s) / half_life)
+    return max(now_load, faded)

@@ -1,0 +1,135 @@
+"""PURE: one decision per observation — the stepper the operator and the simulator share.
+
+``step(previous state, observation, now) → (decision, new state)``, with the timing rules:
+
+- The engine runs only on an observation **newer** than the one the state last decided on
+  (``ScalingState.observed_at_s``). Re-stepping on the same observation (a Deployment event
+  between two metric reads, a retry) returns no new decision and the state unchanged: the
+  caller applies the decision it stored.
+- The engine's ``interval_s`` is the real time between this observation and the previous one
+  decided on (the caller's configured interval for a first decision), so smoothing, the
+  backlog's "seen at the previous observation" and the forecast horizon run on real time.
+- A spec that changed since (a pin, lowered bounds) re-bounds the stored count without
+  re-running the engine: cause ``Pinned`` or ``Bounds``.
+"""
+
+from dataclasses import dataclass
+
+from tokenscale.api.inference_service import InferenceServiceSpec
+from tokenscale.planning import Plan
+from tokenscale.scaling.cause import Cause
+from tokenscale.scaling.decision import Decision
+from tokenscale.scaling.engine import EngineInput, decide
+from tokenscale.scaling.forecast import MAX_GAP_S
+from tokenscale.scaling.policy import bounded
+from tokenscale.scaling.snapshot import Snapshot
+from tokenscale.scaling.state import ScalingState
+
+SAME_OBSERVATION_S = 1e-3
+"""Observation times closer than this are one observation (status keeps milliseconds)."""
+
+
+@dataclass(frozen=True)
+class Observation:
+    """One read of the metrics: when, and what it found (None: nothing for this service)."""
+
+    at_s: float
+    snapshot: Snapshot | None
+
+
+@dataclass(frozen=True)
+class Step:
+    """``decision`` None: the observation was already decided on and the spec allows the
+    stored count; the caller keeps the decision it stored. ``state`` is the memory after."""
+
+    decision: Decision | None
+    state: ScalingState
+    engine_ran: bool = False
+    """True when the engine decided on the observation (False: stored or re-bounded)."""
+
+
+@dataclass(frozen=True)
+class Stepper:
+    """The engine's clock and configuration for one service."""
+
+    spec: InferenceServiceSpec
+    forecast: Plan
+    interval_s: float
+    """The configured time between observations (``--interval``; the simulator's
+    ``decision_interval_s``): the engine's interval for a first decision."""
+    stale_after_s: float = 120.0
+
+    def is_new(self, state: ScalingState, observation: Observation | None) -> bool:
+        if observation is None:
+            return False
+        last = state.observed_at_s
+        return last is None or observation.at_s > last + SAME_OBSERVATION_S
+
+    def elapsed_s(self, state: ScalingState, observation: Observation) -> float:
+        """Seconds since the observation last decided on (the configured interval for the
+        first, or after a gap long enough to restart the smoothers)."""
+        last = state.observed_at_s
+        if last is None or observation.at_s - last > MAX_GAP_S:
+            return self.interval_s
+        return observation.at_s - last
+
+    def step(
+        self,
+        state: ScalingState,
+        observation: Observation | None,
+        now_s: float,
+        lead_time_s: float | None = None,
+        stored: bool = True,
+    ) -> Step:
+        """Decide on ``observation`` if it is new (or ``stored`` is False: the caller has no
+        decision to re-apply); else re-bound the stored decision to today's spec."""
+        if not self.is_new(state, observation) and stored:
+            return Step(self._rebounded(state), state)
+        snapshot = None if observation is None else observation.snapshot
+        interval = self.interval_s if observation is None else self.elapsed_s(state, observation)
+        d = decide(
+            EngineInput(
+                spec=self.spec,
+                forecast=self.forecast,
+                snapshot=snapshot,
+                state=state,
+                now_s=now_s,
+                interval_s=interval,
+                stale_after_s=self.stale_after_s,
+                lead_time_s=lead_time_s,
+            )
+        )
+        after = d.state.model_copy(
+            update={
+                "observed_at_s": state.observed_at_s if observation is None else observation.at_s,
+                "lead_time_s": lead_time_s,
+            }
+        )
+        d = d.model_copy(update={"state": after})
+        return Step(d, after, engine_ran=True)
+
+    def _rebounded(self, state: ScalingState) -> Decision | None:
+        s = self.spec.scaling
+        held = state.decided_replicas
+        if s.replicas is not None and held != s.replicas:
+            why = f"pinned by spec.scaling.replicas={s.replicas}"
+            return Decision(
+                replicas=s.replicas,
+                source="pin",
+                reason=why,
+                cause=Cause.PINNED,
+                why=why,
+                state=state.model_copy(update={"decided_replicas": s.replicas}),
+            )
+        if s.replicas is None and held is not None and bounded(held, self.spec) != held:
+            to = bounded(held, self.spec)
+            why = f"spec.scaling bounds [{s.min_replicas}, {s.max_replicas}] changed"
+            return Decision(
+                replicas=to,
+                source="hold",
+                reason=f"{'scale up' if to > held else 'scale down'} {held}→{to}: {why}",
+                cause=Cause.BOUNDS,
+                why=why,
+                state=state.model_copy(update={"decided_replicas": to}),
+            )
+        return None
