@@ -246,6 +246,13 @@ def report(c: Comparison) -> str:
     return "\n".join(lines)
 
 
+def _plain(value: object) -> object:
+    """JSON for what ``asdict`` leaves as objects (the minute readings)."""
+    if isinstance(value, MinutePoint):
+        return value.model_dump()
+    return str(value)
+
+
 def main(argv: Sequence[str] | None = None) -> Comparison:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--spec", type=Path, default=default_spec_path())
@@ -274,7 +281,7 @@ def main(argv: Sequence[str] | None = None) -> Comparison:
         )
     print(report(c))
     if args.json is not None:
-        args.json.write_text(json.dumps(asdict(c), indent=2, default=str) + "\n")
+        args.json.write_text(json.dumps(asdict(c), indent=2, default=_plain) + "\n")
     return c
 
 
