@@ -24,10 +24,13 @@ mismatch 1.0 × cold start 180 s; ``cross`` runs each mismatch at 180 s and each
 mismatch 1.0 (five of the nine cases); ``full`` all nine. The oracle, best static and
 static-at-peak have no cold start, so they run once per (shape, mismatch).
 
-Targets (issue 12): at mismatch 1.0 attainment ≥ 99 % (or ≥ the replayed oracle's, when it
-misses 99 %) and GPU-hours ≤ 1.2 × the oracle's; at 0.7 and 1.3 attainment ≥ 98 %; never
-worse than static-at-peak, queue-threshold or kv-threshold on both attainment and GPU-hours
-at once; one simulated hour < 20 s.
+Targets (issue 19): at mismatch 1.0, every cold start, attainment ≥ 99 % on every shape but
+``flash`` (only standing capacity serves a crowd shorter than a cold start), GPU-hours ≤
+best static's, and on the shapes whose load moves (``Entry.moves``) GPU-hours ≤ 1.25 × the
+lead-time oracle's (``simulation/capacity.py``: the oracle's need with every added replica
+started, and paid for, one cold start ahead); at 0.7 and 1.3 attainment ≥ 98 %; never worse
+than static-at-peak, queue-threshold or kv-threshold on both attainment and GPU-hours at
+once; one simulated hour < 20 s.
 
 The oracle is the SLO-meeting one: the per-minute formula ``ceil(λ_minute / μ)`` replayed and
 repaired (``ORACLE_ROUNDS`` rounds: one more replica in every minute whose arrivals met the
@@ -36,7 +39,10 @@ SLO less than 99 % of the time); the table shows the formula's GPU-hours beside 
 Held out (``--suite held-out``): the policy was developed on the shapes above only; these
 it never saw — other seeds of the same generators, a flash crowd (×8 for 2 minutes, shorter
 than any cold start), a step down (÷4), Llama-3.1-70B on 4×H100, Qwen2.5-7B on A100, and
-Llama-3.1-8B on an L4 whose small KV pool binds 4k-token answers. docs/performance.md reports them
+Llama-3.1-8B on an L4 whose small KV pool binds 4k-token answers; and three generators added
+before the issue-19 levers were tuned and never run while tuning them: a staircase (×1.5 every
+8 minutes, three stairs up and down), a square wave (×2.5 for 4 minutes every 10) and a slow
+fall (code completion on A100, 24 → 6 RPS over 30 minutes). docs/performance.md reports them
 apart from the suite.
 
     python benchmarks/autoscaling.py [--suite dev|held-out] [--grid ci|cross|full]
@@ -64,8 +70,11 @@ from tokenscale.simulation.workloads import (
     CONVERSATION,
     REASONING,
     bursty,
+    decline,
     diurnal,
     idle_gaps,
+    on_off,
+    staircase,
     steady,
     step,
 )
@@ -75,6 +84,9 @@ AZURE_SPEC = ROOT / "benchmarks" / "specs" / "azure-conv-llama-8b-l40s.yaml"
 OURS: PolicyName = "tokenscale"
 BASELINES: tuple[PolicyName, ...] = ("static", "queue-threshold", "kv-threshold")
 NO_COLD_START: tuple[PolicyName, ...] = ("oracle", "best-static", "static")
+NO_ATTAINMENT_TARGET = ("flash",)
+"""Shapes whose load comes and goes within one cold start: no attainment target at 1.0."""
+LEAD_TIME_RATIO = 1.25
 ORACLE_ROUNDS = 8
 """Replay-and-repair rounds of the SLO-meeting oracle (simulation/capacity.py)."""
 
@@ -177,6 +189,8 @@ class Entry:
     name: str
     what: str
     build: Callable[[], tuple[Trace, InferenceServiceSpec]]
+    moves: bool = False
+    """The load moves (steps, ramps): judged against 1.25 × the lead-time oracle."""
 
 
 SUITE: tuple[Entry, ...] = (  # cheapest first: a run cut short still has most shapes
@@ -190,7 +204,7 @@ SUITE: tuple[Entry, ...] = (  # cheapest first: a run cut short still has most s
         "reasoning: 500 in, 4k out, 1.5 RPS",
         _synthetic(lambda: steady(1800, 1.5, REASONING, seed=5)),
     ),
-    Entry("mooncake", "Mooncake long-context, prefix reuse", _mooncake),
+    Entry("mooncake", "Mooncake long-context, prefix reuse", _mooncake, moves=True),
     Entry(
         "code",
         "code completion: 2k/7.5k in, 30 out, CV 3",
@@ -200,18 +214,20 @@ SUITE: tuple[Entry, ...] = (  # cheapest first: a run cut short still has most s
         "step",
         "10 RPS, ×3 at once for 15 min",
         _synthetic(lambda: step(10.0, CONVERSATION, seed=3)),
+        moves=True,
     ),
     Entry(
         "diurnal",
         "8 RPS, ramp ×4 over 20 min and back",
         _synthetic(lambda: diurnal(8.0, CONVERSATION, seed=2)),
+        moves=True,
     ),
     Entry(
         "bursty",
         "Gamma CV 3.5, 10 s spikes ×5, 30 RPS",
         _synthetic(lambda: bursty(1800, 30.0, CONVERSATION, cv=3.5, seed=1)),
     ),
-    Entry("azure-conv", "Azure conversation hour ×4, 8B on L40S", _azure),
+    Entry("azure-conv", "Azure conversation hour ×4, 8B on L40S", _azure, moves=True),
 )
 
 # Held out: the policy was developed on SUITE only. Other seeds of the same generators, shapes
@@ -242,11 +258,13 @@ HELD_OUT: tuple[Entry, ...] = (
         "step-down",
         "30 RPS, ÷4 at once for 15 min",
         _synthetic(lambda: step(30.0, CONVERSATION, factor=0.25, seed=12)),
+        moves=True,
     ),
     Entry(
         "step-s23",
         "10 RPS, ×3 for 15 min, another seed",
         _synthetic(lambda: step(10.0, CONVERSATION, seed=23)),
+        moves=True,
     ),
     Entry(
         "diurnal-70b",
@@ -255,6 +273,7 @@ HELD_OUT: tuple[Entry, ...] = (
             lambda: diurnal(4.0, CONVERSATION, seed=25),
             serving=Serving("meta-llama/Llama-3.1-70B-Instruct", "llama-3.1-70b", tp=4),
         ),
+        moves=True,
     ),
     Entry(
         "qwen-a100-bursty",
@@ -271,6 +290,29 @@ HELD_OUT: tuple[Entry, ...] = (
         "Gamma CV 3.5, spikes ×5, 30 RPS, another seed",
         _synthetic(lambda: bursty(1800, 30.0, CONVERSATION, cv=3.5, seed=21)),
     ),
+    # added before the issue-19 levers were tuned, never run while tuning: generators the
+    # policy never saw (stairs, a square wave, a slow fall)
+    Entry(
+        "staircase",
+        "6 RPS, ×1.5 every 8 min to ×3.4, and back down",
+        _synthetic(lambda: staircase(6.0, CONVERSATION, factor=1.5, stairs=3, seed=31)),
+        moves=True,
+    ),
+    Entry(
+        "on-off",
+        "12 RPS, ×2.5 for 4 min every 10 min, 4 times",
+        _synthetic(lambda: on_off(12.0, CONVERSATION, factor=2.5, seed=32)),
+        moves=True,
+    ),
+    Entry(
+        "decline-code",
+        "code completion on A100 (Qwen2.5-7B): 24 → 6 RPS over 30 min",
+        _synthetic(
+            lambda: decline(24.0, 6.0, 1800.0, CODE, seed=33),
+            serving=Serving("Qwen/Qwen2.5-7B-Instruct", "qwen2.5-7b", "A100-SXM-80GB"),
+        ),
+        moves=True,
+    ),
 )
 SUITES = {"dev": SUITE, "held-out": HELD_OUT}
 
@@ -284,19 +326,39 @@ class Case:
     cold_start_s: float
     results: dict[str, SimResult] = field(default_factory=dict)
     seconds: dict[str, float] = field(default_factory=dict)
+    moves: bool = False
 
     @property
     def ours(self) -> SimResult:
         return self.results[OURS]
 
+    @property
+    def lead_time_oracle_gpu_hours(self) -> float | None:
+        """This case's lead-time oracle (every result carries the one at this cold start)."""
+        if not self.results:
+            return None
+        return next(iter(self.results.values())).lead_time_oracle_gpu_hours
+
     def verdicts(self) -> list[tuple[str, bool]]:
         """The issue's targets for this case: (what, met)."""
-        ours, oracle = self.ours, self.results["oracle"]
+        ours = self.ours
         out: list[tuple[str, bool]] = []
         if self.mismatch == 1.0:
-            floor = min(0.99, oracle.slo_attainment)
-            out.append((f"attainment ≥ {floor * 100:.2f} %", ours.slo_attainment >= floor - 1e-9))
-            out.append(("≤ 1.2 × oracle GPU-hours", ours.gpu_hours_vs_oracle <= 1.2))
+            if self.shape not in NO_ATTAINMENT_TARGET:
+                out.append(("attainment ≥ 99 %", ours.slo_attainment >= 0.99 - 1e-9))
+            best = self.results.get("best-static")
+            if best is not None:
+                out.append(
+                    ("≤ best static GPU-hours", ours.gpu_hours <= best.gpu_hours * (1 + 1e-9))
+                )
+            lead = self.lead_time_oracle_gpu_hours
+            if self.moves and lead is not None and math.isfinite(lead):
+                out.append(
+                    (
+                        f"≤ {LEAD_TIME_RATIO:g} × lead-time oracle GPU-hours",
+                        ours.gpu_hours <= LEAD_TIME_RATIO * lead * (1 + 1e-9),
+                    )
+                )
         else:
             out.append(("attainment ≥ 98 %", ours.slo_attainment >= 0.98))
         for name in BASELINES:
@@ -341,7 +403,7 @@ def run_suite(
                 setups[key] = Setup(spec, trace, opts, entry.name)
             base = setups[key]
             setup = base.with_options(base.opts.model_copy(update={"cold_start_s": cold}))
-            case = Case(entry.name, mismatch, cold)
+            case = Case(entry.name, mismatch, cold, moves=entry.moves)
             for name in policies:
                 t0 = time.perf_counter()
                 case.results[name] = simulate(setup, name)
@@ -362,6 +424,7 @@ def _record(c: Case) -> dict[str, Any]:
         "shape": c.shape,
         "mismatch": c.mismatch,
         "cold_start_s": c.cold_start_s,
+        "moves": c.moves,
         "seconds": c.seconds,
         "results": {
             n: r.model_dump(mode="json", exclude={"timeline", "explanation"})
@@ -376,7 +439,16 @@ def load_cases(path: Path) -> list[Case]:
     for line in path.read_text().splitlines():
         d = json.loads(line)
         results = {n: SimResult.model_validate(_nan(r)) for n, r in d["results"].items()}
-        cases.append(Case(d["shape"], d["mismatch"], d["cold_start_s"], results, d["seconds"]))
+        cases.append(
+            Case(
+                d["shape"],
+                d["mismatch"],
+                d["cold_start_s"],
+                results,
+                d["seconds"],
+                d.get("moves", False),
+            )
+        )
     return cases
 
 
@@ -408,12 +480,30 @@ def _formula(r: SimResult) -> str:
     return "?" if f is None else f"{f:.2f}"
 
 
+def _hours(value: float | None) -> str:
+    return "?" if value is None or not math.isfinite(value) else f"{value:.2f}"
+
+
+def _vs_lead_time(c: Case) -> str:
+    lead = c.lead_time_oracle_gpu_hours
+    if lead is None or not math.isfinite(lead) or lead <= 0:
+        return "?"
+    return f"{c.ours.gpu_hours / lead:.2f}"
+
+
 def markdown(cases: Sequence[Case]) -> str:
-    """One row per case: attainment % and GPU-hours ÷ oracle of every policy, and the misses."""
+    """One row per case: the oracles' and best static's GPU-hours, tokenscale's GPU-hours ÷
+    the lead-time oracle's, and attainment % / GPU-hours ÷ oracle of every policy."""
     names = [n for n in POLICIES if all(n in c.results for c in cases)]
-    head = ["shape", "mismatch", "cold start s", "oracle GPU-h (formula)"] + [
-        f"{n} att % / ×oracle" for n in names
-    ]
+    head = [
+        "shape",
+        "mismatch",
+        "cold start s",
+        "oracle GPU-h (formula)",
+        "lead-time oracle GPU-h",
+        "best static GPU-h",
+        "tokenscale GPU-h ÷ lead-time",
+    ] + [f"{n} att % / ×oracle" for n in names]
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for c in cases:
         cells = [
@@ -421,6 +511,9 @@ def markdown(cases: Sequence[Case]) -> str:
             f"{c.mismatch:g}",
             f"{c.cold_start_s:g}",
             f"{c.results[names[0]].oracle_gpu_hours:.2f} ({_formula(c.results[names[0]])})",
+            _hours(c.lead_time_oracle_gpu_hours),
+            _hours(c.results["best-static"].gpu_hours) if "best-static" in c.results else "?",
+            _vs_lead_time(c) if OURS in c.results else "?",
         ]
         for n in names:
             r = c.results[n]

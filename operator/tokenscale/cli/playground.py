@@ -6,6 +6,7 @@ vLLM fleet. Reads the inputs, draws the live view, the summary and the plot; the
 from __future__ import annotations
 
 import enum
+import json
 import math
 import shutil
 import signal
@@ -192,6 +193,14 @@ def playground_command(
     headless: Annotated[
         bool, typer.Option("--headless", help="No live view: progress lines only.")
     ] = False,
+    json_out: Annotated[
+        Path | None,
+        typer.Option(
+            "--json",
+            help="Also write the summary as JSON here (attainment, GPU-hours, scale events, "
+            "replicas max, desired and ready replicas per modelled minute).",
+        ),
+    ] = None,
     workdir: Annotated[
         Path | None, typer.Option(help="Logs, kubeconfig and data (default: a temp dir).")
     ] = None,
@@ -210,6 +219,7 @@ def playground_command(
         load_service,
     )
     from tokenscale.playground.session import Playground, PlaygroundOptions  # noqa: PLC0415
+    from tokenscale.playground.summary import summary_json  # noqa: PLC0415
     from tokenscale.simulation import TraceError, parse_trace, scale_trace  # noqa: PLC0415
 
     console = Console()
@@ -217,6 +227,10 @@ def playground_command(
         raise bad_input("--speed must be > 0")
     if trace is not None and load is not None:
         raise bad_input("--trace and --load are exclusive")
+    if json_out is not None and not json_out.parent.is_dir():
+        raise bad_input(
+            f"--json {json_out}: the folder {json_out.parent} does not exist; create it"
+        )
     if rate_scale is not None and not rate_scale > 0:
         raise bad_input(f"--rate-scale {rate_scale:g}: use a value > 0")
     path = spec or default_spec_path()
@@ -305,3 +319,6 @@ def playground_command(
     if plot is not None:
         draw_playground(result, plot)
         console.print(f"timeline written to {plot}", highlight=False)
+    if json_out is not None:
+        json_out.write_text(json.dumps(summary_json(result), indent=2) + "\n")
+        console.print(f"summary written to {json_out}", highlight=False)

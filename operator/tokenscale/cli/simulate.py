@@ -39,6 +39,7 @@ if TYPE_CHECKING:
 class PolicyChoice(enum.StrEnum):
     tokenscale = "tokenscale"
     oracle = "oracle"
+    oracle_lead_time = "oracle-lead-time"
     best_static = "best-static"
     static = "static"
     queue_threshold = "queue-threshold"
@@ -75,6 +76,8 @@ def _label(r: SimResult) -> str:
         return f"best-static ({r.static_replicas})"
     if r.policy == "oracle":
         return "oracle (replayed)"
+    if r.policy == "oracle-lead-time":
+        return "oracle, one cold start ahead"
     return r.policy
 
 
@@ -323,6 +326,9 @@ def simulate_command(
         raise typer.Exit(1) from exc
     except (TraceError, ValueError) as exc:
         raise bad_input(str(exc), fmt_out) from exc
+    best = next((r for r in results if r.policy == "best-static"), None)
+    if best is not None:
+        results = [r.model_copy(update={"best_static_gpu_hours": best.gpu_hours}) for r in results]
     if plot is not None:
         from tokenscale.cli.plot import draw_timeline  # noqa: PLC0415 (matplotlib is slow to import)
 
@@ -352,7 +358,9 @@ def simulate_command(
         f"simulation on the trace's requests (mean {trace_in:,.0f} in / {trace_out:,.0f} out); "
         f"the planner's {r0.planner_rps_per_replica:.2f} is for the spec's token mix (mean "
         f"{w.input_tokens.mean:,.0f} in / {w.output_tokens.mean:,.0f} out); oracle "
-        f"{r0.oracle_gpu_hours:.2f} GPU-hours (hindsight, no cold start)",
+        f"{r0.oracle_gpu_hours:.2f} GPU-hours (hindsight, no cold start), "
+        f"{_hours(r0.lead_time_oracle_gpu_hours)} GPU-hours with each replica started one "
+        f"cold start ahead (lead-time oracle)",
         highlight=False,
     )
     if plot is not None:
@@ -367,6 +375,10 @@ def simulate_command(
             )
         else:
             console.print(explanation_text(explained), highlight=False)
+
+
+def _hours(value: float | None) -> str:
+    return "–" if value is None or not math.isfinite(value) else f"{value:.2f}"
 
 
 def _token_means(trace: Trace) -> tuple[float, float]:

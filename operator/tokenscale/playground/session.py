@@ -5,7 +5,9 @@ Started, in order, each a real component: etcd, kube-apiserver and kube-controll
 (:mod:`.prometheus`, file-based discovery) and ``tokenscale run`` itself, unchanged, as a child
 process pointed at them. Then, in this process's event loop: the pod runner and its twins, the
 load generator, and a monitor that samples the fleet once a second (wall) for the view, the
-timeline and the summary.
+timeline and the summary. The load starts once the replicas the operator first asks for are
+Ready (a service deployed before its traffic; the simulator's fleet starts so too), or after
+three cold starts with whatever serves by then.
 
 Time: the trace, the cold start and the latencies are modelled seconds; everything runs at
 ``speed`` × real time. The operator reads the wall clock, so its resync interval, its metric
@@ -109,6 +111,9 @@ class PlaygroundResult:
     tpot_slo_s: float | None
     ports: list[int]
     pids: list[int]
+    gpus_per_replica: int = 1
+    load_duration_s: float = 0.0
+    """The trace's span (its last arrival): the load, without the settling after it."""
 
 
 def meets_slo(o: Outcome, ttft_slo: float | None, tpot_slo: float | None) -> bool:
@@ -244,13 +249,18 @@ class Playground:
         gpu_seconds = 0.0
         tasks: list[asyncio.Task[Any]] = [asyncio.get_running_loop().create_task(runner.run())]
         try:
-            # traffic starts once the first replica serves
-            while not runner.ready:
+            # traffic starts once the replicas the operator asks for serve (a service deployed
+            # before its traffic, as the simulator's fleet starts), or a few cold starts on
+            # with whatever serves by then
+            patience = time.monotonic() + (3 * opts.cold_start_s + 30.0) / opts.speed
+            while not runner.ready or (
+                runner.ready < (self.frame.desired or 1) and time.monotonic() < patience
+            ):
                 await asyncio.sleep(0.5)
                 frame = await self._observe(custom, core, 0.0, stats)
                 if on_frame:
                     on_frame(frame)
-            self.note("first replica Ready: replaying the load")
+            self.note(f"{runner.ready} replicas Ready: replaying the load")
             load_clock = ModelClock(opts.speed)
             load = asyncio.get_running_loop().create_task(
                 replay(
@@ -383,4 +393,6 @@ class Playground:
             tpot_slo_s=slo.tpot_p99_seconds,
             ports=list(self.ports),
             pids=list(self.pids),
+            gpus_per_replica=svc.plan.gpus_per_replica,
+            load_duration_s=self.opts.trace.duration_s,
         )

@@ -21,11 +21,25 @@ less than ``ORACLE_BIN_ATTAINMENT`` of the time gets one more replica; replayed 
 the given rounds (``run.repair_oracle``). Still hindsight with no cold start, but now the
 fewest replicas per minute (greedily) that meet the SLO minute by minute: the yardstick a
 real policy is fairly compared with. The formula's figure stays in ``oracle_formula_gpu_hours``.
+
+**Lead-time oracle** (policy ``oracle-lead-time``, ``lead_time_oracle_gpu_hours``): the same
+per-bin need ``s_b``, known in hindsight, but obeying the cold start ``c``: every replica a bin
+adds is asked for ``c`` seconds before the bin starts and holds its GPUs from then. At time
+``t`` it asks for
+
+    R(t) = max(s_bin(t), max{ s_b : t < b × bin_s ≤ t + c })
+
+— the bin's own need and that of every bin starting within one cold start — and its GPU-hours
+are ``∫ R(t) dt × TP / 3600`` over the trace. A replica is released when no bin within one
+cold start needs it (holding it through a dip shorter than ``c`` is then cheaper than starting
+it again, and ``R`` does exactly that). With ``c = 0`` it is the oracle itself; it is the
+fewest GPU-hours any policy that knew the future but had to start pods could spend.
 """
 
 import math
 import random
 from collections.abc import Sequence
+from itertools import pairwise
 
 from tokenscale.api.slo import Slo
 from tokenscale.simulation.recorder import Recorder
@@ -143,4 +157,40 @@ def schedule_gpu_hours(
     bins = len(replicas)
     last = duration_s - (bins - 1) * bin_s
     seconds = sum(r * bin_s for r in replicas[:-1]) + replicas[-1] * max(last, 0.0)
+    return seconds * gpus_per_replica / 3600.0
+
+
+def lead_time_replicas_at(
+    schedule: Sequence[int], bin_s: float, lookahead_s: float, t: float
+) -> int:
+    """``R(t)`` of the lead-time oracle (module docstring) with ``c = lookahead_s``."""
+    last = len(schedule) - 1
+    here = min(last, max(0, int(t // bin_s)))
+    need = schedule[here]
+    b = here + 1
+    while b <= last and b * bin_s <= t + lookahead_s:
+        need = max(need, schedule[b])
+        b += 1
+    return need
+
+
+def lead_time_gpu_hours(
+    schedule: Sequence[int],
+    duration_s: float,
+    gpus_per_replica: int,
+    bin_s: float,
+    cold_start_s: float,
+) -> float:
+    """``∫ R(t) dt × TP / 3600`` over ``[0, duration_s]``: exact, as ``R`` is constant between
+    the bin starts and the moments one cold start before them."""
+    cuts = {0.0, duration_s}
+    for b in range(1, len(schedule)):
+        for x in (b * bin_s, b * bin_s - cold_start_s):
+            if 0.0 < x < duration_s:
+                cuts.add(x)
+    edges = sorted(cuts)
+    seconds = 0.0
+    for lo, hi in pairwise(edges):
+        mid = (lo + hi) / 2.0  # R is constant inside each piece
+        seconds += lead_time_replicas_at(schedule, bin_s, cold_start_s, mid) * (hi - lo)
     return seconds * gpus_per_replica / 3600.0

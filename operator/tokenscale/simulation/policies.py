@@ -6,6 +6,10 @@
 - ``oracle``: the hindsight allocation of ``capacity.oracle_replicas`` (per bin, the replicas
   the bin's arrivals need at the simulated replica's sustainable rate), replayed with no cold
   start: the yardstick's own SLO attainment is measured, not assumed.
+- ``oracle-lead-time``: the same hindsight need, but each added replica asked for one cold
+  start (plus one decision interval, so a decision falls in time) before the bin it serves
+  (``capacity.lead_time_replicas_at``), replayed with the cold start: the fewest GPU-hours a
+  policy that knew the future but had to start pods could spend.
 - ``best-static``: the smallest fixed count meeting 99 % attainment, found by bisection over
   replayed static fleets (``run.best_static``).
 - ``static``: static-at-peak, the plan at the trace's peak (1-minute peak RPS, the trace's
@@ -31,13 +35,21 @@ from tokenscale.scaling.decision import Decision
 from tokenscale.scaling.snapshot import Snapshot
 from tokenscale.scaling.state import ScalingState
 from tokenscale.scaling.stepper import Observation, Stepper
+from tokenscale.simulation.capacity import lead_time_replicas_at
 
 PolicyName = Literal[
-    "tokenscale", "oracle", "best-static", "static", "queue-threshold", "kv-threshold"
+    "tokenscale",
+    "oracle",
+    "oracle-lead-time",
+    "best-static",
+    "static",
+    "queue-threshold",
+    "kv-threshold",
 ]
 POLICIES: tuple[PolicyName, ...] = (
     "tokenscale",
     "oracle",
+    "oracle-lead-time",
     "best-static",
     "static",
     "queue-threshold",
@@ -122,6 +134,29 @@ class OraclePolicy:
         out = self.replicas_at(now)
         self.last_why = f"this bin's arrivals need {out}"
         self.last_reason = f"oracle: {self.last_why}"
+        return out
+
+
+class LeadTimeOraclePolicy:
+    """Hindsight with pod starts: at ``now``, the need of this bin and of every bin starting
+    within ``lookahead_s`` (the cold start plus one decision interval)."""
+
+    name = "oracle-lead-time"
+
+    def __init__(self, schedule: list[int], bin_s: float, lookahead_s: float) -> None:
+        self.schedule = schedule
+        self.bin_s = bin_s
+        self.lookahead_s = lookahead_s
+        self.last_reason = ""
+        self.last_why = ""
+
+    def replicas_at(self, t: float) -> int:
+        return lead_time_replicas_at(self.schedule, self.bin_s, self.lookahead_s, t)
+
+    def decide(self, now: float, snap: Snapshot | None, current: int) -> int:
+        out = self.replicas_at(now)
+        self.last_why = f"the bins of the next {self.lookahead_s:.0f} s need {out}"
+        self.last_reason = f"oracle-lead-time: {self.last_why}"
         return out
 
 

@@ -62,6 +62,16 @@ class SimResult(_Frozen):
     oracle_formula_gpu_hours: float | None = Field(
         default=None, description="The per-bin formula's GPU-hours, before any repair"
     )
+    lead_time_oracle_gpu_hours: float | None = Field(
+        default=None,
+        description="The lead-time oracle's GPU-hours at this run's cold start: the oracle's "
+        "per-minute need, each added replica asked for (and paid) one cold start before the "
+        "minute it serves",
+    )
+    best_static_gpu_hours: float | None = Field(
+        default=None,
+        description="Best static's GPU-hours, where the same run computed it (--policy all)",
+    )
     gpu_hours_vs_oracle: float
     cost: float | None
     currency: str

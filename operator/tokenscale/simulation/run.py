@@ -22,6 +22,7 @@ from tokenscale.planning import Conditions, layout_of, plan_at, plan_service, re
 from tokenscale.planning.pricing import Pricing
 from tokenscale.scaling.snapshot import Snapshot
 from tokenscale.simulation.capacity import (
+    lead_time_gpu_hours,
     oracle_replicas,
     schedule_gpu_hours,
     sustainable_rps,
@@ -32,6 +33,7 @@ from tokenscale.simulation.fleet import Fleet
 from tokenscale.simulation.observe import Scrape, snapshot_at
 from tokenscale.simulation.policies import (
     HpaPolicy,
+    LeadTimeOraclePolicy,
     OraclePolicy,
     Policy,
     PolicyName,
@@ -181,6 +183,28 @@ class Setup:
         other.opts = opts
         return other
 
+    @property
+    def lead_time_lookahead_s(self) -> float:
+        """How far ahead the lead-time oracle looks: the cold start rounded up to whole
+        decision intervals, so the decision that asks for a replica falls one cold start or
+        more before the bin it serves (bins start on decision ticks)."""
+        step = self.opts.decision_interval_s
+        return step * math.ceil(self.opts.cold_start_s / step - 1e-9)
+
+    @property
+    def lead_time_oracle_gpu_hours(self) -> float:
+        """The lead-time oracle's GPU-hours (``capacity`` module docstring) at this cold start:
+        the oracle's per-bin need, each added replica held from one cold start before its bin."""
+        if self.capacity_rps <= 0:
+            return math.inf
+        return lead_time_gpu_hours(
+            self.oracle_schedule,
+            self.trace.duration_s,
+            self.forecast.gpus_per_replica,
+            self.opts.oracle_bin_s,
+            self.opts.cold_start_s,
+        )
+
     def _trace_workload(self) -> Workload:
         """The trace's workload at its 1-minute peak (the static plan)."""
         s, w = self.stats, self.spec.workload
@@ -208,6 +232,10 @@ class Setup:
             return StaticPolicy(self.peak_plan.sized.total)
         if name == "oracle":
             return OraclePolicy(self.oracle_schedule, self.opts.oracle_bin_s)
+        if name == "oracle-lead-time":
+            return LeadTimeOraclePolicy(
+                self.oracle_schedule, self.opts.oracle_bin_s, self.lead_time_lookahead_s
+            )
         if name == "best-static":
             raise ValueError("best-static is a search over static fleets: see best_static()")
         if name == "queue-threshold":
@@ -221,6 +249,10 @@ class Setup:
             return self.peak_plan.sized.total
         if name == "oracle":
             return self.oracle_schedule[0]
+        if name == "oracle-lead-time":
+            return LeadTimeOraclePolicy(
+                self.oracle_schedule, self.opts.oracle_bin_s, self.lead_time_lookahead_s
+            ).replicas_at(0.0)
         return self.forecast.sized.total
 
     @property
@@ -245,7 +277,7 @@ def simulate(
     """Replay the trace under one policy. ``oracle`` replays with no cold start (hindsight);
     ``best-static`` is a bisection over static fleets (:func:`best_static`)."""
     if policy_name == "best-static":
-        return best_static(setup, progress)
+        return _at_this_cold_start(setup, best_static(setup, progress))
     if policy_name in ("oracle", "static"):
         key = _cache_key(setup, policy_name)
         if key not in setup.cache:
@@ -257,7 +289,7 @@ def simulate(
                 0.0,
                 progress,
             )
-        return setup.cache[key]
+        return _at_this_cold_start(setup, setup.cache[key])
     return _replay(
         setup,
         policy_name,
@@ -266,6 +298,13 @@ def simulate(
         setup.opts.cold_start_s,
         progress,
         explain_at_s=explain_at_s,
+    )
+
+
+def _at_this_cold_start(setup: Setup, cached: SimResult) -> SimResult:
+    """A result shared across cold starts, with this cold start's lead-time oracle."""
+    return cached.model_copy(
+        update={"lead_time_oracle_gpu_hours": setup.lead_time_oracle_gpu_hours}
     )
 
 
@@ -545,6 +584,7 @@ def _result(
         gpu_hours=gpu_hours,
         oracle_gpu_hours=oracle,
         oracle_formula_gpu_hours=setup.oracle_formula_gpu_hours,
+        lead_time_oracle_gpu_hours=setup.lead_time_oracle_gpu_hours,
         gpu_hours_vs_oracle=gpu_hours / oracle if oracle > 0 else math.inf,
         cost=None if price is None else gpu_hours * price,
         currency=setup.spec.cost.currency,

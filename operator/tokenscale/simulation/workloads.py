@@ -6,6 +6,10 @@
 - :func:`diurnal`: a ramp ×``factor`` over ``ramp_s`` and back, between flat stretches.
 - :func:`step`: ×``factor`` at once, held, and back at once.
 - :func:`idle_gaps`: ``requests`` requests, then ``gap_s`` of nothing, then one request.
+- :func:`staircase`: ``base_rps`` raised by ``factor`` every ``stair_s`` for ``stairs`` stairs,
+  then down the same stairs.
+- :func:`on_off`: ``base_rps`` and ``factor ×`` alternating, ``on_s`` high, ``off_s`` low.
+- :func:`decline`: a linear fall from ``start_rps`` to ``end_rps`` over ``duration_s``.
 
 Token mixes (lognormal, stated by mean and P99): :data:`CONVERSATION` (1k / 4k in, 200 out),
 :data:`CODE` (prefill-heavy: 2k mean / 7.5k P99 in, 30 out), :data:`REASONING` (500 in, 4k out),
@@ -168,3 +172,56 @@ def idle_gaps(
         times.append(t)
     times.append(t + gap_s)
     return _trace(times, mix, rng, f"idle-{gap_s / 3600:g}h")
+
+
+def staircase(
+    base_rps: float,
+    mix: TokenMix = CONVERSATION,
+    factor: float = 1.5,
+    stairs: int = 3,
+    stair_s: float = 480.0,
+    seed: int = 0,
+) -> Trace:
+    """``base_rps × factor^k`` for stair ``k`` = 0 … ``stairs``, each ``stair_s`` long, then
+    back down the same stairs (``2 × stairs + 1`` stairs in all)."""
+    levels = [*range(stairs + 1), *range(stairs - 1, -1, -1)]
+
+    def rate(t: float) -> float:
+        k = levels[min(len(levels) - 1, int(t // stair_s))]
+        return base_rps * float(factor**k)
+
+    return _shaped(len(levels) * stair_s, rate, mix, seed, f"staircase-x{factor:g}^{stairs}")
+
+
+def on_off(
+    base_rps: float,
+    mix: TokenMix = CONVERSATION,
+    factor: float = 2.5,
+    on_s: float = 240.0,
+    off_s: float = 360.0,
+    cycles: int = 4,
+    seed: int = 0,
+) -> Trace:
+    """``cycles`` periods of ``off_s`` at ``base_rps`` then ``on_s`` at ``factor ×``, and a
+    last ``off_s`` at ``base_rps``."""
+    period = on_s + off_s
+
+    def rate(t: float) -> float:
+        return base_rps * (factor if off_s <= t % period and t < cycles * period else 1.0)
+
+    return _shaped(cycles * period + off_s, rate, mix, seed, f"on-off-x{factor:g}")
+
+
+def decline(
+    start_rps: float,
+    end_rps: float,
+    duration_s: float = 1800.0,
+    mix: TokenMix = CONVERSATION,
+    seed: int = 0,
+) -> Trace:
+    """Poisson arrivals at a rate falling linearly from ``start_rps`` to ``end_rps``."""
+
+    def rate(t: float) -> float:
+        return start_rps + (end_rps - start_rps) * min(1.0, t / duration_s)
+
+    return _shaped(duration_s, rate, mix, seed, f"decline-{start_rps:g}-{end_rps:g}")

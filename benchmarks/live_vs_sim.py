@@ -1,0 +1,289 @@
+"""Live vs simulated: the playground's closed loop and ``tokenscale simulate`` on one input.
+
+One spec, one trace slice, one cold start, one seed. The live side is ``tokenscale playground
+--headless --json`` (a real API server, real Prometheus scraping the twins every wall second,
+the real ``tokenscale run``) run as a child process; the simulated side is the simulator's
+``tokenscale`` policy (``simulation.simulate``, what ``tokenscale simulate`` runs) with the
+timing the playground gives the operator, in modelled seconds: a scrape every ``speed`` s (1 s
+wall), a decision every ``max(1, 15 / speed) × speed`` s (the operator's ``--interval`` has a
+1 s floor), the spec as applied (the tensor-parallel size the plan chose; the playground
+divides the scale-down window by ``speed`` and the operator reads it in wall seconds, which is
+the same window modelled).
+
+Reported: the share of modelled minutes in which the desired replicas agree (read at each
+minute's end, ``simulation/minutes.py``), GPU-hours over the load's span (the playground's
+``gpu_hours_during_load``; the simulator counts the trace's span) and SLO attainment, each
+side's figure and the minutes that disagree. Targets (issue 19 §2): ≥ 90 % of minutes, GPU-hours
+within 10 %, attainment within one point. Reported, not asserted.
+
+    python benchmarks/live_vs_sim.py [--speed 5] [--minutes 15] [--start-min 0]
+        [--rate-scale 0.2] [--cold-start 60] [--seed 0] [--spec FILE] [--json OUT]
+"""
+
+import argparse
+import json
+import math
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+from tokenscale.data import AZURE_CONVERSATION, bundled_trace
+from tokenscale.playground.service import default_spec_path, load_service
+from tokenscale.simulation import SimOptions, SimResult, Trace, parse_trace, scale_trace
+from tokenscale.simulation.minutes import MinutePoint, agreement, disagreements, per_minute
+from tokenscale.simulation.run import Setup, simulate
+from tokenscale.simulation.trace import TraceRequest
+
+ROOT = Path(__file__).resolve().parents[1]
+SCRAPE_WALL_S = 1.0
+"""The playground's Prometheus scrape interval (wall seconds)."""
+INTERVAL_S = 15.0
+"""The operator's resync interval in modelled seconds, before its 1 s wall floor."""
+
+
+@dataclass(frozen=True)
+class Side:
+    slo_attainment: float
+    gpu_hours: float
+    scale_events: int
+    replicas_max: int
+    minutes: list[MinutePoint]
+
+
+@dataclass(frozen=True)
+class Comparison:
+    speed: float
+    minutes: int
+    cold_start_s: float
+    seed: int
+    requests: int
+    live: Side
+    sim: Side
+    agreement: float
+    gpu_hours_ratio: float
+    attainment_gap_points: float
+    disagree: list[tuple[int, int, int]]
+    """``(minute, live desired, simulated desired)``."""
+    live_wall_s: float
+
+    def verdicts(self) -> list[tuple[str, bool]]:
+        return [
+            ("desired replicas agree in ≥ 90 % of minutes", self.agreement >= 0.9),
+            ("GPU-hours within 10 %", abs(self.gpu_hours_ratio - 1.0) <= 0.1),
+            ("attainment within one point", abs(self.attainment_gap_points) <= 1.0),
+        ]
+
+
+def trace_slice(
+    source: Trace, start_s: float, duration_s: float, rate_scale: float, seed: int
+) -> Trace:
+    """``[start_s, start_s + duration_s)`` of ``source`` at ``rate_scale``, re-based to 0 s."""
+    scaled = scale_trace(source, rate_scale=rate_scale, seed=seed)
+    rows = tuple(
+        TraceRequest(r.arrival_s - start_s, r.input_tokens, r.output_tokens, r.prefix_blocks)
+        for r in scaled.requests
+        if start_s <= r.arrival_s < start_s + duration_s
+    )
+    if not rows:
+        raise SystemExit(f"no request in [{start_s:g}, {start_s + duration_s:g}) s of the trace")
+    return Trace(rows, f"{source.source}[{start_s:g}s+{duration_s:g}s]", source.block_tokens)
+
+
+def as_jsonl(trace: Trace) -> str:
+    """The slice as Mooncake JSONL (millisecond arrivals): both sides parse this same file."""
+    return "".join(
+        json.dumps(
+            {
+                "timestamp": round(r.arrival_s * 1000.0, 3),
+                "input_length": r.input_tokens,
+                "output_length": r.output_tokens,
+                "hash_ids": list(r.prefix_blocks),
+            }
+        )
+        + "\n"
+        for r in trace.requests
+    )
+
+
+def simulated(
+    spec_text: str, trace: Trace, speed: float, cold_start_s: float, seed: int
+) -> tuple[Side, SimResult]:
+    """The simulator's tokenscale run with the playground's timing (module docstring)."""
+    service = load_service(spec_text, "spec")
+    opts = SimOptions(
+        cold_start_s=cold_start_s,
+        scrape_interval_s=SCRAPE_WALL_S * speed,
+        decision_interval_s=max(1.0, INTERVAL_S / speed) * speed,
+        seed=seed,
+        timeline=True,
+    )
+    setup = Setup(service.spec, trace, opts, service.name)
+    r = simulate(setup, "tokenscale")
+    side = Side(
+        r.slo_attainment,
+        r.gpu_hours,
+        r.scale_events,
+        r.replicas_max,
+        per_minute(r.timeline, trace.duration_s),
+    )
+    return side, r
+
+
+def live(
+    spec: Path, trace_file: Path, speed: float, cold_start_s: float, workdir: Path
+) -> tuple[Side, dict[str, Any], float]:
+    """``tokenscale playground --headless --json`` on the slice; its summary."""
+    out = workdir / "playground.json"
+    cmd = [
+        sys.executable,
+        "-m",
+        "tokenscale",
+        "playground",
+        "--headless",
+        "--json",
+        str(out),
+        "--spec",
+        str(spec),
+        "--trace",
+        str(trace_file),
+        "--rate-scale",
+        "1",
+        "--speed",
+        f"{speed:g}",
+        "--cold-start",
+        f"{cold_start_s:g}",
+        "--settle",
+        "0",
+        "--workdir",
+        str(workdir / "playground"),
+    ]
+    env = {**os.environ, "PYTHONPATH": str(ROOT / "operator")}
+    t0 = time.perf_counter()
+    done = subprocess.run(cmd, env=env, capture_output=True, text=True, check=False)
+    wall = time.perf_counter() - t0
+    if done.returncode != 0 or not out.is_file():
+        sys.stderr.write(done.stdout[-4000:] + done.stderr[-4000:])
+        raise SystemExit(f"the playground failed (exit {done.returncode})")
+    data = json.loads(out.read_text())
+    side = Side(
+        data["slo_attainment"],
+        data["gpu_hours_during_load"],
+        data["scale_events"],
+        data["replicas_max"],
+        [MinutePoint.model_validate(m) for m in data["timeline"]],
+    )
+    return side, data, wall
+
+
+def compare(
+    spec: Path,
+    source: Trace,
+    speed: float,
+    minutes: float,
+    start_min: float,
+    rate_scale: float,
+    cold_start_s: float,
+    seed: int,
+    workdir: Path,
+) -> Comparison:
+    """Both sides on the same slice (module docstring)."""
+    trace = trace_slice(source, start_min * 60.0, minutes * 60.0, rate_scale, seed)
+    trace_file = workdir / "slice.jsonl"
+    trace_file.write_text(as_jsonl(trace))
+    same = parse_trace(trace_file.read_text(), source=trace_file.name)
+    sim, _ = simulated(spec.read_text(), same, speed, cold_start_s, seed)
+    real, _, wall = live(spec, trace_file, speed, cold_start_s, workdir)
+    ratio = real.gpu_hours / sim.gpu_hours if sim.gpu_hours > 0 else math.inf
+    return Comparison(
+        speed=speed,
+        minutes=len(sim.minutes),
+        cold_start_s=cold_start_s,
+        seed=seed,
+        requests=len(same.requests),
+        live=real,
+        sim=sim,
+        agreement=agreement(real.minutes, sim.minutes),
+        gpu_hours_ratio=ratio,
+        attainment_gap_points=(real.slo_attainment - sim.slo_attainment) * 100.0,
+        disagree=disagreements(real.minutes, sim.minutes),
+        live_wall_s=wall,
+    )
+
+
+def report(c: Comparison) -> str:
+    lines = [
+        f"speed ×{c.speed:g} · {c.minutes} modelled minutes · {c.requests} requests · "
+        f"cold start {c.cold_start_s:g} s · seed {c.seed} · playground wall {c.live_wall_s:.0f} s",
+        "",
+        "| | live (playground) | simulated |",
+        "|---|---|---|",
+        f"| SLO attainment % | {c.live.slo_attainment * 100:.2f} | "
+        f"{c.sim.slo_attainment * 100:.2f} |",
+        f"| GPU-hours (load span) | {c.live.gpu_hours:.3f} | {c.sim.gpu_hours:.3f} |",
+        f"| scale events | {c.live.scale_events} | {c.sim.scale_events} |",
+        f"| replicas max | {c.live.replicas_max} | {c.sim.replicas_max} |",
+        "",
+        f"desired replicas agree in {c.agreement * 100:.0f} % of minutes; GPU-hours live ÷ "
+        f"simulated {c.gpu_hours_ratio:.3f}; attainment live − simulated "
+        f"{c.attainment_gap_points:+.2f} points",
+    ]
+    lines += [f"  {'MET ' if ok else 'MISS'} {what}" for what, ok in c.verdicts()]
+    sim_at = {p.minute: p for p in c.sim.minutes}
+    live_at = {p.minute: p for p in c.live.minutes}
+    lines.append("minute: live desired/ready · simulated desired/ready")
+    for m in sorted(set(sim_at) | set(live_at)):
+        a, b = live_at.get(m), sim_at.get(m)
+        left = "–" if a is None else f"{a.desired}/{a.ready}"
+        right = "–" if b is None else f"{b.desired}/{b.ready}"
+        mark = "" if a is None or b is None or a.desired == b.desired else "  ≠"
+        lines.append(f"  {m:3d}: {left:>7} · {right:>7}{mark}")
+    return "\n".join(lines)
+
+
+def _plain(value: object) -> object:
+    """JSON for what ``asdict`` leaves as objects (the minute readings)."""
+    if isinstance(value, MinutePoint):
+        return value.model_dump()
+    return str(value)
+
+
+def main(argv: Sequence[str] | None = None) -> Comparison:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--spec", type=Path, default=default_spec_path())
+    ap.add_argument("--trace", type=Path, help="Default: the bundled Azure conversation hour.")
+    ap.add_argument("--rate-scale", type=float, default=0.2)
+    ap.add_argument("--start-min", type=float, default=0.0)
+    ap.add_argument("--minutes", type=float, default=15.0)
+    ap.add_argument("--speed", type=float, default=5.0)
+    ap.add_argument("--cold-start", type=float, default=60.0)
+    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--json", type=Path, help="Also write the comparison here.")
+    args = ap.parse_args(argv)
+    path = args.trace or bundled_trace(AZURE_CONVERSATION)
+    source = parse_trace(path.read_text(), source=path.name)
+    with tempfile.TemporaryDirectory(prefix="live-vs-sim-") as tmp:
+        c = compare(
+            args.spec,
+            source,
+            args.speed,
+            args.minutes,
+            args.start_min,
+            args.rate_scale,
+            args.cold_start,
+            args.seed,
+            Path(tmp),
+        )
+    print(report(c))
+    if args.json is not None:
+        args.json.write_text(json.dumps(asdict(c), indent=2, default=_plain) + "\n")
+    return c
+
+
+if __name__ == "__main__":
+    main()

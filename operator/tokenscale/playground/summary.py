@@ -1,0 +1,54 @@
+"""A playground run's summary as JSON (``tokenscale playground --json FILE``).
+
+Keys: ``slo_attainment``, ``gpu_hours`` (the whole run, settling included),
+``gpu_hours_during_load`` (up to the trace's last arrival, the span ``tokenscale simulate``
+counts), ``scale_events``, ``replicas_max`` and ``timeline``: per modelled minute of the load,
+the desired and ready replicas at the minute's end (``simulation/minutes.py``), so the same
+reading of a simulated run compares minute by minute.
+"""
+
+import math
+from itertools import pairwise
+from typing import Any
+
+from tokenscale.playground.session import PlaygroundResult
+from tokenscale.simulation.minutes import per_minute
+
+
+def gpu_hours_until(r: PlaygroundResult, until_s: float) -> float:
+    """GPU-hours held (starting and ready replicas) from the load's start to ``until_s``,
+    from the timeline's samples (each sample's count held until the next)."""
+    seconds = 0.0
+    for a, b in pairwise(r.timeline):
+        lo, hi = a.t_s, min(b.t_s, until_s)
+        if hi > lo:
+            seconds += (b.replicas_ready + b.replicas_starting) * (hi - lo)
+    return seconds * r.gpus_per_replica / 3600.0
+
+
+def summary_json(r: PlaygroundResult) -> dict[str, Any]:
+    """The summary (module docstring); non-finite figures are null."""
+
+    def num(v: float) -> float | None:
+        return v if math.isfinite(v) else None
+
+    minutes = per_minute(r.timeline, r.load_duration_s)
+    return {
+        "service": r.service,
+        "speed": r.speed,
+        "trace": r.trace,
+        "duration_s": r.duration_s,
+        "load_duration_s": r.load_duration_s,
+        "requests": r.sent,
+        "completed": r.completed,
+        "slo_attainment": r.slo_attainment,
+        "ttft_p50_s": num(r.ttft_p50_s),
+        "ttft_p99_s": num(r.ttft_p99_s),
+        "tpot_p99_s": num(r.tpot_p99_s),
+        "gpu_hours": r.gpu_hours,
+        "gpu_hours_during_load": gpu_hours_until(r, r.load_duration_s),
+        "scale_events": len(r.events),
+        "replicas_max": r.replicas_max,
+        "events": [{"t_s": e.t_s, "message": e.message} for e in r.events],
+        "timeline": [m.model_dump() for m in minutes],
+    }
