@@ -345,6 +345,22 @@ def run(
             help="Serve a liveness probe, e.g. http://0.0.0.0:8080/healthz",
         ),
     ] = None,
+    api_qps: Annotated[
+        float,
+        typer.Option(
+            "--api-qps",
+            envvar="TOKENSCALE_API_QPS",
+            help="Client-side limit on requests per second to the API server (0: none).",
+        ),
+    ] = 50.0,
+    api_burst: Annotated[
+        int,
+        typer.Option(
+            "--api-burst",
+            envvar="TOKENSCALE_API_BURST",
+            help="Requests allowed at once above --api-qps.",
+        ),
+    ] = 100,
 ) -> None:
     """Run the operator: reconcile InferenceServices into vLLM Deployments."""
     from tokenscale.controller.leader import run_operator  # noqa: PLC0415 - heavy import
@@ -375,6 +391,8 @@ def run(
             lease_duration_seconds=lease_duration,
             renew_deadline_seconds=renew_deadline,
             retry_period_seconds=retry_period,
+            api_qps=api_qps,
+            api_burst=api_burst,
         )
     except ValueError as exc:
         Console(stderr=True).print(f"[red]error:[/] {exc}")

@@ -19,7 +19,7 @@ from tokenscale.api.inference_service import API_GROUP, API_VERSION, KIND
 from tokenscale.controller.resync import Reconciler, fleet_metrics, resync_forever
 from tokenscale.controller.settings import Settings
 from tokenscale.controller.telemetry import Telemetry
-from tokenscale.kube import lws
+from tokenscale.kube import cached, lws
 from tokenscale.kube.client import Kube
 from tokenscale.kube.connect import bearer_token
 from tokenscale.render.labels import MANAGED_BY
@@ -49,7 +49,7 @@ def build_registry(
         settings.persistence.diffbase_storage = kopf.AnnotationsDiffBaseStorage(
             prefix=KOPF_PREFIX, key="last-handled-configuration"
         )
-        settings.posting.level = logging.INFO
+        settings.posting.level = logging.WARNING  # our own events say what happened
         settings.watching.server_timeout = 300
         settings.execution.max_workers = 16
 
@@ -67,20 +67,26 @@ def build_registry(
 
     @kopf.on.resume(*resource, registry=registry)
     def resumed(body: Any, **_: Any) -> None:
-        run(body)
+        run(body, "resume")
 
     @kopf.on.create(*resource, registry=registry)
     def created(body: Any, **_: Any) -> None:
-        run(body)
+        run(body, "create")
 
     @kopf.on.update(*resource, registry=registry)
     def updated(body: Any, **_: Any) -> None:
-        run(body)
+        run(body, "update")
 
     tasks: list[asyncio.Task[None]] = []
 
     @kopf.on.startup(registry=registry, id="resync-start")
     async def start_resync(**_: Any) -> None:
+        if isinstance(kube, cached.CachedKube):  # one LIST per kind, then the watches
+            await asyncio.to_thread(kube.prime)
+            log.info(
+                "watch cache primed: %s",
+                ", ".join(f"{kube.store.count(k)} {k}" for k in kube.store.kinds),
+            )
         loop = resync_forever(settings, kube, metrics, run)
         tasks.append(asyncio.create_task(loop, name="tokenscale-resync"))
 
@@ -89,24 +95,42 @@ def build_registry(
         for task in tasks:
             task.cancel()
 
-    @kopf.on.event(
-        "apps",
-        "v1",
-        "deployments",
-        registry=registry,
-        labels={"app.kubernetes.io/managed-by": MANAGED_BY},
-    )
-    @kopf.on.event(
-        lws.GROUP,
-        lws.VERSION,
-        lws.PLURAL,
-        registry=registry,
-        labels={"app.kubernetes.io/managed-by": MANAGED_BY},
-    )
-    def owned_deployment_changed(event: kopf.RawEvent, body: kopf.Body, **_: Any) -> None:
+    store = run.store
+    owned = {"app.kubernetes.io/managed-by": MANAGED_BY}
+
+    def cache(kind: str, event: kopf.RawEvent) -> dict[str, Any] | None:
+        """Feed the watch cache; the object as it now is (None: deleted)."""
+        obj: dict[str, Any] = dict(event.get("object") or {})
+        meta: dict[str, Any] = obj.get("metadata") or {}
+        if event.get("type") == "DELETED":
+            if store is not None:
+                store.drop(
+                    kind,
+                    meta.get("namespace", ""),
+                    meta.get("name", ""),
+                    meta.get("resourceVersion"),
+                )
+            return None
+        if store is not None:
+            store.put(kind, obj)
+        return obj
+
+    @kopf.on.event(*resource, registry=registry)
+    def inference_service_event(event: kopf.RawEvent, **_: Any) -> None:
+        cache(cached.INFERENCE_SERVICE, event)
+
+    @kopf.on.event("v1", "pods", registry=registry, labels=owned)
+    def pod_event(event: kopf.RawEvent, **_: Any) -> None:
+        cache(cached.POD, event)
+
+    def owned_changed(kind: str, event: kopf.RawEvent) -> None:
+        """A change to an object we render: reconcile its InferenceService only when the
+        change drifts from what was rendered or changes what its status reports."""
+        raw: dict[str, Any] = dict(event.get("object") or {})
+        live = cache(kind, event)
         if event.get("type") is None:  # the initial listing: resume handles those
             return
-        meta = body.get("metadata") or {}
+        meta: dict[str, Any] = raw.get("metadata") or {}
         owner = next(
             (
                 o
@@ -117,6 +141,26 @@ def build_registry(
         )
         if owner is None:
             return
-        run({"metadata": {"namespace": meta["namespace"], "name": owner["name"]}})
+        key = (meta["namespace"], owner["name"])
+        if store is not None and not run.owned_changed(key, kind, live):
+            run.telemetry.skipped.labels("owned").inc()
+            return
+        run({"metadata": {"namespace": key[0], "name": key[1]}}, "owned")
+
+    @kopf.on.event("apps", "v1", "deployments", registry=registry, labels=owned)
+    def deployment_event(event: kopf.RawEvent, **_: Any) -> None:
+        owned_changed(cached.DEPLOYMENT, event)
+
+    @kopf.on.event(lws.GROUP, lws.VERSION, lws.PLURAL, registry=registry, labels=owned)
+    def lws_event(event: kopf.RawEvent, **_: Any) -> None:
+        owned_changed(lws.KIND, event)
+
+    @kopf.on.event("v1", "services", registry=registry, labels=owned)
+    def service_event(event: kopf.RawEvent, **_: Any) -> None:
+        owned_changed(cached.SERVICE, event)
+
+    @kopf.on.event("policy", "poddisruptionbudgets", registry=registry, labels=owned)
+    def pdb_event(event: kopf.RawEvent, **_: Any) -> None:
+        owned_changed(cached.PDB, event)
 
     return registry

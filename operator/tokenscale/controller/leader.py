@@ -37,9 +37,12 @@ from tokenscale.controller.leadership import (
 from tokenscale.controller.resync import Reconciler, fleet_metrics
 from tokenscale.controller.settings import Settings
 from tokenscale.controller.telemetry import Telemetry
+from tokenscale.kube.cached import KINDS, CachedKube
 from tokenscale.kube.client import Kube
 from tokenscale.kube.connect import connect
 from tokenscale.kube.lease import LeaseStore
+from tokenscale.kube.store import WatchStore
+from tokenscale.kube.throttle import install
 
 log = logging.getLogger(__name__)
 
@@ -207,7 +210,10 @@ def run_operator(settings: Settings) -> None:
     telemetry = Telemetry()
     if settings.metrics_port:
         telemetry.serve(settings.metrics_port)
-    kube = Kube(connect(settings.kubeconfig))
+    api = connect(settings.kubeconfig)
+    install(api, settings.limits(), telemetry.record_request)
+    namespaces = None if settings.clusterwide else list(settings.namespaces)
+    kube = CachedKube(api, WatchStore(KINDS), namespaces)
     election = settings.election()
     if election is not None:
         asyncio.run(run_elected(settings, election, kube, telemetry))

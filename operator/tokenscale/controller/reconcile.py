@@ -15,12 +15,13 @@ from pydantic import ValidationError
 
 from tokenscale.api.errors import SpecError
 from tokenscale.api.inference_service import InferenceService
-from tokenscale.api.manifest import parse_inference_service
 from tokenscale.api.profile import parse_profile
 from tokenscale.api.status import Condition, InferenceServiceStatus, ScalingStateStatus
 from tokenscale.controller.graceful import DELETION_COST, deletion_costs
 from tokenscale.controller.lead_time import lead_time_s
+from tokenscale.controller.plans import PLANS
 from tokenscale.controller.status import (
+    Observed,
     condition,
     decision_status,
     deployment_condition,
@@ -44,7 +45,7 @@ from tokenscale.controller.workload import (
 from tokenscale.kube.client import Kube
 from tokenscale.kube.drift import differences
 from tokenscale.kube.lws import LwsNotInstalledError
-from tokenscale.planning import Plan, plan_service
+from tokenscale.planning import Plan
 from tokenscale.render import Owner, render_bundle, selector_string
 from tokenscale.render.labels import CONFIG_HASH_ANNOTATION
 from tokenscale.scaling import Decision, EngineInput, Snapshot, decide, decide_plan_only
@@ -80,6 +81,10 @@ class Outcome:
     decision: Decision | None = None
     previous_decision: int | None = None
     ready_replicas: int = 0
+    desired: dict[str, dict[str, Any]] = field(default_factory=dict)
+    """The rendered objects by kind (what an owned object's watch event is compared with)."""
+    observed: Observed | None = None
+    """The workload as the status reports it."""
 
 
 def _previous(body: Mapping[str, Any]) -> tuple[dict[str, Any], list[dict[str, Any]]]:
@@ -210,8 +215,7 @@ def reconcile(
     meta = body["metadata"]
     ns, name, uid, gen = meta["namespace"], meta["name"], meta["uid"], meta.get("generation")
     try:
-        service = with_profile(kube, ns, parse_inference_service(dict(body)))
-        plan = plan_service(service.spec, name)
+        service, plan = PLANS.planned(body, lambda parsed: with_profile(kube, ns, parsed))
     except SpecError as err:
         return _reject(kube, body, "InvalidSpec", str(err), now, emit)
     if plan.replicas is None:  # nothing can serve; a bound shortfall still deploys, flagged
@@ -242,6 +246,7 @@ def reconcile(
         live = read(ns, child)
         # the reader chose the type (a PDB may be served as policy/v1beta1 on old clusters)
         desired = {k: v for k, v in obj.items() if k not in ("apiVersion", "kind")}
+        outcome.desired[kind] = obj
         diff = differences(desired, live) if live is not None else ["(missing)"]
         diff = diff or selector_drift(obj, live)
         if diff:
@@ -268,6 +273,7 @@ def reconcile(
                 outcome.events.append(("Normal", "WorkloadReplaced", message))
 
     observed = observe_workload(live_workload)
+    outcome.observed = observed
     outcome.ready_replicas = observed.ready_replicas if observed else 0
     scaled = previous_decision != decision.replicas
     summary = plan_summary(

@@ -16,17 +16,18 @@ NAMESPACED: tuple[Rule, ...] = (
         "leaderworkersets",
         ("get", "list", "watch", "create", "patch", "delete"),
     ),
-    ("", "services", ("get", "create", "patch")),
-    ("policy", "poddisruptionbudgets", ("get", "create", "patch")),
+    ("", "services", ("get", "list", "watch", "create", "patch")),
+    ("policy", "poddisruptionbudgets", ("get", "list", "watch", "create", "patch")),
     ("", "events", ("create", "patch")),
     ("", "configmaps", ("get",)),
-    ("", "pods", ("list", "patch")),
+    ("", "pods", ("list", "watch", "patch")),
 )
 """Reconcile: read/apply owned objects (server-side apply creates with create), replace the
 status whole, post events, read the ConfigMap a ``spec.profileRef`` names, list the
 Deployment's pods (their creation→Ready lead time) and set the vLLM pods' deletion cost before
-a scale-down; kopf watches InferenceServices and owned Deployments and LeaderWorkerSets
-(kube/lws.py) and patches its annotations. Delete: a service that moves between one node and
+a scale-down; kopf watches InferenceServices and the owned Deployments, LeaderWorkerSets
+(kube/lws.py), Services, PodDisruptionBudgets and pods (the watch cache, kube/store.py, is
+primed by one list of each) and patches its annotations. Delete: a service that moves between one node and
 many replaces its Deployment by a LeaderWorkerSet or back (controller/workload.py)."""
 
 CLUSTER_READ: tuple[Rule, ...] = (
