@@ -57,3 +57,32 @@ app.kubernetes.io/instance: {{ .Release.Name }}
   verbs: ["get"]
 {{- end }}
 {{- end -}}
+
+
+{{/* The operator units: one per shard, or the single unsharded operator. Each is
+     {name, sa, shard, namespaces, elect}; a namespace in two shards fails the render. */}}
+{{- define "tokenscale.units" -}}
+{{- $full := include "tokenscale.fullname" . -}}
+{{- $units := list -}}
+{{- if .Values.shards -}}
+{{- if .Values.watchNamespaces -}}
+{{- fail "shards and watchNamespaces exclude each other: list each shard's namespaces under shards" -}}
+{{- end -}}
+{{- $owner := dict -}}
+{{- range .Values.shards -}}
+{{- $shard := .name -}}
+{{- range .namespaces -}}
+{{- if hasKey $owner . -}}
+{{- fail (printf "shards: namespace %s is in shard %s and shard %s; a namespace belongs to one shard" . (get $owner .) $shard) -}}
+{{- end -}}
+{{- $_ := set $owner . $shard -}}
+{{- end -}}
+{{- $name := printf "%s-%s" $full .name | trunc 63 | trimSuffix "-" -}}
+{{- $sa := ternary $name (default "default" $.Values.serviceAccount.name) $.Values.serviceAccount.create -}}
+{{- $units = append $units (dict "name" $name "sa" $sa "shard" .name "namespaces" .namespaces "elect" true) -}}
+{{- end -}}
+{{- else -}}
+{{- $units = append $units (dict "name" $full "sa" (include "tokenscale.serviceAccountName" .) "shard" "" "namespaces" .Values.watchNamespaces "elect" (gt (int .Values.replicaCount) 1)) -}}
+{{- end -}}
+{{- toJson $units -}}
+{{- end -}}
