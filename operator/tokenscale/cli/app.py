@@ -365,6 +365,7 @@ def run(
     """Run the operator: reconcile InferenceServices into vLLM Deployments."""
     from tokenscale.controller.leader import run_operator  # noqa: PLC0415 - heavy import
     from tokenscale.controller.settings import Settings  # noqa: PLC0415
+    from tokenscale.controller.shards import ShardConflictError  # noqa: PLC0415
 
     names = tuple(n.strip() for item in namespace or [] for n in item.split(",") if n.strip())
     try:
@@ -399,7 +400,11 @@ def run(
         raise typer.Exit(2) from exc
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s %(message)s")
     logging.getLogger("tokenscale").setLevel(log_level.upper())
-    run_operator(settings)
+    try:
+        run_operator(settings)
+    except ShardConflictError as exc:
+        Console(stderr=True).print(f"[red]error:[/] {exc}", soft_wrap=True)
+        raise typer.Exit(2) from exc
 
 
 @app.command()
