@@ -1,8 +1,11 @@
 """Kopf handlers, registered on a registry built at start-up from the settings.
 
-Every entry point (create, update, resume, the resync loop, a change to an owned Deployment
-or LeaderWorkerSet)
-calls the same :class:`~tokenscale.controller.resync.Reconciler`. Kopf keeps its own state in
+Every entry point (create, update, resume, the resync loop, a change to an owned Deployment,
+LeaderWorkerSet, Service or PodDisruptionBudget) calls the same
+:class:`~tokenscale.controller.resync.Reconciler`. Every watch event also feeds the watch
+cache (kube/store.py) the reconciles read from; an owned object's event reconciles only
+when it drifts from what was rendered or changes what the status reports, and pods (watched
+only with a metrics source) never wake a reconcile. Kopf keeps its own state in
 annotations (works on a 1.20 API server with a structural status schema) and always runs
 standalone: with several replicas, leader election on a Lease (controller/leader.py) decides
 which one runs Kopf at all.
@@ -119,9 +122,11 @@ def build_registry(
     def inference_service_event(event: kopf.RawEvent, **_: Any) -> None:
         cache(cached.INFERENCE_SERVICE, event)
 
-    @kopf.on.event("v1", "pods", registry=registry, labels=owned)
-    def pod_event(event: kopf.RawEvent, **_: Any) -> None:
-        cache(cached.POD, event)
+    if store is not None and cached.POD in store.kinds:
+
+        @kopf.on.event("v1", "pods", registry=registry, labels=owned)
+        def pod_event(event: kopf.RawEvent, **_: Any) -> None:
+            cache(cached.POD, event)
 
     def owned_changed(kind: str, event: kopf.RawEvent) -> None:
         """A change to an object we render: reconcile its InferenceService only when the

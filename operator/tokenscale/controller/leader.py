@@ -47,7 +47,7 @@ from tokenscale.controller.shards import (
     describe,
 )
 from tokenscale.controller.telemetry import Telemetry
-from tokenscale.kube.cached import KINDS, CachedKube
+from tokenscale.kube.cached import KINDS, POD, CachedKube
 from tokenscale.kube.client import Kube
 from tokenscale.kube.connect import connect
 from tokenscale.kube.lease import LeaseStore
@@ -250,7 +250,8 @@ def run_operator(settings: Settings) -> None:
     api = connect(settings.kubeconfig)
     install(api, settings.limits(), telemetry.record_request)
     namespaces = None if settings.clusterwide else list(settings.namespaces)
-    kube = CachedKube(api, WatchStore(KINDS), namespaces)
+    kinds = (*KINDS, POD) if settings.prometheus_url else KINDS
+    kube = CachedKube(api, WatchStore(kinds), namespaces)
     election = settings.election()
     if election is not None:
         asyncio.run(run_elected(settings, election, kube, telemetry))

@@ -1,8 +1,8 @@
 """The reconcile runner, the fleet-wide metrics cache and the periodic resync loop.
 
-:class:`Reconciler` runs :func:`reconcile` for one object: one at a time per object, from a
-fresh read, and only while ``may_act()`` says this process is the leader. Kopf's handlers and
-:func:`resync_forever` both call it. The periodic re-evaluation is our own loop, not a Kopf
+:class:`Reconciler` runs :func:`reconcile` for one object: one at a time per object, from the
+watch cache (a fresh read without one), and only while ``may_act()`` says this process is the
+leader. Kopf's handlers and :func:`resync_forever` both call it. The periodic re-evaluation is our own loop, not a Kopf
 timer: Kopf puts a finalizer on every object that has a timer, and a stopped operator would
 then block deletions.
 """
@@ -291,8 +291,10 @@ class Reconciler:
 async def resync_forever(
     settings: Settings, kube: Kube, metrics: FleetMetrics, run: Reconciler
 ) -> None:
-    """Every interval: one fleet-wide metrics read, then every object reconciled. It never
-    dies: an unexpected error is logged and the next cycle runs. Idle unless leading."""
+    """Every interval: one fleet-wide metrics read, then every object's tick (its keys from
+    the watch cache, else one LIST); a plan-only tick that would change nothing is skipped.
+    It never dies: an unexpected error is logged and the next cycle runs. Idle unless
+    leading."""
     bound = asyncio.Semaphore(RESYNC_CONCURRENCY)
 
     async def one(item: dict[str, Any]) -> None:

@@ -2,7 +2,8 @@
 
 :class:`CachedKube` is a :class:`~tokenscale.kube.client.Kube` whose reads of the watched
 kinds (InferenceServices, and the Deployments, Services, PodDisruptionBudgets,
-LeaderWorkerSets and pods labelled ``app.kubernetes.io/managed-by=tokenscale``) come from
+LeaderWorkerSets and, with a metrics source, pods labelled
+``app.kubernetes.io/managed-by=tokenscale``) come from
 the store, and whose writes (server-side apply, the status) are written through to it.
 Everything else (the ConfigMap a ``spec.profileRef`` names, events, deletes, pod
 annotations) is the plain API call.
@@ -27,7 +28,10 @@ DEPLOYMENT = "Deployment"
 SERVICE = "Service"
 PDB = "PodDisruptionBudget"
 POD = "Pod"
-KINDS = (INFERENCE_SERVICE, DEPLOYMENT, SERVICE, PDB, lws.KIND, POD)
+KINDS = (INFERENCE_SERVICE, DEPLOYMENT, SERVICE, PDB, lws.KIND)
+"""Always cached; pods too (``POD``) when a metrics source is configured: only scaling on
+metrics reads them (lead time, which pods a scale-down removes), and plan-only operators
+need not pay for their watch events."""
 OWNED_SELECTOR = f"app.kubernetes.io/managed-by={MANAGED_BY}"
 
 
@@ -80,7 +84,7 @@ class CachedKube(Kube):
 
     def prime(self) -> None:
         listers: dict[str, Callable[[], list[dict[str, Any]]]] = {
-            kind: functools.partial(self.list_kind, kind) for kind in KINDS
+            kind: functools.partial(self.list_kind, kind) for kind in self.store.kinds
         }
         self.store.prime(listers)
 
@@ -101,6 +105,8 @@ class CachedKube(Kube):
         return self.store.get(lws.KIND, namespace, name)
 
     def list_pods(self, namespace: str, selector: str) -> list[dict[str, Any]]:
+        if POD not in self.store.kinds:  # pods are watched only with a metrics source
+            return super().list_pods(namespace, selector)
         return self.store.select(POD, namespace, _labels(selector))
 
     # -- writes, written through ------------------------------------------------------------
