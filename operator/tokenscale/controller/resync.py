@@ -2,9 +2,9 @@
 
 :class:`Reconciler` runs :func:`reconcile` for one object: one at a time per object, from the
 watch cache (a fresh read without one), and only while ``may_act()`` says this process is the
-leader. Kopf's handlers and :func:`resync_forever` both call it. The periodic re-evaluation is our own loop, not a Kopf
-timer: Kopf puts a finalizer on every object that has a timer, and a stopped operator would
-then block deletions.
+leader. Kopf's handlers and :func:`resync_forever` both call it. The periodic re-evaluation
+is our own loop, not a Kopf timer: Kopf puts a finalizer on every object that has a timer,
+and a stopped operator would then block deletions.
 """
 
 import asyncio
