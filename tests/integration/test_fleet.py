@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 import requests
-from kubernetes import client
+from kubernetes import client, config
 from kubernetes.client.exceptions import ApiException
 
 from tests.helpers import manifest
@@ -88,7 +88,7 @@ def test_drift_is_repaired_from_the_watch_without_waiting_for_a_tick(
             "test", namespace, {"spec": {"replicas": want + 3}}
         )
         wait_for(lambda: objects.deployment("test").spec.replicas == want, 30, "scale undone")
-        objects.core.delete_namespaced_service("test", namespace)
+        objects.core.delete_namespaced_service("test", namespace, _preload_content=False)
 
         def service_back() -> bool:
             try:
@@ -110,16 +110,32 @@ def test_drift_is_repaired_from_the_watch_without_waiting_for_a_tick(
 # -- 429: a real API server that admits two requests at a time -------------------------------
 
 
+USER_TOKEN = "fleet-user-token"  # a throwaway credential for the test cluster
+"""A user outside system:masters: the API server's in-flight limit exempts that group."""
+
+
 @pytest.fixture(scope="module")
 def busy_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
     c = Cluster(
-        tmp_path_factory.mktemp("busy-cluster"), crd_files=[CRD_FILE], max_requests_inflight=2
+        tmp_path_factory.mktemp("busy-cluster"),
+        crd_files=[CRD_FILE],
+        max_requests_inflight=2,
+        extra_tokens={USER_TOKEN: ("fleet-user", "fleet")},
     )
     try:
         c.start()
         yield c
     finally:
         c.stop()
+
+
+def _user_client(cluster: Cluster) -> client.ApiClient:
+    """The non-master user's client, with a connection per hammering thread."""
+    cfg = client.Configuration()
+    path = cluster.kubeconfig(USER_TOKEN, "fleet")
+    config.load_kube_config(config_file=str(path), client_configuration=cfg)
+    cfg.connection_pool_maxsize = 32
+    return client.ApiClient(cfg)
 
 
 def _hammer(api: client.ApiClient, namespace: str, tag: str) -> list[int]:
@@ -143,19 +159,18 @@ def _hammer(api: client.ApiClient, namespace: str, tag: str) -> list[int]:
 def test_429s_from_the_api_server_are_retried_after_its_retry_after(
     busy_cluster: Cluster,
 ) -> None:
-    kubeconfig = str(busy_cluster.kubeconfig())
-    admin = connect(kubeconfig)
+    admin = connect(str(busy_cluster.kubeconfig()))
     namespace = f"busy-{uuid.uuid4().hex[:6]}"
     wait_for(
         lambda: bool(client.CoreV1Api(admin).create_namespace({"metadata": {"name": namespace}})),
         30,
         "a namespace on the busy server",
     )
-    plain = _hammer(connect(kubeconfig), namespace, "plain")
+    plain = _hammer(_user_client(busy_cluster), namespace, "plain")
     assert 429 in plain, "the API server did not throttle: the test proves nothing"
 
     statuses: list[int] = []
-    polite = connect(kubeconfig)
+    polite = _user_client(busy_cluster)
     install(polite, ClientLimits(qps=0, burst=1, max_retries=30), lambda _m, s: statuses.append(s))
     answers = _hammer(polite, namespace, "polite")
     assert answers == [200] * 48
@@ -177,7 +192,15 @@ def test_the_operator_reconciles_everything_on_a_throttling_api_server(
     )
     port = free_port()
     op = busy_cluster.operator(
-        "op-busy", namespace, 5, tmp_path, "--metrics-port", str(port), "--api-qps", "0"
+        "op-busy",
+        namespace,
+        5,
+        tmp_path,
+        "--metrics-port",
+        str(port),
+        "--api-qps",
+        "0",
+        kubeconfig=busy_cluster.kubeconfig(USER_TOKEN, "fleet"),
     )
     objects = Objects(admin, namespace)
     names = [f"svc-{i}" for i in range(12)]
