@@ -352,7 +352,7 @@ def run(
             envvar="TOKENSCALE_API_QPS",
             help="Client-side limit on requests per second to the API server (0: none).",
         ),
-    ] = 200.0,
+    ] = 300.0,
     api_burst: Annotated[
         int,
         typer.Option(
@@ -360,7 +360,7 @@ def run(
             envvar="TOKENSCALE_API_BURST",
             help="Requests allowed at once above --api-qps.",
         ),
-    ] = 400,
+    ] = 600,
 ) -> None:
     """Run the operator: reconcile InferenceServices into vLLM Deployments."""
     from tokenscale.controller.leader import run_operator  # noqa: PLC0415 - heavy import

@@ -55,6 +55,10 @@ def build_registry(
         settings.posting.level = logging.WARNING  # our own events say what happened
         settings.watching.server_timeout = 300
         settings.execution.max_workers = 16
+        # after its own annotation patch Kopf waits this long for the patched version before
+        # it takes an older event (our status write's) at face value and, seeing no record of
+        # the creation, runs the create handler again: under load watch events lag by seconds
+        settings.persistence.consistency_timeout = 30.0
 
     @kopf.on.login(registry=registry)
     def login(**_: Any) -> kopf.ConnectionInfo:
@@ -132,7 +136,7 @@ def build_registry(
         """A change to an object we render: reconcile its InferenceService only when the
         change drifts from what was rendered or changes what its status reports."""
         raw: dict[str, Any] = dict(event.get("object") or {})
-        live = cache(kind, event)
+        cache(kind, event)
         if event.get("type") is None:  # the initial listing: resume handles those
             return
         meta: dict[str, Any] = raw.get("metadata") or {}
@@ -146,11 +150,11 @@ def build_registry(
         )
         if owner is None:
             return
-        key = (meta["namespace"], owner["name"])
-        if store is not None and not run.owned_changed(key, kind, live):
-            run.telemetry.skipped.labels("owned").inc()
-            return
-        run({"metadata": {"namespace": key[0], "name": key[1]}}, "owned")
+        run(
+            {"metadata": {"namespace": meta["namespace"], "name": owner["name"]}},
+            "owned",
+            owned=(kind, meta["name"]),
+        )
 
     @kopf.on.event("apps", "v1", "deployments", registry=registry, labels=owned)
     def deployment_event(event: kopf.RawEvent, **_: Any) -> None:

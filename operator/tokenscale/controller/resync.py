@@ -13,6 +13,7 @@ import logging
 import threading
 import time
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
@@ -42,12 +43,23 @@ def now_stamp() -> str:
     return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
+EVENT_POSTERS = ThreadPoolExecutor(max_workers=2, thread_name_prefix="tokenscale-events")
+"""Events are posted in the background: a reconcile does not wait for them."""
+
+
 def emitter(kube: Kube, body: Any) -> EventSink:
-    def emit(type_: str, reason: str, message: str) -> None:
+    involved = dict(body)
+
+    def post(type_: str, reason: str, message: str, stamp: str) -> None:
         try:
-            kube.create_event(dict(body), type_, reason, message, now_stamp())
+            kube.create_event(involved, type_, reason, message, stamp)
         except ApiException as exc:  # an event is never worth failing a reconcile for
             log.warning("cannot post event %s: %s %s", reason, exc.status, exc.reason)
+        except Exception:
+            log.exception("cannot post event %s", reason)
+
+    def emit(type_: str, reason: str, message: str) -> None:
+        EVENT_POSTERS.submit(post, type_, reason, message, now_stamp())
 
     return emit
 
@@ -223,9 +235,13 @@ class Reconciler:
         want = {k: v for k, v in desired.items() if k not in ("apiVersion", "kind")}
         return bool(differences(want, live) or selector_drift(desired, live))
 
-    def __call__(self, body: Any, trigger: str = "event") -> None:
+    def __call__(
+        self, body: Any, trigger: str = "event", owned: tuple[str, str] | None = None
+    ) -> None:
         """The handler, the loop and a Deployment event may fire together; the later one
-        sees what the earlier one wrote."""
+        sees what the earlier one wrote. ``owned`` (kind, name): woken by that owned object's
+        event; judged under the lock, against the cache as it is then, so an event that
+        arrives while this object's reconcile is still writing is judged after it."""
         key = (body["metadata"]["namespace"], body["metadata"]["name"])
         store = self.store
         if store is not None and not store.wait_primed(PRIME_WAIT_S):
@@ -239,6 +255,11 @@ class Reconciler:
             if trigger == "tick" and self.unchanged(key):
                 self.telemetry.skipped.labels(trigger).inc()
                 return
+            if owned is not None and store is not None:
+                live = store.get(owned[0], key[0], owned[1])
+                if not self.owned_changed(key, owned[0], live):
+                    self.telemetry.skipped.labels(trigger).inc()
+                    return
             with self._guard:
                 self._in_flight += 1
             try:
@@ -250,12 +271,12 @@ class Reconciler:
                     self._seen.pop(key, None)
                     return
                 self.telemetry.reconciles.labels(trigger).inc()
-                self._reconcile(key, current)
+                self._reconcile(key, current, trigger)
             finally:
                 with self._guard:
                     self._in_flight -= 1
 
-    def _reconcile(self, key: tuple[str, str], body: dict[str, Any]) -> None:
+    def _reconcile(self, key: tuple[str, str], body: dict[str, Any], trigger: str) -> None:
         started = time.perf_counter()
         view = self.metrics.view(key)
         try:
@@ -283,7 +304,7 @@ class Reconciler:
                 outcome.decision.replicas,
                 outcome.ready_replicas,
             )
-        log.debug("reconciled %s/%s in %.1f ms", *key, elapsed * 1e3)
+        log.debug("reconciled %s/%s (%s) in %.1f ms", *key, trigger, elapsed * 1e3)
         if outcome.applied:
             log.info("%s/%s: applied %s", *key, ", ".join(outcome.applied))
 

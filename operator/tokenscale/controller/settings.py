@@ -49,9 +49,9 @@ class Settings(BaseModel):
         default=None, description="e.g. http://0.0.0.0:8080/healthz"
     )
     api_qps: float = Field(
-        default=200.0, ge=0, description="Requests per second to the API server (0: no limit)."
+        default=300.0, ge=0, description="Requests per second to the API server (0: no limit)."
     )
-    api_burst: int = Field(default=400, ge=1, description="Requests allowed above the QPS.")
+    api_burst: int = Field(default=600, ge=1, description="Requests allowed above the QPS.")
 
     @model_validator(mode="after")
     def _scope(self) -> Self:
