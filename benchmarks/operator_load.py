@@ -24,6 +24,7 @@ Prints the median over rounds. Targets: ready < 30 s and RSS < 300 MB at 1,000.
 """
 
 import argparse
+import os
 import re
 import statistics
 import sys
@@ -76,6 +77,12 @@ def _peak_rss_mb(pid: int) -> float:
         if line.startswith("VmHWM:"):
             return int(line.split()[1]) / 1024
     return float("nan")
+
+
+def _cpu_s(pid: int) -> float:
+    """User + system CPU seconds the process has used."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 SAMPLE = re.compile(r"^(tokenscale_[a-z_]+)\{([^}]*)\} ([0-9.e+]+)$")
@@ -159,6 +166,7 @@ def one_round(
         wait_for(all_done, 600, "all deployments and statuses", interval_s=0.5)
         out["all_ready_s"] = time.monotonic() - start
         out["peak_rss_mb"] = _peak_rss_mb(op.proc.pid)
+        out["operator_cpu_s_until_ready"] = _cpu_s(op.proc.pid)
         out["reconciles_until_ready_per_create"] = _logged(op) / count
         settle_start = time.monotonic()
         seen = -1
@@ -242,6 +250,7 @@ def _logged(op: Any) -> int:
 ROWS = (
     ("all_ready_s", "< 30 s at 1,000"),
     ("peak_rss_mb", "< 300 MB"),
+    ("operator_cpu_s_until_ready", ""),
     ("reconciles_until_ready_per_create", "ticks included"),
     ("reconciles_per_create", "1"),
     ("api_calls_per_create", ""),
@@ -288,7 +297,7 @@ def main() -> int:
         f"{args.rounds} round(s) (medians):"
     )
     extra = sorted({k for r in rounds for k in r if k.startswith("  ")})
-    rows = [*ROWS[:4], *((k, "") for k in extra), *ROWS[4:]]
+    rows = [*ROWS[:5], *((k, "") for k in extra), *ROWS[5:]]
     for key, target in rows:
         values = [r[key] for r in rounds if key in r]
         if not values:

@@ -32,8 +32,9 @@ def ensure_prometheus() -> str:
 
 
 class PrometheusServer:
-    def __init__(self, workdir: Path) -> None:
+    def __init__(self, workdir: Path, scrape_interval_s: float = 1.0) -> None:
         self.workdir = workdir
+        self.scrape_interval_s = scrape_interval_s
         self.port = free_port()
         self.targets_file = workdir / "targets.json"
         self.targets: dict[str, dict[str, str]] = {}
@@ -50,7 +51,7 @@ class PrometheusServer:
         config = self.workdir / "prometheus.yml"
         config.write_text(
             textwrap.dedent(f"""\
-            global: {{scrape_interval: 1s, evaluation_interval: 1s}}
+            global: {{scrape_interval: {self.scrape_interval_s:g}s, evaluation_interval: 1s}}
             scrape_configs:
               - job_name: vllm
                 file_sd_configs: [{{files: ["{self.targets_file}"], refresh_interval: 1s}}]
