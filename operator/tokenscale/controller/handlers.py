@@ -59,6 +59,8 @@ def build_registry(
         # it takes an older event (our status write's) at face value and, seeing no record of
         # the creation, runs the create handler again: under load watch events lag by seconds
         settings.persistence.consistency_timeout = 30.0
+        # one "Handler … succeeded" line per watch event is noise at a thousand objects
+        logging.getLogger("kopf.objects").setLevel(logging.WARNING)
 
     @kopf.on.login(registry=registry)
     def login(**_: Any) -> kopf.ConnectionInfo:
@@ -122,17 +124,19 @@ def build_registry(
             store.put(kind, obj)
         return obj
 
+    # The watch handlers are coroutines: feeding the cache costs microseconds, and a thread
+    # hop per event (thousands when a fleet is created) would crowd out the reconciles.
     @kopf.on.event(*resource, registry=registry)
-    def inference_service_event(event: kopf.RawEvent, **_: Any) -> None:
+    async def inference_service_event(event: kopf.RawEvent, **_: Any) -> None:
         cache(cached.INFERENCE_SERVICE, event)
 
     if store is not None and cached.POD in store.kinds:
 
         @kopf.on.event("v1", "pods", registry=registry, labels=owned)
-        def pod_event(event: kopf.RawEvent, **_: Any) -> None:
+        async def pod_event(event: kopf.RawEvent, **_: Any) -> None:
             cache(cached.POD, event)
 
-    def owned_changed(kind: str, event: kopf.RawEvent) -> None:
+    async def owned_changed(kind: str, event: kopf.RawEvent) -> None:
         """A change to an object we render: reconcile its InferenceService only when the
         change drifts from what was rendered or changes what its status reports."""
         raw: dict[str, Any] = dict(event.get("object") or {})
@@ -150,26 +154,27 @@ def build_registry(
         )
         if owner is None:
             return
-        run(
-            {"metadata": {"namespace": meta["namespace"], "name": owner["name"]}},
-            "owned",
-            owned=(kind, meta["name"]),
-        )
+        key, which = (meta["namespace"], owner["name"]), (kind, meta["name"])
+        if not run.may_need(key, which):
+            run.telemetry.skipped.labels("owned").inc()
+            return
+        body = {"metadata": {"namespace": key[0], "name": key[1]}}
+        await asyncio.to_thread(run, body, "owned", which)
 
     @kopf.on.event("apps", "v1", "deployments", registry=registry, labels=owned)
-    def deployment_event(event: kopf.RawEvent, **_: Any) -> None:
-        owned_changed(cached.DEPLOYMENT, event)
+    async def deployment_event(event: kopf.RawEvent, **_: Any) -> None:
+        await owned_changed(cached.DEPLOYMENT, event)
 
     @kopf.on.event(lws.GROUP, lws.VERSION, lws.PLURAL, registry=registry, labels=owned)
-    def lws_event(event: kopf.RawEvent, **_: Any) -> None:
-        owned_changed(lws.KIND, event)
+    async def lws_event(event: kopf.RawEvent, **_: Any) -> None:
+        await owned_changed(lws.KIND, event)
 
     @kopf.on.event("v1", "services", registry=registry, labels=owned)
-    def service_event(event: kopf.RawEvent, **_: Any) -> None:
-        owned_changed(cached.SERVICE, event)
+    async def service_event(event: kopf.RawEvent, **_: Any) -> None:
+        await owned_changed(cached.SERVICE, event)
 
     @kopf.on.event("policy", "poddisruptionbudgets", registry=registry, labels=owned)
-    def pdb_event(event: kopf.RawEvent, **_: Any) -> None:
-        owned_changed(cached.PDB, event)
+    async def pdb_event(event: kopf.RawEvent, **_: Any) -> None:
+        await owned_changed(cached.PDB, event)
 
     return registry

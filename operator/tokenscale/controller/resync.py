@@ -235,6 +235,15 @@ class Reconciler:
         want = {k: v for k, v in desired.items() if k not in ("apiVersion", "kind")}
         return bool(differences(want, live) or selector_drift(desired, live))
 
+    def may_need(self, key: tuple[str, str], owned: tuple[str, str]) -> bool:
+        """Without waiting: whether an owned object's event may need a reconcile (False only
+        when nothing is reconciling this object and the cached object changes nothing)."""
+        store = self.store
+        lock = self._locks.get(key)
+        if store is None or key not in self._seen or (lock is not None and lock.locked()):
+            return True
+        return self.owned_changed(key, owned[0], store.get(owned[0], key[0], owned[1]))
+
     def __call__(
         self, body: Any, trigger: str = "event", owned: tuple[str, str] | None = None
     ) -> None:
@@ -248,33 +257,51 @@ class Reconciler:
             raise kopf.TemporaryError("the watch cache is not primed yet", delay=5)
         with self._guard:
             lock = self._locks.setdefault(key, threading.Lock())
-        with lock:
-            if not self.may_act():  # checked under the lock: a lost lease stops queued work
-                log.info("%s/%s: not the leader; skipping", *key)
-                return
-            if trigger == "tick" and self.unchanged(key):
+        if trigger == "tick":  # an object being reconciled now needs no tick
+            if not lock.acquire(blocking=False):
                 self.telemetry.skipped.labels(trigger).inc()
                 return
-            if owned is not None and store is not None:
-                live = store.get(owned[0], key[0], owned[1])
-                if not self.owned_changed(key, owned[0], live):
-                    self.telemetry.skipped.labels(trigger).inc()
-                    return
+        else:
+            lock.acquire()
+        try:
+            self._locked(key, trigger, owned)
+        finally:
+            lock.release()
+
+    def _locked(
+        self,
+        key: tuple[str, str],
+        trigger: str,
+        owned: tuple[str, str] | None,
+    ) -> None:
+        """One wake-up, under the object's lock."""
+        store = self.store
+        if not self.may_act():  # checked under the lock: a lost lease stops queued work
+            log.info("%s/%s: not the leader; skipping", *key)
+            return
+        if trigger == "tick" and self.unchanged(key):
+            self.telemetry.skipped.labels(trigger).inc()
+            return
+        if owned is not None and store is not None:
+            live = store.get(owned[0], key[0], owned[1])
+            if not self.owned_changed(key, owned[0], live):
+                self.telemetry.skipped.labels(trigger).inc()
+                return
+        with self._guard:
+            self._in_flight += 1
+        try:
+            current = self.kube.read_inference_service(*key)
+            if current is None and store is not None:  # not (yet) cached: ask the server
+                current = Kube.read_inference_service(self.kube, *key)
+            if current is None or (current.get("metadata") or {}).get("deletionTimestamp"):
+                self._locks.pop(key, None)
+                self._seen.pop(key, None)
+                return
+            self.telemetry.reconciles.labels(trigger).inc()
+            self._reconcile(key, current, trigger)
+        finally:
             with self._guard:
-                self._in_flight += 1
-            try:
-                current = self.kube.read_inference_service(*key)
-                if current is None and store is not None:  # not (yet) cached: ask the server
-                    current = Kube.read_inference_service(self.kube, *key)
-                if current is None or (current.get("metadata") or {}).get("deletionTimestamp"):
-                    self._locks.pop(key, None)
-                    self._seen.pop(key, None)
-                    return
-                self.telemetry.reconciles.labels(trigger).inc()
-                self._reconcile(key, current, trigger)
-            finally:
-                with self._guard:
-                    self._in_flight -= 1
+                self._in_flight -= 1
 
     def _reconcile(self, key: tuple[str, str], body: dict[str, Any], trigger: str) -> None:
         started = time.perf_counter()
