@@ -189,13 +189,14 @@ class Reconciler:
         key: tuple[str, str],
         outcome_desired: dict[str, dict[str, Any]],
         observed: Observed | None,
+        read: dict[str, Any],
     ) -> Seen | None:
+        """What this reconcile knew: the InferenceService as it wrote it (else as it read
+        it), never a later write of someone else's that the cache may already hold."""
         store = self.store
-        if store is None:
+        if store is None or not isinstance(self.kube, CachedKube):
             return None
-        body = store.get(INFERENCE_SERVICE, *key)
-        if body is None:
-            return None
+        body = self.kube.written.pop(key, None) or read
         versions = {
             kind: _version(store.get(kind, key[0], obj["metadata"]["name"]))
             for kind, obj in outcome_desired.items()
@@ -305,6 +306,8 @@ class Reconciler:
 
     def _reconcile(self, key: tuple[str, str], body: dict[str, Any], trigger: str) -> None:
         started = time.perf_counter()
+        if isinstance(self.kube, CachedKube):
+            self.kube.written.pop(key, None)
         view = self.metrics.view(key)
         try:
             outcome = reconcile(self.kube, body, now_stamp(), emitter(self.kube, body), view)
@@ -316,7 +319,7 @@ class Reconciler:
                 self._last_error[key] = message
             raise kopf.TemporaryError(f"API error {exc.status}", delay=10) from exc
         self._last_error.pop(key, None)
-        seen = self._seen_now(key, outcome.desired, outcome.observed)
+        seen = self._seen_now(key, outcome.desired, outcome.observed, body)
         if seen is not None:
             self._seen[key] = seen
         elapsed = time.perf_counter() - started

@@ -54,6 +54,8 @@ class CachedKube(Kube):
         super().__init__(api)
         self.store = store
         self.namespaces = namespaces
+        self.written: dict[tuple[str, str], dict[str, Any]] = {}
+        """The InferenceService as our last status write returned it, by (namespace, name)."""
 
     # -- priming: one LIST per kind and namespace -------------------------------------------
     def _collection(self, kind: str, namespace: str | None) -> str:
@@ -124,4 +126,5 @@ class CachedKube(Kube):
     ) -> dict[str, Any]:
         out = super().replace_status(namespace, name, status, resource_version)
         self.store.put(INFERENCE_SERVICE, out)
+        self.written[(namespace, name)] = out
         return out
