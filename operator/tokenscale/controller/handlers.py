@@ -25,7 +25,7 @@ from tokenscale.controller.telemetry import Telemetry
 from tokenscale.kube import cached, lws
 from tokenscale.kube.client import Kube
 from tokenscale.kube.connect import bearer_token
-from tokenscale.render.labels import MANAGED_BY
+from tokenscale.render.labels import INFERENCE_SERVICE_LABEL, MANAGED_BY
 
 log = logging.getLogger(__name__)
 KOPF_PREFIX = "kopf.tokenscale.io"
@@ -132,7 +132,9 @@ def build_registry(
 
     if store is not None and cached.POD in store.kinds:
 
-        @kopf.on.event("v1", "pods", registry=registry, labels=owned)
+        @kopf.on.event(
+            "v1", "pods", registry=registry, labels={INFERENCE_SERVICE_LABEL: kopf.PRESENT}
+        )
         async def pod_event(event: kopf.RawEvent, **_: Any) -> None:
             cache(cached.POD, event)
 

@@ -2,8 +2,8 @@
 
 :class:`CachedKube` is a :class:`~tokenscale.kube.client.Kube` whose reads of the watched
 kinds (InferenceServices, and the Deployments, Services, PodDisruptionBudgets,
-LeaderWorkerSets and, with a metrics source, pods labelled
-``app.kubernetes.io/managed-by=tokenscale``) come from
+LeaderWorkerSets labelled ``app.kubernetes.io/managed-by=tokenscale`` and, with a metrics
+source, pods carrying the ``tokenscale.io/inferenceservice`` label) come from
 the store, and whose writes (server-side apply, the status) are written through to it.
 Everything else (the ConfigMap a ``spec.profileRef`` names, events, deletes, pod
 annotations) is the plain API call.
@@ -21,7 +21,7 @@ from tokenscale.api.inference_service import API_GROUP, API_VERSION
 from tokenscale.kube import lws
 from tokenscale.kube.client import Kube
 from tokenscale.kube.store import WatchStore
-from tokenscale.render.labels import MANAGED_BY
+from tokenscale.render.labels import INFERENCE_SERVICE_LABEL, MANAGED_BY
 
 INFERENCE_SERVICE = "InferenceService"
 DEPLOYMENT = "Deployment"
@@ -33,6 +33,8 @@ KINDS = (INFERENCE_SERVICE, DEPLOYMENT, SERVICE, PDB, lws.KIND)
 metrics reads them (lead time, which pods a scale-down removes), and plan-only operators
 need not pay for their watch events."""
 OWNED_SELECTOR = f"app.kubernetes.io/managed-by={MANAGED_BY}"
+POD_SELECTOR = INFERENCE_SERVICE_LABEL
+"""Pods: every pod our selectors pick carries the InferenceService label (its existence)."""
 
 
 def _labels(selector: str) -> dict[str, str]:
@@ -72,7 +74,8 @@ class CachedKube(Kube):
     def list_kind(self, kind: str) -> list[dict[str, Any]]:
         """Every object of ``kind`` in scope (owned kinds: ours only); a kind the API server
         does not serve (no LeaderWorkerSet CRD) lists as empty."""
-        query = [] if kind == INFERENCE_SERVICE else [("labelSelector", OWNED_SELECTOR)]
+        selector = POD_SELECTOR if kind == POD else OWNED_SELECTOR
+        query = [] if kind == INFERENCE_SERVICE else [("labelSelector", selector)]
         items: list[dict[str, Any]] = []
         for ns in self.namespaces if self.namespaces is not None else [None]:
             try:
