@@ -19,6 +19,12 @@ VALUE_SETS: dict[str, dict[str, Any]] = {
     "default": {},
     "namespaced": {"watchNamespaces": ["team-a", "team-b"]},
     "ha": {"replicaCount": 2},
+    "shards": {
+        "shards": [
+            {"name": "a", "namespaces": ["team-a", "team-b"]},
+            {"name": "b", "namespaces": ["team-c"]},
+        ]
+    },
     "monitoring": {
         "prometheus": {
             "url": "https://prometheus.monitoring:9090",
@@ -183,6 +189,9 @@ def test_chart_ships_the_generated_crd_itself(helm: str, tmp_path: Path) -> None
         ({"logLevel": "LOUD"}, "logLevel"),
         ({"watchNamespaces": ["Bad_Name"]}, "watchNamespaces"),
         ({"replicas": 3}, "replicas"),
+        ({"shards": [{"name": "Bad_Shard", "namespaces": ["a"]}]}, "shards"),
+        ({"shards": [{"name": "a", "namespaces": []}]}, "shards"),
+        ({"apiClient": {"qps": -1}}, "apiClient"),
     ],
 )
 def test_values_schema_rejects_bad_values(
@@ -252,3 +261,99 @@ def test_kustomize_builds_valid_objects(helm: str) -> None:
     }
     for doc in docs:
         kubernetes_validate.validate(doc, "1.33.0", strict=True)
+
+
+def _bindings(docs: list[dict[str, Any]], kind: str) -> dict[tuple[str, str], str]:
+    """(namespace or "", name) → the ServiceAccount it binds."""
+    out = {}
+    for doc in docs:
+        if doc["kind"] == kind:
+            (subject,) = doc["subjects"]
+            key = (doc["metadata"].get("namespace", ""), doc["metadata"]["name"])
+            out[key] = f"{subject['namespace']}/{subject['name']}"
+            assert doc["roleRef"]["name"] == doc["metadata"]["name"]
+    return out
+
+
+def test_shards_render_one_operator_each_with_its_own_lease_and_rbac(
+    helm: str, tmp_path: Path
+) -> None:
+    docs = _render(helm, tmp_path, VALUE_SETS["shards"])
+    deployments = {d["metadata"]["name"]: d for d in docs if d["kind"] == "Deployment"}
+    assert set(deployments) == {"ts-tokenscale-a", "ts-tokenscale-b"}
+    want = {"ts-tokenscale-a": ["team-a", "team-b"], "ts-tokenscale-b": ["team-c"]}
+    selectors = set()
+    for name, dep in deployments.items():
+        pod = dep["spec"]["template"]["spec"]
+        args = pod["containers"][0]["args"]
+        assert [a.split("=", 1)[1] for a in args if a.startswith("--namespace=")] == want[name]
+        assert "--all-namespaces" not in args
+        assert "--leader-elect" in args  # every shard elects its own leader, even alone
+        assert f"--leader-election-name={name}" in args
+        assert pod["serviceAccountName"] == name
+        env = {e["name"] for e in pod["containers"][0]["env"]}
+        assert env == {"POD_NAME", "POD_NAMESPACE"}
+        labels = dep["spec"]["selector"]["matchLabels"]
+        assert labels.items() <= dep["spec"]["template"]["metadata"]["labels"].items()
+        selectors.add(tuple(sorted(labels.items())))
+    assert len(selectors) == 2  # neither Deployment adopts the other's pods
+    accounts = {d["metadata"]["name"] for d in docs if d["kind"] == "ServiceAccount"}
+    assert accounts == set(deployments)
+    roles = _bindings(docs, "RoleBinding")
+    assert roles == {
+        ("team-a", "ts-tokenscale-a"): "tokenscale-system/ts-tokenscale-a",
+        ("team-b", "ts-tokenscale-a"): "tokenscale-system/ts-tokenscale-a",
+        ("team-c", "ts-tokenscale-b"): "tokenscale-system/ts-tokenscale-b",
+        ("tokenscale-system", "ts-tokenscale-a-leader-election"): (
+            "tokenscale-system/ts-tokenscale-a"
+        ),
+        ("tokenscale-system", "ts-tokenscale-b-leader-election"): (
+            "tokenscale-system/ts-tokenscale-b"
+        ),
+    }
+    assert _bindings(docs, "ClusterRoleBinding") == {
+        ("", "ts-tokenscale-a"): "tokenscale-system/ts-tokenscale-a",
+        ("", "ts-tokenscale-b"): "tokenscale-system/ts-tokenscale-b",
+    }
+    # a shard's cluster-wide rights are CRD discovery only; the rest is per namespace
+    assert _rules(docs, "ClusterRole") == set(rbac.CLUSTER_READ)
+    assert _rules(docs, "Role") == set(rbac.NAMESPACED + rbac.LEADER_ELECTION)
+
+
+@pytest.mark.parametrize(
+    ("values", "message"),
+    [
+        (
+            {
+                "shards": [
+                    {"name": "a", "namespaces": ["team-a", "team-b"]},
+                    {"name": "b", "namespaces": ["team-b"]},
+                ]
+            },
+            "namespace team-b is in shard a and shard b",
+        ),
+        (
+            {"shards": [{"name": "a", "namespaces": ["team-x"]}], "watchNamespaces": ["team-y"]},
+            "shards and watchNamespaces exclude each other",
+        ),
+    ],
+)
+def test_overlapping_shards_fail_the_render(
+    helm: str, tmp_path: Path, values: dict[str, Any], message: str
+) -> None:
+    done = subprocess.run(
+        [helm, "template", "ts", str(CHART), "-f", str(_values_file(tmp_path, values))],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert done.returncode != 0
+    assert message in done.stderr
+
+
+def test_api_client_limits_reach_the_operator(helm: str, tmp_path: Path) -> None:
+    docs = _render(helm, tmp_path, {"apiClient": {"qps": 20, "burst": 40}})
+    args = next(d for d in docs if d["kind"] == "Deployment")["spec"]["template"]["spec"][
+        "containers"
+    ][0]["args"]
+    assert {"--api-qps=20", "--api-burst=40"} <= set(args)

@@ -38,10 +38,10 @@ app.kubernetes.io/instance: {{ .Release.Name }}
   verbs: ["get", "list", "watch", "create", "patch", "delete"]
 - apiGroups: [""]
   resources: ["services"]
-  verbs: ["get", "create", "patch"]
+  verbs: ["get", "list", "watch", "create", "patch"]
 - apiGroups: ["policy"]
   resources: ["poddisruptionbudgets"]
-  verbs: ["get", "create", "patch"]
+  verbs: ["get", "list", "watch", "create", "patch"]
 - apiGroups: [""]
   resources: ["events"]
   verbs: ["create", "patch"]
@@ -51,7 +51,7 @@ app.kubernetes.io/instance: {{ .Release.Name }}
   verbs: ["get"]
 - apiGroups: [""]
   resources: ["pods"]
-  verbs: ["list", "patch"]
+  verbs: ["list", "watch", "patch"]
 - apiGroups: [""]
   resources: ["resourcequotas"]
   verbs: ["list"]
@@ -60,4 +60,33 @@ app.kubernetes.io/instance: {{ .Release.Name }}
   resources: ["secrets"]
   verbs: ["get"]
 {{- end }}
+{{- end -}}
+
+
+{{/* The operator units: one per shard, or the single unsharded operator. Each is
+     {name, sa, shard, namespaces, elect}; a namespace in two shards fails the render. */}}
+{{- define "tokenscale.units" -}}
+{{- $full := include "tokenscale.fullname" . -}}
+{{- $units := list -}}
+{{- if .Values.shards -}}
+{{- if .Values.watchNamespaces -}}
+{{- fail "shards and watchNamespaces exclude each other: list each shard's namespaces under shards" -}}
+{{- end -}}
+{{- $owner := dict -}}
+{{- range .Values.shards -}}
+{{- $shard := .name -}}
+{{- range .namespaces -}}
+{{- if hasKey $owner . -}}
+{{- fail (printf "shards: namespace %s is in shard %s and shard %s; a namespace belongs to one shard" . (get $owner .) $shard) -}}
+{{- end -}}
+{{- $_ := set $owner . $shard -}}
+{{- end -}}
+{{- $name := printf "%s-%s" $full .name | trunc 63 | trimSuffix "-" -}}
+{{- $sa := ternary $name (default "default" $.Values.serviceAccount.name) $.Values.serviceAccount.create -}}
+{{- $units = append $units (dict "name" $name "sa" $sa "shard" .name "namespaces" .namespaces "elect" true) -}}
+{{- end -}}
+{{- else -}}
+{{- $units = append $units (dict "name" $full "sa" (include "tokenscale.serviceAccountName" .) "shard" "" "namespaces" .Values.watchNamespaces "elect" (gt (int .Values.replicaCount) 1)) -}}
+{{- end -}}
+{{- toJson $units -}}
 {{- end -}}

@@ -460,10 +460,27 @@ def run(
             help="Serve a liveness probe, e.g. http://0.0.0.0:8080/healthz",
         ),
     ] = None,
+    api_qps: Annotated[
+        float,
+        typer.Option(
+            "--api-qps",
+            envvar="TOKENSCALE_API_QPS",
+            help="Client-side limit on requests per second to the API server (0: none).",
+        ),
+    ] = 300.0,
+    api_burst: Annotated[
+        int,
+        typer.Option(
+            "--api-burst",
+            envvar="TOKENSCALE_API_BURST",
+            help="Requests allowed at once above --api-qps.",
+        ),
+    ] = 600,
 ) -> None:
     """Run the operator: reconcile InferenceServices into vLLM Deployments."""
     from tokenscale.controller.leader import run_operator  # noqa: PLC0415 - heavy import
     from tokenscale.controller.settings import Settings  # noqa: PLC0415
+    from tokenscale.controller.shards import ShardConflictError  # noqa: PLC0415
 
     names = tuple(n.strip() for item in namespace or [] for n in item.split(",") if n.strip())
     try:
@@ -490,13 +507,19 @@ def run(
             lease_duration_seconds=lease_duration,
             renew_deadline_seconds=renew_deadline,
             retry_period_seconds=retry_period,
+            api_qps=api_qps,
+            api_burst=api_burst,
         )
     except ValueError as exc:
         Console(stderr=True).print(f"[red]error:[/] {exc}")
         raise typer.Exit(2) from exc
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s %(message)s")
     logging.getLogger("tokenscale").setLevel(log_level.upper())
-    run_operator(settings)
+    try:
+        run_operator(settings)
+    except ShardConflictError as exc:
+        Console(stderr=True).print(f"[red]error:[/] {exc}", soft_wrap=True)
+        raise typer.Exit(2) from exc
 
 
 @app.command(short_help="List the built-in GPUs and models with their sources.")

@@ -1,12 +1,16 @@
 """Kopf handlers, registered on a registry built at start-up from the settings.
 
-Every entry point (create, update, resume, the resync loop, a change to an owned Deployment
-or LeaderWorkerSet) calls the same :class:`~tokenscale.controller.resync.Reconciler`. Only the
-resync loop reads metrics, so only it brings a new observation for the decision engine; the
-other entry points render and apply the decision stored in status (``scaling/stepper.py``).
-Kopf keeps its own state in annotations (works on a 1.20 API server with a structural status
-schema) and always runs standalone: with several replicas, leader election on a Lease
-(controller/leader.py) decides which one runs Kopf at all.
+Every entry point (create, update, resume, the resync loop, a change to an owned Deployment,
+LeaderWorkerSet, Service or PodDisruptionBudget) calls the same
+:class:`~tokenscale.controller.resync.Reconciler`. Only the resync loop reads metrics, so only
+it brings a new observation for the decision engine; the other entry points render and apply
+the decision stored in status (``scaling/stepper.py``). Every watch event also feeds the watch
+cache (kube/store.py) the reconciles read from; an owned object's event reconciles only when
+it drifts from what was rendered or changes what the status reports, and pods (watched only
+with a metrics source) never wake a reconcile. Kopf keeps its own state in annotations (works
+on a 1.20 API server with a structural status schema) and always runs standalone: with
+several replicas, leader election on a Lease (controller/leader.py) decides which one runs
+Kopf at all.
 """
 
 import asyncio
@@ -21,10 +25,10 @@ from tokenscale.controller.diffbase import DigestDiffBaseStorage
 from tokenscale.controller.resync import Reconciler, fleet_metrics, resync_forever
 from tokenscale.controller.settings import Settings
 from tokenscale.controller.telemetry import Telemetry
-from tokenscale.kube import lws
+from tokenscale.kube import cached, lws
 from tokenscale.kube.client import Kube
 from tokenscale.kube.connect import bearer_token
-from tokenscale.render.labels import MANAGED_BY
+from tokenscale.render.labels import INFERENCE_SERVICE_LABEL, MANAGED_BY
 
 log = logging.getLogger(__name__)
 KOPF_PREFIX = "kopf.tokenscale.io"
@@ -52,9 +56,15 @@ def build_registry(
         settings.persistence.diffbase_storage = DigestDiffBaseStorage(
             prefix=KOPF_PREFIX, key="last-handled-configuration"
         )
-        settings.posting.level = logging.INFO
+        settings.posting.level = logging.WARNING  # our own events say what happened
         settings.watching.server_timeout = 300
         settings.execution.max_workers = 16
+        # after its own annotation patch Kopf waits this long for the patched version before
+        # it takes an older event (our status write's) at face value and, seeing no record of
+        # the creation, runs the create handler again: under load watch events lag by seconds
+        settings.persistence.consistency_timeout = 30.0
+        # one "Handler … succeeded" line per watch event is noise at a thousand objects
+        logging.getLogger("kopf.objects").setLevel(logging.WARNING)
 
     @kopf.on.login(registry=registry)
     def login(**_: Any) -> kopf.ConnectionInfo:
@@ -70,20 +80,26 @@ def build_registry(
 
     @kopf.on.resume(*resource, registry=registry)
     def resumed(body: Any, **_: Any) -> None:
-        run(body)
+        run(body, "resume")
 
     @kopf.on.create(*resource, registry=registry)
     def created(body: Any, **_: Any) -> None:
-        run(body)
+        run(body, "create")
 
     @kopf.on.update(*resource, registry=registry)
     def updated(body: Any, **_: Any) -> None:
-        run(body)
+        run(body, "update")
 
     tasks: list[asyncio.Task[None]] = []
 
     @kopf.on.startup(registry=registry, id="resync-start")
     async def start_resync(**_: Any) -> None:
+        if isinstance(kube, cached.CachedKube):  # one LIST per kind, then the watches
+            await asyncio.to_thread(kube.prime)
+            log.info(
+                "watch cache primed: %s",
+                ", ".join(f"{kube.store.count(k)} {k}" for k in kube.store.kinds),
+            )
         loop = resync_forever(settings, kube, metrics, run)
         tasks.append(asyncio.create_task(loop, name="tokenscale-resync"))
 
@@ -92,24 +108,48 @@ def build_registry(
         for task in tasks:
             task.cancel()
 
-    @kopf.on.event(
-        "apps",
-        "v1",
-        "deployments",
-        registry=registry,
-        labels={"app.kubernetes.io/managed-by": MANAGED_BY},
-    )
-    @kopf.on.event(
-        lws.GROUP,
-        lws.VERSION,
-        lws.PLURAL,
-        registry=registry,
-        labels={"app.kubernetes.io/managed-by": MANAGED_BY},
-    )
-    def owned_deployment_changed(event: kopf.RawEvent, body: kopf.Body, **_: Any) -> None:
+    store = run.store
+    owned = {"app.kubernetes.io/managed-by": MANAGED_BY}
+
+    def cache(kind: str, event: kopf.RawEvent) -> dict[str, Any] | None:
+        """Feed the watch cache; the object as it now is (None: deleted)."""
+        obj: dict[str, Any] = dict(event.get("object") or {})
+        meta: dict[str, Any] = obj.get("metadata") or {}
+        if event.get("type") == "DELETED":
+            if store is not None:
+                store.drop(
+                    kind,
+                    meta.get("namespace", ""),
+                    meta.get("name", ""),
+                    meta.get("resourceVersion"),
+                )
+            return None
+        if store is not None:
+            store.put(kind, obj)
+        return obj
+
+    # The watch handlers are coroutines: feeding the cache costs microseconds, and a thread
+    # hop per event (thousands when a fleet is created) would crowd out the reconciles.
+    @kopf.on.event(*resource, registry=registry)
+    async def inference_service_event(event: kopf.RawEvent, **_: Any) -> None:
+        cache(cached.INFERENCE_SERVICE, event)
+
+    if store is not None and cached.POD in store.kinds:
+
+        @kopf.on.event(
+            "v1", "pods", registry=registry, labels={INFERENCE_SERVICE_LABEL: kopf.PRESENT}
+        )
+        async def pod_event(event: kopf.RawEvent, **_: Any) -> None:
+            cache(cached.POD, event)
+
+    async def owned_changed(kind: str, event: kopf.RawEvent) -> None:
+        """A change to an object we render: reconcile its InferenceService only when the
+        change drifts from what was rendered or changes what its status reports."""
+        raw: dict[str, Any] = dict(event.get("object") or {})
+        cache(kind, event)
         if event.get("type") is None:  # the initial listing: resume handles those
             return
-        meta = body.get("metadata") or {}
+        meta: dict[str, Any] = raw.get("metadata") or {}
         owner = next(
             (
                 o
@@ -120,6 +160,27 @@ def build_registry(
         )
         if owner is None:
             return
-        run({"metadata": {"namespace": meta["namespace"], "name": owner["name"]}})
+        key, which = (meta["namespace"], owner["name"]), (kind, meta["name"])
+        if not run.may_need(key, which):
+            run.telemetry.skipped.labels("owned").inc()
+            return
+        body = {"metadata": {"namespace": key[0], "name": key[1]}}
+        await asyncio.to_thread(run, body, "owned", which)
+
+    @kopf.on.event("apps", "v1", "deployments", registry=registry, labels=owned)
+    async def deployment_event(event: kopf.RawEvent, **_: Any) -> None:
+        await owned_changed(cached.DEPLOYMENT, event)
+
+    @kopf.on.event(lws.GROUP, lws.VERSION, lws.PLURAL, registry=registry, labels=owned)
+    async def lws_event(event: kopf.RawEvent, **_: Any) -> None:
+        await owned_changed(lws.KIND, event)
+
+    @kopf.on.event("v1", "services", registry=registry, labels=owned)
+    async def service_event(event: kopf.RawEvent, **_: Any) -> None:
+        await owned_changed(cached.SERVICE, event)
+
+    @kopf.on.event("policy", "poddisruptionbudgets", registry=registry, labels=owned)
+    async def pdb_event(event: kopf.RawEvent, **_: Any) -> None:
+        await owned_changed(cached.PDB, event)
 
     return registry

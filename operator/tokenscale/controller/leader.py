@@ -1,6 +1,8 @@
 """Run the operator: alone, or as one candidate of a leader election on a Lease.
 
 Only the leader runs Kopf (its handlers, the resync loop and the metrics reads inside it).
+A candidate whose namespaces overlap another live shard's Lease (controller/shards.py)
+raises :class:`ShardConflictError` before competing, and again right after acquiring.
 Followers keep retrying the Lease, answer their health probe and do nothing else. A leader
 that cannot renew within the renew deadline stops at once: the reconciler's gate refuses new
 work from that moment and the process exits (the Kubernetes convention: the pod restarts as a
@@ -21,6 +23,7 @@ from urllib.parse import urlparse
 
 import kopf
 from aiohttp import web
+from kubernetes.client.exceptions import ApiException
 
 from tokenscale.controller.handlers import build_registry
 from tokenscale.controller.leadership import (
@@ -36,10 +39,20 @@ from tokenscale.controller.leadership import (
 )
 from tokenscale.controller.resync import Reconciler, fleet_metrics
 from tokenscale.controller.settings import Settings
+from tokenscale.controller.shards import (
+    NAMESPACES_ANNOTATION,
+    ShardConflictError,
+    claim,
+    conflicts,
+    describe,
+)
 from tokenscale.controller.telemetry import Telemetry
+from tokenscale.kube.cached import KINDS, POD, CachedKube
 from tokenscale.kube.client import Kube
 from tokenscale.kube.connect import connect
 from tokenscale.kube.lease import LeaseStore
+from tokenscale.kube.store import WatchStore
+from tokenscale.kube.throttle import install
 
 log = logging.getLogger(__name__)
 
@@ -120,7 +133,29 @@ async def _serve_health(endpoint: str, role: Callable[[], str]) -> web.AppRunner
 async def run_elected(
     settings: Settings, config: ElectionConfig, kube: Kube, telemetry: Telemetry
 ) -> None:
-    elector = Elector(config, LeaseStore(kube, config.namespace, config.name))
+    namespaces = None if settings.clusterwide else settings.namespaces
+    store = LeaseStore(
+        kube, config.namespace, config.name, {NAMESPACES_ANNOTATION: claim(namespaces)}
+    )
+    elector = Elector(config, store)
+    mine = None if namespaces is None else frozenset(namespaces)
+
+    def refuse_overlap() -> None:
+        try:
+            leases = store.list_all()
+        except ApiException as exc:  # e.g. RBAC from before shards: no list on Leases
+            log.warning(
+                "cannot list the Leases in %s (%s %s): the shard overlap check is skipped",
+                config.namespace,
+                exc.status,
+                exc.reason,
+            )
+            return
+        found = conflicts(mine, config.name, leases, datetime.now(UTC))
+        if found:
+            raise ShardConflictError(describe(found, config.namespace, config.name))
+
+    await asyncio.to_thread(refuse_overlap)
     health = None
     if settings.liveness_endpoint:
         health = await _serve_health(
@@ -135,6 +170,11 @@ async def run_elected(
         )
         while not await asyncio.to_thread(elector.attempt):
             await asyncio.sleep(config.retry_period_s)
+        try:  # again, holding the Lease: two shards that started together see each other
+            await asyncio.to_thread(refuse_overlap)
+        except ShardConflictError:
+            await asyncio.to_thread(elector.release)
+            raise
         log.info("leader election: %s leads; starting the operator", config.identity)
         stopping = threading.Event()
         run = Reconciler(
@@ -207,7 +247,11 @@ def run_operator(settings: Settings) -> None:
     telemetry = Telemetry()
     if settings.metrics_port:
         telemetry.serve(settings.metrics_port)
-    kube = Kube(connect(settings.kubeconfig))
+    api = connect(settings.kubeconfig)
+    install(api, settings.limits(), telemetry.record_request)
+    namespaces = None if settings.clusterwide else list(settings.namespaces)
+    kinds = (*KINDS, POD) if settings.prometheus_url else KINDS
+    kube = CachedKube(api, WatchStore(kinds), namespaces)
     election = settings.election()
     if election is not None:
         asyncio.run(run_elected(settings, election, kube, telemetry))

@@ -22,7 +22,6 @@ from kubernetes.client.exceptions import ApiException
 
 from tokenscale.api.errors import SpecError
 from tokenscale.api.inference_service import InferenceService
-from tokenscale.api.manifest import parse_inference_service
 from tokenscale.api.profile import parse_profile
 from tokenscale.api.status import Condition, DecisionStatus, InferenceServiceStatus
 from tokenscale.controller.graceful import DELETION_COST, deletion_costs
@@ -40,9 +39,11 @@ from tokenscale.controller.ownership import (
     refused,
     unapplied_status,
 )
+from tokenscale.controller.plans import PLANS
 from tokenscale.controller.quota import quota_bound
 from tokenscale.controller.readiness import production_ready_condition
 from tokenscale.controller.status import (
+    Observed,
     condition,
     decision_status,
     deployment_condition,
@@ -77,7 +78,7 @@ from tokenscale.kube.client import FIELD_MANAGER, Kube
 from tokenscale.kube.drift import differences, managed_by
 from tokenscale.kube.lws import KIND as LWS_KIND
 from tokenscale.kube.lws import LwsNotInstalledError
-from tokenscale.planning import Plan, plan_service
+from tokenscale.planning import Plan
 from tokenscale.planning.speculative import with_measured_acceptance
 from tokenscale.render import Owner, child_name, render_bundle, selector_string
 from tokenscale.render.labels import CONFIG_HASH_ANNOTATION
@@ -139,6 +140,10 @@ class Outcome:
     """The workload's replicas before this reconcile applied anything (None: none existed)."""
     ready_replicas: int = 0
     memory_problems: list[str] = field(default_factory=list)
+    desired: dict[str, dict[str, Any]] = field(default_factory=dict)
+    """The rendered objects by kind (what an owned object's watch event is compared with)."""
+    observed: Observed | None = None
+    """The workload as the status reports it."""
 
 
 def _reject(
@@ -324,14 +329,15 @@ def reconcile(
     meta = body["metadata"]
     ns, name, uid, gen = meta["namespace"], meta["name"], meta["uid"], meta.get("generation")
     try:
-        service = with_profile(kube, ns, parse_inference_service(dict(body)))
-        service = with_hf_config(kube, ns, service)
         measured = metrics.snapshot if metrics is not None else None
-        plan = plan_service(
-            with_measured_acceptance(
-                service.spec, measured.spec_decode_acceptance_rate if measured else None
-            ),
-            name,
+        # two decimals: the plan (and its memo) moves with the measured rate, not its noise
+        raw = None if measured is None else measured.spec_decode_acceptance_rate
+        rate = None if raw is None else round(raw, 2)
+        service, plan = PLANS.planned(
+            body,
+            lambda parsed: with_hf_config(kube, ns, with_profile(kube, ns, parsed)),
+            lambda spec: with_measured_acceptance(spec, rate),
+            "" if rate is None else f"acceptance={rate:.2f}",
         )
     except SpecError as err:
         return _reject(kube, body, "InvalidSpec", str(err), now, emit)
@@ -383,6 +389,7 @@ def reconcile(
         child = obj["metadata"]["name"]  # the InferenceService's name, or one derived from it
         # the reader chose the type (a PDB may be served as policy/v1beta1 on old clusters)
         desired = {k: v for k, v in obj.items() if k not in ("apiVersion", "kind")}
+        outcome.desired[kind] = obj
         owned = managed_by(live, FIELD_MANAGER)
         diff = differences(desired, live, owned=owned) if live is not None else ["(missing)"]
         diff = diff or selector_drift(obj, live, owned)
@@ -418,6 +425,7 @@ def reconcile(
     if plan.mix is not None:
         observed = observe_variants(live_variants)
         remove_single_workload(kube, ns, name)
+    outcome.observed = observed
     outcome.ready_replicas = observed.ready_replicas if observed else 0
     scaled = live_replicas is not None and live_replicas != decision.replicas
     summary = plan_summary(

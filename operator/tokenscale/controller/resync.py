@@ -1,17 +1,19 @@
 """The reconcile runner, the fleet-wide metrics cache and the periodic resync loop.
 
-:class:`Reconciler` runs :func:`reconcile` for one object: one at a time per object, from a
-fresh read, and only while ``may_act()`` says this process is the leader. Kopf's handlers and
-:func:`resync_forever` both call it. The periodic re-evaluation is our own loop, not a Kopf
-timer: Kopf puts a finalizer on every object that has a timer, and a stopped operator would
-then block deletions.
+:class:`Reconciler` runs :func:`reconcile` for one object: one at a time per object, from the
+watch cache (a fresh read without one), and only while ``may_act()`` says this process is the
+leader. Kopf's handlers and :func:`resync_forever` both call it. The periodic re-evaluation
+is our own loop, not a Kopf timer: Kopf puts a finalizer on every object that has a timer,
+and a stopped operator would then block deletions.
 """
 
 import asyncio
+import json
 import logging
 import threading
 import time
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
@@ -21,8 +23,13 @@ from kubernetes.client.exceptions import ApiException
 
 from tokenscale.controller.reconcile import EventSink, MetricsView, reconcile
 from tokenscale.controller.settings import Settings
+from tokenscale.controller.status import Observed
 from tokenscale.controller.telemetry import Telemetry
+from tokenscale.controller.workload import WORKLOAD_KINDS, observe_workload, selector_drift
+from tokenscale.kube.cached import INFERENCE_SERVICE, CachedKube
 from tokenscale.kube.client import Kube
+from tokenscale.kube.drift import differences
+from tokenscale.kube.store import WatchStore
 from tokenscale.metrics import PrometheusConfig, PrometheusSource
 from tokenscale.metrics.promql import QueryConfig
 from tokenscale.metrics.source import QueryError, QueryErrorKind
@@ -32,18 +39,30 @@ from tokenscale.scaling import Snapshot
 
 log = logging.getLogger(__name__)
 RESYNC_CONCURRENCY = 8
+PRIME_WAIT_S = 120.0
 
 
 def now_stamp() -> str:
     return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
+EVENT_POSTERS = ThreadPoolExecutor(max_workers=2, thread_name_prefix="tokenscale-events")
+"""Events are posted in the background: a reconcile does not wait for them."""
+
+
 def emitter(kube: Kube, body: Any) -> EventSink:
-    def emit(type_: str, reason: str, message: str) -> None:
+    involved = dict(body)
+
+    def post(type_: str, reason: str, message: str, stamp: str) -> None:
         try:
-            kube.create_event(dict(body), type_, reason, message, now_stamp())
+            kube.create_event(involved, type_, reason, message, stamp)
         except ApiException as exc:  # an event is never worth failing a reconcile for
             log.warning("cannot post event %s: %s %s", reason, exc.status, exc.reason)
+        except Exception:
+            log.exception("cannot post event %s", reason)
+
+    def emit(type_: str, reason: str, message: str) -> None:
+        EVENT_POSTERS.submit(post, type_, reason, message, now_stamp())
 
     return emit
 
@@ -151,8 +170,39 @@ class FleetMetrics:
         )
 
 
+@dataclass(frozen=True)
+class Seen:
+    """What the last reconcile of one object read and rendered."""
+
+    spec_and_status: str
+    """The InferenceService's generation and status (labels, annotations and Kopf's own
+    bookkeeping change nothing a reconcile does), as canonical JSON."""
+    versions: dict[str, str | None]
+    """resourceVersion of each owned object by kind, after the reconcile."""
+    desired: dict[str, dict[str, Any]]
+    observed: Observed | None
+
+
+def _essence(body: dict[str, Any]) -> str:
+    meta = body.get("metadata") or {}
+    return json.dumps(
+        [meta.get("generation"), meta.get("deletionTimestamp"), body.get("status")],
+        sort_keys=True,
+        default=str,
+    )
+
+
+def _version(obj: dict[str, Any] | None) -> str | None:
+    return None if obj is None else (obj.get("metadata") or {}).get("resourceVersion")
+
+
 class Reconciler:
-    """Reconcile one object at a time per key, from a fresh read, only while leading."""
+    """Reconcile one object at a time per key, only while leading. With a
+    :class:`~tokenscale.kube.cached.CachedKube` every read comes from the watch cache, and a
+    wake-up that cannot change anything is skipped: an owned object's event that neither
+    drifts from the rendered object nor changes what the status reports, and a periodic tick
+    without a metrics source (plan-only: nothing new to decide) when the spec, the status and
+    every owned object are as the last reconcile left them."""
 
     def __init__(
         self,
@@ -165,47 +215,156 @@ class Reconciler:
         self._locks: dict[tuple[str, str], threading.Lock] = {}
         self._guard = threading.Lock()
         self._last_error: dict[tuple[str, str], str] = {}
+        self._seen: dict[tuple[str, str], Seen] = {}
         self._in_flight = 0
+
+    @property
+    def store(self) -> WatchStore | None:
+        return self.kube.store if isinstance(self.kube, CachedKube) else None
 
     @property
     def in_flight(self) -> int:
         """Reconciles running now (past the leadership check, possibly writing)."""
         return self._in_flight
 
-    def __call__(self, body: Any) -> None:
+    def _seen_now(
+        self,
+        key: tuple[str, str],
+        outcome_desired: dict[str, dict[str, Any]],
+        observed: Observed | None,
+        read: dict[str, Any],
+    ) -> Seen | None:
+        """What this reconcile knew: the InferenceService as it wrote it (else as it read
+        it), never a later write of someone else's that the cache may already hold."""
+        store = self.store
+        if store is None or not isinstance(self.kube, CachedKube):
+            return None
+        body = self.kube.written.pop(key, None) or read
+        versions = {
+            kind: _version(store.get(kind, key[0], obj["metadata"]["name"]))
+            for kind, obj in outcome_desired.items()
+        }
+        return Seen(_essence(body), versions, outcome_desired, observed)
+
+    def unchanged(self, key: tuple[str, str]) -> bool:
+        """Nothing this object's last reconcile read has changed (plan-only ticks)."""
+        seen, store = self._seen.get(key), self.store
+        if seen is None or store is None or self.metrics.source is not None:
+            return False
+        body = store.get(INFERENCE_SERVICE, *key)
+        if body is None or _essence(body) != seen.spec_and_status:
+            return False
+        for kind in WORKLOAD_KINDS:  # a workload of the other kind left to remove
+            if kind not in seen.desired and store.get(kind, *key) is not None:
+                return False
+        for kind, desired in seen.desired.items():
+            live = store.get(kind, key[0], desired["metadata"]["name"])
+            if _version(live) != seen.versions.get(kind) and self.owned_changed(key, kind, live):
+                return False
+        return True
+
+    def owned_changed(self, key: tuple[str, str], kind: str, live: dict[str, Any] | None) -> bool:
+        """Whether an owned object's new state (None: deleted) needs a reconcile: it drifted
+        from what was rendered, or it changes what the status reports."""
+        seen = self._seen.get(key)
+        if seen is None:
+            return True
+        desired = seen.desired.get(kind)
+        if desired is None:  # not ours to render now (a workload of the other kind)
+            return False
+        if live is None:
+            return True
+        if kind in WORKLOAD_KINDS and observe_workload({**live, "kind": kind}) != seen.observed:
+            return True
+        want = {k: v for k, v in desired.items() if k not in ("apiVersion", "kind")}
+        return bool(differences(want, live) or selector_drift(desired, live))
+
+    def may_need(self, key: tuple[str, str], owned: tuple[str, str]) -> bool:
+        """Without waiting: whether an owned object's event may need a reconcile (False only
+        when nothing is reconciling this object and the cached object changes nothing)."""
+        store = self.store
+        lock = self._locks.get(key)
+        if store is None or key not in self._seen or (lock is not None and lock.locked()):
+            return True
+        return self.owned_changed(key, owned[0], store.get(owned[0], key[0], owned[1]))
+
+    def __call__(
+        self, body: Any, trigger: str = "event", owned: tuple[str, str] | None = None
+    ) -> None:
         """The handler, the loop and a Deployment event may fire together; the later one
-        sees what the earlier one wrote."""
+        sees what the earlier one wrote. ``owned`` (kind, name): woken by that owned object's
+        event; judged under the lock, against the cache as it is then, so an event that
+        arrives while this object's reconcile is still writing is judged after it."""
         key = (body["metadata"]["namespace"], body["metadata"]["name"])
+        store = self.store
+        if store is not None and not store.wait_primed(PRIME_WAIT_S):
+            raise kopf.TemporaryError("the watch cache is not primed yet", delay=5)
         with self._guard:
             lock = self._locks.setdefault(key, threading.Lock())
-        with lock:
-            if not self.may_act():  # checked under the lock: a lost lease stops queued work
-                log.info("%s/%s: not the leader; skipping", *key)
+        if trigger == "tick":  # an object being reconciled now needs no tick
+            if not lock.acquire(blocking=False):
+                self.telemetry.skipped.labels(trigger).inc()
                 return
-            with self._guard:
-                self._in_flight += 1
-            try:
-                current = self.kube.read_inference_service(*key)
-                if current is None or (current.get("metadata") or {}).get("deletionTimestamp"):
-                    self._locks.pop(key, None)
-                    return
-                self._reconcile(key, current)
-            finally:
-                with self._guard:
-                    self._in_flight -= 1
+        else:
+            lock.acquire()
+        try:
+            self._locked(key, trigger, owned)
+        finally:
+            lock.release()
 
-    def _reconcile(self, key: tuple[str, str], body: dict[str, Any]) -> None:
+    def _locked(
+        self,
+        key: tuple[str, str],
+        trigger: str,
+        owned: tuple[str, str] | None,
+    ) -> None:
+        """One wake-up, under the object's lock."""
+        store = self.store
+        if not self.may_act():  # checked under the lock: a lost lease stops queued work
+            log.info("%s/%s: not the leader; skipping", *key)
+            return
+        if trigger == "tick" and self.unchanged(key):
+            self.telemetry.skipped.labels(trigger).inc()
+            return
+        if owned is not None and store is not None:
+            live = store.get(owned[0], key[0], owned[1])
+            if not self.owned_changed(key, owned[0], live):
+                self.telemetry.skipped.labels(trigger).inc()
+                return
+        with self._guard:
+            self._in_flight += 1
+        try:
+            current = self.kube.read_inference_service(*key)
+            if current is None and store is not None:  # not (yet) cached: ask the server
+                current = Kube.read_inference_service(self.kube, *key)
+            if current is None or (current.get("metadata") or {}).get("deletionTimestamp"):
+                self._locks.pop(key, None)
+                self._seen.pop(key, None)
+                return
+            self.telemetry.reconciles.labels(trigger).inc()
+            self._reconcile(key, current, trigger)
+        finally:
+            with self._guard:
+                self._in_flight -= 1
+
+    def _reconcile(self, key: tuple[str, str], body: dict[str, Any], trigger: str) -> None:
         started = time.perf_counter()
+        if isinstance(self.kube, CachedKube):
+            self.kube.written.pop(key, None)
         view = self.metrics.view(key)
         try:
             outcome = reconcile(self.kube, body, now_stamp(), emitter(self.kube, body), view)
         except ApiException as exc:
+            self._seen.pop(key, None)
             message = f"{exc.status} {exc.reason}: {exc.body}"
             if self._last_error.get(key) != message:  # one event per distinct error
                 emitter(self.kube, body)("Warning", "ApplyFailed", message)
                 self._last_error[key] = message
             raise kopf.TemporaryError(f"API error {exc.status}", delay=10) from exc
         self._last_error.pop(key, None)
+        seen = self._seen_now(key, outcome.desired, outcome.observed, body)
+        if seen is not None:
+            self._seen[key] = seen
         elapsed = time.perf_counter() - started
         self.telemetry.reconcile_seconds.observe(elapsed)
         if outcome.plan is not None and outcome.decision is not None:
@@ -218,7 +377,7 @@ class Reconciler:
                 outcome.decision.replicas,
                 outcome.ready_replicas,
             )
-        log.debug("reconciled %s/%s in %.1f ms", *key, elapsed * 1e3)
+        log.debug("reconciled %s/%s (%s) in %.1f ms", *key, trigger, elapsed * 1e3)
         if outcome.applied:
             log.info("%s/%s: applied %s", *key, ", ".join(outcome.applied))
 
@@ -226,14 +385,16 @@ class Reconciler:
 async def resync_forever(
     settings: Settings, kube: Kube, metrics: FleetMetrics, run: Reconciler
 ) -> None:
-    """Every interval: one fleet-wide metrics read, then every object reconciled. It never
-    dies: an unexpected error is logged and the next cycle runs. Idle unless leading."""
+    """Every interval: one fleet-wide metrics read, then every object's tick (its keys from
+    the watch cache, else one LIST); a plan-only tick that would change nothing is skipped.
+    It never dies: an unexpected error is logged and the next cycle runs. Idle unless
+    leading."""
     bound = asyncio.Semaphore(RESYNC_CONCURRENCY)
 
     async def one(item: dict[str, Any]) -> None:
         async with bound:
             try:
-                await asyncio.to_thread(run, item)
+                await asyncio.to_thread(run, item, "tick")
             except kopf.TemporaryError as exc:
                 log.warning("resync: %s", exc)
             except Exception:  # one service's failure never stops another's reconcile
@@ -245,14 +406,22 @@ async def resync_forever(
         if not run.may_act():
             return
         await asyncio.to_thread(metrics.refresh)
-        try:
-            items = await asyncio.to_thread(
-                kube.list_inference_services,
-                None if settings.clusterwide else list(settings.namespaces),
-            )
-        except ApiException as exc:
-            log.warning("resync: cannot list InferenceServices: %s %s", exc.status, exc.reason)
-            return
+        store = run.store
+        if store is not None:  # the watch cache: no LIST per cycle
+            await asyncio.to_thread(store.wait_primed)
+            items = [
+                {"metadata": {"namespace": ns, "name": name}}
+                for ns, name in store.keys(INFERENCE_SERVICE)
+            ]
+        else:
+            try:
+                items = await asyncio.to_thread(
+                    kube.list_inference_services,
+                    None if settings.clusterwide else list(settings.namespaces),
+                )
+            except ApiException as exc:
+                log.warning("resync: cannot list InferenceServices: %s %s", exc.status, exc.reason)
+                return
         await asyncio.gather(*(one(item) for item in items))
 
     while True:

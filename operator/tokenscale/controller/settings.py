@@ -5,6 +5,7 @@ from typing import Self
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from tokenscale.controller.leadership import ElectionConfig
+from tokenscale.kube.throttle import ClientLimits
 
 
 class Settings(BaseModel):
@@ -47,6 +48,10 @@ class Settings(BaseModel):
     liveness_endpoint: str | None = Field(
         default=None, description="e.g. http://0.0.0.0:8080/healthz"
     )
+    api_qps: float = Field(
+        default=300.0, ge=0, description="Requests per second to the API server (0: no limit)."
+    )
+    api_burst: int = Field(default=600, ge=1, description="Requests allowed above the QPS.")
 
     @model_validator(mode="after")
     def _scope(self) -> Self:
@@ -74,6 +79,10 @@ class Settings(BaseModel):
             renew_deadline_s=self.renew_deadline_seconds,
             retry_period_s=self.retry_period_seconds,
         )
+
+    def limits(self) -> ClientLimits:
+        """The client-side rate limit of the operator's own API requests."""
+        return ClientLimits(qps=self.api_qps, burst=self.api_burst)
 
     @property
     def clusterwide(self) -> bool:

@@ -6,7 +6,8 @@ valid label value, so these series join the vLLM series by the same label): desi
 constraint and in total, actual and ready replicas, the binding constraint, scale events by
 direction and source, decisions held for missing metrics, observed vs SLO TTFT/TPOT P99, KV
 usage, cost per 1M output tokens. Operator-wide: reconcile and evaluation duration
-histograms, Prometheus query errors by kind. Base units, ``_total`` counters.
+histograms, reconciles run and skipped by trigger, the operator's API requests by method and
+status, Prometheus query errors by kind. Base units, ``_total`` counters.
 """
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, start_http_server
@@ -57,6 +58,25 @@ class Telemetry:
         self.reconcile_seconds = Histogram(
             "tokenscale_reconcile_duration_seconds",
             "One reconcile of one InferenceService",
+            registry=r,
+        )
+        self.reconciles = Counter(
+            "tokenscale_reconciles",
+            "Reconciles run, by what woke them (create, update, resume, owned, tick)",
+            ("trigger",),
+            registry=r,
+        )
+        self.skipped = Counter(
+            "tokenscale_reconciles_skipped",
+            "Wake-ups that needed no reconcile: nothing the last one read had changed",
+            ("trigger",),
+            registry=r,
+        )
+        self.api_requests = Counter(
+            "tokenscale_api_requests",
+            "The operator's own requests to the Kubernetes API (Kopf's watches and annotation "
+            "patches not included), by HTTP method and status; each 429 retry counts",
+            ("method", "code"),
             registry=r,
         )
         self.evaluation_seconds = Histogram(
@@ -142,6 +162,9 @@ class Telemetry:
                 self.kv_usage.labels(*svc).set(snapshot.kv_usage_max)
         if plan.cost_per_million_output_tokens is not None:
             self.cost.labels(*svc).set(plan.cost_per_million_output_tokens)
+
+    def record_request(self, method: str, status: int) -> None:
+        self.api_requests.labels(method, str(status)).inc()
 
     def record_query_errors(self, errors: list[QueryError]) -> None:
         """One count per failed query or implausible sample of the last read, by its typed kind

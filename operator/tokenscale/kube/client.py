@@ -242,8 +242,8 @@ class Kube:
         version = [resource_version]
 
         def write() -> dict[str, Any]:
-            if version[0] is None:
-                current = self.read_inference_service(namespace, name)
+            if version[0] is None:  # from the API server, never a cache
+                current = Kube.read_inference_service(self, namespace, name)
                 if current is None:
                     raise ApiException(status=404, reason="Not Found")
                 version[0] = current["metadata"]["resourceVersion"]

@@ -2,6 +2,8 @@
 
 Writes are conditional: create fails with 409 when the Lease exists, replace with 409 when
 it changed since it was read. Both are reported as ``False`` (someone else wrote first).
+Every write sets the Lease's annotations (controller/shards.py: the namespaces a shard
+holds); the list is for reading the other shards' Leases.
 """
 
 from typing import Any
@@ -14,8 +16,24 @@ LEASES = "/apis/coordination.k8s.io/v1/namespaces/{namespace}/leases"
 
 
 class LeaseStore:
-    def __init__(self, kube: Kube, namespace: str, name: str) -> None:
+    """One Lease; every write carries ``annotations`` (a shard's claimed namespaces)."""
+
+    def __init__(
+        self, kube: Kube, namespace: str, name: str, annotations: dict[str, str] | None = None
+    ) -> None:
         self.kube, self.namespace, self.name = kube, namespace, name
+        self.annotations = dict(annotations or {})
+
+    def list_all(self) -> list[dict[str, Any]]:
+        """Every Lease in this Lease's namespace (other shards' included)."""
+        got = self.kube._raw("GET", self._collection)
+        return list(got.get("items") or [])
+
+    def _meta(self, **extra: str) -> dict[str, Any]:
+        meta: dict[str, Any] = {"name": self.name, "namespace": self.namespace, **extra}
+        if self.annotations:
+            meta["annotations"] = self.annotations
+        return meta
 
     @property
     def _collection(self) -> str:
@@ -35,7 +53,7 @@ class LeaseStore:
         body = {
             "apiVersion": "coordination.k8s.io/v1",
             "kind": "Lease",
-            "metadata": {"name": self.name, "namespace": self.namespace},
+            "metadata": self._meta(),
             "spec": spec,
         }
         return self._write("POST", self._collection, body)
@@ -44,11 +62,7 @@ class LeaseStore:
         body = {
             "apiVersion": "coordination.k8s.io/v1",
             "kind": "Lease",
-            "metadata": {
-                "name": self.name,
-                "namespace": self.namespace,
-                "resourceVersion": resource_version,
-            },
+            "metadata": self._meta(resourceVersion=resource_version),
             "spec": spec,
         }
         return self._write("PUT", f"{self._collection}/{self.name}", body)

@@ -16,11 +16,11 @@ NAMESPACED: tuple[Rule, ...] = (
         "leaderworkersets",
         ("get", "list", "watch", "create", "patch", "delete"),
     ),
-    ("", "services", ("get", "create", "patch")),
-    ("policy", "poddisruptionbudgets", ("get", "create", "patch")),
+    ("", "services", ("get", "list", "watch", "create", "patch")),
+    ("policy", "poddisruptionbudgets", ("get", "list", "watch", "create", "patch")),
     ("", "events", ("create", "patch")),
     ("", "configmaps", ("get",)),
-    ("", "pods", ("list", "patch")),
+    ("", "pods", ("list", "watch", "patch")),
     ("", "resourcequotas", ("list",)),
 )
 """Reconcile: read/apply owned objects (server-side apply creates with create), replace the
@@ -28,9 +28,11 @@ status whole, post events, read the ConfigMaps a ``spec.profileRef`` and a
 ``spec.model.hfConfigRef`` name (get only: the bench profile and the model's config.json), list the
 Deployment's pods (their creation→Ready lead time) and set the vLLM pods' deletion cost before
 a scale-down, list the namespace's ResourceQuotas (never ask for more GPUs than they leave:
-controller/quota.py); kopf watches InferenceServices and owned Deployments and LeaderWorkerSets
-(kube/lws.py) and patches its annotations. Delete: a service that moves between one node and
-many replaces its Deployment by a LeaderWorkerSet or back (controller/workload.py)."""
+controller/quota.py); kopf watches InferenceServices and the owned Deployments,
+LeaderWorkerSets (kube/lws.py), Services, PodDisruptionBudgets and pods (the watch cache,
+kube/store.py, is primed by one list of each) and patches its annotations. Delete: a service
+that moves between one node and many replaces its Deployment by a LeaderWorkerSet or back
+(controller/workload.py)."""
 
 CLUSTER_READ: tuple[Rule, ...] = (
     ("apiextensions.k8s.io", "customresourcedefinitions", ("get", "list", "watch")),
@@ -41,10 +43,11 @@ ALL_NAMESPACES: tuple[Rule, ...] = (("", "namespaces", ("get", "list", "watch"))
 """kopf tracks namespaces when it watches all of them."""
 
 LEADER_ELECTION: tuple[Rule, ...] = (
-    ("coordination.k8s.io", "leases", ("get", "create", "update")),
+    ("coordination.k8s.io", "leases", ("get", "list", "create", "update")),
 )
-"""Only with more than one operator replica (HA), in the operator's own namespace
-(kube/lease.py: read, create, replace the Lease)."""
+"""Only with leader election (more than one replica, or shards), in the operator's own
+namespace (kube/lease.py: read, create, replace the Lease; list the Leases to refuse a
+namespace another shard holds)."""
 
 SECRETS: tuple[Rule, ...] = (("", "secrets", ("get",)),)
 """Only when a value enables it; the operator never reads Secrets today."""

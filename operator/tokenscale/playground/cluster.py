@@ -81,6 +81,9 @@ class Cluster:
     processes: list[Process] = field(default_factory=list)
     port: int = 0
     apiserver_args: list[str] = field(default_factory=list)
+    max_requests_inflight: int | None = None
+    """Cap the API server's concurrent requests (read-only and mutating alike); past it the
+    server answers 429 with ``Retry-After`` (tests of the operator's back-off)."""
 
     @property
     def server(self) -> str:
@@ -179,6 +182,11 @@ class Cluster:
             "--logtostderr=true",
             "--v=1",
         ]
+        if self.max_requests_inflight is not None:
+            self.apiserver_args += [
+                f"--max-requests-inflight={self.max_requests_inflight}",
+                f"--max-mutating-requests-inflight={self.max_requests_inflight}",
+            ]
         apiserver = Process("kube-apiserver", self.apiserver_args, w)
         self.processes.append(apiserver)
         self._wait_ready(apiserver)

@@ -32,11 +32,14 @@ def ensure_prometheus() -> str:
 
 
 class PrometheusServer:
-    def __init__(self, workdir: Path, rule_files: tuple[Path, ...] = ()) -> None:
+    def __init__(
+        self, workdir: Path, rule_files: tuple[Path, ...] = (), scrape_interval_s: float = 1.0
+    ) -> None:
         """``rule_files``: Prometheus rule files to load (alerting rules evaluated every
-        second)."""
+        second); ``scrape_interval_s``: how often the targets are scraped."""
         self.workdir = workdir
         self.rule_files = rule_files
+        self.scrape_interval_s = scrape_interval_s
         self.port = free_port()
         self.targets_file = workdir / "targets.json"
         self.targets: dict[str, dict[str, str]] = {}
@@ -53,7 +56,7 @@ class PrometheusServer:
         config = self.workdir / "prometheus.yml"
         config.write_text(
             textwrap.dedent(f"""\
-            global: {{scrape_interval: 1s, evaluation_interval: 1s}}
+            global: {{scrape_interval: {self.scrape_interval_s:g}s, evaluation_interval: 1s}}
             rule_files: {json.dumps([str(f) for f in self.rule_files])}
             scrape_configs:
               - job_name: vllm

@@ -1,0 +1,113 @@
+"""Parse and plan an InferenceService once per distinct spec, not once per reconcile.
+
+Parsing and planning are pure functions of the spec and the name (the planner reads nothing
+else), so their result, or the :class:`~tokenscale.api.errors.SpecError` they raised, is
+remembered under the spec's canonical JSON (and the key of any adjustment the caller makes to
+the spec it plans, e.g. a speculative acceptance rate vLLM measured). A ``spec.profileRef`` or
+``spec.model.hfConfigRef`` is the exception: what it names lives in a ConfigMap that can change
+without the spec changing, so such a service is parsed, its ConfigMap read and planned every
+time.
+
+Bounded: the least recently used entries go first past ``size`` (default 4,096 specs).
+"""
+
+import json
+import threading
+from collections import OrderedDict
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from tokenscale.api.errors import SpecError
+from tokenscale.api.inference_service import InferenceService, InferenceServiceSpec
+from tokenscale.api.manifest import parse_inference_service
+from tokenscale.planning import Plan, plan_service
+
+Planned = tuple[InferenceService, Plan]
+Profiled = Callable[[InferenceService], InferenceService]
+"""Inline a ``spec.profileRef`` and a ``spec.model.hfConfigRef`` (reads their ConfigMaps;
+raises SpecError)."""
+Adjusted = Callable[[InferenceServiceSpec], InferenceServiceSpec]
+"""What the plan is made of, given the service's spec (the returned service keeps its own)."""
+
+
+def _external(spec: Any) -> bool:
+    """The spec names a ConfigMap whose content the plan depends on."""
+    if not isinstance(spec, Mapping):
+        return False
+    model = spec.get("model")
+    return spec.get("profileRef") is not None or (
+        isinstance(model, Mapping) and model.get("hfConfigRef") is not None
+    )
+
+
+def _same(spec: InferenceServiceSpec) -> InferenceServiceSpec:
+    return spec
+
+
+def _essence(body: Mapping[str, Any]) -> dict[str, Any]:
+    """What the parser reads: the kind, the name and namespace, the spec."""
+    meta = body.get("metadata") or {}
+    return {
+        "apiVersion": body.get("apiVersion", "tokenscale.io/v1alpha1"),
+        "kind": body.get("kind", "InferenceService"),
+        "metadata": {"name": meta.get("name"), "namespace": meta.get("namespace")},
+        "spec": body.get("spec"),
+    }
+
+
+class PlanMemo:
+    """``(service, plan)`` by canonical spec JSON; thread-safe; counts hits and misses."""
+
+    def __init__(self, size: int = 4096) -> None:
+        self.size = size
+        self._entries: OrderedDict[str, Planned | SpecError] = OrderedDict()
+        self._lock = threading.Lock()
+        self.hits = 0
+        self.misses = 0
+
+    def __len__(self) -> int:
+        return len(self._entries)
+
+    def planned(
+        self,
+        body: Mapping[str, Any],
+        profiled: Profiled,
+        adjusted: Adjusted = _same,
+        adjustment: str = "",
+    ) -> Planned:
+        """The parsed service (ConfigMaps inlined) and the plan of ``adjusted(its spec)``;
+        ``adjustment`` names the adjustment in the memo's key. Raises SpecError."""
+        doc = _essence(body)
+        if _external(doc["spec"]):
+            service = profiled(parse_inference_service(doc))
+            return service, plan_service(adjusted(service.spec), service.metadata.name)
+        key = json.dumps([doc, adjustment], sort_keys=True, separators=(",", ":"), default=str)
+        with self._lock:
+            found = self._entries.get(key)
+            if found is not None:
+                self._entries.move_to_end(key)
+                self.hits += 1
+        if found is None:
+            found = self._compute(doc, profiled, adjusted)
+            with self._lock:
+                self.misses += 1
+                self._entries[key] = found
+                while len(self._entries) > self.size:
+                    self._entries.popitem(last=False)
+        if isinstance(found, SpecError):
+            raise SpecError(found.issues)  # a fresh one: a raised error keeps its traceback
+        return found
+
+    @staticmethod
+    def _compute(
+        doc: dict[str, Any], profiled: Profiled, adjusted: Adjusted
+    ) -> Planned | SpecError:
+        try:
+            service = profiled(parse_inference_service(doc))
+            return service, plan_service(adjusted(service.spec), service.metadata.name)
+        except SpecError as err:
+            return err
+
+
+PLANS = PlanMemo()
+"""The operator's memo (one per process)."""

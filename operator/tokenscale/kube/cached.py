@@ -1,0 +1,133 @@
+"""The operator's API calls with reads served from the watch cache (kube/store.py).
+
+:class:`CachedKube` is a :class:`~tokenscale.kube.client.Kube` whose reads of the watched
+kinds (InferenceServices, and the Deployments, Services, PodDisruptionBudgets,
+LeaderWorkerSets labelled ``app.kubernetes.io/managed-by=tokenscale`` and, with a metrics
+source, pods carrying the ``tokenscale.io/inferenceservice`` label) come from
+the store, and whose writes (server-side apply, the status) are written through to it.
+Everything else (the ConfigMap a ``spec.profileRef`` names, events, deletes, pod
+annotations) is the plain API call.
+"""
+
+import functools
+from collections.abc import Callable
+from typing import Any
+
+from kubernetes import client
+from kubernetes.client.exceptions import ApiException
+
+from tokenscale.api.crd import PLURAL
+from tokenscale.api.inference_service import API_GROUP, API_VERSION
+from tokenscale.kube import lws
+from tokenscale.kube.client import Kube
+from tokenscale.kube.store import WatchStore
+from tokenscale.render.labels import INFERENCE_SERVICE_LABEL, MANAGED_BY
+
+INFERENCE_SERVICE = "InferenceService"
+DEPLOYMENT = "Deployment"
+SERVICE = "Service"
+PDB = "PodDisruptionBudget"
+POD = "Pod"
+KINDS = (INFERENCE_SERVICE, DEPLOYMENT, SERVICE, PDB, lws.KIND)
+"""Always cached; pods too (``POD``) when a metrics source is configured: only scaling on
+metrics reads them (lead time, which pods a scale-down removes), and plan-only operators
+need not pay for their watch events."""
+OWNED_SELECTOR = f"app.kubernetes.io/managed-by={MANAGED_BY}"
+POD_SELECTOR = INFERENCE_SERVICE_LABEL
+"""Pods: every pod our selectors pick carries the InferenceService label (its existence)."""
+
+
+def _labels(selector: str) -> dict[str, str]:
+    """``a=b,c=d`` as a dict (equality selectors only: all the operator writes)."""
+    out = {}
+    for part in selector.split(","):
+        key, _, value = part.partition("=")
+        if key.strip():
+            out[key.strip()] = value.strip()
+    return out
+
+
+class CachedKube(Kube):
+    """Reads from ``store`` (after :meth:`prime`), writes through the API and into it."""
+
+    def __init__(
+        self, api: client.ApiClient, store: WatchStore, namespaces: list[str] | None
+    ) -> None:
+        super().__init__(api)
+        self.store = store
+        self.namespaces = namespaces
+        self.written: dict[tuple[str, str], dict[str, Any]] = {}
+        """The InferenceService as our last status write returned it, by (namespace, name)."""
+
+    # -- priming: one LIST per kind and namespace -------------------------------------------
+    def _collection(self, kind: str, namespace: str | None) -> str:
+        scope = f"/namespaces/{namespace}" if namespace else ""
+        return {
+            INFERENCE_SERVICE: f"/apis/{API_GROUP}/{API_VERSION}{scope}/{PLURAL}",
+            DEPLOYMENT: f"/apis/apps/v1{scope}/deployments",
+            SERVICE: f"/api/v1{scope}/services",
+            PDB: f"/apis/{self.pdb_api_version}{scope}/poddisruptionbudgets",
+            lws.KIND: f"/apis/{lws.GROUP}/{lws.VERSION}{scope}/{lws.PLURAL}",
+            POD: f"/api/v1{scope}/pods",
+        }[kind]
+
+    def list_kind(self, kind: str) -> list[dict[str, Any]]:
+        """Every object of ``kind`` in scope (owned kinds: ours only); a kind the API server
+        does not serve (no LeaderWorkerSet CRD) lists as empty."""
+        selector = POD_SELECTOR if kind == POD else OWNED_SELECTOR
+        query = [] if kind == INFERENCE_SERVICE else [("labelSelector", selector)]
+        items: list[dict[str, Any]] = []
+        for ns in self.namespaces if self.namespaces is not None else [None]:
+            try:
+                got = self._raw("GET", self._collection(kind, ns), query=query)
+            except ApiException as exc:
+                if exc.status == 404 and kind == lws.KIND:
+                    return []
+                raise
+            items.extend(got.get("items") or [])
+        return items
+
+    def prime(self) -> None:
+        listers: dict[str, Callable[[], list[dict[str, Any]]]] = {
+            kind: functools.partial(self.list_kind, kind) for kind in self.store.kinds
+        }
+        self.store.prime(listers)
+
+    # -- reads --------------------------------------------------------------------------------
+    def read_inference_service(self, namespace: str, name: str) -> dict[str, Any] | None:
+        return self.store.get(INFERENCE_SERVICE, namespace, name)
+
+    def read_deployment(self, namespace: str, name: str) -> dict[str, Any] | None:
+        return self.store.get(DEPLOYMENT, namespace, name)
+
+    def read_service(self, namespace: str, name: str) -> dict[str, Any] | None:
+        return self.store.get(SERVICE, namespace, name)
+
+    def read_pdb(self, namespace: str, name: str) -> dict[str, Any] | None:
+        return self.store.get(PDB, namespace, name)
+
+    def read_leader_worker_set(self, namespace: str, name: str) -> dict[str, Any] | None:
+        return self.store.get(lws.KIND, namespace, name)
+
+    def list_pods(self, namespace: str, selector: str) -> list[dict[str, Any]]:
+        if POD not in self.store.kinds:  # pods are watched only with a metrics source
+            return super().list_pods(namespace, selector)
+        return self.store.select(POD, namespace, _labels(selector))
+
+    # -- writes, written through ------------------------------------------------------------
+    def apply(self, obj: dict[str, Any]) -> dict[str, Any]:
+        out = super().apply(obj)
+        self.store.put(obj["kind"], out)
+        return out
+
+    def replace_status(
+        self,
+        namespace: str,
+        name: str,
+        status: dict[str, Any],
+        resource_version: str | None = None,
+    ) -> dict[str, Any]:
+        out = super().replace_status(namespace, name, status, resource_version)
+        self.store.put(INFERENCE_SERVICE, out)
+        self.written[(namespace, name)] = out
+        return out

@@ -1,0 +1,118 @@
+"""An informer-style cache: the objects the operator watches, kept current by watch events.
+
+One LIST per kind (and namespace) at start-up primes it; afterwards the watch streams the
+operator already has (Kopf's, for InferenceServices and the owned Deployments, Services,
+PodDisruptionBudgets, LeaderWorkerSets and pods) feed it with :meth:`WatchStore.put` and
+:meth:`WatchStore.drop`, and every successful write of the operator's own (apply, status)
+is written through, so a reconcile that runs before the write's watch event arrives reads
+what it wrote. Reads then cost no API call.
+
+Ordering: an object replaces the cached one only when its ``resourceVersion`` is not older
+(compared as integers: one etcd behind one API server hands them out in increasing order;
+a non-numeric version always replaces). ``metadata.managedFields`` is dropped (the operator
+never reads it; it is most of a server-side-applied object's size).
+"""
+
+import threading
+from collections.abc import Callable, Iterable
+from typing import Any
+
+Key = tuple[str, str]
+"""(namespace, name)"""
+
+
+def _version(obj: dict[str, Any]) -> int | None:
+    raw = (obj.get("metadata") or {}).get("resourceVersion")
+    try:
+        return int(str(raw))
+    except (TypeError, ValueError):
+        return None
+
+
+def slim(obj: dict[str, Any]) -> dict[str, Any]:
+    """The object without ``metadata.managedFields``."""
+    meta = obj.get("metadata") or {}
+    if "managedFields" not in meta:
+        return obj
+    return {**obj, "metadata": {k: v for k, v in meta.items() if k != "managedFields"}}
+
+
+class WatchStore:
+    """Objects by kind and (namespace, name); thread-safe."""
+
+    def __init__(self, kinds: Iterable[str]) -> None:
+        self._objects: dict[str, dict[Key, dict[str, Any]]] = {k: {} for k in kinds}
+        self._lock = threading.Lock()
+        self._primed = threading.Event()
+
+    @property
+    def kinds(self) -> tuple[str, ...]:
+        return tuple(self._objects)
+
+    def put(self, kind: str, obj: dict[str, Any]) -> bool:
+        """Store ``obj`` unless the cached one is newer; True when stored."""
+        meta = obj.get("metadata") or {}
+        key = (str(meta.get("namespace") or ""), str(meta.get("name") or ""))
+        new = _version(obj)
+        with self._lock:
+            objects = self._objects[kind]
+            old = objects.get(key)
+            if old is not None and new is not None:
+                have = _version(old)
+                if have is not None and have > new:
+                    return False
+            objects[key] = slim(obj)
+            return True
+
+    def drop(self, kind: str, namespace: str, name: str, resource_version: str | None) -> None:
+        """Forget an object (a DELETED event), unless a newer one replaced it since."""
+        with self._lock:
+            objects = self._objects[kind]
+            old = objects.get((namespace, name))
+            if old is None:
+                return
+            have, gone = _version(old), None
+            try:
+                gone = int(resource_version) if resource_version is not None else None
+            except ValueError:
+                gone = None
+            if have is not None and gone is not None and have > gone:
+                return
+            objects.pop((namespace, name), None)
+
+    def get(self, kind: str, namespace: str, name: str) -> dict[str, Any] | None:
+        with self._lock:
+            return self._objects[kind].get((namespace, name))
+
+    def keys(self, kind: str) -> list[Key]:
+        with self._lock:
+            return sorted(self._objects[kind])
+
+    def select(self, kind: str, namespace: str, labels: dict[str, str]) -> list[dict[str, Any]]:
+        """Objects of ``kind`` in ``namespace`` whose labels include ``labels``."""
+        with self._lock:
+            candidates = [o for (ns, _), o in self._objects[kind].items() if ns == namespace]
+        out = []
+        for obj in candidates:
+            have = (obj.get("metadata") or {}).get("labels") or {}
+            if all(have.get(k) == v for k, v in labels.items()):
+                out.append(obj)
+        return out
+
+    def count(self, kind: str) -> int:
+        with self._lock:
+            return len(self._objects[kind])
+
+    def prime(self, listers: dict[str, Callable[[], list[dict[str, Any]]]]) -> None:
+        """Fill every kind from one LIST each, then mark the store ready."""
+        for kind, lister in listers.items():
+            for obj in lister():
+                self.put(kind, obj)
+        self._primed.set()
+
+    def wait_primed(self, timeout_s: float | None = None) -> bool:
+        return self._primed.wait(timeout_s)
+
+    @property
+    def primed(self) -> bool:
+        return self._primed.is_set()

@@ -1,0 +1,175 @@
+"""The fleet's building blocks without a cluster: the watch store, the plan memo, the
+client-side token bucket and the 429 back-off (the real API server's 429s are in
+tests/integration/test_fleet.py)."""
+
+import copy
+from typing import Any
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from tests.helpers import BASE, deep_merge
+from tokenscale.api.errors import SpecError
+from tokenscale.api.inference_service import InferenceService
+from tokenscale.controller.plans import PlanMemo
+from tokenscale.kube.store import WatchStore, slim
+from tokenscale.kube.throttle import BACKOFF_CAP_S, TokenBucket, retry_after_s
+from tokenscale.planning import plan_service
+
+
+def _obj(name: str, version: str, ns: str = "a", **labels: str) -> dict[str, Any]:
+    meta = {"name": name, "namespace": ns, "resourceVersion": version, "labels": labels}
+    return {"metadata": {**meta, "managedFields": [{"manager": "x"}]}}
+
+
+def test_store_keeps_the_newer_version_and_drops_managed_fields() -> None:
+    store = WatchStore(["Deployment"])
+    assert store.put("Deployment", _obj("d", "10"))
+    assert not store.put("Deployment", _obj("d", "9"))  # a late event of an older version
+    got = store.get("Deployment", "a", "d")
+    assert got is not None
+    assert got["metadata"]["resourceVersion"] == "10"
+    assert "managedFields" not in got["metadata"]
+    assert store.put("Deployment", _obj("d", "11"))
+    store.drop("Deployment", "a", "d", "10")  # a delete older than what we hold
+    assert store.get("Deployment", "a", "d") is not None
+    store.drop("Deployment", "a", "d", "12")
+    assert store.get("Deployment", "a", "d") is None
+
+
+@given(st.lists(st.integers(min_value=1, max_value=50), min_size=1, max_size=30))
+def test_store_holds_the_highest_version_whatever_the_order(versions: list[int]) -> None:
+    store = WatchStore(["Pod"])
+    for v in versions:
+        store.put("Pod", _obj("p", str(v)))
+    got = store.get("Pod", "a", "p")
+    assert got is not None
+    assert int(got["metadata"]["resourceVersion"]) == max(versions)
+
+
+def test_store_selects_by_namespace_and_labels_and_primes_once() -> None:
+    store = WatchStore(["Pod"])
+    assert not store.primed
+    store.prime(
+        {
+            "Pod": lambda: [
+                _obj("p1", "1", app="x", tier="a"),
+                _obj("p2", "2", app="x"),
+                _obj("p3", "3", "b", app="x"),
+            ]
+        }
+    )
+    assert store.wait_primed(0)
+    assert sorted(o["metadata"]["name"] for o in store.select("Pod", "a", {"app": "x"})) == [
+        "p1",
+        "p2",
+    ]
+    assert [o["metadata"]["name"] for o in store.select("Pod", "a", {"tier": "a"})] == ["p1"]
+    assert store.keys("Pod") == [("a", "p1"), ("a", "p2"), ("b", "p3")]
+
+
+def test_slim_leaves_an_object_without_managed_fields_alone() -> None:
+    obj = {"metadata": {"name": "x"}}
+    assert slim(obj) is obj
+
+
+def _body(**patch: Any) -> dict[str, Any]:
+    doc = deep_merge(BASE, patch)
+    doc["metadata"] = {"name": "svc", "namespace": "ns", "resourceVersion": "1", "uid": "u"}
+    return doc
+
+
+def _unprofiled(service: InferenceService) -> InferenceService:
+    return service
+
+
+def test_plan_memo_plans_once_per_spec_and_equals_a_fresh_plan() -> None:
+    memo = PlanMemo()
+    body = _body()
+    service, plan = memo.planned(body, _unprofiled)
+    assert plan == plan_service(service.spec, "svc")
+    again = copy.deepcopy(body)
+    again["metadata"]["resourceVersion"] = "2"  # status, labels, versions: not the spec
+    again["status"] = {"replicas": 3}
+    assert memo.planned(again, _unprofiled)[1] is plan
+    assert (memo.hits, memo.misses) == (1, 1)
+    changed = _body(spec={"workload": {"rps": {"mean": 20}}})
+    assert memo.planned(changed, _unprofiled)[1] != plan
+    assert memo.misses == 2
+
+
+def test_plan_memo_remembers_a_bad_spec_and_is_bounded() -> None:
+    memo = PlanMemo(size=2)
+    bad = _body(spec={"hardware": {"tensorParallelSize": 3}})
+    for _ in range(2):
+        with pytest.raises(SpecError, match="tensorParallelSize"):
+            memo.planned(bad, _unprofiled)
+    assert (memo.hits, memo.misses) == (1, 1)
+    for rps in (1, 2, 3):
+        memo.planned(_body(spec={"workload": {"rps": {"mean": rps}}}), _unprofiled)
+    assert len(memo) == 2
+
+
+def test_plan_memo_reads_a_profile_ref_every_time() -> None:
+    memo = PlanMemo()
+    calls: list[str] = []
+
+    def profiled(service: InferenceService) -> InferenceService:
+        calls.append(service.metadata.name)
+        raise SpecError.single("spec.profileRef", "no such ConfigMap")
+
+    body = _body(spec={"profileRef": {"configMapName": "p"}})
+    for _ in range(2):
+        with pytest.raises(SpecError, match="profileRef"):
+            memo.planned(body, profiled)
+    assert calls == ["svc", "svc"]
+    assert len(memo) == 0
+
+
+class Clock:
+    """A clock that advances only when told (or when the bucket sleeps on it)."""
+
+    def __init__(self) -> None:
+        self.now = 100.0
+
+    def __call__(self) -> float:
+        return self.now
+
+    def sleep(self, seconds: float) -> None:
+        self.now += seconds
+
+
+def test_token_bucket_allows_the_burst_then_the_rate() -> None:
+    clock = Clock()
+    bucket = TokenBucket(qps=10, burst=5, clock=clock, sleep=clock.sleep)
+    waits = [bucket.take() for _ in range(5)]
+    assert waits == [0.0] * 5
+    start = clock.now
+    for _ in range(20):
+        bucket.take()
+    assert clock.now - start == pytest.approx(2.0)  # 20 more at 10 per second
+    clock.now += 100  # idle: the bucket refills to the burst, no further
+    assert [bucket.take() for _ in range(5)] == [0.0] * 5
+    assert bucket.take() == pytest.approx(0.1)
+
+
+def test_unlimited_bucket_never_waits() -> None:
+    bucket = TokenBucket(qps=0, burst=1)
+    assert all(bucket.take() == 0.0 for _ in range(1000))
+
+
+@pytest.mark.parametrize(
+    ("headers", "attempt", "low", "high"),
+    [
+        ({"Retry-After": "3"}, 0, 3.0, 3.0),
+        ({"Retry-After": "3600"}, 0, BACKOFF_CAP_S, BACKOFF_CAP_S),
+        ({"Retry-After": "soon"}, 1, 0.8, 1.2),
+        ({}, 0, 0.4, 0.6),
+        (None, 10, BACKOFF_CAP_S * 0.8, BACKOFF_CAP_S * 1.2),
+    ],
+)
+def test_retry_after_obeys_the_server_else_backs_off(
+    headers: dict[str, str] | None, attempt: int, low: float, high: float
+) -> None:
+    assert low <= retry_after_s(headers, attempt) <= high
