@@ -245,3 +245,25 @@ def test_status_shows_the_measured_rate_and_the_plan_made_with_it() -> None:
     assert status["live"]["specDecodeAcceptanceRate"] == 0.42
     assert "α=0.42" in status["plan"]["speculative"]
     assert kube.body["spec"]["serving"]["speculative"]["acceptanceRate"] == 0.7  # spec untouched
+
+
+def test_the_engine_calibrates_against_the_speculation_the_fleet_runs() -> None:
+    """``auto`` turned speculation on: engines decoding at the speculative TPOT are as fast as
+    modelled (calibration ≈ 1), not faster than a model without it would say."""
+    from tokenscale.planning.planner import as_planned  # noqa: PLC0415
+    from tokenscale.scaling.need import calibrate  # noqa: PLC0415
+    from tokenscale.scaling.snapshot import Snapshot  # noqa: PLC0415
+
+    s = _spec({"method": "auto", "acceptanceRate": 0.8, "draftModel": DRAFT})
+    forecast = plan_service(s, "svc")
+    assert forecast.speculative is not None
+    assert forecast.speculative.enabled
+    batch = 8.0
+    planned = as_planned(resolve(s, "svc"), forecast)
+    at = forecast_conditions(planned)
+    tpot = perf_at(planned, at, layout_of(forecast)).tpot_seconds(batch)
+    snap = Snapshot(at=0.0, replicas_reporting=1, running=batch, tpot_mean_s=tpot)
+    assert calibrate(planned, forecast, snap, 1.0, 1e6) == pytest.approx(1.0, rel=0.05)
+    # without the plan's speculation the same engines would read much faster than modelled
+    unplanned = calibrate(resolve(s, "svc"), forecast, snap, 1.0, 1e6)
+    assert unplanned > 1.2

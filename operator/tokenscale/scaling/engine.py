@@ -23,6 +23,7 @@ from pydantic import BaseModel, ConfigDict
 
 from tokenscale.api.inference_service import InferenceServiceSpec
 from tokenscale.planning import Plan, layout_of, plan_at, resolve
+from tokenscale.planning.planner import as_planned
 from tokenscale.scaling.cause import Cause
 from tokenscale.scaling.decision import Decision
 from tokenscale.scaling.diagnosis import diagnose
@@ -124,8 +125,9 @@ def decide(inp: EngineInput) -> Decision:
         )
     assert snap is not None
     dt = max(0.0, inp.interval_s)
-    # the need: the model re-planned at the observed workload and calibration
-    resolved = resolve(spec, forecast.name)
+    # the need: the model re-planned at the observed workload and calibration, timed as the
+    # fleet runs (speculation on exactly when the forecast turned it on)
+    resolved = as_planned(resolve(spec, forecast.name), forecast)
     fresh = state.peak_at_s is None  # no decision on metrics yet: start from the profile
     start = profile_calibration(resolved, forecast) if fresh else state.calibration
     factor = calibrate(resolved, forecast, snap, start, dt)
