@@ -14,6 +14,7 @@ from tests.support.vllm_emulator import Load, VllmMetricsEmulator
 from tokenscale.playground.cluster import Cluster
 from tokenscale.playground.processes import Process, free_port, wait_for
 from tokenscale.playground.prometheus import PrometheusServer
+from tokenscale.render.labels import CONFIG_HASH_ANNOTATION
 
 pytestmark = pytest.mark.integration
 WINDOW_S = 12  # the scale-down stabilisation window under test
@@ -232,6 +233,13 @@ def _reconciles(port: int) -> float:
     return float(line.split()[-1])
 
 
+def _count(port: int, name: str) -> float:
+    """The sum over labels of one of the operator's own counters."""
+    with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=5) as answer:
+        text = answer.read().decode()
+    return sum(float(ln.split()[-1]) for ln in text.splitlines() if ln.startswith(name + "{"))
+
+
 def test_deployment_events_between_two_reads_re_apply_the_stored_decision(
     start_metrics_operator: Callable[..., Process],
     prometheus: PrometheusServer,
@@ -239,9 +247,9 @@ def test_deployment_events_between_two_reads_re_apply_the_stored_decision(
     namespace: str,
     emulators: Callable[..., VllmMetricsEmulator],
 ) -> None:
-    """One decision per observation: owned-Deployment events between two metric reads
-    reconcile (and are counted), but change neither status.decision nor status.scaling and
-    post no Scaled event."""
+    """One decision per observation: owned-Deployment events between two metric reads —
+    drift the operator repairs (a reconcile) and changes it ignores (a skipped wake-up) —
+    change neither status.decision nor status.scaling and post no Scaled event."""
     pod = emulators(namespace, "test")
     pod.set_state(running=4, waiting=0, kv_usage=0.3)
     pod.set_load(Load(rps=1, ttft_s=0.2, tpot_s=0.02))
@@ -263,14 +271,27 @@ def test_deployment_events_between_two_reads_re_apply_the_stored_decision(
     status = objects.get("test")["status"]
     decision, scaling = status["decision"], status["scaling"]
     scaled = sum(1 for e in objects.events("test") if e.reason == "Scaled")
-    before = _reconciles(port)
-    for k in range(4):  # changes to the owned Deployment: each is an event for the operator
+    before, skipped = _reconciles(port), _count(port, "tokenscale_reconciles_skipped_total")
+    for k in range(2):  # a foreign annotation: an event, nothing rendered changed (skipped)
         objects.apps.patch_namespaced_deployment(
             "test", namespace, {"metadata": {"annotations": {"example.com/poke": str(k)}}}
         )
         time.sleep(1.0)
-    wait_for(lambda: _reconciles(port) >= before + 4, 30, "the events reconciled")
+    for k in range(2):  # the pod template drifts: an event that reconciles (and repairs)
+        drift = {CONFIG_HASH_ANNOTATION: f"poked-{k}"}
+        objects.apps.patch_namespaced_deployment(
+            "test", namespace, {"spec": {"template": {"metadata": {"annotations": drift}}}}
+        )
+        time.sleep(1.0)
+    wait_for(lambda: _reconciles(port) >= before + 2, 30, "the drift reconciled")
+    wait_for(
+        lambda: _count(port, "tokenscale_reconciles_skipped_total") >= skipped + 2,
+        30,
+        "the foreign annotations skipped",
+    )
     assert time.monotonic() - read_seen < interval - 5, "a read came in between: too slow"
+    template = objects.apps.read_namespaced_deployment("test", namespace).spec.template
+    assert not template.metadata.annotations[CONFIG_HASH_ANNOTATION].startswith("poked")
     after = objects.get("test")["status"]
     assert after["decision"] == decision
     assert after["scaling"] == scaling
