@@ -192,6 +192,14 @@ def _essence(body: dict[str, Any]) -> str:
     )
 
 
+def _names_config_map(body: dict[str, Any]) -> bool:
+    """The spec plans from a ConfigMap (``profileRef``, ``model.hfConfigRef``), which the
+    operator reads but does not watch."""
+    spec = body.get("spec") or {}
+    model = spec.get("model") or {}
+    return spec.get("profileRef") is not None or model.get("hfConfigRef") is not None
+
+
 def _version(obj: dict[str, Any] | None) -> str | None:
     return None if obj is None else (obj.get("metadata") or {}).get("resourceVersion")
 
@@ -202,7 +210,8 @@ class Reconciler:
     wake-up that cannot change anything is skipped: an owned object's event that neither
     drifts from the rendered object nor changes what the status reports, and a periodic tick
     without a metrics source (plan-only: nothing new to decide) when the spec, the status and
-    every owned object are as the last reconcile left them."""
+    every owned object are as the last reconcile left them and the spec names no ConfigMap
+    (``profileRef``, ``model.hfConfigRef``: read, not watched)."""
 
     def __init__(
         self,
@@ -253,6 +262,8 @@ class Reconciler:
             return False
         body = store.get(INFERENCE_SERVICE, *key)
         if body is None or _essence(body) != seen.spec_and_status:
+            return False
+        if _names_config_map(body):  # its ConfigMap is not watched: it may have changed
             return False
         for kind in WORKLOAD_KINDS:  # a workload of the other kind left to remove
             if kind not in seen.desired and store.get(kind, *key) is not None:
