@@ -129,7 +129,9 @@ def fault_table(reports: list[PlaygroundFaultReport]) -> Table:
                 if r.kv_usage_max_during_without is None
                 else f"{r.kv_usage_max_during_without * 100:.0f} %",
             ),
-            "; ".join(r.decisions) or "none",
+            "; ".join(d.split(":", 2)[0] + ":" + d.split(":", 2)[1] for d in r.decisions)
+            if r.decisions
+            else "none",
         )
     return table
 
