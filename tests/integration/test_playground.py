@@ -17,13 +17,16 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from tests.support.openai_server import OpenAIServer, ServerKnobs
 from tests.support.vllm_emulator import VllmMetricsEmulator
+from tokenscale.playground.drills import fault_reports
 from tokenscale.playground.engine import ModelClock, TwinDriver, TwinEngine
+from tokenscale.playground.faults import FAULT_EVENT
 from tokenscale.playground.load import LoadStats, Router, replay, shaped_trace
 from tokenscale.playground.processes import free_port, port_in_use
 from tokenscale.playground.service import PlaygroundService, default_spec_path, load_service
 from tokenscale.playground.session import Frame, Playground, PlaygroundOptions
 from tokenscale.playground.twin import Twin
 from tokenscale.simulation import Trace
+from tokenscale.simulation.faults import RETRY_DELAY_S, parse_fault
 from tokenscale.simulation.recorder import Recorder
 from tokenscale.simulation.replica import Replica, SimRequest
 
@@ -286,3 +289,56 @@ def _direction(message: str) -> int:
         return (int(after) > int(before)) - (int(after) < int(before))
     except ValueError:
         return 0
+
+
+def test_playground_replica_loss_drill_retries_the_cut_requests_and_replaces_the_pod(
+    service: PlaygroundService, tmp_path: Path
+) -> None:
+    """~1 minute: a steady load at ×20; at 3:00 the busiest twin is killed."""
+    trace = shaped_trace("step", 480.0, 2.0, 2.0, seed=4)
+    fault = parse_fault("replica-loss@3:00")
+    opts = PlaygroundOptions(
+        service=service,
+        trace=trace,
+        workdir=tmp_path / "pg",
+        speed=20.0,
+        settle_s=60.0,
+        faults=(fault,),
+        client_retries=True,
+    )
+    notes: list[str] = []
+    pg = Playground(opts, notes.append)
+    try:
+        pg.start_infrastructure()
+        result = asyncio.run(pg.run())
+    finally:
+        pg.stop()
+    print("\n".join(notes))
+    kills = [e for e in result.events if e.reason == FAULT_EVENT]
+    assert len(kills) == 1, notes
+    assert kills[0].t_s == pytest.approx(180.0, abs=5.0)
+    cut = int(kills[0].message.split(" died with ")[1].split()[0])
+    assert cut >= 1, kills[0].message  # the busiest twin held requests
+    # the ReplicaSet replaced the pod: a twin started after the kill
+    killed_pod = kills[0].message.split("pod ")[1].split()[0]
+    after = notes[next(i for i, n in enumerate(notes) if n.startswith("fault: ")) + 1 :]
+    replacements = [n for n in after if n.startswith("pod ") and n.endswith("starting")]
+    assert replacements, notes
+    assert killed_pod not in replacements[0]
+    # every request finished: the cut ones were retried, their TTFT from the first arrival
+    assert result.completed == result.sent, (result.completed, result.sent)
+    retried = [o for o in result.outcomes if o.ttft_s is not None and o.ttft_s >= RETRY_DELAY_S]
+    assert len(retried) >= cut
+    (report,) = fault_reports((fault,), result, trace, service.identity.max_model_len)
+    print(report)
+    assert report.kind == "replica-loss"
+    assert report.at_s == 180.0
+    assert 0.0 <= report.slo_attainment_during <= 1.0
+    assert report.slo_attainment_during_without is None  # no baseline run here
+    assert report.events
+    assert "died with" in report.events[0]
+    assert report.window_s >= 30.0
+    for pid in result.pids:
+        with pytest.raises(ProcessLookupError):
+            os.kill(pid, 0)
+    assert not [p for p in result.ports if port_in_use(p)]

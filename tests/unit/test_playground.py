@@ -67,6 +67,13 @@ def test_the_command_rejects_bad_inputs() -> None:
     assert both.exit_code == 2
     slow = runner.invoke(app, ["playground", "--speed", "0"])
     assert slow.exit_code == 2
+    bad_kind = runner.invoke(app, ["playground", "--fault", "meteor@1:00"])
+    assert bad_kind.exit_code == 2
+    assert "replica-loss" in bad_kind.output  # names what is allowed
+    bad_moment = runner.invoke(app, ["playground", "--fault", "replica-loss@soon"])
+    assert bad_moment.exit_code == 2
+    kept = runner.invoke(app, ["playground", "--fault", "replica-loss@1:00", "--keep"])
+    assert kept.exit_code == 2
 
 
 def test_shared_prefix_blocks_reach_the_twins_prefix_cache() -> None:

@@ -8,6 +8,7 @@ from typing import Any
 
 import pytest
 import yaml
+from benchmarks.accuracy_speculative import acceptance_from_tau
 from hypothesis import given
 from hypothesis import strategies as st
 from typer.testing import CliRunner
@@ -20,7 +21,11 @@ from tokenscale.planning import plan_service
 from tokenscale.planning.conditions import forecast_conditions
 from tokenscale.planning.planner import layout_of, perf_at
 from tokenscale.planning.resolve import resolve
-from tokenscale.planning.speculative import tokens_per_step, with_measured_acceptance
+from tokenscale.planning.speculative import (
+    HEAD_FORWARD_OVERHEAD_SECONDS,
+    tokens_per_step,
+    with_measured_acceptance,
+)
 from tokenscale.render.engine_args import engine_args
 
 runner = CliRunner()
@@ -267,3 +272,57 @@ def test_the_engine_calibrates_against_the_speculation_the_fleet_runs() -> None:
     # without the plan's speculation the same engines would read much faster than modelled
     unplanned = calibrate(resolve(s, "svc"), forecast, snap, 1.0, 1e6)
     assert unplanned > 1.2
+
+
+def _perf_on(speculative: dict[str, Any]) -> Any:
+    s = _spec(speculative)
+    r = resolve(s, "svc")
+    return perf_at(r, forecast_conditions(r), 4)
+
+
+@pytest.mark.parametrize("method", ["eagle", "eagle3"])
+def test_heads_pay_the_step_overhead_once_per_target_step(method: str) -> None:
+    # vLLM runs a head's k forwards inside the target's step: one step overhead, then k
+    # forwards that each cost their roofline plus the (smaller) per-forward overhead.
+    costs = {
+        k: _perf_on(
+            {
+                "method": method,
+                "numSpeculativeTokens": k,
+                "acceptanceRate": 0.7,
+                "draftModel": EAGLE,
+            }
+        ).draft_seconds(1.0)
+        for k in (2, 3, 4)
+    }
+    per_forward = costs[3] - costs[2]
+    assert costs[4] - costs[3] == pytest.approx(per_forward)
+    step = _perf_on({"method": method, "acceptanceRate": 0.7, "draftModel": EAGLE}).assumptions
+    assert per_forward > HEAD_FORWARD_OVERHEAD_SECONDS
+    assert per_forward < step.step_overhead_seconds
+    assert costs[2] == pytest.approx(step.step_overhead_seconds + 2 * per_forward)
+
+
+def test_a_draft_model_pays_the_step_overhead_on_every_forward() -> None:
+    costs = {
+        k: _perf_on(
+            {
+                "method": "draft_model",
+                "numSpeculativeTokens": k,
+                "acceptanceRate": 0.7,
+                "draftModel": DRAFT,
+            }
+        )
+        for k in (2, 3)
+    }
+    per_forward = costs[3].draft_seconds(1.0) - costs[2].draft_seconds(1.0)
+    assert per_forward > costs[2].assumptions.step_overhead_seconds
+    assert costs[2].draft_seconds(1.0) == pytest.approx(2 * per_forward)
+
+
+@given(st.floats(0.0, 0.99), st.integers(1, 16))
+def test_a_stated_mean_accepted_length_converts_back_to_its_acceptance_rate(
+    a: float, k: int
+) -> None:
+    tau = tokens_per_step(a, k)
+    assert tokens_per_step(acceptance_from_tau(tau, k), k) == pytest.approx(tau, abs=1e-6)

@@ -12,6 +12,7 @@ import shutil
 import signal
 import tempfile
 import time
+from dataclasses import asdict, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
@@ -27,6 +28,7 @@ from tokenscale.cli.inputs import bad_input, fail_invalid, read_input
 from tokenscale.data import AZURE_CONVERSATION, bundled_trace
 
 if TYPE_CHECKING:
+    from tokenscale.playground.drills import PlaygroundFaultReport
     from tokenscale.playground.session import Frame, PlaygroundResult
     from tokenscale.simulation import Trace
     from tokenscale.simulation.trace import TraceRequest
@@ -90,10 +92,47 @@ def summary_table(r: PlaygroundResult) -> Table:
         ("TPOT P99", _fmt(r.tpot_p99_s, " ms", 1000, 0)),
         ("GPU-hours", f"{r.gpu_hours:.2f}"),
         ("replicas max (ready)", str(r.replicas_max)),
-        ("scale events", str(len(r.events))),
+        ("scale events", str(sum(1 for e in r.events if e.reason != "Fault"))),
     ]
     for k, v in rows:
         table.add_row(k, v)
+    return table
+
+
+def fault_table(reports: list[PlaygroundFaultReport]) -> Table:
+    """One row per fault: recovery, attainment, queue and KV during it (beside the run
+    without it where there was one) and the operator's scale events meanwhile."""
+    table = Table(title="fault drills")
+    for col in ("fault", "recovery", "attainment during", "max queue", "max KV", "operator"):
+        table.add_column(col)
+
+    def beside(value: str, other: str | None) -> str:
+        return value if other is None else f"{value} ({other})"
+
+    for r in reports:
+        rec = "not recovered" if r.recovery_s is None else f"{r.recovery_s:.0f} s"
+        without = r.slo_attainment_during_without
+        table.add_row(
+            f"{r.kind} @{r.at_s / 60:.1f} min",
+            rec,
+            beside(
+                f"{r.slo_attainment_during * 100:.1f} %",
+                None if without is None else f"{without * 100:.1f} %",
+            ),
+            beside(
+                str(r.max_waiting_during),
+                None if r.max_waiting_during_without is None else str(r.max_waiting_during_without),
+            ),
+            beside(
+                f"{r.kv_usage_max_during * 100:.0f} %",
+                None
+                if r.kv_usage_max_during_without is None
+                else f"{r.kv_usage_max_during_without * 100:.0f} %",
+            ),
+            "; ".join(d.split(":", 2)[0] + ":" + d.split(":", 2)[1] for d in r.decisions)
+            if r.decisions
+            else "none",
+        )
     return table
 
 
@@ -204,6 +243,22 @@ def playground_command(
     workdir: Annotated[
         Path | None, typer.Option(help="Logs, kubeconfig and data (default: a temp dir).")
     ] = None,
+    fault: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--fault",
+            help="A fault drill, KIND@MM:SS of the load (repeatable): replica-loss, cache-flush, "
+            "traffic-x2, retry-storm, long-burst. Clients retry broken streams 1 s later.",
+        ),
+    ] = None,
+    fault_baseline: Annotated[
+        bool,
+        typer.Option(
+            "--fault-baseline/--no-fault-baseline",
+            help="With --fault: first run the same load without the faults, for the report's "
+            "'without' columns (doubles the time).",
+        ),
+    ] = True,
 ) -> None:
     """Run the operator against a live twin of a vLLM fleet on this machine.
 
@@ -221,8 +276,15 @@ def playground_command(
     from tokenscale.playground.session import Playground, PlaygroundOptions  # noqa: PLC0415
     from tokenscale.playground.summary import summary_json  # noqa: PLC0415
     from tokenscale.simulation import TraceError, parse_trace, scale_trace  # noqa: PLC0415
+    from tokenscale.simulation.faults import faulted_trace, parse_fault  # noqa: PLC0415
 
     console = Console()
+    try:
+        faults = tuple(parse_fault(f) for f in fault or [])
+    except ValueError as err:
+        raise bad_input(str(err)) from err
+    if faults and keep:
+        raise bad_input("--fault with --keep: a drill stops what it started; drop one of them")
     if speed <= 0:
         raise bad_input("--speed must be > 0")
     if trace is not None and load is not None:
@@ -261,14 +323,18 @@ def playground_command(
         raise bad_input(str(err)) from err
     own_dir = workdir is None
     work = workdir or Path(tempfile.mkdtemp(prefix="tokenscale-playground-"))
+    replicas = service.plan.replicas.total if service.plan.replicas is not None else 1
+    played = faulted_trace(run_trace, faults, service.identity.max_model_len, replicas)
     opts = PlaygroundOptions(
         service=service,
-        trace=run_trace,
-        workdir=work,
+        trace=played,
+        workdir=work / "faulted" if faults else work,
         speed=speed,
         cold_start_s=cold_start,
         settle_s=settle,
         keep=keep,
+        faults=faults,
+        client_retries=bool(faults),
     )
 
     def note(message: str) -> None:
@@ -279,8 +345,22 @@ def playground_command(
         raise KeyboardInterrupt  # SIGTERM stops everything, as Ctrl-C does
 
     signal.signal(signal.SIGTERM, stop_on_term)
-    pg = Playground(opts, note)
     slo = service.spec.slo
+    baseline: PlaygroundResult | None = None
+    if faults and fault_baseline:
+        note("the drill's baseline: the same load without the faults")
+        base_opts = replace(opts, trace=run_trace, workdir=work / "baseline", faults=())
+        base_pg = Playground(base_opts, note)
+        try:
+            base_pg.start_infrastructure()
+            baseline = asyncio_run(base_pg.run())
+        except KeyboardInterrupt:
+            console.print("interrupted: stopping everything the playground started")
+            raise typer.Exit(130) from None
+        finally:
+            base_pg.stop()
+        note("baseline done; now the load with the faults")
+    pg = Playground(opts, note)
     ok = False
     try:
         pg.start_infrastructure()
@@ -319,6 +399,16 @@ def playground_command(
     if plot is not None:
         draw_playground(result, plot)
         console.print(f"timeline written to {plot}", highlight=False)
+    summary = summary_json(result)
+    if faults:
+        from tokenscale.playground.drills import fault_reports  # noqa: PLC0415
+
+        reports = fault_reports(
+            faults, result, played, service.identity.max_model_len, baseline, run_trace
+        )
+        console.print(fault_table(reports))
+        summary["faults"] = [asdict(r) for r in reports]
+        summary["without_faults"] = summary_json(baseline) if baseline is not None else None
     if json_out is not None:
-        json_out.write_text(json.dumps(summary_json(result), indent=2) + "\n")
+        json_out.write_text(json.dumps(summary, indent=2) + "\n")
         console.print(f"summary written to {json_out}", highlight=False)

@@ -18,7 +18,9 @@ Per output token a sequence then costs ``(t_verify(B) + t_draft(B)) / τ``:
   compute-bound they cost in full, so the gain shrinks as the batch grows and turns into a loss.
 - ``t_draft(B)``: ``k`` proposer forwards, each a roofline of its own weight read (a draft
   model; or, for EAGLE/MTP heads, one decoder layer plus the target's LM head, which they reuse)
-  and its KV, plus the per-step overhead. n-gram prompt lookup runs on the CPU: no GPU time.
+  and its KV. A draft model pays the per-step overhead on every forward; heads run inside the
+  target's step, so they pay it once plus a smaller per-forward overhead. n-gram prompt lookup
+  runs on the CPU: no GPU time.
 
 Memory: a draft model's weights sit beside the target's (same TP) and its KV blocks in the same
 pool (vLLM allocates both from one budget), so the KV capacity in tokens shrinks; EAGLE/MTP
@@ -41,6 +43,14 @@ from tokenscale.planning.result import Plan, SpeculativeEstimate
 DRAFT_PATH = "spec.serving.speculative.draftModel"
 #: ``auto`` wants at least this share off the TPOT: a smaller gain is within the model's error.
 MIN_TPOT_GAIN = 0.05
+#: Proposers that are heads on the target's hidden states: vLLM runs their ``k`` forwards inside
+#: the target's engine step, so the step's overhead (scheduling, input preparation) is paid
+#: once per target step, not once per forward.
+HEAD_METHODS = frozenset({"eagle", "eagle3", "mtp"})
+#: What each head forward costs beyond its roofline (launches, the argmax, position updates):
+#: least squares over the fit rows of benchmarks/accuracy/speculative.yaml (Llama-3.1-8B with
+#: EAGLE-1/EAGLE-3 heads, batch 1, k 2–6; `python -m benchmarks.accuracy_speculative --fit`).
+HEAD_FORWARD_OVERHEAD_SECONDS = 3.4e-4
 
 
 def tokens_per_step(acceptance_rate: float, k: int) -> float:
@@ -161,14 +171,19 @@ class SpeculativePerfModel(PerfModel):
         return max(mem, comp) + self._allreduce(tokens) + self.assumptions.step_overhead_seconds
 
     def draft_seconds(self, batch: float) -> float:
-        """``k`` proposer forwards for ``batch`` sequences (0 for n-gram lookup)."""
+        """``k`` proposer forwards for ``batch`` sequences (0 for n-gram lookup). A draft model
+        pays the per-step overhead on each of its forwards; EAGLE/MTP heads pay it once per
+        target step and :data:`HEAD_FORWARD_OVERHEAD_SECONDS` per forward."""
         s = self._spec
         if s.draft_read_bytes_per_step <= 0.0:
             return 0.0
         kv = batch * s.draft_kv_bytes_per_token / self.tp * self._decode_held_tokens
         mem = (s.draft_read_bytes_per_step / self.tp + kv) / self._bw
         comp = batch * s.draft_flops_per_token / self._decode_flops_rate
-        return s.k * (max(mem, comp) + self.assumptions.step_overhead_seconds)
+        overhead = self.assumptions.step_overhead_seconds
+        if s.method in HEAD_METHODS:
+            return overhead + s.k * (max(mem, comp) + HEAD_FORWARD_OVERHEAD_SECONDS)
+        return s.k * (max(mem, comp) + overhead)
 
     def _step_seconds(self, batch: float) -> float:
         b = max(batch, 1.0) if batch > 0 else 0.0

@@ -19,6 +19,8 @@ from tokenscale.simulation import Trace, synthetic_trace
 from tokenscale.simulation.trace import TraceRequest
 
 LOAD_SHAPES = ("step", "ramp", "burst")
+#: Attempts per request when clients retry (``replay(retry_after_s=…)``).
+MAX_ATTEMPTS = 4
 
 
 class Router:
@@ -71,8 +73,12 @@ async def replay(
     stats: LoadStats,
     timeout_s: float = 600.0,
     on_done: Callable[[Outcome], None] | None = None,
+    retry_after_s: float | None = None,
 ) -> None:
-    """Send every request of ``trace`` at its time ÷ ``speed``; return when all have ended."""
+    """Send every request of ``trace`` at its time ÷ ``speed``; return when all have ended.
+    With ``retry_after_s`` (modelled seconds) a request whose stream fails (not a timeout) is
+    sent again that long after, up to :data:`MAX_ATTEMPTS` times, as a client retries a dead
+    pod's request; its TTFT counts from the first attempt."""
     loop = asyncio.get_running_loop()
     block_tokens = trace.block_tokens
     t0 = loop.time()
@@ -83,13 +89,21 @@ async def replay(
 
         async def one(r: TraceRequest, tag: int) -> None:
             start = loop.time()
-            twin = await router.pick()
-            waited = loop.time() - start
-            ep = Endpoint(
-                twin.url, model, timeout_s, overhead_tokens=1, max_model_len=max_model_len
-            )
             prompt = shared_prefix_prompt(r, tag, block_tokens) if r.prefix_blocks else None
-            rec = await stream_one(session, ep, r.input_tokens, r.output_tokens, tag, prompt=prompt)
+            attempts = 1 if retry_after_s is None else MAX_ATTEMPTS
+            for attempt in range(attempts):
+                if attempt:
+                    await asyncio.sleep((retry_after_s or 0.0) / speed)
+                twin = await router.pick()
+                waited = loop.time() - start
+                ep = Endpoint(
+                    twin.url, model, timeout_s, overhead_tokens=1, max_model_len=max_model_len
+                )
+                rec = await stream_one(
+                    session, ep, r.input_tokens, r.output_tokens, tag, prompt=prompt
+                )
+                if rec.ok or rec.timed_out:
+                    break
             ttft = None if rec.ttft_s is None else (rec.ttft_s + waited) * speed
             tpot = None if rec.tpot_s is None else rec.tpot_s * speed
             out = Outcome(r.arrival_s, rec.ok, ttft, tpot, rec.output_tokens)

@@ -12,6 +12,7 @@ holds, as vLLM drains on SIGTERM, then stops.
 """
 
 import asyncio
+import contextlib
 import logging
 import time
 from collections.abc import Callable
@@ -161,6 +162,36 @@ class PodRunner:
         await twin.stop()
         self.driver.engines.discard(twin.engine)
         self._draining_twins.discard(twin)
+
+    async def kill_busiest(self) -> str:
+        """Replica loss: the ready pod holding the most requests loses its process (the twin is
+        killed, its open streams cut; their clients retry) and the pod is deleted at once, so
+        the ReplicaSet creates a replacement that serves after the cold start. Says what
+        happened."""
+        ready = [p for p in self.pods.values() if p.ready]
+        if not ready:
+            return "no ready replica to kill"
+        victim = max(ready, key=lambda p: p.twin.in_flight)
+        del self.pods[victim.pod]
+        self.router.remove(victim.twin)
+        self.prometheus.remove_target(victim.twin.target)
+        cut = await victim.twin.kill()
+        self.driver.engines.discard(victim.twin.engine)
+        with contextlib.suppress(client.exceptions.ApiException):
+            await asyncio.to_thread(
+                self.core.delete_namespaced_pod,
+                victim.pod,
+                self.namespace,
+                grace_period_seconds=0,
+            )
+        return f"pod {victim.pod} died with {cut} requests (its clients retry)"
+
+    def flush_prefix_caches(self) -> str:
+        """Every engine's prefix cache emptied (the twins' engines are the simulator's)."""
+        engines = [p.twin.engine for p in self.pods.values()]
+        for engine in engines:
+            engine.replica.flush_prefix_cache()
+        return f"prefix caches flushed on {len(engines)} replicas"
 
     async def stop(self) -> None:
         """Stop every twin now (in-flight requests are cut)."""

@@ -36,12 +36,14 @@ from tokenscale.api.crd import build_crd
 from tokenscale.kube.connect import connect
 from tokenscale.playground.cluster import BUILD_MINUTES, Cluster, kube_binaries_cached
 from tokenscale.playground.engine import ModelClock, TwinDriver
+from tokenscale.playground.faults import FAULT_EVENT, inject_fleet_faults
 from tokenscale.playground.load import LoadStats, Outcome, Router, replay
 from tokenscale.playground.processes import Process
 from tokenscale.playground.prometheus import PrometheusServer
 from tokenscale.playground.runner import PodRunner
 from tokenscale.playground.service import PlaygroundService
 from tokenscale.simulation import TimelinePoint, Trace
+from tokenscale.simulation.faults import RETRY_DELAY_S, Fault
 from tokenscale.simulation.trace import percentile
 
 NAMESPACE = "playground"
@@ -61,6 +63,11 @@ class PlaygroundOptions:
     keep: bool = False
     interval_s: float = 15.0
     """The operator's resync interval in modelled seconds."""
+    faults: tuple[Fault, ...] = ()
+    """Fleet faults to apply at their moments (replica loss, cache flush); the trace faults are
+    already in ``trace`` (``faulted_trace``)."""
+    client_retries: bool = False
+    """Clients retry a request whose stream breaks, ``RETRY_DELAY_S`` later."""
 
 
 @dataclass(frozen=True)
@@ -114,6 +121,8 @@ class PlaygroundResult:
     gpus_per_replica: int = 1
     load_duration_s: float = 0.0
     """The trace's span (its last arrival): the load, without the settling after it."""
+    outcomes: list[Outcome] = field(default_factory=list)
+    """Every finished request as its client saw it (the fault reports bin them)."""
 
 
 def meets_slo(o: Outcome, ttft_slo: float | None, tpot_slo: float | None) -> bool:
@@ -270,9 +279,16 @@ class Playground:
                     svc.identity.model,
                     svc.identity.max_model_len,
                     stats,
+                    retry_after_s=RETRY_DELAY_S if opts.client_retries else None,
                 )
             )
             tasks.append(load)
+            if opts.faults:
+                tasks.append(
+                    asyncio.get_running_loop().create_task(
+                        inject_fleet_faults(opts.faults, runner, load_clock, self._fault_event)
+                    )
+                )
             window = svc.spec.scaling.policy.scale_down_stabilization_seconds
             settle = opts.settle_s if opts.settle_s is not None else window + 60.0
             settle_until: float | None = None
@@ -316,6 +332,10 @@ class Playground:
             await driver.stop()
             self.ports += runner.ports_used
         return self._result(stats, samples, gpu_seconds)
+
+    def _fault_event(self, t: float, message: str) -> None:
+        self.events.append(ScaleEvent(t, FAULT_EVENT, message))
+        self.note(f"fault: {message}")
 
     async def _observe(
         self, custom: client.CustomObjectsApi, core: client.CoreV1Api, t: float, stats: LoadStats
@@ -395,4 +415,5 @@ class Playground:
             pids=list(self.pids),
             gpus_per_replica=svc.plan.gpus_per_replica,
             load_duration_s=self.opts.trace.duration_s,
+            outcomes=list(outs),
         )

@@ -11,6 +11,7 @@ import math
 from itertools import pairwise
 from typing import Any
 
+from tokenscale.playground.faults import FAULT_EVENT
 from tokenscale.playground.session import PlaygroundResult
 from tokenscale.simulation.minutes import per_minute
 
@@ -47,7 +48,7 @@ def summary_json(r: PlaygroundResult) -> dict[str, Any]:
         "tpot_p99_s": num(r.tpot_p99_s),
         "gpu_hours": r.gpu_hours,
         "gpu_hours_during_load": gpu_hours_until(r, r.load_duration_s),
-        "scale_events": len(r.events),
+        "scale_events": sum(1 for e in r.events if e.reason != FAULT_EVENT),
         "replicas_max": r.replicas_max,
         "events": [{"t_s": e.t_s, "message": e.message} for e in r.events],
         "timeline": [m.model_dump() for m in minutes],

@@ -42,6 +42,8 @@ class Twin:
         self.registry = CollectorRegistry(auto_describe=False)
         self.registry.register(VllmCollector(engine, ident))
         self._runner: web.AppRunner | None = None
+        self._connections: set[asyncio.Transport] = set()
+        self._handlers: set[asyncio.Task[Any]] = set()
 
     @property
     def url(self) -> str:
@@ -70,6 +72,20 @@ class Twin:
         if self._runner is not None:
             await self._runner.cleanup()
             self._runner = None
+
+    async def kill(self) -> int:
+        """The pod's process dies: every open request's handler is cancelled and its connection
+        cut at once (its client sees the stream break), then the server stops. Returns how many
+        requests were cut."""
+        cut = len(self._handlers)
+        for task in list(self._handlers):
+            task.cancel()  # the handler frees its KV blocks and ends without writing
+        for transport in list(self._connections):
+            transport.abort()
+        self._connections.clear()
+        self._handlers.clear()
+        await self.stop()
+        return cut
 
     # -- endpoints -------------------------------------------------------------------------------
     async def health(self, request: web.Request) -> web.Response:
@@ -113,6 +129,12 @@ class Twin:
             )
         self.requests += 1
         self.in_flight += 1
+        transport = request.transport
+        if transport is not None:
+            self._connections.add(transport)
+        handler = asyncio.current_task()
+        if handler is not None:
+            self._handlers.add(handler)
         try:
             blocks = prompt_blocks(tokens, self.engine.cfg.prefix_block_tokens)
             stream = self.engine.submit(prompt_tokens, max_tokens, blocks)
@@ -142,6 +164,10 @@ class Twin:
             )
         finally:
             self.in_flight -= 1
+            if transport is not None:
+                self._connections.discard(transport)
+            if handler is not None:
+                self._handlers.discard(handler)
 
     async def _stream(
         self,
