@@ -4,7 +4,9 @@
 kinds (InferenceServices, and the Deployments, Services, PodDisruptionBudgets,
 LeaderWorkerSets labelled ``app.kubernetes.io/managed-by=tokenscale`` and, with a metrics
 source, pods carrying the ``tokenscale.io/inferenceservice`` label) come from
-the store, and whose writes (server-side apply, the status) are written through to it.
+the store (a miss of an owned kind asks the API once: nothing there, or an object someone else
+made under our name), and whose writes (server-side apply, the status) are written through to
+it.
 Everything else (the ConfigMap a ``spec.profileRef`` names, events, deletes, pod
 annotations) is the plain API call.
 """
@@ -97,17 +99,30 @@ class CachedKube(Kube):
     def read_inference_service(self, namespace: str, name: str) -> dict[str, Any] | None:
         return self.store.get(INFERENCE_SERVICE, namespace, name)
 
+    def _owned(
+        self,
+        kind: str,
+        namespace: str,
+        name: str,
+        read: Callable[[str, str], dict[str, Any] | None],
+    ) -> dict[str, Any] | None:
+        """The cached object; on a miss the API's answer: the cache holds only objects with
+        our label, so a miss is either nothing (about to be created: one GET) or an object
+        someone else made under that name, which must be seen to be left alone."""
+        found = self.store.get(kind, namespace, name)
+        return found if found is not None else read(namespace, name)
+
     def read_deployment(self, namespace: str, name: str) -> dict[str, Any] | None:
-        return self.store.get(DEPLOYMENT, namespace, name)
+        return self._owned(DEPLOYMENT, namespace, name, super().read_deployment)
 
     def read_service(self, namespace: str, name: str) -> dict[str, Any] | None:
-        return self.store.get(SERVICE, namespace, name)
+        return self._owned(SERVICE, namespace, name, super().read_service)
 
     def read_pdb(self, namespace: str, name: str) -> dict[str, Any] | None:
-        return self.store.get(PDB, namespace, name)
+        return self._owned(PDB, namespace, name, super().read_pdb)
 
     def read_leader_worker_set(self, namespace: str, name: str) -> dict[str, Any] | None:
-        return self.store.get(lws.KIND, namespace, name)
+        return self._owned(lws.KIND, namespace, name, super().read_leader_worker_set)
 
     def list_pods(self, namespace: str, selector: str) -> list[dict[str, Any]]:
         if POD not in self.store.kinds:  # pods are watched only with a metrics source

@@ -9,13 +9,16 @@ what it wrote. Reads then cost no API call.
 
 Ordering: an object replaces the cached one only when its ``resourceVersion`` is not older
 (compared as integers: one etcd behind one API server hands them out in increasing order;
-a non-numeric version always replaces). ``metadata.managedFields`` is dropped (the operator
-never reads it; it is most of a server-side-applied object's size).
+a non-numeric version always replaces). ``metadata.managedFields`` keeps only the operator's
+own server-side-apply entry (drift is judged on the fields it applied, ``kube/drift.py``); the
+other managers' entries, most of an object's size, are dropped.
 """
 
 import threading
 from collections.abc import Callable, Iterable
 from typing import Any
+
+from tokenscale.kube.client import FIELD_MANAGER
 
 Key = tuple[str, str]
 """(namespace, name)"""
@@ -30,11 +33,17 @@ def _version(obj: dict[str, Any]) -> int | None:
 
 
 def slim(obj: dict[str, Any]) -> dict[str, Any]:
-    """The object without ``metadata.managedFields``."""
+    """The object with only the operator's own applied entry in ``metadata.managedFields``."""
     meta = obj.get("metadata") or {}
     if "managedFields" not in meta:
         return obj
-    return {**obj, "metadata": {k: v for k, v in meta.items() if k != "managedFields"}}
+    ours = [
+        e
+        for e in meta.get("managedFields") or []
+        if e.get("manager") == FIELD_MANAGER and e.get("operation") == "Apply"
+    ]
+    rest = {k: v for k, v in meta.items() if k != "managedFields"}
+    return {**obj, "metadata": {**rest, "managedFields": ours} if ours else rest}
 
 
 class WatchStore:
