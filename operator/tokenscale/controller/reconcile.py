@@ -140,8 +140,9 @@ class Outcome:
     """The workload's replicas before this reconcile applied anything (None: none existed)."""
     ready_replicas: int = 0
     memory_problems: list[str] = field(default_factory=list)
-    desired: dict[str, dict[str, Any]] = field(default_factory=dict)
-    """The rendered objects by kind (what an owned object's watch event is compared with)."""
+    desired: dict[tuple[str, str], dict[str, Any]] = field(default_factory=dict)
+    """The rendered objects by (kind, name) (what an owned object's watch event is compared
+    with)."""
     observed: Observed | None = None
     """The workload as the status reports it."""
 
@@ -378,7 +379,9 @@ def reconcile(
     live_variants: list[dict[str, Any] | None] = []
     # one read per object; the workload was read already, before deciding
     lives = [
-        workload_now if obj["kind"] == workload_kind else _read_live(kube, ns, obj)
+        workload_now
+        if obj["kind"] == workload_kind and obj["metadata"]["name"] == child_name(name)
+        else _read_live(kube, ns, obj)
         for obj in bundle.objects
     ]
     taken = name_conflicts(bundle.objects, lives, uid)
@@ -389,7 +392,7 @@ def reconcile(
         child = obj["metadata"]["name"]  # the InferenceService's name, or one derived from it
         # the reader chose the type (a PDB may be served as policy/v1beta1 on old clusters)
         desired = {k: v for k, v in obj.items() if k not in ("apiVersion", "kind")}
-        outcome.desired[kind] = obj
+        outcome.desired[(kind, child)] = obj
         owned = managed_by(live, FIELD_MANAGER)
         diff = differences(desired, live, owned=owned) if live is not None else ["(missing)"]
         diff = diff or selector_drift(obj, live, owned)

@@ -177,9 +177,10 @@ class Seen:
     spec_and_status: str
     """The InferenceService's generation and status (labels, annotations and Kopf's own
     bookkeeping change nothing a reconcile does), as canonical JSON."""
-    versions: dict[str, str | None]
-    """resourceVersion of each owned object by kind, after the reconcile."""
-    desired: dict[str, dict[str, Any]]
+    versions: dict[tuple[str, str], str | None]
+    """resourceVersion of each owned object by (kind, name), after the reconcile."""
+    desired: dict[tuple[str, str], dict[str, Any]]
+    """The rendered objects by (kind, name): a mix or a P/D service has several Deployments."""
     observed: Observed | None
 
 
@@ -239,7 +240,7 @@ class Reconciler:
     def _seen_now(
         self,
         key: tuple[str, str],
-        outcome_desired: dict[str, dict[str, Any]],
+        outcome_desired: dict[tuple[str, str], dict[str, Any]],
         observed: Observed | None,
         read: dict[str, Any],
     ) -> Seen | None:
@@ -250,8 +251,7 @@ class Reconciler:
             return None
         body = self.kube.written.pop(key, None) or read
         versions = {
-            kind: _version(store.get(kind, key[0], obj["metadata"]["name"]))
-            for kind, obj in outcome_desired.items()
+            (kind, name): _version(store.get(kind, key[0], name)) for kind, name in outcome_desired
         }
         return Seen(_essence(body), versions, outcome_desired, observed)
 
@@ -265,22 +265,28 @@ class Reconciler:
             return False
         if _names_config_map(body):  # its ConfigMap is not watched: it may have changed
             return False
+        if ((body.get("spec") or {}).get("hardware") or {}).get("variants") is not None:
+            return False  # a GPU mix reads its pods (stockouts) and quota, neither watched
+        rendered = {kind for kind, _ in seen.desired}
         for kind in WORKLOAD_KINDS:  # a workload of the other kind left to remove
-            if kind not in seen.desired and store.get(kind, *key) is not None:
+            if kind not in rendered and store.get(kind, *key) is not None:
                 return False
-        for kind, desired in seen.desired.items():
-            live = store.get(kind, key[0], desired["metadata"]["name"])
-            if _version(live) != seen.versions.get(kind) and self.owned_changed(key, kind, live):
+        for kind, name in seen.desired:
+            live = store.get(kind, key[0], name)
+            changed = _version(live) != seen.versions.get((kind, name))
+            if changed and self.owned_changed(key, kind, live, name):
                 return False
         return True
 
-    def owned_changed(self, key: tuple[str, str], kind: str, live: dict[str, Any] | None) -> bool:
-        """Whether an owned object's new state (None: deleted) needs a reconcile: it drifted
-        from what was rendered, or it changes what the status reports."""
+    def owned_changed(
+        self, key: tuple[str, str], kind: str, live: dict[str, Any] | None, name: str
+    ) -> bool:
+        """Whether the owned object ``kind``/``name``'s new state (None: deleted) needs a
+        reconcile: it drifted from what was rendered, or it changes what the status reports."""
         seen = self._seen.get(key)
         if seen is None:
             return True
-        desired = seen.desired.get(kind)
+        desired = seen.desired.get((kind, name))
         if desired is None:  # not ours to render now (a workload of the other kind)
             return False
         if live is None:
@@ -297,7 +303,7 @@ class Reconciler:
         lock = self._locks.get(key)
         if store is None or key not in self._seen or (lock is not None and lock.locked()):
             return True
-        return self.owned_changed(key, owned[0], store.get(owned[0], key[0], owned[1]))
+        return self.owned_changed(key, owned[0], store.get(owned[0], key[0], owned[1]), owned[1])
 
     def __call__(
         self, body: Any, trigger: str = "event", owned: tuple[str, str] | None = None
@@ -339,7 +345,7 @@ class Reconciler:
             return
         if owned is not None and store is not None:
             live = store.get(owned[0], key[0], owned[1])
-            if not self.owned_changed(key, owned[0], live):
+            if not self.owned_changed(key, owned[0], live, owned[1]):
                 self.telemetry.skipped.labels(trigger).inc()
                 return
         with self._guard:
