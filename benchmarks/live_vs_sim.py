@@ -71,6 +71,10 @@ class Comparison:
     disagree: list[tuple[int, int, int]]
     """``(minute, live desired, simulated desired)``."""
     live_wall_s: float
+    live_decisions: list[tuple[float, int, str]]
+    """The operator's decisions: (modelled observation time, replicas, reason)."""
+    sim_decisions: list[tuple[float, int, str]]
+    """The simulator's decisions, the same way."""
 
     def verdicts(self) -> list[tuple[str, bool]]:
         return [
@@ -111,15 +115,36 @@ def as_jsonl(trace: Trace) -> str:
     )
 
 
+def decision_interval_s(speed: float) -> float:
+    """The operator's interval in modelled seconds (its ``--interval`` has a 1 s wall floor)."""
+    return max(1.0, INTERVAL_S / speed) * speed
+
+
+def phase_of(decisions: Sequence[float], interval_s: float) -> float | None:
+    """When the live operator's first decision after the load's start fell, within one
+    interval (None: it made none)."""
+    after = [t for t in decisions if t > 1e-3]
+    if not after:
+        return None
+    phase = min(after) % interval_s
+    return phase if phase > 1e-3 else interval_s
+
+
 def simulated(
-    spec_text: str, trace: Trace, speed: float, cold_start_s: float, seed: int
+    spec_text: str,
+    trace: Trace,
+    speed: float,
+    cold_start_s: float,
+    seed: int,
+    first_decision_s: float | None = None,
 ) -> tuple[Side, SimResult]:
     """The simulator's tokenscale run with the playground's timing (module docstring)."""
     service = load_service(spec_text, "spec")
     opts = SimOptions(
         cold_start_s=cold_start_s,
         scrape_interval_s=SCRAPE_WALL_S * speed,
-        decision_interval_s=max(1.0, INTERVAL_S / speed) * speed,
+        decision_interval_s=decision_interval_s(speed),
+        first_decision_s=first_decision_s,
         seed=seed,
         timeline=True,
     )
@@ -197,8 +222,9 @@ def compare(
     trace_file = workdir / "slice.jsonl"
     trace_file.write_text(as_jsonl(trace))
     same = parse_trace(trace_file.read_text(), source=trace_file.name)
-    sim, _ = simulated(spec.read_text(), same, speed, cold_start_s, seed)
-    real, _, wall = live(spec, trace_file, speed, cold_start_s, workdir)
+    real, data, wall = live(spec, trace_file, speed, cold_start_s, workdir)
+    phase = phase_of([d["t_s"] for d in data["decisions"]], decision_interval_s(speed))
+    sim, sim_run = simulated(spec.read_text(), same, speed, cold_start_s, seed, phase)
     ratio = real.gpu_hours / sim.gpu_hours if sim.gpu_hours > 0 else math.inf
     return Comparison(
         speed=speed,
@@ -213,6 +239,8 @@ def compare(
         attainment_gap_points=(real.slo_attainment - sim.slo_attainment) * 100.0,
         disagree=disagreements(real.minutes, sim.minutes),
         live_wall_s=wall,
+        live_decisions=[(d["t_s"], d["replicas"], d["reason"]) for d in data["decisions"]],
+        sim_decisions=[(p.t_s, p.replicas_target, p.reason) for p in sim_run.timeline],
     )
 
 
@@ -264,10 +292,13 @@ def main(argv: Sequence[str] | None = None) -> Comparison:
     ap.add_argument("--cold-start", type=float, default=60.0)
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--json", type=Path, help="Also write the comparison here.")
+    ap.add_argument("--workdir", type=Path, help="Keep the slice and the playground's files here.")
     args = ap.parse_args(argv)
     path = args.trace or bundled_trace(AZURE_CONVERSATION)
     source = parse_trace(path.read_text(), source=path.name)
     with tempfile.TemporaryDirectory(prefix="live-vs-sim-") as tmp:
+        if args.workdir is not None:
+            args.workdir.mkdir(parents=True, exist_ok=True)
         c = compare(
             args.spec,
             source,
@@ -277,7 +308,7 @@ def main(argv: Sequence[str] | None = None) -> Comparison:
             args.rate_scale,
             args.cold_start,
             args.seed,
-            Path(tmp),
+            args.workdir or Path(tmp),
         )
     print(report(c))
     if args.json is not None:
