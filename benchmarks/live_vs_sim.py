@@ -203,6 +203,7 @@ def live(
         data["replicas_max"],
         [MinutePoint.model_validate(m) for m in data["timeline"]],
     )
+    (workdir / "decisions.json").write_text(json.dumps(data["decisions"], indent=1) + "\n")
     return side, data, wall
 
 

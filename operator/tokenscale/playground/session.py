@@ -101,6 +101,8 @@ class DecisionPoint:
     t_s: float
     replicas: int
     reason: str = ""
+    memory: dict[str, Any] = field(default_factory=dict)
+    """``status.scaling`` as the decision left it (the engine's memory, engine-clock times)."""
 
 
 @dataclass
@@ -154,7 +156,7 @@ class Playground:
         self.pids: list[int] = []
         self.time_origin = time.time()
         """The wall time at which the operator's engine clock equals the wall clock."""
-        self._decided: list[tuple[float, int, str]] = []
+        self._decided: list[tuple[float, int, str, dict[str, Any]]] = []
         """(engine-clock observation time, replicas, reason) of each decision seen."""
         self._load_wall: float | None = None
 
@@ -383,7 +385,8 @@ class Playground:
                 and frame.desired is not None
                 and (not self._decided or self._decided[-1][0] != observed)
             ):
-                self._decided.append((float(observed), int(frame.desired), frame.decision))
+                memory = status.get("scaling") or {}
+                self._decided.append((float(observed), int(frame.desired), frame.decision, memory))
             listed: Any = await asyncio.to_thread(core.list_namespaced_event, NAMESPACE)
             for e in sorted(listed.items, key=lambda e: e.metadata.creation_timestamp):
                 if e.involved_object.name != svc.name or e.reason != "Scaled":
@@ -439,4 +442,6 @@ class Playground:
         if self._load_wall is None:
             return []
         shift = (self._load_wall - self.time_origin) * self.opts.speed
-        return [DecisionPoint(t - self.time_origin - shift, n, w) for t, n, w in self._decided]
+        return [
+            DecisionPoint(t - self.time_origin - shift, n, w, m) for t, n, w, m in self._decided
+        ]
