@@ -2,6 +2,7 @@
 server, Prometheus and ``tokenscale run`` as a child process) and the simulator on one spec,
 slice, cold start and seed, compared minute by minute."""
 
+import itertools
 import json
 from pathlib import Path
 
@@ -35,11 +36,21 @@ def test_the_playground_and_the_simulator_run_one_slice_and_are_compared(
     for m in live["timeline"]:
         assert m["desired"] >= 1
         assert m["ready"] >= 1
-    # both closed loops act on the load and the live one serves it (the agreement figures
-    # themselves are measured by the benchmark and reported, not asserted here)
+    # both closed loops act on the load and the live one serves it
     assert c.live.scale_events >= 1
     assert c.sim.scale_events >= 1
     assert live["completed"] >= 0.95 * live["requests"]
     assert max(m.desired for m in c.live.minutes) > c.live.minutes[0].ready
-    assert 0.0 <= c.agreement <= 1.0
-    assert c.gpu_hours_ratio > 0
+    # the live operator observes every interval (fixed-rate resync, modelled clock)
+    times = [d["t_s"] for d in live["decisions"]]
+    gaps = [b - a for a, b in itertools.pairwise(times)]
+    assert gaps
+    assert max(abs(g - 15.0) for g in gaps) < 1.5, gaps
+    # the agreement itself. Tolerances: one of the four minutes may read apart (3 of 4 =
+    # 75 %): a TTFT P99 interpolated inside the (1.0, 2.5] s bucket within a few hundredths
+    # of the 2 s SLO reads high on one side and low on the other, and the step moves one
+    # decision; that one step moves a 4-minute slice's GPU-hours by up to 1/8 (one replica of
+    # eight for a minute or less), and attainment by the few requests in it.
+    assert c.agreement >= 0.75, c.disagree
+    assert abs(c.gpu_hours_ratio - 1.0) <= 0.125
+    assert abs(c.attainment_gap_points) <= 1.5
