@@ -2,22 +2,26 @@
 
 One spec, one trace slice, one cold start, one seed. The live side is ``tokenscale playground
 --headless --json`` (a real API server, real Prometheus scraping the twins every wall second,
-the real ``tokenscale run``) run as a child process; the simulated side is the simulator's
-``tokenscale`` policy (``simulation.simulate``, what ``tokenscale simulate`` runs) with the
-timing the playground gives the operator, in modelled seconds: a scrape every ``speed`` s (1 s
-wall), a decision every ``max(1, 15 / speed) × speed`` s (the operator's ``--interval`` has a
-1 s floor), the spec as applied (the tensor-parallel size the plan chose; the playground
-divides the scale-down window by ``speed`` and the operator reads it in wall seconds, which is
-the same window modelled).
+the real ``tokenscale run`` with its engine on the playground's modelled clock) run as a child
+process; the simulated side is the simulator's ``tokenscale`` policy (``simulation.simulate``,
+what ``tokenscale simulate`` runs) with the timing the playground gives the operator, in
+modelled seconds: a scrape every ``speed`` s (1 s wall), a decision every
+``max(1, 15 / speed) × speed`` s (the operator's ``--interval`` has a 1 s wall floor), the first
+one at the live operator's phase (its first decision after the load's start, from the
+playground's ``decisions``: the resync loop's phase against the trace is arbitrary live), the
+spec as applied (the tensor-parallel size the plan chose).
 
 Reported: the share of modelled minutes in which the desired replicas agree (read at each
-minute's end, ``simulation/minutes.py``), GPU-hours over the load's span (the playground's
-``gpu_hours_during_load``; the simulator counts the trace's span) and SLO attainment, each
-side's figure and the minutes that disagree. Targets (issue 19 §2): ≥ 90 % of minutes, GPU-hours
-within 10 %, attainment within one point. Reported, not asserted.
+minute's end, ``simulation/minutes.py``; live, the last decision made on an observation at or
+before it), GPU-hours over the load's span (the playground's ``gpu_hours_during_load``; the
+simulator counts the trace's span) and SLO attainment, each side's figure and the minutes that
+disagree. Targets (issue 19 §2): ≥ 90 % of minutes, GPU-hours within 10 %, attainment within
+one point. Reported, not asserted. ``--workdir`` keeps the slice, the playground's summary and
+``decisions.json`` (each live decision with the engine's memory).
 
     python benchmarks/live_vs_sim.py [--speed 5] [--minutes 15] [--start-min 0]
         [--rate-scale 0.2] [--cold-start 60] [--seed 0] [--spec FILE] [--json OUT]
+        [--workdir DIR]
 """
 
 import argparse
