@@ -4,12 +4,12 @@ A :class:`Scrape` is what one scrape of every ready engine returns (per-engine g
 fleet's counters and histogram buckets). :func:`snapshot_at` answers the operator's queries
 (metrics/promql.py) from the scrapes: gauges from the newest scrape inside the gauge window
 (``last_over_time``), rates and quantiles from the change between the oldest and newest scrape
-inside the rate window ``(now − window, now]`` (``rate``, ``histogram_quantile`` over bucket
-rates). Rates are Prometheus' ``rate()``: the change extrapolated towards the window's edges
-(:func:`extrapolated_rate`) and divided by the whole window, so a series younger than the
-window (the trace's first minutes) reads low, as it does live. Too few samples,
-no observations or no engine give ``None`` with the reason in ``problems``, as the real source
-does for an empty result or NaN.
+inside the rate window ``[now − window, now]`` (as Prometheus 2 selects it; ``rate``,
+``histogram_quantile`` over bucket rates). Rates are Prometheus' ``rate()``: the change
+extrapolated towards the window's edges (:func:`extrapolated_rate`) and divided by the whole
+window, so a series younger than the window (the trace's first minutes) reads low, as it does
+live. Too few samples, no observations or no engine give ``None`` with the reason in
+``problems``, as the real source does for an empty result or NaN.
 """
 
 from collections.abc import Sequence
@@ -70,7 +70,7 @@ def snapshot_at(
             replicas_reporting=0,
             problems=["no series: no engine scraped in the gauge window"],
         )
-    window = [s for s in seen if s.at > now - rate_window_s]
+    window = [s for s in seen if s.at >= now - rate_window_s]
     if not window:
         window = [last]
     first = window[0]
