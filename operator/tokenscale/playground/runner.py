@@ -2,11 +2,12 @@
 the Deployment's ReplicaSet creates and gives each one a twin.
 
 Prometheus' targets are a fixed set of port slots (twice ``maxReplicas``, every one in the
-file-based discovery from the moment the runner publishes): a pod's twin takes a free slot's
-port, and its ``/metrics`` answers from Ready to deletion (503 otherwise, so the slot has no
-series). A new replica's first sample then comes at the next scrape after Ready, as in the
-simulator, instead of after Prometheus' discovery and scrape-manager updates (each throttled
-to 5 wall seconds: tens of modelled seconds at speed 5 and more). A pod beyond the slots gets
+file-based discovery from the runner's start): a pod's twin takes a free slot's port, and its
+``/metrics`` answers from Ready (or, for twins Ready before the load, from :meth:`publish`) to
+deletion (503 otherwise, so the slot has no series). A new replica's first sample then comes
+at the next scrape after Ready, as in the simulator, instead of after Prometheus' discovery and
+scrape-manager updates (each throttled to 5 wall seconds: tens of modelled seconds at speed 5
+and more). A pod beyond the slots gets
 a port of its own added to the targets at Ready.
 
 For every pod of the service: a twin server on its own port (one asyncio server per pod, all in
@@ -84,7 +85,7 @@ class PodRunner:
         self._draining_twins: set[Twin] = set()
         self.ports_used: list[int] = []
         self.slots = [free_port() for _ in range(2 * service.spec.scaling.max_replicas)]
-        """The ports always in Prometheus' targets (once published)."""
+        """The ports always in Prometheus' targets (from :meth:`run`'s start)."""
         self._free_slots = list(self.slots)
 
     @property
