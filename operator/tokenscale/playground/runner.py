@@ -7,17 +7,16 @@ file-based discovery from the runner's start): a pod's twin takes a free slot's 
 deletion (503 otherwise, so the slot has no series). A new replica's first sample then comes
 at the next scrape after Ready, as in the simulator, instead of after Prometheus' discovery and
 scrape-manager updates (each throttled to 5 wall seconds: tens of modelled seconds at speed 5
-and more). A pod beyond the slots gets
-a port of its own added to the targets at Ready.
+and more). A pod beyond the slots gets a port of its own, added to the targets at Ready.
 
 For every pod of the service: a twin server on its own port (one asyncio server per pod, all in
 this process, ticked by one :class:`TwinDriver`); after the modelled cold start (÷ speed) the
 pod is marked Ready through the status subresource (phase Running, conditions Ready and
 ContainersReady, podIP 127.0.0.1), so the ReplicaSet's and the Deployment's ready counts follow
-through the controller manager; the twin joins the router and Prometheus' file-based discovery
-with the ``namespace`` / ``inferenceservice`` labels. A pod that goes (pods never scheduled are
-deleted at once) leaves the router and the targets at once; its twin finishes the requests it
-holds, as vLLM drains on SIGTERM, then stops.
+through the controller manager; the twin joins the router and its metrics answer (the targets
+carry the ``namespace`` / ``inferenceservice`` labels). A pod that goes (pods never scheduled
+are deleted at once) leaves the router and stops answering scrapes at once; its twin finishes
+the requests it holds, as vLLM drains on SIGTERM, then stops.
 """
 
 import asyncio
