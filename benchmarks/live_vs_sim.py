@@ -2,22 +2,26 @@
 
 One spec, one trace slice, one cold start, one seed. The live side is ``tokenscale playground
 --headless --json`` (a real API server, real Prometheus scraping the twins every wall second,
-the real ``tokenscale run``) run as a child process; the simulated side is the simulator's
-``tokenscale`` policy (``simulation.simulate``, what ``tokenscale simulate`` runs) with the
-timing the playground gives the operator, in modelled seconds: a scrape every ``speed`` s (1 s
-wall), a decision every ``max(1, 15 / speed) × speed`` s (the operator's ``--interval`` has a
-1 s floor), the spec as applied (the tensor-parallel size the plan chose; the playground
-divides the scale-down window by ``speed`` and the operator reads it in wall seconds, which is
-the same window modelled).
+the real ``tokenscale run`` with its engine on the playground's modelled clock) run as a child
+process; the simulated side is the simulator's ``tokenscale`` policy (``simulation.simulate``,
+what ``tokenscale simulate`` runs) with the timing the playground gives the operator, in
+modelled seconds: a scrape every ``speed`` s (1 s wall), a decision every
+``max(1, 15 / speed) × speed`` s (the operator's ``--interval`` has a 1 s wall floor), the first
+one at the live operator's phase (its first decision after the load's start, from the
+playground's ``decisions``: the resync loop's phase against the trace is arbitrary live), the
+spec as applied (the tensor-parallel size the plan chose).
 
 Reported: the share of modelled minutes in which the desired replicas agree (read at each
-minute's end, ``simulation/minutes.py``), GPU-hours over the load's span (the playground's
-``gpu_hours_during_load``; the simulator counts the trace's span) and SLO attainment, each
-side's figure and the minutes that disagree. Targets (issue 19 §2): ≥ 90 % of minutes, GPU-hours
-within 10 %, attainment within one point. Reported, not asserted.
+minute's end, ``simulation/minutes.py``; live, the last decision made on an observation at or
+before it), GPU-hours over the load's span (the playground's ``gpu_hours_during_load``; the
+simulator counts the trace's span) and SLO attainment, each side's figure and the minutes that
+disagree. Targets (issue 19 §2): ≥ 90 % of minutes, GPU-hours within 10 %, attainment within
+one point. Reported, not asserted. ``--workdir`` keeps the slice, the playground's summary and
+``decisions.json`` (each live decision with the engine's memory).
 
     python benchmarks/live_vs_sim.py [--speed 5] [--minutes 15] [--start-min 0]
         [--rate-scale 0.2] [--cold-start 60] [--seed 0] [--spec FILE] [--json OUT]
+        [--workdir DIR]
 """
 
 import argparse
@@ -71,6 +75,10 @@ class Comparison:
     disagree: list[tuple[int, int, int]]
     """``(minute, live desired, simulated desired)``."""
     live_wall_s: float
+    live_decisions: list[tuple[float, int, str]]
+    """The operator's decisions: (modelled observation time, replicas, reason)."""
+    sim_decisions: list[tuple[float, int, str]]
+    """The simulator's decisions, the same way."""
 
     def verdicts(self) -> list[tuple[str, bool]]:
         return [
@@ -111,15 +119,36 @@ def as_jsonl(trace: Trace) -> str:
     )
 
 
+def decision_interval_s(speed: float) -> float:
+    """The operator's interval in modelled seconds (its ``--interval`` has a 1 s wall floor)."""
+    return max(1.0, INTERVAL_S / speed) * speed
+
+
+def phase_of(decisions: Sequence[float], interval_s: float) -> float | None:
+    """When the live operator's first decision after the load's start fell, within one
+    interval (None: it made none)."""
+    after = [t for t in decisions if t > 1e-3]
+    if not after:
+        return None
+    phase = min(after) % interval_s
+    return phase if phase > 1e-3 else interval_s
+
+
 def simulated(
-    spec_text: str, trace: Trace, speed: float, cold_start_s: float, seed: int
+    spec_text: str,
+    trace: Trace,
+    speed: float,
+    cold_start_s: float,
+    seed: int,
+    first_decision_s: float | None = None,
 ) -> tuple[Side, SimResult]:
     """The simulator's tokenscale run with the playground's timing (module docstring)."""
     service = load_service(spec_text, "spec")
     opts = SimOptions(
         cold_start_s=cold_start_s,
         scrape_interval_s=SCRAPE_WALL_S * speed,
-        decision_interval_s=max(1.0, INTERVAL_S / speed) * speed,
+        decision_interval_s=decision_interval_s(speed),
+        first_decision_s=first_decision_s,
         seed=seed,
         timeline=True,
     )
@@ -178,6 +207,7 @@ def live(
         data["replicas_max"],
         [MinutePoint.model_validate(m) for m in data["timeline"]],
     )
+    (workdir / "decisions.json").write_text(json.dumps(data["decisions"], indent=1) + "\n")
     return side, data, wall
 
 
@@ -197,8 +227,9 @@ def compare(
     trace_file = workdir / "slice.jsonl"
     trace_file.write_text(as_jsonl(trace))
     same = parse_trace(trace_file.read_text(), source=trace_file.name)
-    sim, _ = simulated(spec.read_text(), same, speed, cold_start_s, seed)
-    real, _, wall = live(spec, trace_file, speed, cold_start_s, workdir)
+    real, data, wall = live(spec, trace_file, speed, cold_start_s, workdir)
+    phase = phase_of([d["t_s"] for d in data["decisions"]], decision_interval_s(speed))
+    sim, sim_run = simulated(spec.read_text(), same, speed, cold_start_s, seed, phase)
     ratio = real.gpu_hours / sim.gpu_hours if sim.gpu_hours > 0 else math.inf
     return Comparison(
         speed=speed,
@@ -213,6 +244,8 @@ def compare(
         attainment_gap_points=(real.slo_attainment - sim.slo_attainment) * 100.0,
         disagree=disagreements(real.minutes, sim.minutes),
         live_wall_s=wall,
+        live_decisions=[(d["t_s"], d["replicas"], d["reason"]) for d in data["decisions"]],
+        sim_decisions=[(p.t_s, p.replicas_target, p.reason) for p in sim_run.timeline],
     )
 
 
@@ -264,10 +297,13 @@ def main(argv: Sequence[str] | None = None) -> Comparison:
     ap.add_argument("--cold-start", type=float, default=60.0)
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--json", type=Path, help="Also write the comparison here.")
+    ap.add_argument("--workdir", type=Path, help="Keep the slice and the playground's files here.")
     args = ap.parse_args(argv)
     path = args.trace or bundled_trace(AZURE_CONVERSATION)
     source = parse_trace(path.read_text(), source=path.name)
     with tempfile.TemporaryDirectory(prefix="live-vs-sim-") as tmp:
+        if args.workdir is not None:
+            args.workdir.mkdir(parents=True, exist_ok=True)
         c = compare(
             args.spec,
             source,
@@ -277,7 +313,7 @@ def main(argv: Sequence[str] | None = None) -> Comparison:
             args.rate_scale,
             args.cold_start,
             args.seed,
-            Path(tmp),
+            args.workdir or Path(tmp),
         )
     print(report(c))
     if args.json is not None:

@@ -2,6 +2,7 @@
 server, Prometheus and ``tokenscale run`` as a child process) and the simulator on one spec,
 slice, cold start and seed, compared minute by minute."""
 
+import itertools
 import json
 from pathlib import Path
 
@@ -14,7 +15,7 @@ from tokenscale.simulation import parse_trace
 
 pytestmark = pytest.mark.integration
 
-MINUTES = 4.0
+MINUTES = 6.0
 SPEED = 5.0
 
 
@@ -23,7 +24,7 @@ def test_the_playground_and_the_simulator_run_one_slice_and_are_compared(
 ) -> None:
     path = bundled_trace(AZURE_CONVERSATION)
     source = parse_trace(path.read_text(), source=path.name)
-    c = compare(default_spec_path(), source, SPEED, MINUTES, 2.0, 0.2, 30.0, 0, tmp_path)
+    c = compare(default_spec_path(), source, SPEED, MINUTES, 0.0, 0.2, 60.0, 0, tmp_path)
     print(report(c))
     # both sides read every minute of the slice (the playground's JSON timeline, per minute)
     assert [m.minute for m in c.sim.minutes] == list(range(int(MINUTES)))
@@ -35,11 +36,22 @@ def test_the_playground_and_the_simulator_run_one_slice_and_are_compared(
     for m in live["timeline"]:
         assert m["desired"] >= 1
         assert m["ready"] >= 1
-    # both closed loops act on the load and the live one serves it (the agreement figures
-    # themselves are measured by the benchmark and reported, not asserted here)
+    # both closed loops act on the load and the live one serves it
     assert c.live.scale_events >= 1
     assert c.sim.scale_events >= 1
     assert live["completed"] >= 0.95 * live["requests"]
     assert max(m.desired for m in c.live.minutes) > c.live.minutes[0].ready
-    assert 0.0 <= c.agreement <= 1.0
-    assert c.gpu_hours_ratio > 0
+    # the live operator observes every interval (fixed-rate resync, modelled clock)
+    times = [d["t_s"] for d in live["decisions"]]
+    gaps = [b - a for a, b in itertools.pairwise(times)]
+    assert gaps
+    assert max(abs(g - 15.0) for g in gaps) < 1.5, gaps
+    # the agreement itself (minutes 0-6 of the hour at x0.2, cold start 60 s: the fleet climbs
+    # 1 -> 3 -> 4 -> 5 -> 6 by TTFT reads of 2.0-2.4 s). Tolerances: one of the six minutes may
+    # read apart (5 of 6 = 83 %): a TTFT P99 interpolated inside the (1.0, 2.5] s bucket within a
+    # few hundredths of the 2 s SLO reads high on one side and low on the other and moves one
+    # step by a decision or two; GPU-hours within 10 % and attainment within one point (the
+    # issue's targets: that one step is one replica of six for under a minute).
+    assert c.agreement >= 5 / 6 - 1e-9, c.disagree
+    assert abs(c.gpu_hours_ratio - 1.0) <= 0.1
+    assert abs(c.attainment_gap_points) <= 1.0

@@ -34,12 +34,12 @@ def test_tokens_are_released_at_their_modelled_times() -> None:
     assert stream.done
 
 
-def test_the_applied_manifest_divides_the_windows_by_the_speed() -> None:
+def test_the_applied_manifest_keeps_the_windows_in_modelled_seconds() -> None:
     service = load_service(default_spec_path().read_text(), "default")
-    body = service.applied_manifest("playground", speed=20.0)
+    body = service.applied_manifest("playground")
     assert body["metadata"] == {"name": service.name, "namespace": "playground"}
     window = service.spec.scaling.policy.scale_down_stabilization_seconds
-    assert body["spec"]["scaling"]["policy"]["scaleDownStabilizationSeconds"] == window / 20
+    assert body["spec"]["scaling"]["policy"]["scaleDownStabilizationSeconds"] == window
     assert service.manifest["spec"]["scaling"]["policy"]["scaleDownStabilizationSeconds"] == window
     assert service.engine.kv_blocks == service.plan.kv_capacity_blocks_per_replica
 

@@ -351,6 +351,26 @@ def run(
             "--interval", envvar="TOKENSCALE_INTERVAL", help="Seconds between timer reconciles."
         ),
     ] = 15.0,
+    time_scale: Annotated[
+        float,
+        typer.Option(
+            "--time-scale",
+            envvar="TOKENSCALE_TIME_SCALE",
+            hidden=True,
+            help="Engine seconds per wall second: the playground's speed, so that the "
+            "engine's clock, intervals and lead time run in modelled seconds (1 in a cluster).",
+        ),
+    ] = 1.0,
+    time_origin: Annotated[
+        float | None,
+        typer.Option(
+            "--time-origin",
+            envvar="TOKENSCALE_TIME_ORIGIN",
+            hidden=True,
+            help="Epoch seconds at which the engine's clock equals the wall clock under "
+            "--time-scale (default: the operator's start).",
+        ),
+    ] = None,
     prometheus_url: Annotated[
         str | None,
         typer.Option(
@@ -488,6 +508,8 @@ def run(
             namespaces=names,
             all_namespaces=all_namespaces,
             interval_seconds=interval,
+            time_scale=time_scale,
+            time_origin=time_origin,
             prometheus_url=prometheus_url,
             prometheus_bearer_token_file=prometheus_bearer_token_file,
             prometheus_ca_file=prometheus_ca_file,

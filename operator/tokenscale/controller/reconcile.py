@@ -109,6 +109,9 @@ class MetricsView:
     stale_after_s: float = 120.0
     running_by_pod: Mapping[str, float] | None = None
     """Running requests per pod (None: unknown), to pick the pods a scale-down removes."""
+    time_scale: float = 1.0
+    """Engine seconds per wall second: ``now_s``, ``read_at_s`` and ``interval_s`` are on the
+    engine's clock, and the pods' measured lead time (wall) is multiplied by this."""
 
     @property
     def observation(self) -> Observation | None:
@@ -350,6 +353,8 @@ def reconcile(
     status, problems = read_status(body.get("status"))
     previous = status.conditions
     lead_time = None if metrics is None else lead_time_s(kube.list_pods(ns, selector_string(name)))
+    if lead_time is not None and metrics is not None:
+        lead_time *= metrics.time_scale
     workload_kind = LWS_KIND if plan.nodes_per_replica > 1 else DEPLOYMENT
     workload_now = reader(kube, workload_kind)(ns, child_name(name))
     was = (

@@ -10,6 +10,7 @@ and a stopped operator would then block deletions.
 import asyncio
 import json
 import logging
+import math
 import threading
 import time
 from collections.abc import Callable
@@ -89,12 +90,15 @@ def metrics_source(settings: Settings) -> PrometheusSource | None:
 
 
 def fleet_metrics(settings: Settings, telemetry: Telemetry) -> "FleetMetrics":
+    scale = settings.time_scale
     return FleetMetrics(
         source=metrics_source(settings),
         namespaces=None if settings.clusterwide else list(settings.namespaces),
-        stale_after_s=max(60.0, 4 * settings.interval_seconds),
+        stale_after_s=max(60.0, 4 * settings.interval_seconds * scale),
         telemetry=telemetry,
-        interval_s=settings.interval_seconds,
+        interval_s=settings.interval_seconds * scale,
+        time_scale=scale,
+        origin_s=time.time() if settings.time_origin is None else settings.time_origin,
     )
 
 
@@ -107,7 +111,13 @@ class FleetMetrics:
     stale_after_s: float
     telemetry: Telemetry
     interval_s: float
-    """``--interval``: the engine's interval for a service's first decision."""
+    """``--interval`` in engine seconds: the engine's interval for a service's first decision."""
+    time_scale: float = 1.0
+    """Engine seconds per wall second (``--time-scale``; 1 except in a compressed-time
+    playground, where the engine's clock, its intervals and the measured lead time run in the
+    playground's modelled seconds)."""
+    origin_s: float = field(default_factory=time.time)
+    """The wall time at which the engine's clock equals the wall clock."""
     snapshots: dict[tuple[str, str], Snapshot] = field(default_factory=dict)
     running_by_pod: dict[tuple[str, str], dict[str, float]] = field(default_factory=dict)
     error: str | None = None
@@ -121,9 +131,13 @@ class FleetMetrics:
         if self.source is None:
             return
         # milliseconds: the observation's time round-trips through status.decision.observedAt
-        read_at = round(time.time(), 3)
+        wall = time.time()
+        read_at = round(self.engine_time(wall), 3)
         try:
-            snapshots = self.source.snapshots(self.namespaces, read_at)
+            snapshots = self._on_engine_clock(
+                self.source.snapshots(self.namespaces, read_at if self.time_scale == 1 else wall),
+                read_at,
+            )
             running = self.source.running_by_pod(self.namespaces)
             error = self.source.last_error
             errors = list(self.source.last_errors)
@@ -141,6 +155,23 @@ class FleetMetrics:
             read_at,
         )
         self.telemetry.record_query_errors(errors)
+
+    def engine_time(self, wall_s: float) -> float:
+        """The engine's clock at wall time ``wall_s`` (the wall clock when ``time_scale`` is 1)."""
+        return self.origin_s + (wall_s - self.origin_s) * self.time_scale
+
+    def _on_engine_clock(
+        self, snapshots: dict[tuple[str, str], Snapshot], read_at: float
+    ) -> dict[tuple[str, str], Snapshot]:
+        """Each snapshot stamped with the engine's read time, its sample age in engine seconds."""
+        if self.time_scale == 1.0:
+            return snapshots
+        out: dict[tuple[str, str], Snapshot] = {}
+        for k, s in snapshots.items():
+            age = s.newest_sample_age_s
+            scaled = None if age is None else age * self.time_scale
+            out[k] = s.model_copy(update={"at": read_at, "newest_sample_age_s": scaled})
+        return out
 
     def view(self, key: tuple[str, str]) -> MetricsView | None:
         """The metrics of InferenceService ``key`` (namespace, metadata.name), found by the
@@ -162,8 +193,9 @@ class FleetMetrics:
         return MetricsView(
             snapshot=snapshot,
             source_error=error,
-            now_s=time.time(),
+            now_s=self.engine_time(time.time()),
             interval_s=self.interval_s,
+            time_scale=self.time_scale,
             read_at_s=self.read_at_s,
             stale_after_s=self.stale_after_s,
             running_by_pod=self.running_by_pod.get(series_key),
@@ -441,10 +473,24 @@ async def resync_forever(
                 return
         await asyncio.gather(*(one(item) for item in items))
 
+    loop = asyncio.get_running_loop()
+    period = settings.interval_seconds
+    due = loop.time()
     while True:
         try:
             with run.telemetry.evaluation_seconds.time():
                 await cycle()
         except Exception:
             log.exception("resync cycle failed; retrying next interval")
-        await asyncio.sleep(settings.interval_seconds)
+        due = next_due(due, loop.time(), period)
+        await asyncio.sleep(max(0.0, due - loop.time()))
+
+
+def next_due(due: float, now: float, period: float) -> float:
+    """The next cycle's start: one period after the last one was due, so that reads are
+    ``period`` apart however long a cycle takes (a cycle longer than a period skips the
+    starts it overran instead of bunching them)."""
+    due += period
+    if due < now:
+        due += math.ceil((now - due) / period) * period
+    return due

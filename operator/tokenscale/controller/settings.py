@@ -16,6 +16,16 @@ class Settings(BaseModel):
     namespaces: tuple[str, ...] = Field(default=(), description="Watch only these namespaces.")
     all_namespaces: bool = Field(default=False, description="Watch every namespace.")
     interval_seconds: float = Field(default=15.0, gt=0, description="Timer reconcile period.")
+    time_scale: float = Field(
+        default=1.0,
+        gt=0,
+        description="Engine seconds per wall second (a compressed-time playground; 1 otherwise).",
+    )
+    time_origin: float | None = Field(
+        default=None,
+        description="Wall time (epoch seconds) at which the engine's clock equals the wall "
+        "clock when time_scale is not 1 (None: the operator's start).",
+    )
     prometheus_url: str | None = Field(default=None, description="vLLM metrics source.")
     prometheus_bearer_token_file: str | None = Field(default=None, description="Bearer token.")
     prometheus_ca_file: str | None = Field(default=None, description="CA bundle for TLS.")

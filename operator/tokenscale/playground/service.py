@@ -1,5 +1,6 @@
 """The InferenceService a playground runs: its manifest, the engine its twins model, and the
-manifest as applied (its time settings divided by ``speed``: the operator reads the wall clock).
+manifest as applied (its time settings in modelled seconds: the operator's engine runs on the
+playground's modelled clock).
 """
 
 import copy
@@ -35,16 +36,11 @@ class PlaygroundService:
     engine: ReplicaConfig
     identity: TwinIdentity
 
-    def applied_manifest(self, namespace: str, speed: float) -> dict[str, Any]:
-        """The manifest for the API server: this namespace, scale-down window ÷ ``speed``."""
+    def applied_manifest(self, namespace: str) -> dict[str, Any]:
+        """The manifest for the API server, in this namespace. Its windows are left in modelled
+        seconds: the operator's engine runs on the playground's modelled clock."""
         body = copy.deepcopy(self.manifest)
         body["metadata"] = {"name": self.name, "namespace": namespace}
-        policy = body["spec"].setdefault("scaling", {}).setdefault("policy", {})
-        window = self.spec.scaling.policy.scale_down_stabilization_seconds
-        policy["scaleDownStabilizationSeconds"] = max(1, round(window / speed))
-        up = self.spec.scaling.policy.scale_up_stabilization_seconds
-        if up:
-            policy["scaleUpStabilizationSeconds"] = max(1, round(up / speed))
         return body
 
 

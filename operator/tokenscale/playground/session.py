@@ -10,9 +10,11 @@ Ready (a service deployed before its traffic; the simulator's fleet starts so to
 three cold starts with whatever serves by then.
 
 Time: the trace, the cold start and the latencies are modelled seconds; everything runs at
-``speed`` × real time. The operator reads the wall clock, so its resync interval, its metric
-windows and the service's stabilization windows are divided by ``speed`` (with floors that
-Prometheus' 1 s scrapes need).
+``speed`` × real time. The operator's resync interval and its Prometheus windows are wall
+seconds, so they are divided by ``speed`` (with floors that Prometheus' 1 s scrapes need); its
+engine runs on a clock ``speed`` times the wall clock (``--time-scale``), so the engine's own
+time constants, the service's stabilization windows and the pods' measured lead time are
+modelled seconds, as in the simulator.
 
 Stopping (:meth:`Playground.stop`, also on Ctrl-C): twins, operator, Prometheus, then the
 controller manager, the API server and etcd, in that order. With ``keep`` the processes stay up
@@ -98,6 +100,18 @@ class Frame:
     events: list[ScaleEvent] = field(default_factory=list)
 
 
+@dataclass(frozen=True)
+class DecisionPoint:
+    """One decision of the operator's engine: the modelled time of the observation it was made
+    on (since the load's start; negative before it) and the replicas it asked for."""
+
+    t_s: float
+    replicas: int
+    reason: str = ""
+    memory: dict[str, Any] = field(default_factory=dict)
+    """``status.scaling`` as the decision left it (the engine's memory, engine-clock times)."""
+
+
 @dataclass
 class PlaygroundResult:
     service: str
@@ -123,6 +137,8 @@ class PlaygroundResult:
     """The trace's span (its last arrival): the load, without the settling after it."""
     outcomes: list[Outcome] = field(default_factory=list)
     """Every finished request as its client saw it (the fault reports bin them)."""
+    decisions: list[DecisionPoint] = field(default_factory=list)
+    """Every engine decision the monitor saw, by its observation's time."""
 
 
 def meets_slo(o: Outcome, ttft_slo: float | None, tpot_slo: float | None) -> bool:
@@ -147,6 +163,11 @@ class Playground:
         self._seen_events: set[str] = set()
         self.ports: list[int] = []
         self.pids: list[int] = []
+        self.time_origin = time.time()
+        """The wall time at which the operator's engine clock equals the wall clock."""
+        self._decided: list[tuple[float, int, str, dict[str, Any]]] = []
+        """(engine-clock observation time, replicas, reason) of each decision seen."""
+        self._load_wall: float | None = None
 
     # -- processes --------------------------------------------------------------------------------
     def start_infrastructure(self) -> None:
@@ -188,6 +209,10 @@ class Playground:
             f"{gauge_s}s",
             "--metrics-rate-window",
             f"{rate_s}s",
+            "--time-scale",
+            f"{speed:g}",
+            "--time-origin",
+            f"{self.time_origin:.3f}",
         )
         self.pids.append(self.operator.pid)
         note(f"tokenscale run started (log: {self.operator.log_path})")
@@ -232,7 +257,7 @@ class Playground:
         custom = client.CustomObjectsApi(api)
         namespace: Any = {"metadata": {"name": NAMESPACE}}
         await asyncio.to_thread(core.create_namespace, namespace)
-        body = svc.applied_manifest(NAMESPACE, opts.speed)
+        body = svc.applied_manifest(NAMESPACE)
         await asyncio.to_thread(
             custom.create_namespaced_custom_object, GROUP, VERSION, NAMESPACE, PLURAL, body
         )
@@ -251,6 +276,7 @@ class Playground:
             self.prometheus,
             opts.cold_start_s,
             self.note,
+            publishing=False,
         )
         self.runner = runner
         stats = LoadStats()
@@ -269,7 +295,11 @@ class Playground:
                 frame = await self._observe(custom, core, 0.0, stats)
                 if on_frame:
                     on_frame(frame)
+            # the fleet's metrics begin with its traffic (the simulator's first scrape is at
+            # t = 0): no idle window before the load in the operator's rates and memory
+            runner.publish()
             self.note(f"{runner.ready} replicas Ready: replaying the load")
+            self._load_wall = time.time()
             load_clock = ModelClock(opts.speed)
             load = asyncio.get_running_loop().create_task(
                 replay(
@@ -369,6 +399,14 @@ class Playground:
             frame.ttft_p99_s = live.get("ttftP99Seconds")
             frame.tpot_p99_s = live.get("tpotP99Seconds")
             frame.decision = (status.get("decision") or {}).get("reason", "")
+            observed = (status.get("scaling") or {}).get("observedAtSeconds")
+            if (
+                observed is not None
+                and frame.desired is not None
+                and (not self._decided or self._decided[-1][0] != observed)
+            ):
+                memory = status.get("scaling") or {}
+                self._decided.append((float(observed), int(frame.desired), frame.decision, memory))
             listed: Any = await asyncio.to_thread(core.list_namespaced_event, NAMESPACE)
             for e in sorted(listed.items, key=lambda e: e.metadata.creation_timestamp):
                 if e.involved_object.name != svc.name or e.reason != "Scaled":
@@ -416,4 +454,15 @@ class Playground:
             gpus_per_replica=svc.plan.gpus_per_replica,
             load_duration_s=self.opts.trace.duration_s,
             outcomes=list(outs),
+            decisions=self._decisions(),
         )
+
+    def _decisions(self) -> list[DecisionPoint]:
+        """The decisions seen, their engine-clock times turned into the load's modelled time
+        (the engine's clock runs ``speed`` times the wall clock from ``time_origin``)."""
+        if self._load_wall is None:
+            return []
+        shift = (self._load_wall - self.time_origin) * self.opts.speed
+        return [
+            DecisionPoint(t - self.time_origin - shift, n, w, m) for t, n, w, m in self._decided
+        ]

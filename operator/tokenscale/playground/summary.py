@@ -2,9 +2,13 @@
 
 Keys: ``slo_attainment``, ``gpu_hours`` (the whole run, settling included),
 ``gpu_hours_during_load`` (up to the trace's last arrival, the span ``tokenscale simulate``
-counts), ``scale_events``, ``replicas_max`` and ``timeline``: per modelled minute of the load,
-the desired and ready replicas at the minute's end (``simulation/minutes.py``), so the same
-reading of a simulated run compares minute by minute.
+counts), ``scale_events``, ``replicas_max``, ``decisions`` (each engine decision: the modelled
+time of the observation it was made on, since the load's start, and the replicas it asked for)
+and ``timeline``: per modelled minute of the load, the desired and ready replicas at the
+minute's end (``simulation/minutes.py``), so the same reading of a simulated run compares
+minute by minute. The desired replicas are the last decision made on an observation at or
+before the minute's end (as the simulator's timeline has a point per decision); the ready ones
+the monitor's last sample.
 """
 
 import math
@@ -12,8 +16,8 @@ from itertools import pairwise
 from typing import Any
 
 from tokenscale.playground.faults import FAULT_EVENT
-from tokenscale.playground.session import PlaygroundResult
-from tokenscale.simulation.minutes import per_minute
+from tokenscale.playground.session import DecisionPoint, PlaygroundResult
+from tokenscale.simulation.minutes import MINUTE_S, MinutePoint, per_minute
 
 
 def gpu_hours_until(r: PlaygroundResult, until_s: float) -> float:
@@ -33,7 +37,9 @@ def summary_json(r: PlaygroundResult) -> dict[str, Any]:
     def num(v: float) -> float | None:
         return v if math.isfinite(v) else None
 
-    minutes = per_minute(r.timeline, r.load_duration_s)
+    minutes = with_decisions(
+        per_minute(r.timeline, r.load_duration_s), r.decisions, r.load_duration_s
+    )
     return {
         "service": r.service,
         "speed": r.speed,
@@ -51,5 +57,22 @@ def summary_json(r: PlaygroundResult) -> dict[str, Any]:
         "scale_events": sum(1 for e in r.events if e.reason != FAULT_EVENT),
         "replicas_max": r.replicas_max,
         "events": [{"t_s": e.t_s, "message": e.message} for e in r.events],
+        "decisions": [
+            {"t_s": d.t_s, "replicas": d.replicas, "reason": d.reason, "memory": d.memory}
+            for d in r.decisions
+        ],
         "timeline": [m.model_dump() for m in minutes],
     }
+
+
+def with_decisions(
+    minutes: list[MinutePoint], decisions: list[DecisionPoint], duration_s: float
+) -> list[MinutePoint]:
+    """Each minute's desired replicas from the last decision observed at or before its end
+    (the sampled value where no decision was seen by then)."""
+    out: list[MinutePoint] = []
+    for m in minutes:
+        end = min((m.minute + 1) * MINUTE_S, duration_s)
+        made = [d for d in decisions if d.t_s <= end + 1e-9]
+        out.append(m if not made else m.model_copy(update={"desired": made[-1].replicas}))
+    return out

@@ -39,6 +39,9 @@ class Twin:
         self.port = port
         self.in_flight = 0
         self.requests = 0
+        self.exposed = True
+        """Whether ``/metrics`` answers (False: 503, as a pod Prometheus does not scrape yet or
+        any more; the playground's runner opens it at Ready and closes it at deletion)."""
         self.registry = CollectorRegistry(auto_describe=False)
         self.registry.register(VllmCollector(engine, ident))
         self._runner: web.AppRunner | None = None
@@ -92,6 +95,8 @@ class Twin:
         return web.Response()
 
     async def metrics(self, request: web.Request) -> web.Response:
+        if not self.exposed:
+            return _error("not a scrape target", 503)
         # always the classic text format, names as vLLM writes them (``vllm:…``)
         body = generate_latest(self.registry)
         return web.Response(body=body, headers={"Content-Type": CONTENT_TYPE_LATEST})

@@ -4,9 +4,12 @@ A :class:`Scrape` is what one scrape of every ready engine returns (per-engine g
 fleet's counters and histogram buckets). :func:`snapshot_at` answers the operator's queries
 (metrics/promql.py) from the scrapes: gauges from the newest scrape inside the gauge window
 (``last_over_time``), rates and quantiles from the change between the oldest and newest scrape
-inside the rate window (``rate``, ``histogram_quantile`` over bucket rates). Too few samples,
-no observations or no engine give ``None`` with the reason in ``problems``, as the real source
-does for an empty result or NaN.
+inside the rate window ``[now − window, now]`` (as Prometheus 2 selects it; ``rate``,
+``histogram_quantile`` over bucket rates). Rates are Prometheus' ``rate()``: the change
+extrapolated towards the window's edges (:func:`extrapolated_rate`) and divided by the whole
+window, so a series younger than the window (the trace's first minutes) reads low, as it does
+live. Too few samples, no observations or no engine give ``None`` with the reason in
+``problems``, as the real source does for an empty result or NaN.
 """
 
 from collections.abc import Sequence
@@ -67,15 +70,22 @@ def snapshot_at(
             replicas_reporting=0,
             problems=["no series: no engine scraped in the gauge window"],
         )
-    window = [s for s in seen if s.at >= last.at - rate_window_s]
+    window = [s for s in seen if s.at >= now - rate_window_s]
+    if not window:
+        window = [last]
     first = window[0]
     span = last.at - first.at
     n = len(last.waiting)
 
-    def rate(name: str) -> float | None:
+    def per_second(first_value: float, last_value: float) -> float | None:
         if span <= 0:
             return None
-        return (last.counters[name] - first.counters[name]) / span
+        return extrapolated_rate(
+            first_value, last_value, first.at, last.at, len(window), now - rate_window_s, now
+        )
+
+    def rate(name: str) -> float | None:
+        return per_second(first.counters[name], last.counters[name])
 
     hists = rec.histograms()
 
@@ -93,9 +103,7 @@ def snapshot_at(
 
     def count_rate(name: str) -> float | None:
         """``rate(_count)`` of a histogram."""
-        if span <= 0:
-            return None
-        return (sum(last.buckets[name]) - sum(first.buckets[name])) / span
+        return per_second(sum(first.buckets[name]), sum(last.buckets[name]))
 
     if span <= 0:
         problems.append("rates: fewer than two scrapes in the rate window")
@@ -134,3 +142,29 @@ def snapshot_at(
         newest_sample_age_s=now - last.at,
         problems=problems,
     )
+
+
+def extrapolated_rate(
+    first_value: float,
+    last_value: float,
+    first_at: float,
+    last_at: float,
+    samples: int,
+    range_start: float,
+    range_end: float,
+) -> float:
+    """Prometheus' ``rate()`` of a counter sampled ``samples`` times from ``first_at`` to
+    ``last_at`` inside ``(range_start, range_end]``: the change, extrapolated to each edge of
+    the range when the edge is within 1.1 average sample intervals (else by half an interval),
+    never to before the counter was zero, divided by the range's length."""
+    sampled = last_at - first_at
+    delta = last_value - first_value
+    to_start, to_end = first_at - range_start, range_end - last_at
+    average = sampled / (samples - 1)
+    if delta > 0 and first_value >= 0:
+        to_start = min(to_start, sampled * (first_value / delta))
+    threshold = average * 1.1
+    extended = sampled
+    extended += to_start if to_start < threshold else average / 2
+    extended += to_end if to_end < threshold else average / 2
+    return delta * (extended / sampled) / (range_end - range_start)

@@ -63,6 +63,12 @@ class SimOptions(BaseModel):
     )
     scrape_interval_s: float = Field(default=15.0, gt=0)
     decision_interval_s: float = Field(default=15.0, gt=0)
+    first_decision_s: float | None = Field(
+        default=None,
+        gt=0,
+        description="When the first decision falls, then one every decision_interval_s (the "
+        "operator's resync phase against the trace's start); None: one interval in",
+    )
     gauge_window_s: float = Field(default=60.0, gt=0)
     rate_window_s: float = Field(default=120.0, gt=0)
     stale_after_s: float = Field(default=120.0, gt=0)
@@ -433,7 +439,8 @@ def _replay(
     counts = _Counts(replicas_max=fleet.active)
     timeline: list[TimelinePoint] = []
     i, arrivals_since, last_point = 0, 0, 0.0
-    t_scrape, t_decide = 0.0, opts.decision_interval_s
+    t_scrape = 0.0
+    t_decide = opts.decision_interval_s if opts.first_decision_s is None else opts.first_decision_s
     # 1. the trace's span: arrivals, scrapes, decisions, replicas becoming ready
     t = 0.0
     while True:
