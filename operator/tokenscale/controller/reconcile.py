@@ -85,6 +85,7 @@ from tokenscale.render.labels import CONFIG_HASH_ANNOTATION
 from tokenscale.scaling import Decision, ScalingState, Snapshot, decide_plan_only
 from tokenscale.scaling.cause import Cause
 from tokenscale.scaling.memory import limited, trusted
+from tokenscale.scaling.schedule import scheduled_spec, widest_spec
 from tokenscale.scaling.stepper import Observation, Stepper
 
 log = logging.getLogger(__name__)
@@ -249,7 +250,8 @@ def _decide(
     if metrics is None or plan.mix is not None:  # a GPU mix holds its plan (no live scaling)
         d = decide_plan_only(plan, spec.scaling.replicas)
         return _Decided(d, decision_status(d), None, True, [])
-    memory, problems = trusted(memory_of(old), spec, metrics.now_s, live_replicas)
+    # the memory is judged against every bound the schedule allows, the step against today's
+    memory, problems = trusted(memory_of(old), widest_spec(spec), metrics.now_s, live_replicas)
     stored = old.decision is not None and old.scaling is not None and not problems
     if memory.decided_replicas != old.decided_replicas:
         stored = False  # the workload is not where the memory says: decide from the workload
@@ -262,7 +264,7 @@ def _decide(
     d = step.decision
     if d.source in ("metrics", "hold"):
         # an engine decision moves the workload at most one step (its memory is status)
-        held = limited(d.replicas, live_replicas, spec)
+        held = limited(d.replicas, live_replicas, scheduled_spec(spec, metrics.now_s))
         if held != d.replicas:
             why = f"{d.why}; limited to one step from the workload's {live_replicas} replicas"
             d = d.model_copy(

@@ -11,6 +11,9 @@
   backlog's "seen at the previous observation" and the forecast horizon run on real time.
 - A spec that changed since (a pin, lowered bounds) re-bounds the stored count without
   re-running the engine: cause ``Pinned`` or ``Bounds``.
+- ``spec.scaling.schedule``: the engine and the re-bounding see the bounds in force at
+  ``now_s`` (``scaling/schedule.py``), so a window opening or closing between two observations
+  re-bounds the stored count at once.
 """
 
 from dataclasses import dataclass
@@ -22,6 +25,7 @@ from tokenscale.scaling.decision import Decision
 from tokenscale.scaling.engine import EngineInput, decide
 from tokenscale.scaling.forecast import MAX_GAP_S
 from tokenscale.scaling.policy import bounded
+from tokenscale.scaling.schedule import open_window, scheduled_spec
 from tokenscale.scaling.snapshot import Snapshot
 from tokenscale.scaling.state import ScalingState
 
@@ -83,13 +87,14 @@ class Stepper:
     ) -> Step:
         """Decide on ``observation`` if it is new (or ``stored`` is False: the caller has no
         decision to re-apply); else re-bound the stored decision to today's spec."""
+        spec = scheduled_spec(self.spec, now_s)
         if not self.is_new(state, observation) and stored:
-            return Step(self._rebounded(state), state)
+            return Step(self._rebounded(state, spec, now_s), state)
         snapshot = None if observation is None else observation.snapshot
         interval = self.interval_s if observation is None else self.elapsed_s(state, observation)
         d = decide(
             EngineInput(
-                spec=self.spec,
+                spec=spec,
                 forecast=self.forecast,
                 snapshot=snapshot,
                 state=state,
@@ -108,8 +113,10 @@ class Stepper:
         d = d.model_copy(update={"state": after})
         return Step(d, after, engine_ran=True)
 
-    def _rebounded(self, state: ScalingState) -> Decision | None:
-        s = self.spec.scaling
+    def _rebounded(
+        self, state: ScalingState, spec: InferenceServiceSpec, now_s: float
+    ) -> Decision | None:
+        s = spec.scaling
         held = state.decided_replicas
         if s.replicas is not None and held != s.replicas:
             why = f"pinned by spec.scaling.replicas={s.replicas}"
@@ -121,9 +128,11 @@ class Stepper:
                 why=why,
                 state=state.model_copy(update={"decided_replicas": s.replicas}),
             )
-        if s.replicas is None and held is not None and bounded(held, self.spec) != held:
-            to = bounded(held, self.spec)
-            why = f"spec.scaling bounds [{s.min_replicas}, {s.max_replicas}] changed"
+        if s.replicas is None and held is not None and bounded(held, spec) != held:
+            to = bounded(held, spec)
+            window = open_window(self.spec, now_s)
+            source = "spec.scaling" if window is None else window.label
+            why = f"{source} bounds [{s.min_replicas}, {s.max_replicas}] in force"
             return Decision(
                 replicas=to,
                 source="hold",
