@@ -24,6 +24,8 @@ from tokenscale.api.errors import SpecError
 from tokenscale.api.inference_service import InferenceService
 from tokenscale.api.profile import parse_profile
 from tokenscale.api.status import Condition, DecisionStatus, InferenceServiceStatus
+from tokenscale.controller.actuation import REPLICAS_WRITER_ANNOTATION as REPLICAS_WRITER
+from tokenscale.controller.actuation import Actuator, Desired, actuator_for, handed_over
 from tokenscale.controller.graceful import DELETION_COST, deletion_costs
 from tokenscale.controller.lead_time import lead_time_s
 from tokenscale.controller.model_config_ref import with_hf_config
@@ -76,11 +78,13 @@ from tokenscale.controller.workload import (
 )
 from tokenscale.kube.client import FIELD_MANAGER, Kube
 from tokenscale.kube.drift import differences, managed_by
+from tokenscale.kube.keda import KedaNotInstalledError
 from tokenscale.kube.lws import KIND as LWS_KIND
 from tokenscale.kube.lws import LwsNotInstalledError
 from tokenscale.planning import Plan
 from tokenscale.planning.speculative import with_measured_acceptance
 from tokenscale.render import Owner, child_name, render_bundle, selector_string
+from tokenscale.render.keda import KIND as SCALED_OBJECT
 from tokenscale.render.labels import CONFIG_HASH_ANNOTATION
 from tokenscale.scaling import Decision, ScalingState, Snapshot, decide_plan_only
 from tokenscale.scaling.cause import Cause
@@ -374,27 +378,43 @@ def reconcile(
     )
     for problem in outcome.memory_problems:
         log.warning("%s/%s: %s", ns, name, problem)
+    actuator = actuator_for(service.spec)
+    wanted = Desired(
+        name, ns, service.spec, bundle, decision, made.decided, status.decided_replicas,
+        live_replicas,
+    )  # fmt: skip
+    try:
+        objects = actuator.objects(wanted)
+    except SpecError as err:
+        return _reject(kube, body, "InvalidSpec", str(err), now, emit, plan, service)
+    for type_, reason, message in actuator.events(wanted):
+        emit(type_, reason, message)
+        outcome.events.append((type_, reason, message))
     live_workload = None
     live_variants: list[dict[str, Any] | None] = []
     # one read per object; the workload was read already, before deciding
     lives = [
         workload_now if obj["kind"] == workload_kind else _read_live(kube, ns, obj)
-        for obj in bundle.objects
+        for obj in objects
     ]
-    taken = name_conflicts(bundle.objects, lives, uid)
+    taken = name_conflicts(objects, lives, uid)
     if taken:  # applying would adopt, merge into or (by GC) delete what is not ours
         return _name_conflict(kube, body, taken, plan, service, now, emit, outcome)
-    for obj, read_back in zip(bundle.objects, lives, strict=True):
+    for obj, read_back in zip(objects, lives, strict=True):
         kind, live = obj["kind"], read_back
         child = obj["metadata"]["name"]  # the InferenceService's name, or one derived from it
         # the reader chose the type (a PDB may be served as policy/v1beta1 on old clusters)
         desired = {k: v for k, v in obj.items() if k not in ("apiVersion", "kind")}
-        outcome.desired[kind] = obj
+        if kind != SCALED_OBJECT:  # not watched: no owned-object event to compare
+            outcome.desired[kind] = obj
+        release = kind in WORKLOAD_KINDS and not actuator.writes_replicas and not handed_over(live)
+        if release:  # KEDA writes the replicas from now on: hand the field over first
+            live = _hand_over(kube, obj, live, decision.replicas, emit, outcome)
         owned = managed_by(live, FIELD_MANAGER)
         diff = differences(desired, live, owned=owned) if live is not None else ["(missing)"]
         diff = diff or selector_drift(obj, live, owned)
-        if diff:
-            if kind == "Deployment" and live is not None:
+        if diff or release:
+            if kind == "Deployment" and live is not None and actuator.writes_replicas:
                 _least_work_first(kube, ns, name, obj, live, metrics)
             try:
                 applied = kube.apply(obj)
@@ -402,12 +422,15 @@ def reconcile(
                 return _reject(
                     kube, body, "LeaderWorkerSetMissing", str(err), now, emit, plan, service
                 )
+            except KedaNotInstalledError as err:
+                return _reject(kube, body, "KedaMissing", str(err), now, emit, plan, service)
             except ApiException as exc:  # refused, not lost: say so in status, then the retry
                 if refused(exc):
                     _apply_refused(kube, body, kind, child, exc, plan, service, now)
                 raise
             outcome.applied.append(kind)
-            _announce(kind, obj, live, diff, decision, emit, outcome)
+            if diff:
+                _announce(kind, obj, live, diff, decision, emit, outcome, actuator)
             live = applied
         if kind in WORKLOAD_KINDS:
             live_workload = {**(live or {}), "kind": kind}
@@ -421,13 +444,14 @@ def reconcile(
                 emit("Normal", "WorkloadReplaced", message)
                 outcome.events.append(("Normal", "WorkloadReplaced", message))
 
-    observed = observe_workload(live_workload)
-    if plan.mix is not None:
+    observed = observe_workload(live_workload) if objects else was  # advisory: as found
+    if plan.mix is not None and objects:
         observed = observe_variants(live_variants)
         remove_single_workload(kube, ns, name)
     outcome.observed = observed
     outcome.ready_replicas = observed.ready_replicas if observed else 0
-    scaled = live_replicas is not None and live_replicas != decision.replicas
+    moved = live_replicas is not None and live_replicas != decision.replicas
+    scaled = actuator.writes_replicas and moved
     summary = plan_summary(
         plan, service.spec.slo.ttft_p99_seconds, service.spec.slo.tpot_p99_seconds
     )
@@ -490,8 +514,35 @@ def reconcile(
     return outcome
 
 
+def _hand_over(
+    kube: Kube,
+    obj: dict[str, Any],
+    live: dict[str, Any] | None,
+    replicas: int,
+    emit: EventSink,
+    outcome: Outcome,
+) -> dict[str, Any]:
+    """Before tokenscale applies a workload without ``spec.replicas`` for the first time:
+    create it at the decided count when missing (without the hand-over mark, so an
+    interrupted hand-over is redone), then let ``tokenscale-handover`` co-own the live count,
+    so that leaving the field out does not reset it to 1."""
+    if live is None:
+        meta = {**obj["metadata"]}
+        meta["annotations"] = {
+            k: v for k, v in (meta.get("annotations") or {}).items() if k != REPLICAS_WRITER
+        }
+        live = kube.apply({**obj, "metadata": meta, "spec": {**obj["spec"], "replicas": replicas}})
+        message = f"Created {obj['kind']} {meta['name']} with {replicas} replicas (KEDA scales it)"
+        emit("Normal", "Created", message)
+        outcome.events.append(("Normal", "Created", message))
+    count = int((live.get("spec") or {}).get("replicas") or 0)
+    return kube.hand_over_replicas(obj, count)
+
+
 def _read_live(kube: Kube, ns: str, obj: dict[str, Any]) -> dict[str, Any] | None:
     kind = obj["kind"]
+    if kind == SCALED_OBJECT:  # only with actuation keda
+        return kube.read_scaled_object(ns, obj["metadata"]["name"])
     read = {
         "Service": kube.read_service,
         "PodDisruptionBudget": kube.read_pdb,
@@ -615,6 +666,7 @@ def _announce(
     decision: Decision,
     emit: EventSink,
     outcome: Outcome,
+    actuator: Actuator,
 ) -> None:
     """One event per reason: created, configuration rolled, scaled by a new decision (the
     workload's count before the apply → the decision), or a manual change undone (live
@@ -636,7 +688,8 @@ def _announce(
     new_hash = desired["metadata"]["annotations"][CONFIG_HASH_ANNOTATION]
     reconfigured = old_hash != new_hash
     was = int((live.get("spec") or {}).get("replicas") or 0)
-    rescaled = was != decision.replicas
+    # replicas another writer sets (KEDA) are neither a scale of ours nor drift
+    rescaled = actuator.writes_replicas and was != decision.replicas
     if reconfigured:
         say(
             "Normal",

@@ -17,6 +17,7 @@ NAMESPACED: tuple[Rule, ...] = (
         ("get", "list", "watch", "create", "patch", "delete"),
     ),
     ("", "services", ("get", "list", "watch", "create", "patch")),
+    ("keda.sh", "scaledobjects", ("get", "create", "patch")),
     ("policy", "poddisruptionbudgets", ("get", "list", "watch", "create", "patch")),
     ("", "events", ("create", "patch")),
     ("", "configmaps", ("get",)),
@@ -32,7 +33,9 @@ controller/quota.py); kopf watches InferenceServices and the owned Deployments,
 LeaderWorkerSets (kube/lws.py), Services, PodDisruptionBudgets and pods (the watch cache,
 kube/store.py, is primed by one list of each) and patches its annotations. Delete: a service
 that moves between one node and many replaces its Deployment by a LeaderWorkerSet or back
-(controller/workload.py)."""
+(controller/workload.py). ScaledObjects (``spec.scaling.actuation: keda``, kube/keda.py): read
+and applied, not watched; the workload's replicas are then handed over by a server-side apply
+of ``spec.replicas`` alone (patch on the workload, already granted)."""
 
 CLUSTER_READ: tuple[Rule, ...] = (
     ("apiextensions.k8s.io", "customresourcedefinitions", ("get", "list", "watch")),
