@@ -39,10 +39,10 @@ app.kubernetes.io/instance: {{ .Release.Name }}
 - apiGroups: [""]
   resources: ["services"]
   verbs: ["get", "list", "watch", "create", "patch"]
-{{- /* spec.scaling.actuation keda: the ScaledObject is read and applied, never watched */}}
+{{- /* spec.scaling.actuation keda: the ScaledObject is read, applied, deleted (never watched) */}}
 - apiGroups: ["keda.sh"]
   resources: ["scaledobjects"]
-  verbs: ["get", "create", "patch"]
+  verbs: ["get", "create", "patch", "delete"]
 - apiGroups: ["policy"]
   resources: ["poddisruptionbudgets"]
   verbs: ["get", "list", "watch", "create", "patch"]

@@ -387,6 +387,8 @@ def reconcile(
         objects = actuator.objects(wanted)
     except SpecError as err:
         return _reject(kube, body, "InvalidSpec", str(err), now, emit, plan, service)
+    if actuator.mode != "keda" and handed_over(workload_now):  # KEDA wrote the replicas
+        _drop_scaled_object(kube, ns, child_name(name), uid)
     for type_, reason, message in actuator.events(wanted):
         emit(type_, reason, message)
         outcome.events.append((type_, reason, message))
@@ -429,8 +431,10 @@ def reconcile(
                     _apply_refused(kube, body, kind, child, exc, plan, service, now)
                 raise
             outcome.applied.append(kind)
-            if diff:
-                _announce(kind, obj, live, diff, decision, emit, outcome, actuator)
+            # the hand-over mark is bookkeeping of this reconcile, not a change to announce
+            shown = [d for d in diff if not d.endswith(REPLICAS_WRITER)]
+            if shown:
+                _announce(kind, obj, live, shown, decision, emit, outcome, actuator)
             live = applied
         if kind in WORKLOAD_KINDS:
             live_workload = {**(live or {}), "kind": kind}
@@ -537,6 +541,14 @@ def _hand_over(
         outcome.events.append(("Normal", "Created", message))
     count = int((live.get("spec") or {}).get("replicas") or 0)
     return kube.hand_over_replicas(obj, count)
+
+
+def _drop_scaled_object(kube: Kube, ns: str, child: str, uid: str) -> None:
+    """Out of keda mode: our ScaledObject goes (KEDA would keep scaling from the metric that
+    advisory mode still exports, or fight direct mode's writes); someone else's stays."""
+    found = kube.read_scaled_object(ns, child)
+    if found is not None and is_ours(found, uid):
+        kube.delete_scaled_object(ns, child)
 
 
 def _read_live(kube: Kube, ns: str, obj: dict[str, Any]) -> dict[str, Any] | None:

@@ -135,6 +135,9 @@ class Kube:
     def read_scaled_object(self, namespace: str, name: str) -> dict[str, Any] | None:
         return keda.read(self._raw, namespace, name)
 
+    def delete_scaled_object(self, namespace: str, name: str) -> None:
+        keda.delete(self._raw, namespace, name)
+
     def hand_over_replicas(self, workload: dict[str, Any], replicas: int) -> dict[str, Any]:
         """Server-side apply of ``spec.replicas`` alone as field manager
         ``tokenscale-handover`` (no force: the value is the live one), so that the next apply

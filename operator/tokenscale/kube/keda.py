@@ -53,3 +53,12 @@ def apply(raw: Raw, obj: dict[str, Any], field_manager: str, content_type: str) 
         if exc.status == 404:
             raise KedaNotInstalledError() from exc
         raise
+
+
+def delete(raw: Raw, namespace: str, name: str) -> None:
+    """Delete the ScaledObject; absent (or no KEDA) is success."""
+    try:
+        raw("DELETE", path(namespace, name))
+    except ApiException as exc:
+        if exc.status != 404:
+            raise

@@ -17,7 +17,7 @@ NAMESPACED: tuple[Rule, ...] = (
         ("get", "list", "watch", "create", "patch", "delete"),
     ),
     ("", "services", ("get", "list", "watch", "create", "patch")),
-    ("keda.sh", "scaledobjects", ("get", "create", "patch")),
+    ("keda.sh", "scaledobjects", ("get", "create", "patch", "delete")),
     ("policy", "poddisruptionbudgets", ("get", "list", "watch", "create", "patch")),
     ("", "events", ("create", "patch")),
     ("", "configmaps", ("get",)),
@@ -34,8 +34,9 @@ LeaderWorkerSets (kube/lws.py), Services, PodDisruptionBudgets and pods (the wat
 kube/store.py, is primed by one list of each) and patches its annotations. Delete: a service
 that moves between one node and many replaces its Deployment by a LeaderWorkerSet or back
 (controller/workload.py). ScaledObjects (``spec.scaling.actuation: keda``, kube/keda.py): read
-and applied, not watched; the workload's replicas are then handed over by a server-side apply
-of ``spec.replicas`` alone (patch on the workload, already granted)."""
+and applied, not watched, deleted when the mode changes away from keda; with keda the
+workload's replicas are handed over by a server-side apply of ``spec.replicas`` alone (patch on
+the workload, already granted)."""
 
 CLUSTER_READ: tuple[Rule, ...] = (
     ("apiextensions.k8s.io", "customresourcedefinitions", ("get", "list", "watch")),
