@@ -13,6 +13,7 @@ from pydantic import ValidationError
 
 from tests.helpers import manifest, spec
 from tokenscale.api import InferenceService
+from tokenscale.api.crd import build_crd
 from tokenscale.api.errors import SpecError
 from tokenscale.controller.actuation import (
     REPLICAS_WRITER_ANNOTATION,
@@ -193,3 +194,27 @@ def test_advisory_writes_nothing_and_recommends_each_change(
     assert message.startswith(f"{expected}{wanted.decision.replicas}: ")
     same = _desired(previous=wanted.decision.replicas, scaling={"actuation": "advisory"})
     assert Advisory().events(same) == []
+
+
+ACTUATION_EXAMPLES = sorted((ROOT / "deploy" / "examples" / "actuation").glob("*.yaml"))
+
+
+@pytest.mark.parametrize("example", ACTUATION_EXAMPLES, ids=[e.stem for e in ACTUATION_EXAMPLES])
+def test_the_actuation_examples_validate_plan_and_render(example: Path) -> None:
+    schema = build_crd()["spec"]["versions"][0]["schema"]["openAPIV3Schema"]
+    docs = [d for d in yaml.safe_load_all(example.read_text()) if d["kind"] == "InferenceService"]
+    assert len(docs) == 1
+    jsonschema.Draft4Validator(schema).validate(docs[0])
+    service = InferenceService.model_validate(docs[0])
+    name, ns = service.metadata.name, service.metadata.namespace or "default"
+    plan = plan_service(service.spec, name)
+    decision = decide_plan_only(plan, service.spec.scaling.replicas)
+    bundle = render_bundle(name, ns, service.spec, plan, decision.replicas, Owner(name, "u"))
+    wanted = Desired(name, ns, service.spec, bundle, decision, True, None, None)
+    mode = service.spec.scaling.actuation
+    assert mode in example.stem
+    objects = {"advisory": Advisory(), "keda": Keda()}[mode].objects(wanted)
+    if mode == "advisory":
+        assert objects == []
+    else:
+        _validator().validate(objects[-1])
