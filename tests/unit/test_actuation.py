@@ -12,6 +12,7 @@ import yaml
 from pydantic import ValidationError
 
 from tests.helpers import manifest, spec
+from tests.unit.test_status_transitions import FakeKube
 from tokenscale.api import InferenceService
 from tokenscale.api.crd import build_crd
 from tokenscale.api.errors import SpecError
@@ -23,6 +24,7 @@ from tokenscale.controller.actuation import (
     Keda,
     handed_over,
 )
+from tokenscale.kube.keda import KedaNotInstalledError
 from tokenscale.planning import plan_service
 from tokenscale.render import Owner, render_bundle
 from tokenscale.render.keda import desired_query, scaled_object
@@ -75,7 +77,7 @@ def _desired(name: str = "chat", decided: bool = True, previous: int | None = 3,
 
 def test_the_scaled_object_validates_against_kedas_crd_and_matches_its_golden() -> None:
     objects = Keda().objects(_desired())
-    so = objects[-1]
+    so = objects[0]
     _validator().validate(so)
     text = yaml.safe_dump(so, sort_keys=False)
     golden = GOLDEN / "scaledobject.yaml"
@@ -85,11 +87,11 @@ def test_the_scaled_object_validates_against_kedas_crd_and_matches_its_golden() 
 
 
 def test_the_strict_schema_refuses_a_misspelt_field() -> None:
-    so = Keda().objects(_desired())[-1]
+    so = Keda().objects(_desired())[0]
     so["spec"]["minReplicas"] = 1  # KEDA's field is minReplicaCount
     with pytest.raises(jsonschema.ValidationError, match="minReplicas"):
         _validator().validate(so)
-    so = Keda().objects(_desired())[-1]
+    so = Keda().objects(_desired())[0]
     del so["spec"]["scaleTargetRef"]
     with pytest.raises(jsonschema.ValidationError, match="scaleTargetRef"):
         _validator().validate(so)
@@ -97,7 +99,7 @@ def test_the_strict_schema_refuses_a_misspelt_field() -> None:
 
 def test_the_trigger_reads_the_decided_total_by_the_pods_label_value() -> None:
     name = "a" * 70  # not a valid label value: the series carry the derived one
-    so = Keda().objects(_desired(name=name))[-1]
+    so = Keda().objects(_desired(name=name))[0]
     trigger = so["spec"]["triggers"][0]
     assert trigger["type"] == "prometheus"
     assert trigger["metadata"]["query"] == desired_query("prod", name)
@@ -140,14 +142,14 @@ def test_keda_leaves_replicas_out_marks_the_workload_and_owns_the_scaled_object(
     wanted = _desired()
     objects = Keda().objects(wanted)
     kinds = [o["kind"] for o in objects]
-    assert kinds == ["Deployment", "Service", "PodDisruptionBudget", "ScaledObject"]
-    workload = objects[0]
+    assert kinds == ["ScaledObject", "Deployment", "Service", "PodDisruptionBudget"]
+    workload = objects[1]
     assert "replicas" not in workload["spec"]
     assert "replicas" in wanted.bundle.workload["spec"]  # the bundle itself is untouched
     assert handed_over(workload)
     assert workload["metadata"]["annotations"][REPLICAS_WRITER_ANNOTATION] == "keda"
     assert workload["spec"]["template"] == wanted.bundle.workload["spec"]["template"]
-    so = objects[-1]
+    so = objects[0]
     assert so["spec"]["scaleTargetRef"] == {
         "apiVersion": "apps/v1",
         "kind": "Deployment",
@@ -217,4 +219,28 @@ def test_the_actuation_examples_validate_plan_and_render(example: Path) -> None:
     if mode == "advisory":
         assert objects == []
     else:
-        _validator().validate(objects[-1])
+        _validator().validate(objects[0])
+
+
+class _NoKeda(FakeKube):
+    """The API server without KEDA's CRD: a ScaledObject apply answers 404 on its type."""
+
+    def read_scaled_object(self, ns: str, name: str) -> None:
+        return None
+
+    def apply(self, obj: dict[str, Any]) -> dict[str, Any]:
+        if obj["kind"] == "ScaledObject":
+            raise KedaNotInstalledError()
+        return super().apply(obj)
+
+
+def test_without_keda_installed_nothing_is_written_and_the_status_says_what_to_install() -> None:
+    body = manifest(scaling=KEDA)
+    body["metadata"].update(namespace="ns", uid="u-1", generation=1, resourceVersion="1")
+    kube = _NoKeda(body)
+    kube.run(None)
+    assert kube.objects == {}  # no Deployment, Service or PDB before the refusal
+    feasible = next(c for c in body["status"]["conditions"] if c["type"] == "PlanFeasible")
+    assert (feasible["status"], feasible["reason"]) == ("False", "KedaMissing")
+    assert "install KEDA" in feasible["message"]
+    assert [e[1] for e in kube.events] == ["KedaMissing"]

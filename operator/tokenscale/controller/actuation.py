@@ -112,7 +112,8 @@ class Keda:
         if owners:
             trigger["metadata"]["ownerReferences"] = owners
         rest = [o for o in bundle.objects if o is not bundle.workload]
-        return [workload, *rest, trigger]
+        # the ScaledObject first: without KEDA installed nothing else is written
+        return [trigger, workload, *rest]
 
     def events(self, desired: Desired) -> list[tuple[str, str, str]]:
         return []
