@@ -126,9 +126,10 @@ def _keda_mode(objects: Objects, op: Process, prometheus: PrometheusServer) -> N
 
     def rendered() -> bool:
         _alive(op)
-        return _scaled_object(objects, "test") is not None and objects.deployment("test")
+        status = objects.get("test").get("status") or {}
+        return _scaled_object(objects, "test") is not None and "decidedReplicas" in status
 
-    wait_for(rendered, 60, "the Deployment and the ScaledObject")
+    wait_for(rendered, 60, "the ScaledObject, the Deployment and the status")
     so = _scaled_object(objects, "test")
     assert so is not None
     assert so["spec"]["scaleTargetRef"] == {
