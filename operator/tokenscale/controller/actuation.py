@@ -11,6 +11,10 @@ picks the objects that are written and says who writes the workload's replicas:
 - ``keda``: the rendered objects with the workload's ``spec.replicas`` left out, plus a KEDA
   ``ScaledObject`` whose trigger reads the decision back from Prometheus: KEDA's HPA writes
   the replicas, so a changed count is never drift.
+
+With ``spec.workloadRef`` nothing is rendered for the workload: ``direct`` writes only the
+replicas, through the referenced object's ``/scale``; ``keda`` writes only the ScaledObject,
+aimed at it; ``advisory`` still writes nothing.
 """
 
 from dataclasses import dataclass
@@ -42,6 +46,9 @@ class Desired:
     """``status.decidedReplicas`` as read."""
     live_replicas: int | None
     """The workload's replicas as found (None: none)."""
+    target: dict[str, str] | None = None
+    """``spec.workloadRef`` (apiVersion, kind, name): nothing is rendered for the workload;
+    only its replicas are written, through ``/scale``."""
 
 
 class Actuator(Protocol):
@@ -56,16 +63,23 @@ class Actuator(Protocol):
         """Events (type, reason, message) the actuator owes beyond the apply's own."""
         ...
 
+    def through_scale(self, desired: Desired) -> int | None:
+        """Replicas to write through a referenced workload's ``/scale`` (None: none)."""
+        ...
+
 
 class Direct:
     mode = "direct"
     writes_replicas = True
 
     def objects(self, desired: Desired) -> list[dict[str, Any]]:
-        return list(desired.bundle.objects)
+        return [] if desired.target is not None else list(desired.bundle.objects)
 
     def events(self, desired: Desired) -> list[tuple[str, str, str]]:
         return []
+
+    def through_scale(self, desired: Desired) -> int | None:
+        return desired.decision.replicas if desired.target is not None else None
 
 
 class Advisory:
@@ -83,6 +97,9 @@ class Advisory:
         moved = f"{d.replicas}" if was is None else f"{was}→{d.replicas}"
         return [("Normal", "Recommended", f"Recommended {moved}: {d.why}")]
 
+    def through_scale(self, desired: Desired) -> int | None:
+        return None
+
 
 class Keda:
     mode = "keda"
@@ -90,6 +107,15 @@ class Keda:
 
     def objects(self, desired: Desired) -> list[dict[str, Any]]:
         bundle, spec = desired.bundle, desired.spec
+        assert spec.scaling.keda is not None  # the spec's validator requires it with keda
+        owners = bundle.workload["metadata"].get("ownerReferences")
+        if desired.target is not None:  # the referenced workload: only the ScaledObject
+            trigger = scaled_object(
+                desired.name, desired.namespace, desired.target, spec.scaling, spec.scaling.keda
+            )
+            if owners:
+                trigger["metadata"]["ownerReferences"] = owners
+            return [trigger]
         if len(bundle.workloads) > 1:
             raise SpecError.single(
                 "spec.scaling.actuation",
@@ -97,7 +123,6 @@ class Keda:
                 f"{len(bundle.workloads)} (GPU variants or prefill/decode roles): use direct "
                 "or advisory",
             )
-        assert spec.scaling.keda is not None  # the spec's validator requires it with keda
         workload = _without_replicas(bundle.workload)
         meta = workload["metadata"]
         target = {
@@ -108,7 +133,6 @@ class Keda:
         trigger = scaled_object(
             desired.name, desired.namespace, target, spec.scaling, spec.scaling.keda
         )
-        owners = meta.get("ownerReferences")
         if owners:
             trigger["metadata"]["ownerReferences"] = owners
         rest = [o for o in bundle.objects if o is not bundle.workload]
@@ -117,6 +141,9 @@ class Keda:
 
     def events(self, desired: Desired) -> list[tuple[str, str, str]]:
         return []
+
+    def through_scale(self, desired: Desired) -> int | None:
+        return None  # KEDA writes them
 
 
 def _without_replicas(workload: dict[str, Any]) -> dict[str, Any]:

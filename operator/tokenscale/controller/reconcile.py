@@ -13,6 +13,7 @@ the decision stored in status. The memory read from status is judged first
 actual replicas.
 """
 
+import dataclasses
 import logging
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -75,6 +76,12 @@ from tokenscale.controller.workload import (
     reader,
     remove_stale,
     selector_drift,
+)
+from tokenscale.controller.workload_ref import (
+    Found,
+    find,
+    matches_condition,
+    plan_is_split,
 )
 from tokenscale.kube.client import FIELD_MANAGER, Kube
 from tokenscale.kube.drift import differences, managed_by
@@ -352,13 +359,29 @@ def reconcile(
 
     status, problems = read_status(body.get("status"))
     previous = status.conditions
-    lead_time = None if metrics is None else lead_time_s(kube.list_pods(ns, selector_string(name)))
-    workload_kind = LWS_KIND if plan.nodes_per_replica > 1 else DEPLOYMENT
-    workload_now = reader(kube, workload_kind)(ns, child_name(name))
+    ref = service.spec.workload_ref
+    found = None
+    if ref is not None:
+        if plan.mix is not None or plan_is_split(plan):
+            why = "spec.workloadRef: scales one workload; this spec plans several (GPU variants "
+            why += "or prefill/decode roles): remove workloadRef or those sections"
+            return _reject(kube, body, "InvalidSpec", why, now, emit, plan, service)
+        found = find(kube, ns, ref.api_version, ref.kind, ref.name)
+        if found.problem is not None:
+            return _target_problem(kube, body, found, plan, service, now, emit)
+    pods = found.selector if found is not None and found.selector else selector_string(name)
+    lead_time = None if metrics is None else lead_time_s(kube.list_pods(ns, pods))
+    if found is not None and ref is not None:  # the referenced workload, as found
+        workload_kind, workload_now = ref.kind, found.object
+    else:
+        workload_kind = LWS_KIND if plan.nodes_per_replica > 1 else DEPLOYMENT
+        workload_now = reader(kube, workload_kind)(ns, child_name(name))
     was = (
         None if workload_now is None else observe_workload({**workload_now, "kind": workload_kind})
     )
     live_replicas = None if was is None else was.replicas
+    if found is not None and found.replicas is not None:
+        live_replicas = found.replicas  # what /scale says
     made = _decide(service, plan, status, metrics, lead_time, live_replicas)
     decision = made.decision
     marks = stock_marks(kube, ns, name, status, now) if plan.mix is not None else {}
@@ -379,15 +402,17 @@ def reconcile(
     for problem in outcome.memory_problems:
         log.warning("%s/%s: %s", ns, name, problem)
     actuator = actuator_for(service.spec)
+    target = None if ref is None else {"apiVersion": ref.api_version, "kind": ref.kind,
+                                       "name": ref.name}  # fmt: skip
     wanted = Desired(
         name, ns, service.spec, bundle, decision, made.decided, status.decided_replicas,
-        live_replicas,
+        live_replicas, target,
     )  # fmt: skip
     try:
         objects = actuator.objects(wanted)
     except SpecError as err:
         return _reject(kube, body, "InvalidSpec", str(err), now, emit, plan, service)
-    if actuator.mode != "keda" and handed_over(workload_now):  # KEDA wrote the replicas
+    if actuator.mode != "keda" and (ref is not None or handed_over(workload_now)):
         _drop_scaled_object(kube, ns, child_name(name), uid)
     for type_, reason, message in actuator.events(wanted):
         emit(type_, reason, message)
@@ -448,7 +473,10 @@ def reconcile(
                 emit("Normal", "WorkloadReplaced", message)
                 outcome.events.append(("Normal", "WorkloadReplaced", message))
 
-    observed = observe_workload(live_workload) if objects else was  # advisory: as found
+    if found is not None and found.where is not None and ref is not None:
+        was = _scale_through(kube, ns, ref.name, found, wanted, actuator, metrics, emit, outcome)
+    # advisory, or a referenced workload: the workload as found (and scaled)
+    observed = observe_workload(live_workload) if objects and found is None else was
     if plan.mix is not None and objects:
         observed = observe_variants(live_variants)
         remove_single_workload(kube, ns, name)
@@ -470,7 +498,7 @@ def reconcile(
         decided_replicas=decision.replicas,
         ready_replicas=observed.ready_replicas if observed else 0,
         available_replicas=observed.available_replicas if observed else 0,
-        selector=selector_string(name),
+        selector=pods,
         tensor_parallel_size=plan.tensor_parallel_size,
         plan=summary,
         decision=made.status,
@@ -507,6 +535,7 @@ def reconcile(
                 gen,
             ),
             *([exhausted_condition(previous, marks, now, gen)] if plan.mix is not None else []),
+            *([matches_condition(previous, found, bundle, service, now, gen)] if found else []),
         ],
         variants=variant_statuses(plan, bound.counts, marks),
         last_scale_time=now if scaled else (status.last_scale_time or now),
@@ -541,6 +570,86 @@ def _hand_over(
         outcome.events.append(("Normal", "Created", message))
     count = int((live.get("spec") or {}).get("replicas") or 0)
     return kube.hand_over_replicas(obj, count)
+
+
+def _target_problem(
+    kube: Kube,
+    body: Mapping[str, Any],
+    found: Found,
+    plan: Plan,
+    service: InferenceService,
+    now: str,
+    emit: EventSink,
+) -> Outcome:
+    """The referenced workload cannot be scaled (unknown kind, no /scale, not there):
+    ``Ready=False`` with the reason, one Warning event per new reason; nothing written, no
+    error raised (the next interval looks again)."""
+    meta = body["metadata"]
+    status, _ = read_status(body.get("status"))
+    previous = status.conditions
+    reason, message = found.reason or "TargetMissing", found.problem or ""
+    old = next((c for c in previous if c.type == "Ready"), None)
+    outcome = Outcome(feasible=True, plan=plan)
+    if old is None or old.reason != reason or old.message != message:
+        emit("Warning", reason, message)
+        outcome.events.append(("Warning", reason, message))
+    summary = plan_summary(
+        plan, service.spec.slo.ttft_p99_seconds, service.spec.slo.tpot_p99_seconds
+    )
+    new_status = unapplied_status(
+        previous,
+        status,
+        reason,
+        message,
+        "the referenced workload is not available to scale",
+        summary,
+        selector_string(meta["name"]),
+        now,
+        meta.get("generation"),
+    )
+    _write_status(kube, body, new_status)
+    return outcome
+
+
+def _scale_through(
+    kube: Kube,
+    ns: str,
+    target: str,
+    found: Found,
+    wanted: Desired,
+    actuator: Actuator,
+    metrics: MetricsView | None,
+    emit: EventSink,
+    outcome: Outcome,
+) -> Observed | None:
+    """Direct mode on a referenced workload: write only ``spec.replicas``, through ``/scale``,
+    when it differs from the decision (least-busy pods marked first on a scale-down). The
+    workload as found, with the replicas written."""
+    was = None if found.object is None else observe_workload(found.object)
+    to = actuator.through_scale(wanted)
+    live = wanted.live_replicas
+    if to is None or to == live or found.where is None:
+        return was
+    if live is not None and to < live:
+        _least_work_first(
+            kube, ns, wanted.name, {"spec": {"replicas": to}}, {"spec": {"replicas": live}},
+            metrics, found.selector,
+        )  # fmt: skip
+    kube.write_replicas(found.where, ns, target, to)
+    kind = (found.object or {}).get("kind", "workload")
+    d = wanted.decision
+    if wanted.decided and wanted.previous != d.replicas:
+        reason, message = "Scaled", f"Scaled {kind} {target} {live}→{to} (/scale): {d.why}"
+    else:
+        reason = "DriftCorrected"
+        message = (
+            f"Undid a change of {kind} {target} replicas {live}→{to} (/scale; the decision "
+            f"stands: {d.why})"
+        )
+    emit("Normal" if reason == "Scaled" else "Warning", reason, message)
+    outcome.events.append(("Normal" if reason == "Scaled" else "Warning", reason, message))
+    outcome.applied.append(f"{kind}/scale")
+    return None if was is None else dataclasses.replace(was, replicas=to)
 
 
 def _drop_scaled_object(kube: Kube, ns: str, child: str, uid: str) -> None:
@@ -641,6 +750,7 @@ def _least_work_first(
     desired: dict[str, Any],
     live: dict[str, Any],
     metrics: MetricsView | None,
+    selector: str | None = None,
 ) -> None:
     """Before fewer replicas: the pods with the least running requests get the lowest
     deletion cost, so the ReplicaSet removes them first."""
@@ -650,7 +760,7 @@ def _least_work_first(
     if not metrics.running_by_pod:
         log.info("%s/%s: scale-down without per-pod metrics: the ReplicaSet picks", ns, name)
         return
-    pods = kube.list_pods(ns, selector_string(name))
+    pods = kube.list_pods(ns, selector or selector_string(name))
     costs = deletion_costs(pods, metrics.running_by_pod)
     for pod, cost in costs.items():
         kube.annotate_pod(ns, pod, {DELETION_COST: cost})

@@ -12,7 +12,7 @@ from kubernetes.client.exceptions import ApiException
 
 from tokenscale.api.crd import PLURAL
 from tokenscale.api.inference_service import API_GROUP, API_VERSION
-from tokenscale.kube import keda, lws
+from tokenscale.kube import keda, lws, scale
 from tokenscale.render.keda import KIND as SCALED_OBJECT
 
 FIELD_MANAGER = "tokenscale"
@@ -134,6 +134,21 @@ class Kube:
     # -- KEDA ScaledObjects (kube/keda.py) --------------------------------------------------
     def read_scaled_object(self, namespace: str, name: str) -> dict[str, Any] | None:
         return keda.read(self._raw, namespace, name)
+
+    # -- any workload's /scale (spec.workloadRef, kube/scale.py) -----------------------------
+    def scalable(self, api_version: str, kind: str) -> scale.Resource | None:
+        return scale.resource(self._raw, api_version, kind)
+
+    def read_object(
+        self, where: scale.Resource, namespace: str, name: str
+    ) -> dict[str, Any] | None:
+        return scale.read(self._raw, where, namespace, name)
+
+    def read_scale(self, where: scale.Resource, namespace: str, name: str) -> dict[str, Any] | None:
+        return scale.read_scale(self._raw, where, namespace, name)
+
+    def write_replicas(self, where: scale.Resource, namespace: str, name: str, n: int) -> None:
+        scale.write_replicas(self._raw, where, namespace, name, n)
 
     def delete_scaled_object(self, namespace: str, name: str) -> None:
         keda.delete(self._raw, namespace, name)
