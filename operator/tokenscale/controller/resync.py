@@ -254,6 +254,8 @@ class Reconciler:
         body = store.get(INFERENCE_SERVICE, *key)
         if body is None or _essence(body) != seen.spec_and_status:
             return False
+        if (body.get("spec") or {}).get("workloadRef"):  # not watched: read it every tick
+            return False
         for kind in WORKLOAD_KINDS:  # a workload of the other kind left to remove
             if kind not in seen.desired and store.get(kind, *key) is not None:
                 return False

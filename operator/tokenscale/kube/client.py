@@ -137,7 +137,13 @@ class Kube:
 
     # -- any workload's /scale (spec.workloadRef, kube/scale.py) -----------------------------
     def scalable(self, api_version: str, kind: str) -> scale.Resource | None:
-        return scale.resource(self._raw, api_version, kind)
+        """From discovery; a kind found is remembered (one discovery read per kind, not one
+        per reconcile), a kind not found is asked again (its CRD may be installed later)."""
+        cache: dict[tuple[str, str], scale.Resource] = self.__dict__.setdefault("_scalable", {})
+        found = cache.get((api_version, kind)) or scale.resource(self._raw, api_version, kind)
+        if found is not None:
+            cache[(api_version, kind)] = found
+        return found
 
     def read_object(
         self, where: scale.Resource, namespace: str, name: str
