@@ -212,14 +212,36 @@ def test_the_actuation_examples_validate_plan_and_render(example: Path) -> None:
     plan = plan_service(service.spec, name)
     decision = decide_plan_only(plan, service.spec.scaling.replicas)
     bundle = render_bundle(name, ns, service.spec, plan, decision.replicas, Owner(name, "u"))
-    wanted = Desired(name, ns, service.spec, bundle, decision, True, None, None)
+    ref = service.spec.workload_ref
+    target = None if ref is None else {"apiVersion": ref.api_version, "kind": ref.kind,
+                                       "name": ref.name}  # fmt: skip
+    wanted = Desired(name, ns, service.spec, bundle, decision, True, None, None, target)
     mode = service.spec.scaling.actuation
-    assert mode in example.stem
-    objects = {"advisory": Advisory(), "keda": Keda()}[mode].objects(wanted)
-    if mode == "advisory":
-        assert objects == []
-    else:
+    assert mode in example.stem or (ref is not None and "workloadref" in example.stem)
+    actuator = {"direct": Direct(), "advisory": Advisory(), "keda": Keda()}[mode]
+    objects = actuator.objects(wanted)
+    if mode == "keda":
         _validator().validate(objects[0])
+    else:
+        assert objects == []
+    if ref is not None:  # the example's own Deployment is the one referenced
+        [theirs] = [d for d in yaml.safe_load_all(example.read_text()) if d["kind"] == ref.kind]
+        assert theirs["metadata"]["name"] == ref.name
+        assert actuator.through_scale(wanted) == decision.replicas
+
+
+def test_keda_on_a_referenced_workload_writes_only_the_scaled_object() -> None:
+    ref = {"apiVersion": "apps/v1", "kind": "StatefulSet", "name": "theirs"}
+    wanted = _desired()
+    wanted = Desired(**{**wanted.__dict__, "target": ref})
+    [so] = Keda().objects(wanted)
+    _validator().validate(so)
+    assert so["spec"]["scaleTargetRef"] == ref
+    assert so["metadata"]["ownerReferences"][0]["uid"] == "uid-1"  # ours, not theirs
+    assert Keda().through_scale(wanted) is None
+    assert Advisory().objects(wanted) == []
+    assert Advisory().through_scale(wanted) is None
+    assert Direct().objects(wanted) == []
 
 
 class _NoKeda(FakeKube):
