@@ -21,6 +21,7 @@ from typing import Any
 import kopf
 from kubernetes.client.exceptions import ApiException
 
+from tokenscale.controller.plans import reads_config_maps
 from tokenscale.controller.reconcile import EventSink, MetricsView, reconcile
 from tokenscale.controller.settings import Settings
 from tokenscale.controller.status import Observed
@@ -254,7 +255,9 @@ class Reconciler:
         body = store.get(INFERENCE_SERVICE, *key)
         if body is None or _essence(body) != seen.spec_and_status:
             return False
-        if (body.get("spec") or {}).get("workloadRef"):  # not watched: read it every tick
+        spec = body.get("spec") or {}
+        # not watched: a referenced workload, a ConfigMap the plan reads (plans.py): every tick
+        if spec.get("workloadRef") or reads_config_maps(spec):
             return False
         for kind in WORKLOAD_KINDS:  # a workload of the other kind left to remove
             if kind not in seen.desired and store.get(kind, *key) is not None:
