@@ -17,6 +17,7 @@ from tokenscale.api.scaling import Scaling
 from tokenscale.api.serving import Serving
 from tokenscale.api.slo import Slo
 from tokenscale.api.workload import Workload
+from tokenscale.api.workload_ref import WorkloadRef
 
 API_GROUP = "tokenscale.io"
 API_VERSION = "v1alpha1"
@@ -31,6 +32,11 @@ class InferenceServiceSpec(ApiModel):
     workload: Workload = Field(description="Forecast traffic.")
     slo: Slo = Field(default_factory=Slo, description="Latency objectives.")
     scaling: Scaling = Field(default_factory=Scaling, description="Replica bounds and policy.")
+    workload_ref: WorkloadRef | None = Field(
+        default=None,
+        description="Scale this existing workload through its /scale subresource (replicas "
+        "only) instead of rendering one; absent: tokenscale renders and owns the workload.",
+    )
     serving: Serving = Field(default_factory=Serving, description="vLLM engine settings.")
     cost: Cost = Field(default_factory=Cost, description="Prices.")
     assumptions: Assumptions = Field(

@@ -131,6 +131,23 @@ class ScheduleWindow(ApiModel):
         return value
 
 
+Actuation = Literal["direct", "advisory", "keda"]
+
+
+class KedaTrigger(ApiModel):
+    """Where KEDA reads ``tokenscale_replicas_desired`` (``spec.scaling.actuation: keda``)."""
+
+    server_address: str = Field(
+        min_length=1,
+        max_length=2048,
+        pattern=r"^https?://\S+$",
+        description="The Prometheus URL KEDA queries: one that scrapes the operator's metrics.",
+    )
+    polling_interval_seconds: int = Field(
+        default=15, ge=1, le=3600, description="How often KEDA reads the desired count."
+    )
+
+
 class Scaling(ApiModel):
     """Replica bounds and policy."""
 
@@ -156,9 +173,22 @@ class Scaling(ApiModel):
         description="Recurring windows with their own minReplicas/maxReplicas; while one is "
         "open its bounds replace these (the first open window in list order wins).",
     )
+    actuation: Actuation = Field(
+        default="direct",
+        description="Who writes the replicas: direct (tokenscale), advisory (nobody: status, "
+        "metric and Recommended events only) or keda (a rendered KEDA ScaledObject).",
+    )
+    keda: KedaTrigger | None = Field(
+        default=None, description="The KEDA trigger's Prometheus (required with actuation keda)."
+    )
 
     @model_validator(mode="after")
     def _bounds(self) -> Self:
+        if self.actuation == "keda" and self.keda is None:
+            raise ValueError(
+                "actuation keda needs spec.scaling.keda.serverAddress: the Prometheus URL KEDA "
+                "reads tokenscale_replicas_desired from (one that scrapes the operator)"
+            )
         if self.min_replicas > self.max_replicas:
             raise ValueError(
                 f"minReplicas={self.min_replicas} exceeds maxReplicas={self.max_replicas}"

@@ -30,7 +30,7 @@ Adjusted = Callable[[InferenceServiceSpec], InferenceServiceSpec]
 """What the plan is made of, given the service's spec (the returned service keeps its own)."""
 
 
-def _external(spec: Any) -> bool:
+def reads_config_maps(spec: Any) -> bool:
     """The spec names a ConfigMap whose content the plan depends on."""
     if not isinstance(spec, Mapping):
         return False
@@ -78,7 +78,7 @@ class PlanMemo:
         """The parsed service (ConfigMaps inlined) and the plan of ``adjusted(its spec)``;
         ``adjustment`` names the adjustment in the memo's key. Raises SpecError."""
         doc = _essence(body)
-        if _external(doc["spec"]):
+        if reads_config_maps(doc["spec"]):
             service = profiled(parse_inference_service(doc))
             return service, plan_service(adjusted(service.spec), service.metadata.name)
         key = json.dumps([doc, adjustment], sort_keys=True, separators=(",", ":"), default=str)

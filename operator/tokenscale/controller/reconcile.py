@@ -13,6 +13,7 @@ the decision stored in status. The memory read from status is judged first
 actual replicas.
 """
 
+import dataclasses
 import logging
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -24,6 +25,8 @@ from tokenscale.api.errors import SpecError
 from tokenscale.api.inference_service import InferenceService
 from tokenscale.api.profile import parse_profile
 from tokenscale.api.status import Condition, DecisionStatus, InferenceServiceStatus
+from tokenscale.controller.actuation import REPLICAS_WRITER_ANNOTATION as REPLICAS_WRITER
+from tokenscale.controller.actuation import Actuator, Desired, actuator_for, handed_over
 from tokenscale.controller.graceful import DELETION_COST, deletion_costs
 from tokenscale.controller.lead_time import lead_time_s
 from tokenscale.controller.model_config_ref import with_hf_config
@@ -74,13 +77,21 @@ from tokenscale.controller.workload import (
     remove_stale,
     selector_drift,
 )
+from tokenscale.controller.workload_ref import (
+    Found,
+    find,
+    matches_condition,
+    plan_is_split,
+)
 from tokenscale.kube.client import FIELD_MANAGER, Kube
 from tokenscale.kube.drift import differences, managed_by
+from tokenscale.kube.keda import KedaNotInstalledError
 from tokenscale.kube.lws import KIND as LWS_KIND
 from tokenscale.kube.lws import LwsNotInstalledError
 from tokenscale.planning import Plan
 from tokenscale.planning.speculative import with_measured_acceptance
 from tokenscale.render import Owner, child_name, render_bundle, selector_string
+from tokenscale.render.keda import KIND as SCALED_OBJECT
 from tokenscale.render.labels import CONFIG_HASH_ANNOTATION
 from tokenscale.scaling import Decision, ScalingState, Snapshot, decide_plan_only
 from tokenscale.scaling.cause import Cause
@@ -354,15 +365,31 @@ def reconcile(
 
     status, problems = read_status(body.get("status"))
     previous = status.conditions
-    lead_time = None if metrics is None else lead_time_s(kube.list_pods(ns, selector_string(name)))
+    ref = service.spec.workload_ref
+    found = None
+    if ref is not None:
+        if plan.mix is not None or plan_is_split(plan):
+            why = "spec.workloadRef: scales one workload; this spec plans several (GPU variants "
+            why += "or prefill/decode roles): remove workloadRef or those sections"
+            return _reject(kube, body, "InvalidSpec", why, now, emit, plan, service)
+        found = find(kube, ns, ref.api_version, ref.kind, ref.name)
+        if found.problem is not None:
+            return _target_problem(kube, body, found, plan, service, now, emit)
+    pods = found.selector if found is not None and found.selector else selector_string(name)
+    lead_time = None if metrics is None else lead_time_s(kube.list_pods(ns, pods))
     if lead_time is not None and metrics is not None:
         lead_time *= metrics.time_scale
-    workload_kind = LWS_KIND if plan.nodes_per_replica > 1 else DEPLOYMENT
-    workload_now = reader(kube, workload_kind)(ns, child_name(name))
+    if found is not None and ref is not None:  # the referenced workload, as found
+        workload_kind, workload_now = ref.kind, found.object
+    else:
+        workload_kind = LWS_KIND if plan.nodes_per_replica > 1 else DEPLOYMENT
+        workload_now = reader(kube, workload_kind)(ns, child_name(name))
     was = (
         None if workload_now is None else observe_workload({**workload_now, "kind": workload_kind})
     )
     live_replicas = None if was is None else was.replicas
+    if found is not None and found.replicas is not None:
+        live_replicas = found.replicas  # what /scale says
     made = _decide(service, plan, status, metrics, lead_time, live_replicas)
     decision = made.decision
     marks = stock_marks(kube, ns, name, status, now) if plan.mix is not None else {}
@@ -382,29 +409,50 @@ def reconcile(
     )
     for problem in outcome.memory_problems:
         log.warning("%s/%s: %s", ns, name, problem)
+    actuator = actuator_for(service.spec)
+    target = None if ref is None else {"apiVersion": ref.api_version, "kind": ref.kind,
+                                       "name": ref.name}  # fmt: skip
+    wanted = Desired(
+        name, ns, service.spec, bundle, decision, made.decided, status.decided_replicas,
+        live_replicas, target,
+    )  # fmt: skip
+    try:
+        objects = actuator.objects(wanted)
+    except SpecError as err:
+        return _reject(kube, body, "InvalidSpec", str(err), now, emit, plan, service)
+    if actuator.mode != "keda" and (ref is not None or handed_over(workload_now)):
+        _drop_scaled_object(kube, ns, child_name(name), uid)
+    for type_, reason, message in actuator.events(wanted):
+        emit(type_, reason, message)
+        outcome.events.append((type_, reason, message))
     live_workload = None
     live_variants: list[dict[str, Any] | None] = []
     # one read per object; the workload was read already, before deciding
     lives = [
         workload_now
-        if obj["kind"] == workload_kind and obj["metadata"]["name"] == child_name(name)
+        if obj["kind"] == workload_kind
+        and obj["metadata"]["name"] == (ref.name if ref is not None else child_name(name))
         else _read_live(kube, ns, obj)
-        for obj in bundle.objects
+        for obj in objects
     ]
-    taken = name_conflicts(bundle.objects, lives, uid)
+    taken = name_conflicts(objects, lives, uid)
     if taken:  # applying would adopt, merge into or (by GC) delete what is not ours
         return _name_conflict(kube, body, taken, plan, service, now, emit, outcome)
-    for obj, read_back in zip(bundle.objects, lives, strict=True):
+    for obj, read_back in zip(objects, lives, strict=True):
         kind, live = obj["kind"], read_back
         child = obj["metadata"]["name"]  # the InferenceService's name, or one derived from it
         # the reader chose the type (a PDB may be served as policy/v1beta1 on old clusters)
         desired = {k: v for k, v in obj.items() if k not in ("apiVersion", "kind")}
-        outcome.desired[(kind, child)] = obj
+        if kind != SCALED_OBJECT:  # not watched: no owned-object event to compare
+            outcome.desired[(kind, child)] = obj
+        release = kind in WORKLOAD_KINDS and not actuator.writes_replicas and not handed_over(live)
+        if release:  # KEDA writes the replicas from now on: hand the field over first
+            live = _hand_over(kube, obj, live, decision.replicas, emit, outcome)
         owned = managed_by(live, FIELD_MANAGER)
         diff = differences(desired, live, owned=owned) if live is not None else ["(missing)"]
         diff = diff or selector_drift(obj, live, owned)
-        if diff:
-            if kind == "Deployment" and live is not None:
+        if diff or release:
+            if kind == "Deployment" and live is not None and actuator.writes_replicas:
                 _least_work_first(kube, ns, name, obj, live, metrics)
             try:
                 applied = kube.apply(obj)
@@ -412,12 +460,17 @@ def reconcile(
                 return _reject(
                     kube, body, "LeaderWorkerSetMissing", str(err), now, emit, plan, service
                 )
+            except KedaNotInstalledError as err:
+                return _reject(kube, body, "KedaMissing", str(err), now, emit, plan, service)
             except ApiException as exc:  # refused, not lost: say so in status, then the retry
                 if refused(exc):
                     _apply_refused(kube, body, kind, child, exc, plan, service, now)
                 raise
             outcome.applied.append(kind)
-            _announce(kind, obj, live, diff, decision, emit, outcome)
+            # the hand-over mark is bookkeeping of this reconcile, not a change to announce
+            shown = [d for d in diff if not d.endswith(REPLICAS_WRITER)]
+            if shown:
+                _announce(kind, obj, live, shown, decision, emit, outcome, actuator)
             live = applied
         if kind in WORKLOAD_KINDS:
             live_workload = {**(live or {}), "kind": kind}
@@ -431,13 +484,17 @@ def reconcile(
                 emit("Normal", "WorkloadReplaced", message)
                 outcome.events.append(("Normal", "WorkloadReplaced", message))
 
-    observed = observe_workload(live_workload)
-    if plan.mix is not None:
+    if found is not None and found.where is not None and ref is not None:
+        was = _scale_through(kube, ns, ref.name, found, wanted, actuator, metrics, emit, outcome)
+    # advisory, or a referenced workload: the workload as found (and scaled)
+    observed = observe_workload(live_workload) if objects and found is None else was
+    if plan.mix is not None and objects:
         observed = observe_variants(live_variants)
         remove_single_workload(kube, ns, name)
     outcome.observed = observed
     outcome.ready_replicas = observed.ready_replicas if observed else 0
-    scaled = live_replicas is not None and live_replicas != decision.replicas
+    moved = live_replicas is not None and live_replicas != decision.replicas
+    scaled = actuator.writes_replicas and moved
     summary = plan_summary(
         plan, service.spec.slo.ttft_p99_seconds, service.spec.slo.tpot_p99_seconds
     )
@@ -452,7 +509,7 @@ def reconcile(
         decided_replicas=decision.replicas,
         ready_replicas=observed.ready_replicas if observed else 0,
         available_replicas=observed.available_replicas if observed else 0,
-        selector=selector_string(name),
+        selector=pods,
         tensor_parallel_size=plan.tensor_parallel_size,
         plan=summary,
         decision=made.status,
@@ -489,6 +546,7 @@ def reconcile(
                 gen,
             ),
             *([exhausted_condition(previous, marks, now, gen)] if plan.mix is not None else []),
+            *([matches_condition(previous, found, bundle, service, now, gen)] if found else []),
         ],
         variants=variant_statuses(plan, bound.counts, marks),
         last_scale_time=now if scaled else (status.last_scale_time or now),
@@ -500,8 +558,123 @@ def reconcile(
     return outcome
 
 
+def _hand_over(
+    kube: Kube,
+    obj: dict[str, Any],
+    live: dict[str, Any] | None,
+    replicas: int,
+    emit: EventSink,
+    outcome: Outcome,
+) -> dict[str, Any]:
+    """Before tokenscale applies a workload without ``spec.replicas`` for the first time:
+    create it at the decided count when missing (without the hand-over mark, so an
+    interrupted hand-over is redone), then let ``tokenscale-handover`` co-own the live count,
+    so that leaving the field out does not reset it to 1."""
+    if live is None:
+        meta = {**obj["metadata"]}
+        meta["annotations"] = {
+            k: v for k, v in (meta.get("annotations") or {}).items() if k != REPLICAS_WRITER
+        }
+        live = kube.apply({**obj, "metadata": meta, "spec": {**obj["spec"], "replicas": replicas}})
+        message = f"Created {obj['kind']} {meta['name']} with {replicas} replicas (KEDA scales it)"
+        emit("Normal", "Created", message)
+        outcome.events.append(("Normal", "Created", message))
+    count = int((live.get("spec") or {}).get("replicas") or 0)
+    return kube.hand_over_replicas(obj, count)
+
+
+def _target_problem(
+    kube: Kube,
+    body: Mapping[str, Any],
+    found: Found,
+    plan: Plan,
+    service: InferenceService,
+    now: str,
+    emit: EventSink,
+) -> Outcome:
+    """The referenced workload cannot be scaled (unknown kind, no /scale, not there):
+    ``Ready=False`` with the reason, one Warning event per new reason; nothing written, no
+    error raised (the next interval looks again)."""
+    meta = body["metadata"]
+    status, _ = read_status(body.get("status"))
+    previous = status.conditions
+    reason, message = found.reason or "TargetMissing", found.problem or ""
+    old = next((c for c in previous if c.type == "Ready"), None)
+    outcome = Outcome(feasible=True, plan=plan)
+    if old is None or old.reason != reason or old.message != message:
+        emit("Warning", reason, message)
+        outcome.events.append(("Warning", reason, message))
+    summary = plan_summary(
+        plan, service.spec.slo.ttft_p99_seconds, service.spec.slo.tpot_p99_seconds
+    )
+    new_status = unapplied_status(
+        previous,
+        status,
+        reason,
+        message,
+        "the referenced workload is not available to scale",
+        summary,
+        selector_string(meta["name"]),
+        now,
+        meta.get("generation"),
+    )
+    _write_status(kube, body, new_status)
+    return outcome
+
+
+def _scale_through(
+    kube: Kube,
+    ns: str,
+    target: str,
+    found: Found,
+    wanted: Desired,
+    actuator: Actuator,
+    metrics: MetricsView | None,
+    emit: EventSink,
+    outcome: Outcome,
+) -> Observed | None:
+    """Direct mode on a referenced workload: write only ``spec.replicas``, through ``/scale``,
+    when it differs from the decision (least-busy pods marked first on a scale-down). The
+    workload as found, with the replicas written."""
+    was = None if found.object is None else observe_workload(found.object)
+    to = actuator.through_scale(wanted)
+    live = wanted.live_replicas
+    if to is None or to == live or found.where is None:
+        return was
+    if live is not None and to < live:
+        _least_work_first(
+            kube, ns, wanted.name, {"spec": {"replicas": to}}, {"spec": {"replicas": live}},
+            metrics, found.selector,
+        )  # fmt: skip
+    kube.write_replicas(found.where, ns, target, to)
+    kind = (found.object or {}).get("kind", "workload")
+    d = wanted.decision
+    if wanted.decided and wanted.previous != d.replicas:
+        reason, message = "Scaled", f"Scaled {kind} {target} {live}→{to} (/scale): {d.why}"
+    else:
+        reason = "DriftCorrected"
+        message = (
+            f"Undid a change of {kind} {target} replicas {live}→{to} (/scale; the decision "
+            f"stands: {d.why})"
+        )
+    emit("Normal" if reason == "Scaled" else "Warning", reason, message)
+    outcome.events.append(("Normal" if reason == "Scaled" else "Warning", reason, message))
+    outcome.applied.append(f"{kind}/scale")
+    return None if was is None else dataclasses.replace(was, replicas=to)
+
+
+def _drop_scaled_object(kube: Kube, ns: str, child: str, uid: str) -> None:
+    """Out of keda mode: our ScaledObject goes (KEDA would keep scaling from the metric that
+    advisory mode still exports, or fight direct mode's writes); someone else's stays."""
+    found = kube.read_scaled_object(ns, child)
+    if found is not None and is_ours(found, uid):
+        kube.delete_scaled_object(ns, child)
+
+
 def _read_live(kube: Kube, ns: str, obj: dict[str, Any]) -> dict[str, Any] | None:
     kind = obj["kind"]
+    if kind == SCALED_OBJECT:  # only with actuation keda
+        return kube.read_scaled_object(ns, obj["metadata"]["name"])
     read = {
         "Service": kube.read_service,
         "PodDisruptionBudget": kube.read_pdb,
@@ -588,6 +761,7 @@ def _least_work_first(
     desired: dict[str, Any],
     live: dict[str, Any],
     metrics: MetricsView | None,
+    selector: str | None = None,
 ) -> None:
     """Before fewer replicas: the pods with the least running requests get the lowest
     deletion cost, so the ReplicaSet removes them first."""
@@ -597,7 +771,7 @@ def _least_work_first(
     if not metrics.running_by_pod:
         log.info("%s/%s: scale-down without per-pod metrics: the ReplicaSet picks", ns, name)
         return
-    pods = kube.list_pods(ns, selector_string(name))
+    pods = kube.list_pods(ns, selector or selector_string(name))
     costs = deletion_costs(pods, metrics.running_by_pod)
     for pod, cost in costs.items():
         kube.annotate_pod(ns, pod, {DELETION_COST: cost})
@@ -625,6 +799,7 @@ def _announce(
     decision: Decision,
     emit: EventSink,
     outcome: Outcome,
+    actuator: Actuator,
 ) -> None:
     """One event per reason: created, configuration rolled, scaled by a new decision (the
     workload's count before the apply → the decision), or a manual change undone (live
@@ -646,7 +821,8 @@ def _announce(
     new_hash = desired["metadata"]["annotations"][CONFIG_HASH_ANNOTATION]
     reconfigured = old_hash != new_hash
     was = int((live.get("spec") or {}).get("replicas") or 0)
-    rescaled = was != decision.replicas
+    # replicas another writer sets (KEDA) are neither a scale of ours nor drift
+    rescaled = actuator.writes_replicas and was != decision.replicas
     if reconfigured:
         say(
             "Normal",

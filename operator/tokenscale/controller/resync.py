@@ -22,6 +22,7 @@ from typing import Any
 import kopf
 from kubernetes.client.exceptions import ApiException
 
+from tokenscale.controller.plans import reads_config_maps
 from tokenscale.controller.reconcile import EventSink, MetricsView, reconcile
 from tokenscale.controller.settings import Settings
 from tokenscale.controller.status import Observed
@@ -225,14 +226,6 @@ def _essence(body: dict[str, Any]) -> str:
     )
 
 
-def _names_config_map(body: dict[str, Any]) -> bool:
-    """The spec plans from a ConfigMap (``profileRef``, ``model.hfConfigRef``), which the
-    operator reads but does not watch."""
-    spec = body.get("spec") or {}
-    model = spec.get("model") or {}
-    return spec.get("profileRef") is not None or model.get("hfConfigRef") is not None
-
-
 def _version(obj: dict[str, Any] | None) -> str | None:
     return None if obj is None else (obj.get("metadata") or {}).get("resourceVersion")
 
@@ -243,8 +236,8 @@ class Reconciler:
     wake-up that cannot change anything is skipped: an owned object's event that neither
     drifts from the rendered object nor changes what the status reports, and a periodic tick
     without a metrics source (plan-only: nothing new to decide) when the spec, the status and
-    every owned object are as the last reconcile left them and the spec names no ConfigMap
-    (``profileRef``, ``model.hfConfigRef``: read, not watched)."""
+    every owned object are as the last reconcile left them and the spec reads nothing unwatched
+    (a ConfigMap, a referenced workload, a GPU mix's pods and quota)."""
 
     def __init__(
         self,
@@ -295,9 +288,11 @@ class Reconciler:
         body = store.get(INFERENCE_SERVICE, *key)
         if body is None or _essence(body) != seen.spec_and_status:
             return False
-        if _names_config_map(body):  # its ConfigMap is not watched: it may have changed
+        spec = body.get("spec") or {}
+        # not watched: a referenced workload, a ConfigMap the plan reads (plans.py): every tick
+        if spec.get("workloadRef") or reads_config_maps(spec):
             return False
-        if ((body.get("spec") or {}).get("hardware") or {}).get("variants") is not None:
+        if (spec.get("hardware") or {}).get("variants") is not None:
             return False  # a GPU mix reads its pods (stockouts) and quota, neither watched
         rendered = {kind for kind, _ in seen.desired}
         for kind in WORKLOAD_KINDS:  # a workload of the other kind left to remove

@@ -132,7 +132,8 @@ class CachedKube(Kube):
     # -- writes, written through ------------------------------------------------------------
     def apply(self, obj: dict[str, Any]) -> dict[str, Any]:
         out = super().apply(obj)
-        self.store.put(obj["kind"], out)
+        if obj["kind"] in self.store.kinds:  # a ScaledObject is not watched
+            self.store.put(obj["kind"], out)
         return out
 
     def replace_status(

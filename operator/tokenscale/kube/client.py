@@ -12,9 +12,13 @@ from kubernetes.client.exceptions import ApiException
 
 from tokenscale.api.crd import PLURAL
 from tokenscale.api.inference_service import API_GROUP, API_VERSION
-from tokenscale.kube import lws
+from tokenscale.kube import keda, lws, scale
+from tokenscale.render.keda import KIND as SCALED_OBJECT
 
 FIELD_MANAGER = "tokenscale"
+HANDOVER_MANAGER = "tokenscale-handover"
+"""Co-owns ``spec.replicas`` of a workload whose replicas KEDA writes
+(``Kube.hand_over_replicas``)."""
 APPLY = "application/apply-patch+yaml"
 log = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -127,6 +131,52 @@ class Kube:
     def read_leader_worker_set(self, namespace: str, name: str) -> dict[str, Any] | None:
         return lws.read(self._raw, namespace, name)
 
+    # -- KEDA ScaledObjects (kube/keda.py) --------------------------------------------------
+    def read_scaled_object(self, namespace: str, name: str) -> dict[str, Any] | None:
+        return keda.read(self._raw, namespace, name)
+
+    # -- any workload's /scale (spec.workloadRef, kube/scale.py) -----------------------------
+    def scalable(self, api_version: str, kind: str) -> scale.Resource | None:
+        """From discovery; a kind found is remembered (one discovery read per kind, not one
+        per reconcile), a kind not found is asked again (its CRD may be installed later)."""
+        cache: dict[tuple[str, str], scale.Resource] = self.__dict__.setdefault("_scalable", {})
+        found = cache.get((api_version, kind)) or scale.resource(self._raw, api_version, kind)
+        if found is not None:
+            cache[(api_version, kind)] = found
+        return found
+
+    def read_object(
+        self, where: scale.Resource, namespace: str, name: str
+    ) -> dict[str, Any] | None:
+        return scale.read(self._raw, where, namespace, name)
+
+    def read_scale(self, where: scale.Resource, namespace: str, name: str) -> dict[str, Any] | None:
+        return scale.read_scale(self._raw, where, namespace, name)
+
+    def write_replicas(self, where: scale.Resource, namespace: str, name: str, n: int) -> None:
+        scale.write_replicas(self._raw, where, namespace, name, n)
+
+    def delete_scaled_object(self, namespace: str, name: str) -> None:
+        keda.delete(self._raw, namespace, name)
+
+    def hand_over_replicas(self, workload: dict[str, Any], replicas: int) -> dict[str, Any]:
+        """Server-side apply of ``spec.replicas`` alone as field manager
+        ``tokenscale-handover`` (no force: the value is the live one), so that the next apply
+        of ``tokenscale``'s own without ``replicas`` leaves the field to its other writer
+        (KEDA's HPA) instead of removing it (Kubernetes' documented hand-over to an HPA)."""
+        meta = workload["metadata"]
+        body = {
+            "apiVersion": workload["apiVersion"],
+            "kind": workload["kind"],
+            "metadata": {"name": meta["name"], "namespace": meta["namespace"]},
+            "spec": {"replicas": replicas},
+        }
+        if workload["kind"] == lws.KIND:
+            path = lws.path(meta["namespace"], meta["name"])
+        else:
+            path = f"/apis/apps/v1/namespaces/{meta['namespace']}/deployments/{meta['name']}"
+        return self._raw("PATCH", path, body, APPLY, query=[("fieldManager", HANDOVER_MANAGER)])
+
     def delete_deployment(self, namespace: str, name: str) -> None:
         """Delete our Deployment (foreground: its pods go before it does); 404 is success."""
         _or_none(
@@ -145,6 +195,8 @@ class Kube:
         kind, ns, name = obj["kind"], obj["metadata"]["namespace"], obj["metadata"]["name"]
         if kind == lws.KIND:
             return lws.apply(self._raw, obj, FIELD_MANAGER, APPLY)
+        if kind == SCALED_OBJECT:
+            return keda.apply(self._raw, obj, FIELD_MANAGER, APPLY)
         kwargs: dict[str, Any] = {
             "field_manager": FIELD_MANAGER,
             "force": True,

@@ -17,6 +17,11 @@ NAMESPACED: tuple[Rule, ...] = (
         ("get", "list", "watch", "create", "patch", "delete"),
     ),
     ("", "services", ("get", "list", "watch", "create", "patch")),
+    ("keda.sh", "scaledobjects", ("get", "create", "patch", "delete")),
+    ("apps", "deployments/scale", ("get", "patch")),
+    ("apps", "statefulsets", ("get",)),
+    ("apps", "statefulsets/scale", ("get", "patch")),
+    ("leaderworkerset.x-k8s.io", "leaderworkersets/scale", ("get", "patch")),
     ("policy", "poddisruptionbudgets", ("get", "list", "watch", "create", "patch")),
     ("", "events", ("create", "patch")),
     ("", "configmaps", ("get",)),
@@ -32,7 +37,13 @@ controller/quota.py); kopf watches InferenceServices and the owned Deployments,
 LeaderWorkerSets (kube/lws.py), Services, PodDisruptionBudgets and pods (the watch cache,
 kube/store.py, is primed by one list of each) and patches its annotations. Delete: a service
 that moves between one node and many replaces its Deployment by a LeaderWorkerSet or back
-(controller/workload.py)."""
+(controller/workload.py). ScaledObjects (``spec.scaling.actuation: keda``, kube/keda.py): read
+and applied, not watched, deleted when the mode changes away from keda; with keda the
+workload's replicas are handed over by a server-side apply of ``spec.replicas`` alone (patch on
+the workload, already granted). ``spec.workloadRef`` (controller/workload_ref.py): get the
+referenced Deployment, StatefulSet or LeaderWorkerSet and get/patch its ``/scale`` (the
+discovery documents it reads are open to every authenticated user); a custom resource needs
+the same two grants from its owner's Role."""
 
 CLUSTER_READ: tuple[Rule, ...] = (
     ("apiextensions.k8s.io", "customresourcedefinitions", ("get", "list", "watch")),
