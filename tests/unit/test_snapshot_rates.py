@@ -43,7 +43,16 @@ def test_a_long_output_ramp_does_not_read_as_a_huge_workload() -> None:
     assert result.explanation is not None
     assert result.explanation.snapshot is not None
     snap = result.explanation.snapshot
-    assert snap.arrival_rps == pytest.approx(2.0, rel=0.35)
+    # Prometheus' rate() over a window the series is younger than reads low (as live: it
+    # divides by the whole window); the outputs must still not read enormous
+    assert snap.arrival_rps is not None
+    assert 0.8 <= snap.arrival_rps <= 2.0
+    full = simulate(
+        Setup(spec, trace, SimOptions(capacity_requests=200), "ramp"), "tokenscale", None, 150.0
+    )
+    assert full.explanation is not None
+    assert full.explanation.snapshot is not None
+    assert full.explanation.snapshot.arrival_rps == pytest.approx(2.0, rel=0.1)
     assert snap.request_rate_rps is not None
     assert snap.request_rate_rps < 1.0
     assert snap.mean_output_tokens is not None
