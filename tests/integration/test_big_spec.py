@@ -12,7 +12,7 @@ from tests.integration.conftest import Objects
 from tokenscale.controller.handlers import KOPF_PREFIX
 from tokenscale.playground.processes import Process, wait_for
 
-pytestmark = pytest.mark.integration
+pytestmark = [pytest.mark.integration, pytest.mark.slow]  # over 30 s: `pytest -m slow`
 KEY = f"{KOPF_PREFIX}/last-handled-configuration"
 
 

@@ -13,7 +13,7 @@ from tokenscale.data import AZURE_CONVERSATION, bundled_trace
 from tokenscale.playground.service import default_spec_path
 from tokenscale.simulation import parse_trace
 
-pytestmark = pytest.mark.integration
+pytestmark = [pytest.mark.integration, pytest.mark.slow]  # over 30 s: `pytest -m slow`
 
 MINUTES = 6.0
 SPEED = 5.0

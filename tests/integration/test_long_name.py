@@ -15,7 +15,7 @@ from tokenscale.playground.processes import Process, wait_for
 from tokenscale.playground.prometheus import PrometheusServer
 from tokenscale.render.names import child_name, label_value
 
-pytestmark = pytest.mark.integration
+pytestmark = [pytest.mark.integration, pytest.mark.slow]  # over 30 s: `pytest -m slow`
 NAME = "chat-assistant-for-the-customer-support-team-llama-8b-instruct-v2"
 
 

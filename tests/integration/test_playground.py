@@ -291,6 +291,7 @@ def _direction(message: str) -> int:
         return 0
 
 
+@pytest.mark.slow  # two playground runs, ≈50 s: `pytest -m slow`
 def test_playground_replica_loss_drill_retries_the_cut_requests_and_replaces_the_pod(
     service: PlaygroundService, tmp_path: Path
 ) -> None:
