@@ -259,3 +259,14 @@ def test_a_value_is_finite_and_in_range_or_a_problem(field: str, raw: object) ->
         assert problem is None
         assert math.isfinite(value)
         assert low <= value <= high
+
+
+def test_every_field_read_has_a_plausible_range() -> None:
+    """A field without a range would raise out of the fleet read (the speculative acceptance
+    rate did: every service lost its metrics once a speculating engine reported)."""
+    from tokenscale.metrics.bounds import value_range  # noqa: PLC0415
+    from tokenscale.metrics.prometheus import FIELDS  # noqa: PLC0415
+
+    for target in FIELDS.values():
+        low, high = value_range(target)
+        assert low <= high

@@ -41,6 +41,7 @@ RANGES: dict[str, tuple[float, float]] = {
     "output_tokens_mean": (0.0, MAX_TOKENS),
     "replicas_reporting": (0.0, MAX_REPLICAS),
     "num_gpu_blocks": (0.0, MAX_GPU_BLOCKS),
+    "spec_decode_acceptance_rate": (0.0, 1.0),
 }
 """Closed ranges by Snapshot field (latencies, the ``*_s`` fields: ``[0, MAX_LATENCY_S]``)."""
 
