@@ -21,7 +21,7 @@ from tokenscale.playground.cluster import Cluster
 from tokenscale.playground.processes import Process, wait_for
 from tokenscale.playground.prometheus import PrometheusServer
 
-pytestmark = pytest.mark.integration
+pytestmark = [pytest.mark.integration, pytest.mark.slow]  # minutes: `pytest -m slow`
 
 
 def _replicas(objects: Objects) -> int | None:

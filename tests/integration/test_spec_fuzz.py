@@ -28,7 +28,7 @@ from tokenscale.api.manifest import parse_inference_service
 from tokenscale.planning import plan_service
 from tokenscale.playground.processes import Process, wait_for
 
-pytestmark = pytest.mark.integration
+pytestmark = [pytest.mark.integration, pytest.mark.slow]  # minutes: `pytest -m slow`
 EXAMPLES = 1000
 RECONCILED = 16
 
