@@ -196,8 +196,12 @@ def test_advisory_writes_no_workload_and_recommends_each_change(
         _alive(op)
         return len(_messages(objects, "test", "Recommended")) >= count
 
-    wait_for(lambda: recommended(1), 60, "a Recommended event")
-    first = objects.get("test")["status"]["decidedReplicas"]
+    def decided() -> int | None:
+        return (objects.get("test").get("status") or {}).get("decidedReplicas")
+
+    # the event is posted in the background: the status may land a moment later
+    wait_for(lambda: recommended(1) and decided() is not None, 60, "a Recommended event")
+    first = decided()
     assert _messages(objects, "test", "Recommended") == [
         m for m in _messages(objects, "test", "Recommended") if m.startswith(f"Recommended {first}")
     ]
