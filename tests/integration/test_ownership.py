@@ -114,7 +114,19 @@ def test_a_derived_name_collision_names_the_other_inference_service(
     time.sleep(3 * INTERVAL_S)
     again = objects.deployment(derived)
     assert again.metadata.owner_references[0].name == "chat.v2"
-    assert again.metadata.resource_version == first.metadata.resource_version  # untouched
+    # Untouched by the second service: the spec's generation and our own apply entry are as they
+    # were (the resourceVersion is not compared: the Deployment controller writes status).
+    assert again.metadata.generation == first.metadata.generation
+    assert _applied(first)
+    assert _applied(again) == _applied(first)
+
+
+def _applied(deployment: Any) -> list[tuple[str, str]]:
+    return [
+        (m.operation, str(m.time))
+        for m in deployment.metadata.managed_fields or []
+        if m.manager == "tokenscale"
+    ]
 
 
 def test_a_port_another_tool_adds_to_our_service_is_not_drift(
