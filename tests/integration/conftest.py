@@ -16,12 +16,16 @@ from tokenscale.playground.processes import Process
 from tokenscale.playground.prometheus import PrometheusServer
 
 CRD_FILE = ROOT / "crds" / "inferenceservices.tokenscale.io.yaml"
+# Other projects' CRDs (their 1.20-compatible copies), served by the session's API server as on a
+# cluster that runs them: LeaderWorkerSets for replicas that span nodes, KEDA's ScaledObjects.
+LWS_CRD = ROOT / "tests" / "fixtures" / "crds" / "leaderworkersets.x-k8s.io.k8s120.yaml"
+KEDA_CRD = ROOT / "tests" / "fixtures" / "crds" / "keda.sh_scaledobjects.k8s120.yaml"
 GROUP, VERSION, PLURAL = "tokenscale.io", "v1alpha1", "inferenceservices"
 
 
 @pytest.fixture(scope="session")
 def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
-    c = Cluster(tmp_path_factory.mktemp("cluster"), crd_files=[CRD_FILE])
+    c = Cluster(tmp_path_factory.mktemp("cluster"), crd_files=[CRD_FILE, LWS_CRD, KEDA_CRD])
     try:
         c.start()
         yield c

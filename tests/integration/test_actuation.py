@@ -9,64 +9,21 @@ as KEDA's HPA would, and say so where they do.
 
 import math
 import time
-import uuid
-from collections.abc import Callable, Iterator
-from pathlib import Path
+from collections.abc import Callable
 from typing import Any
 
 import pytest
-from kubernetes import client, config
+from kubernetes import client
 
-from tests.helpers import ROOT, manifest
-from tests.integration.conftest import CRD_FILE, Objects
+from tests.helpers import manifest
+from tests.integration.conftest import Objects
 from tokenscale.kube.client import Kube
-from tokenscale.playground.cluster import Cluster
 from tokenscale.playground.processes import Process, free_port, wait_for
 from tokenscale.playground.prometheus import PrometheusServer
 from tokenscale.render.keda import GROUP, PLURAL, VERSION
 
 pytestmark = pytest.mark.integration
-KEDA_CRD = ROOT / "tests" / "fixtures" / "crds" / "keda.sh_scaledobjects.k8s120.yaml"
 INTERVAL_S = 2
-
-
-@pytest.fixture(scope="module")
-def keda_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
-    c = Cluster(tmp_path_factory.mktemp("keda-cluster"), crd_files=[CRD_FILE, KEDA_CRD])
-    try:
-        c.start()
-        yield c
-    finally:
-        c.stop()
-
-
-@pytest.fixture(scope="module")
-def admin(keda_cluster: Cluster) -> client.ApiClient:
-    return config.new_client_from_config(config_file=str(keda_cluster.kubeconfig()))
-
-
-@pytest.fixture
-def objects(admin: client.ApiClient) -> Iterator[Objects]:
-    name = f"k-{uuid.uuid4().hex[:8]}"
-    client.CoreV1Api(admin).create_namespace({"metadata": {"name": name}})
-    yield Objects(admin, name)
-    client.CoreV1Api(admin).delete_namespace(name)
-
-
-@pytest.fixture
-def operator(keda_cluster: Cluster, tmp_path: Path) -> Iterator[Callable[..., Process]]:
-    started: list[Process] = []
-
-    def start(namespace: str, *extra: str) -> Process:
-        proc = keda_cluster.operator(
-            f"op-{len(started)}", namespace, INTERVAL_S, tmp_path, *extra
-        )  # fmt: skip
-        started.append(proc)
-        return proc
-
-    yield start
-    for proc in started:
-        proc.stop()
 
 
 def _reasons(objects: Objects, name: str) -> list[str]:
@@ -108,11 +65,11 @@ def test_the_keda_crd_refuses_a_scaled_object_without_its_target(objects: Object
 
 def test_keda_actuation_renders_an_accepted_scaled_object_and_leaves_replicas_to_keda(
     objects: Objects,
-    operator: Callable[..., Process],
+    start_operator: Callable[..., Process],
     prometheus: PrometheusServer,
 ) -> None:
     port = free_port()
-    op = operator(objects.ns, "--metrics-port", str(port))
+    op = start_operator(objects.ns, "--metrics-port", str(port))
     prometheus.add_target(f"127.0.0.1:{port}", None, None)
     try:
         _keda_mode(objects, op, prometheus)
@@ -187,9 +144,9 @@ def _keda_mode(objects: Objects, op: Process, prometheus: PrometheusServer) -> N
 
 
 def test_advisory_writes_no_workload_and_recommends_each_change(
-    objects: Objects, operator: Callable[..., Process]
+    objects: Objects, start_operator: Callable[..., Process]
 ) -> None:
-    op = operator(objects.ns)
+    op = start_operator(objects.ns)
     objects.create(manifest(scaling={"actuation": "advisory"}))
 
     def recommended(count: int) -> bool:
@@ -231,11 +188,11 @@ def _replica_owners(objects: Objects, name: str) -> set[str]:
 
 
 def test_switching_direct_to_keda_hands_the_replicas_over_without_a_reset(
-    objects: Objects, operator: Callable[..., Process], prometheus: PrometheusServer
+    objects: Objects, start_operator: Callable[..., Process], prometheus: PrometheusServer
 ) -> None:
     """Leaving ``spec.replicas`` out of an apply whose manager owned it would remove the field
     (the Deployment back to 1 replica); the hand-over keeps the live count."""
-    op = operator(objects.ns)
+    op = start_operator(objects.ns)
     objects.create(manifest(scaling={"minReplicas": 3}))
 
     def replicas(n: int) -> bool:

@@ -13,7 +13,7 @@ import yaml
 from kubernetes import client
 
 from tests.integration.conftest import GROUP, PLURAL, VERSION
-from tests.integration.test_lws import admin, lws_cluster, ns  # noqa: F401 (fixtures)
+from tests.integration.test_lws import admin, ns  # noqa: F401 (fixtures)
 from tests.unit.test_render_disaggregated import CASES
 from tokenscale.api.manifest import parse_manifests
 from tokenscale.kube.client import Kube

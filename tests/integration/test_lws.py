@@ -26,22 +26,12 @@ from tokenscale.playground.processes import wait_for
 from tokenscale.render import Owner, render_bundle
 
 pytestmark = pytest.mark.integration
-LWS_CRD = ROOT / "tests" / "fixtures" / "crds" / "leaderworkersets.x-k8s.io.k8s120.yaml"
 
 
 @pytest.fixture(scope="module")
-def lws_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
-    c = Cluster(tmp_path_factory.mktemp("lws-cluster"), crd_files=[CRD_FILE, LWS_CRD])
-    try:
-        c.start()
-        yield c
-    finally:
-        c.stop()
-
-
-@pytest.fixture(scope="module")
-def admin(lws_cluster: Cluster) -> client.ApiClient:
-    return config.new_client_from_config(config_file=str(lws_cluster.kubeconfig()))
+def admin(api: client.ApiClient) -> client.ApiClient:
+    """The session's API server, which serves the LWS CRD's copy (conftest.LWS_CRD)."""
+    return api
 
 
 @pytest.fixture
@@ -212,10 +202,10 @@ def _condition(custom: client.CustomObjectsApi, ns: str, ctype: str) -> dict[str
 
 
 def test_operator_runs_a_multi_node_replica_as_an_lws_group(
-    lws_cluster: Cluster, admin: client.ApiClient, ns: str, tmp_path: Path
+    cluster: Cluster, admin: client.ApiClient, ns: str, tmp_path: Path
 ) -> None:
     kube, custom = Kube(admin), client.CustomObjectsApi(admin)
-    op = lws_cluster.operator("operator-lws", ns, 1, tmp_path)
+    op = cluster.operator("operator-lws", ns, 1, tmp_path)
     try:
         custom.create_namespaced_custom_object(GROUP, VERSION, ns, PLURAL, _example(ns))
 

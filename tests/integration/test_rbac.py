@@ -18,7 +18,7 @@ from kubernetes import client, config
 from kubernetes.client.exceptions import ApiException
 
 from tests.helpers import ROOT, manifest
-from tests.integration.conftest import CRD_FILE, GROUP, PLURAL, VERSION
+from tests.integration.conftest import CRD_FILE, GROUP, LWS_CRD, PLURAL, VERSION
 from tests.unit.test_lws import LAYOUTS, _pinned
 from tokenscale.kube.client import Kube
 from tokenscale.playground.cluster import Cluster
@@ -26,7 +26,7 @@ from tokenscale.playground.processes import Process, wait_for
 from tokenscale.render import render_bundle
 
 pytestmark = pytest.mark.integration
-LWS_CRD = ROOT / "tests" / "fixtures" / "crds" / "leaderworkersets.x-k8s.io.k8s120.yaml"
+
 SA_NAMESPACE, SA_NAME = "tokenscale-system", "ts-tokenscale"
 SA_TOKEN = "tokenscale-operator-sa-token"  # a throwaway credential for the test cluster
 SA_USER = f"system:serviceaccount:{SA_NAMESPACE}:{SA_NAME}"

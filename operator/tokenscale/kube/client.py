@@ -13,6 +13,7 @@ from kubernetes.client.exceptions import ApiException
 from tokenscale.api.crd import PLURAL
 from tokenscale.api.inference_service import API_GROUP, API_VERSION
 from tokenscale.kube import keda, lws, scale
+from tokenscale.kube.custom import or_none as _or_none
 from tokenscale.render.keda import KIND as SCALED_OBJECT
 
 FIELD_MANAGER = "tokenscale"
@@ -35,16 +36,6 @@ def retry_on_conflict(fn: Callable[[], T], attempts: int = 5, backoff_s: float =
             log.info("409 conflict, retrying (%d/%d)", attempt, attempts)
             time.sleep(backoff_s * attempt)
     raise AssertionError("unreachable")  # pragma: no cover
-
-
-def _or_none(read: Callable[[], dict[str, Any]]) -> dict[str, Any] | None:
-    """The object, or None when it does not exist (404); other errors propagate."""
-    try:
-        return read()
-    except ApiException as exc:
-        if exc.status == 404:
-            return None
-        raise
 
 
 class Kube:
@@ -129,11 +120,11 @@ class Kube:
 
     # -- LeaderWorkerSets (kube/lws.py) -----------------------------------------------------
     def read_leader_worker_set(self, namespace: str, name: str) -> dict[str, Any] | None:
-        return lws.read(self._raw, namespace, name)
+        return lws.RESOURCE.read(self._raw, namespace, name)
 
     # -- KEDA ScaledObjects (kube/keda.py) --------------------------------------------------
     def read_scaled_object(self, namespace: str, name: str) -> dict[str, Any] | None:
-        return keda.read(self._raw, namespace, name)
+        return keda.RESOURCE.read(self._raw, namespace, name)
 
     # -- any workload's /scale (spec.workloadRef, kube/scale.py) -----------------------------
     def scalable(self, api_version: str, kind: str) -> scale.Resource | None:
@@ -157,7 +148,7 @@ class Kube:
         scale.write_replicas(self._raw, where, namespace, name, n)
 
     def delete_scaled_object(self, namespace: str, name: str) -> None:
-        keda.delete(self._raw, namespace, name)
+        keda.RESOURCE.delete(self._raw, namespace, name)
 
     def hand_over_replicas(self, workload: dict[str, Any], replicas: int) -> dict[str, Any]:
         """Server-side apply of ``spec.replicas`` alone as field manager
@@ -172,7 +163,7 @@ class Kube:
             "spec": {"replicas": replicas},
         }
         if workload["kind"] == lws.KIND:
-            path = lws.path(meta["namespace"], meta["name"])
+            path = lws.RESOURCE.path(meta["namespace"], meta["name"])
         else:
             path = f"/apis/apps/v1/namespaces/{meta['namespace']}/deployments/{meta['name']}"
         return self._raw("PATCH", path, body, APPLY, query=[("fieldManager", HANDOVER_MANAGER)])
@@ -188,15 +179,15 @@ class Kube:
         )
 
     def delete_leader_worker_set(self, namespace: str, name: str) -> None:
-        lws.delete(self._raw, namespace, name)
+        lws.RESOURCE.delete(self._raw, namespace, name)
 
     def apply(self, obj: dict[str, Any]) -> dict[str, Any]:
         """Server-side apply as field manager ``tokenscale`` (force: we own these fields)."""
         kind, ns, name = obj["kind"], obj["metadata"]["namespace"], obj["metadata"]["name"]
         if kind == lws.KIND:
-            return lws.apply(self._raw, obj, FIELD_MANAGER, APPLY)
+            return lws.RESOURCE.apply(self._raw, obj, FIELD_MANAGER, APPLY)
         if kind == SCALED_OBJECT:
-            return keda.apply(self._raw, obj, FIELD_MANAGER, APPLY)
+            return keda.RESOURCE.apply(self._raw, obj, FIELD_MANAGER, APPLY)
         kwargs: dict[str, Any] = {
             "field_manager": FIELD_MANAGER,
             "force": True,

@@ -10,7 +10,7 @@ from typing import Any
 
 from kubernetes.client.exceptions import ApiException
 
-from tokenscale.kube.lws import Raw
+from tokenscale.kube.custom import Raw
 
 MERGE_PATCH = "application/merge-patch+json"
 
