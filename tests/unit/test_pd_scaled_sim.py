@@ -1,0 +1,36 @@
+"""The simulator runs the operator's per-role policy (``Stepper.step_roles``) on a
+disaggregated fleet: a step in long-prompt traffic grows each pool on its own signals, inside
+the ratio band, and every request is served."""
+
+import itertools
+
+from tests.unit.test_disaggregated_sim import LONG
+from tokenscale.planning import plan_service
+from tokenscale.scaling.roles import band, pools
+from tokenscale.simulation.disaggregated import engines
+from tokenscale.simulation.disaggregated_scaling import replay_scaled
+from tokenscale.simulation.workloads import LONG_PROMPT, step
+
+
+def test_a_step_in_long_prompts_grows_each_pool_on_its_own_signals() -> None:
+    plan = plan_service(LONG)
+    d, prefill, decode = pools(plan)
+    trace = step(5.0, LONG_PROMPT, factor=4.0, before_s=120, hold_s=300, after_s=120, seed=1)
+    run = replay_scaled(LONG, plan, engines(LONG, plan), trace)
+    assert run.served == run.requests  # nothing lost between the pools
+    counts = [(c.prefill, c.decode) for c in run.decisions]
+    assert max(p for p, _ in counts) > prefill.replicas
+    assert max(n for _, n in counts) > decode.replicas
+    limits = band(d.ratio)
+    assert limits is not None
+    for c in run.decisions:
+        assert limits[0] - 1e-9 <= c.prefill / c.decode <= limits[1] + 1e-9, c
+    moves = list(itertools.pairwise(counts))
+    # each role moved at some decision where the other held: their own signals, not one count
+    assert any(b[0] != a[0] and b[1] == a[1] for a, b in moves), counts
+    assert any(b[1] != a[1] and b[0] == a[0] for a, b in moves), counts
+    reasons = " ".join(c.prefill_reason for c in run.decisions)
+    assert "prefill" in reasons or "waiting_per_replica" in reasons or "prompt_load" in reasons
+    assert any("tpot_p99_s" in c.decode_reason or "kv_usage" in c.decode_reason
+               for c in run.decisions)  # fmt: skip
+    assert run.meets_slo
