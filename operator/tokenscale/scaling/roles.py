@@ -49,6 +49,7 @@ from pydantic import BaseModel, ConfigDict
 
 from tokenscale.api.inference_service import InferenceServiceSpec
 from tokenscale.planning.result import Disaggregation, Plan, RolePool
+from tokenscale.scaling.buckets import reads_low
 from tokenscale.scaling.cause import Cause
 from tokenscale.scaling.decision import Decision, Signal
 from tokenscale.scaling.forecast import outlook, update
@@ -65,6 +66,8 @@ is raised: wide enough that each role follows its own signals through an ordinar
 prompt or answer length, narrow enough that neither pool idles behind the other."""
 PROMPT_LOAD_HIGH = 1.0
 """``prompt_load`` at the plan's operating point (the prefill pool's planned utilisation)."""
+BUCKETS_OF = {"prefill_ttft_p99_s": "ttft_p99_s"}
+"""Which histogram's buckets a role's latency signal is read from."""
 ROLE_LOAD_SIGNALS = ("waiting_per_replica", "prompt_load", "kv_usage", "running_per_replica")
 
 
@@ -112,6 +115,11 @@ def _signal(
             reason=f"{name}: idle (no requests in the window)" if empty else f"{name}: no data",
         )
     level = "high" if value >= high else ("low" if value < low else "normal")
+    honest = ""
+    if latency and level == "normal":
+        # a bucketed quantile is a range (scaling/buckets.py): low when its bucket may be
+        is_low, honest = reads_low(BUCKETS_OF.get(name, name), value, low, high)
+        level = "low" if is_low else level
     rec = n
     if level == "high":
         cap = MAX_LATENCY_RATIO if latency else MAX_LOAD_RATIO
@@ -124,7 +132,7 @@ def _signal(
         low=low,
         level=level,
         replicas=rec,
-        reason=why or f"{name} {value:.3g} (high {high:.3g})",
+        reason=why or f"{name} {value:.3g}{honest} (high {high:.3g})",
     )
 
 
