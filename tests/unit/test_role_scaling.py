@@ -272,3 +272,15 @@ def test_every_decision_is_within_bounds_and_at_most_one_step_up(
             assert dec.replicas <= was + s.policy.max_scale_up_step
         assert step.states[role].decided_replicas == dec.replicas
         assert step.states[role].observed_at_s == 1000.0
+
+
+def test_a_bucketed_tpot_reads_low_when_its_bucket_may_be() -> None:
+    """TPOT P99 0.022 s interpolated in vLLM's (0.01, 0.025] bucket, SLO 0.03 (low mark
+    0.021): the true P99 may be low and cannot breach, so decode may scale down."""
+    tpot = next(
+        s
+        for s in role_signals("decode", _snap(0.0, 4, 10.0, tpot_p99_s=0.022), SPEC, PLAN)
+        if s.name == "tpot_p99_s"
+    )
+    assert tpot.level == "low"
+    assert "bucket (0.01, 0.025]" in tpot.reason

@@ -476,7 +476,9 @@ def reconcile(
             outcome.desired[(kind, child)] = obj
         release = kind in WORKLOAD_KINDS and not actuator.writes_replicas and not handed_over(live)
         if release:  # KEDA writes the replicas from now on: hand the field over first
-            live = _hand_over(kube, obj, live, decision.replicas, emit, outcome)
+            role = role_of(obj) if roles is not None else None
+            count = decision.replicas if roles is None or role is None else roles.counts[role]
+            live = _hand_over(kube, obj, live, count, emit, outcome)
         owned = managed_by(live, FIELD_MANAGER)
         diff = differences(desired, live, owned=owned) if live is not None else ["(missing)"]
         diff = diff or selector_drift(obj, live, owned)
