@@ -9,7 +9,7 @@ from tokenscale.planning import plan_service
 from tokenscale.scaling.roles import band, pools
 from tokenscale.simulation.disaggregated import engines
 from tokenscale.simulation.disaggregated_scaling import replay_scaled
-from tokenscale.simulation.workloads import LONG_PROMPT, step
+from tokenscale.simulation.workloads import LONG_PROMPT, steady, step
 
 
 def test_a_step_in_long_prompts_grows_each_pool_on_its_own_signals() -> None:
@@ -34,3 +34,16 @@ def test_a_step_in_long_prompts_grows_each_pool_on_its_own_signals() -> None:
     assert any("tpot_p99_s" in c.decode_reason or "kv_usage" in c.decode_reason
                for c in run.decisions)  # fmt: skip
     assert run.meets_slo
+
+
+def test_each_role_calibrates_against_its_own_timing_model() -> None:
+    """Engines as modelled read ~1 on both roles; engines 30 % slower (every step ÷ 0.7) read
+    below 0.85 on both, from each pool's own series (decode: TPOT mean; prefill: TTFT less
+    queue on the prefill engines)."""
+    plan = plan_service(LONG)
+    trace = steady(300.0, 10.0, LONG_PROMPT, seed=2)
+    for mismatch, lo, hi in ((1.0, 0.85, 1.15), (0.7, 0.5, 0.85)):
+        run = replay_scaled(LONG, plan, engines(LONG, plan, mismatch), trace)
+        last = run.decisions[-1]
+        assert lo <= last.prefill_calibration <= hi, (mismatch, last)
+        assert lo <= last.decode_calibration <= hi, (mismatch, last)

@@ -21,10 +21,11 @@ role (×2 cap for load, ×1.2 for latency: ``scaling/signals.py``'s rule).
 **The model's need per role**: the role's arrival rate (requests reaching their first token on
 that pool), smoothed and projected one lead time ahead (``scaling/forecast.py``, the pods'
 measured lead time), over the role's per-replica rate from the plan rescaled to the observed
-lengths (prefill: planned ÷ observed mean prompt; decode: planned ÷ observed mean output), with
-``spec.scaling.redundancy``. Decode also needs ``ceil(running ÷ planned batch)``. Each role
-then goes through the same policy as one pool (``scaling/policy.py``: fast up, careful down,
-hold) with its own memory (one :class:`ScalingState` per role).
+lengths (prefill: planned ÷ observed mean prompt; decode: planned ÷ observed mean output) and
+× the role's calibration (``scaling/role_calibration.py``), with ``spec.scaling.redundancy``.
+Decode also needs ``ceil(running ÷ planned batch)``. Each role then goes through the same
+policy as one pool (``scaling/policy.py``: fast up, careful down, hold) with its own memory
+(one :class:`ScalingState` per role).
 
 **Coordination** (:func:`coordinate`; ``RATIO_SLACK`` = 2):
 
@@ -54,6 +55,7 @@ from tokenscale.scaling.cause import Cause
 from tokenscale.scaling.decision import Decision, Signal
 from tokenscale.scaling.forecast import outlook, update
 from tokenscale.scaling.policy import bounded, transition
+from tokenscale.scaling.role_calibration import role_calibration
 from tokenscale.scaling.signals import MAX_LATENCY_RATIO, MAX_LOAD_RATIO, PEAK_HALF_LIFE_WINDOWS
 from tokenscale.scaling.snapshot import Snapshot
 from tokenscale.scaling.state import ScalingState
@@ -193,10 +195,15 @@ def role_signals(role: str, snap: Snapshot, spec: InferenceServiceSpec, plan: Pl
 
 
 def role_rate_per_replica(
-    role: str, snap: Snapshot, spec: InferenceServiceSpec, plan: Plan
+    role: str,
+    snap: Snapshot,
+    spec: InferenceServiceSpec,
+    plan: Plan,
+    calibration: float = 1.0,
 ) -> float:
     """A replica's requests/s for ``role``: the plan's, rescaled to the observed mean prompt
-    (prefill) or answer (decode) where the snapshot has one."""
+    (prefill) or answer (decode) where the snapshot has one, × the role's calibration
+    (``scaling/role_calibration.py``)."""
     _, prefill, decode = pools(plan)
     if role == "prefill":
         planned, observed = spec.workload.input_tokens.mean, snap.mean_input_tokens
@@ -205,8 +212,8 @@ def role_rate_per_replica(
         planned, observed = spec.workload.output_tokens.mean, snap.mean_output_tokens
         rate = decode.rps_per_replica
     if observed is None or observed <= 0:
-        return rate
-    return rate * planned / observed
+        return rate * calibration
+    return rate * planned / observed * calibration
 
 
 def _with_redundancy(need: float, spec: InferenceServiceSpec) -> int:
@@ -301,7 +308,12 @@ def decide_role(
         )
     assert snap is not None
     sigs = role_signals(role, snap, spec, plan)
-    per_replica = role_rate_per_replica(role, snap, spec, plan)
+    # the role's engines against its own timing model: one factor per role, in its own memory
+    fresh = state.peak_at_s is None
+    key = "prefill_calibration" if role == "prefill" else "calibration"
+    start = 1.0 if fresh else float(getattr(state, key))
+    factor = role_calibration(role, spec, plan, snap, start, max(0.0, interval_s))
+    per_replica = role_rate_per_replica(role, snap, spec, plan, factor)
     binding = f"{role} throughput"
     need = 0.0
     rate = state.rate
@@ -327,6 +339,7 @@ def decide_role(
             "peak_load": peak,
             "peak_at_s": now,
             "rate": rate,
+            key: factor,
             **step.memory,
             "decided_replicas": step.replicas,
         }
@@ -339,6 +352,8 @@ def decide_role(
         why=step.why,
         signals=sigs,
         model_replicas=model,
+        calibration=factor if role == "decode" else 1.0,
+        prefill_calibration=factor if role == "prefill" else 1.0,
         metrics_available=True,
         metrics_reason="ok",
         outlook=look,
@@ -424,10 +439,11 @@ def decide_roles(
         d_why = f"ratio band: ≥ {p_now} prefill ÷ {hi:.2f}"
     decode_snap = snaps.get("decode")
     rate_d = (
-        role_rate_per_replica("decode", decode_snap, spec, plan)
+        role_rate_per_replica("decode", decode_snap, spec, plan, states["decode"].calibration)
         if decode_snap is not None
         else decode_pool.rps_per_replica
     )
+
     flow = flow_floor(snaps.get("prefill"), rate_d)
     if flow > d_floor:
         d_floor, d_why = flow, f"prefill output: {flow} decode replicas carry it"

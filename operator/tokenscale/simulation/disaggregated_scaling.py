@@ -44,6 +44,8 @@ class RoleCounts:
     prefill_reason: str
     decode_reason: str
     coordination: str
+    prefill_calibration: float = 1.0
+    decode_calibration: float = 1.0
 
 
 @dataclass(frozen=True)
@@ -140,6 +142,8 @@ def replay_scaled(
                 step.decision.prefill.reason,
                 step.decision.decode.reason,
                 step.decision.coordination,
+                step.decision.prefill.prefill_calibration,
+                step.decision.decode.calibration,
             )
         )
 
