@@ -50,7 +50,7 @@ from pydantic import BaseModel, ConfigDict
 
 from tokenscale.api.inference_service import InferenceServiceSpec
 from tokenscale.planning.result import Disaggregation, Plan, RolePool
-from tokenscale.scaling.buckets import reads_low
+from tokenscale.scaling.buckets import BOUNDS, bucket_range, reads_low
 from tokenscale.scaling.cause import Cause
 from tokenscale.scaling.decision import Decision, Signal
 from tokenscale.scaling.forecast import outlook, update
@@ -118,10 +118,16 @@ def _signal(
         )
     level = "high" if value >= high else ("low" if value < low else "normal")
     honest = ""
+    bounds = BOUNDS.get(BUCKETS_OF.get(name, name))
     if latency and level == "normal":
         # a bucketed quantile is a range (scaling/buckets.py): low when its bucket may be
         is_low, honest = reads_low(BUCKETS_OF.get(name, name), value, low, high)
         level = "low" if is_low else level
+    elif latency and level == "high" and bounds is not None:
+        # high only when the whole bucket is over the SLO: one straddling it says nothing
+        lower, upper = bucket_range(value, bounds)
+        if lower < high:
+            level, honest = "normal", f" (bucket ({lower:g}, {upper:g}] straddles {high:.3g})"
     rec = n
     if level == "high":
         cap = MAX_LATENCY_RATIO if latency else MAX_LOAD_RATIO
