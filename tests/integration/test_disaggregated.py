@@ -2,7 +2,7 @@
 both roles' workloads, the Service and the PDBs are accepted, read back without drift, and
 garbage-collected with their InferenceService.
 
-The operator is not running here (per-role scaling and status are not built): the tests apply
+The operator is not running here (``test_pd_scaling.py`` runs it): the tests apply
 ``render_bundle``'s objects themselves, as the reconciler applies ``bundle.objects``.
 """
 

@@ -23,6 +23,7 @@ def test_every_cause_has_words() -> None:
         Cause.MODEL_NEED,
         Cause.SCALE_DOWN,
         Cause.BOUNDS,
+        Cause.RATIO,  # a prefill/decode role raised by the ratio band
     }
 
 

@@ -149,6 +149,12 @@ def test_cli_architectures(tmp_path: Any) -> None:
     data = json.loads(result.output)
     assert data["aggregated"]["meets_slo"]
     assert data["agree"] is True
+    scaled = data["scaled_disaggregated"]  # the two pools, scaled by the per-role policy
+    assert scaled["served"] == scaled["requests"] == len(trace.requests)
+    assert scaled["decisions"] >= 1
+    table = CliRunner().invoke(app, args)
+    assert table.exit_code == 0, table.output
+    assert "scaled per role" in table.output
 
 
 def test_role_engines_have_their_pools_kv() -> None:

@@ -114,6 +114,8 @@ def _columns() -> list[dict[str, Any]]:
         col("TP", "integer", ".status.tensorParallelSize", "GPUs per replica"),
         col("Ready", "integer", ".status.readyReplicas", "Ready replicas"),
         col("Desired", "integer", ".status.replicas", "Desired replicas"),
+        col("Prefill", "integer", ".status.roles.prefill.replicas", "Prefill replicas (P/D)"),
+        col("Decode", "integer", ".status.roles.decode.replicas", "Decode replicas (P/D)"),
         col("Binding", "string", ".status.plan.bindingConstraint", "Binding constraint"),
         col(
             "TTFT-P99",

@@ -236,6 +236,34 @@ class VariantStatus(ApiModel):
     reason: str | None = Field(default=None, description="Why it is exhausted, with numbers.")
 
 
+class RoleStatus(ApiModel):
+    """One pool of a prefill/decode service: its count, its decision and its memory."""
+
+    replicas: int = Field(description="Decided replicas of this role (its workload's count).")
+    planned_replicas: int = Field(description="The forecast plan's count for this role.")
+    ready_replicas: int = Field(default=0, description="Ready pods (groups) of this role.")
+    decision: DecisionStatus | None = Field(
+        default=None, description="This role's last decision and why (its own signals)."
+    )
+    scaling: ScalingState | None = Field(
+        default=None,
+        description="This role's engine memory; its decided count is ``replicas`` above.",
+    )
+
+
+class RolesStatus(ApiModel):
+    """Prefill/decode disaggregation: each role scaled on its own signals, and the ratio rule
+    between them (``scaling/roles.py``)."""
+
+    prefill: RoleStatus = Field(description="The prefill pool.")
+    decode: RoleStatus = Field(description="The decode pool.")
+    ratio: float = Field(description="Decided prefill ÷ decode replicas.")
+    planned_ratio: float | None = Field(default=None, description="The plan's prefill ÷ decode.")
+    coordination: str = Field(
+        default="", description="What the ratio rule did this decision, in numbers."
+    )
+
+
 class InferenceServiceStatus(ApiModel):
     """Observed state, written whole by the operator on every change (a part that no longer
     applies is absent: ``live`` without fresh metrics, ``decision`` for an infeasible spec).
@@ -254,6 +282,11 @@ class InferenceServiceStatus(ApiModel):
     conditions: list[Condition] = Field(default_factory=list, description="Conditions.")
     variants: list[VariantStatus] = Field(
         default_factory=list, description="spec.hardware.variants: each variant's replicas."
+    )
+    roles: RolesStatus | None = Field(
+        default=None,
+        description="spec.serving.disaggregation: each role's replicas, decision and memory "
+        "(``replicas`` is then prefill + decode).",
     )
     plan: PlanSummary | None = Field(default=None, description="The current plan.")
     last_scale_time: str | None = Field(default=None, description="When replicas last changed.")

@@ -278,12 +278,16 @@ def simulate_command(
             print_mixed(runs, output == TableOrJson.json, title)
             return
         if architectures:
-            from tokenscale.cli.simulate_pd import print_comparison  # noqa: PLC0415
+            from tokenscale.cli.simulate_pd import print_comparison, scaled_pools  # noqa: PLC0415
             from tokenscale.simulation.disaggregated import compare  # noqa: PLC0415
 
             found = compare(isvc.spec, scaled, mismatch, isvc.metadata.name)
+            per_role = scaled_pools(
+                isvc.spec, scaled, mismatch, isvc.metadata.name, cold_start, scrape_interval,
+                interval,
+            )  # fmt: skip
             title = f"{isvc.metadata.name}: {trace.name}, {len(scaled.requests):,} requests"
-            print_comparison(Console(width=180), found, title, output == TableOrJson.json)
+            print_comparison(Console(width=180), found, title, output == TableOrJson.json, per_role)
             return
         names: list[PolicyName] = (
             list(POLICIES) if policy == PolicyChoice.all else [cast("PolicyName", policy.value)]

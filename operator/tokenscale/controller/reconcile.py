@@ -45,6 +45,15 @@ from tokenscale.controller.ownership import (
 from tokenscale.controller.plans import PLANS
 from tokenscale.controller.quota import quota_bound
 from tokenscale.controller.readiness import production_ready_condition
+from tokenscale.controller.roles import (
+    RolesMade,
+    decide_roles_for,
+    is_disaggregated,
+    observed_roles,
+    read_roles,
+    role_events,
+    role_of,
+)
 from tokenscale.controller.status import (
     Observed,
     condition,
@@ -96,6 +105,7 @@ from tokenscale.render.labels import CONFIG_HASH_ANNOTATION
 from tokenscale.scaling import Decision, ScalingState, Snapshot, decide_plan_only
 from tokenscale.scaling.cause import Cause
 from tokenscale.scaling.memory import limited, trusted
+from tokenscale.scaling.quota import QuotaBound
 from tokenscale.scaling.schedule import scheduled_spec, widest_spec
 from tokenscale.scaling.stepper import Observation, Stepper
 
@@ -390,10 +400,27 @@ def reconcile(
     live_replicas = None if was is None else was.replicas
     if found is not None and found.replicas is not None:
         live_replicas = found.replicas  # what /scale says
-    made = _decide(service, plan, status, metrics, lead_time, live_replicas)
+    roles: RolesMade | None = None
+    role_lives: dict[str, dict[str, Any] | None] = {}
+    if is_disaggregated(plan):  # each role on its own signals (controller/roles.py)
+        role_lives = read_roles(kube, ns, name, plan)
+        live_by_role = {
+            role: None if seen is None else seen.replicas
+            for role, seen in observed_roles(role_lives, plan).items()
+        }
+        roles = decide_roles_for(service, plan, status, metrics, lead_time, live_by_role)
+        made = _Decided(
+            roles.combined, None, None, roles.decided, roles.problems, roles.on_observation
+        )
+    else:
+        made = _decide(service, plan, status, metrics, lead_time, live_replicas)
     decision = made.decision
     marks = stock_marks(kube, ns, name, status, now) if plan.mix is not None else {}
-    bound = quota_bound(kube, ns, name, service.spec, plan, decision.replicas, room_of(marks))
+    bound = (
+        QuotaBound(decision.replicas, roles.counts, None)  # GPU quotas: not per role yet
+        if roles is not None
+        else quota_bound(kube, ns, name, service.spec, plan, decision.replicas, room_of(marks))
+    )
     bundle = render_bundle(
         name, ns, service.spec, plan, bound.replicas, Owner(name, uid), bound.counts
     )
@@ -432,6 +459,8 @@ def reconcile(
         workload_now
         if obj["kind"] == workload_kind
         and obj["metadata"]["name"] == (ref.name if ref is not None else child_name(name))
+        else role_lives[role_of(obj) or ""]
+        if roles is not None and obj["kind"] in WORKLOAD_KINDS and role_of(obj) is not None
         else _read_live(kube, ns, obj)
         for obj in objects
     ]
@@ -447,7 +476,9 @@ def reconcile(
             outcome.desired[(kind, child)] = obj
         release = kind in WORKLOAD_KINDS and not actuator.writes_replicas and not handed_over(live)
         if release:  # KEDA writes the replicas from now on: hand the field over first
-            live = _hand_over(kube, obj, live, decision.replicas, emit, outcome)
+            role = role_of(obj) if roles is not None else None
+            count = decision.replicas if roles is None or role is None else roles.counts[role]
+            live = _hand_over(kube, obj, live, count, emit, outcome)
         owned = managed_by(live, FIELD_MANAGER)
         diff = differences(desired, live, owned=owned) if live is not None else ["(missing)"]
         diff = diff or selector_drift(obj, live, owned)
@@ -469,12 +500,19 @@ def reconcile(
             outcome.applied.append(kind)
             # the hand-over mark is bookkeeping of this reconcile, not a change to announce
             shown = [d for d in diff if not d.endswith(REPLICAS_WRITER)]
-            if shown:
+            if shown and roles is not None and role_of(obj) is not None:
+                for said in role_events(kind, obj, live, shown, roles, actuator.writes_replicas):
+                    emit(*said)
+                    outcome.events.append(said)
+            elif shown:
                 _announce(kind, obj, live, shown, decision, emit, outcome, actuator)
             live = applied
         if kind in WORKLOAD_KINDS:
             live_workload = {**(live or {}), "kind": kind}
             live_variants.append(live)
+            role = role_of(obj) if roles is not None else None
+            if role is not None:
+                role_lives[role] = live
             replaced = remove_stale(kube, ns, child, kind, owner=name, uid=uid)
             if replaced is not None:
                 message = (
@@ -488,12 +526,15 @@ def reconcile(
         was = _scale_through(kube, ns, ref.name, found, wanted, actuator, metrics, emit, outcome)
     # advisory, or a referenced workload: the workload as found (and scaled)
     observed = observe_workload(live_workload) if objects and found is None else was
-    if plan.mix is not None and objects:
+    if (plan.mix is not None or roles is not None) and objects:
+        # the roles or variants as one; the one-pool Deployment (spec changed) goes
         observed = observe_variants(live_variants)
         remove_single_workload(kube, ns, name)
     outcome.observed = observed
     outcome.ready_replicas = observed.ready_replicas if observed else 0
     moved = live_replicas is not None and live_replicas != decision.replicas
+    if roles is not None:
+        moved = any(n is not None and n != roles.counts[role] for role, n in live_by_role.items())
     scaled = actuator.writes_replicas and moved
     summary = plan_summary(
         plan, service.spec.slo.ttft_p99_seconds, service.spec.slo.tpot_p99_seconds
@@ -549,6 +590,7 @@ def reconcile(
             *([matches_condition(previous, found, bundle, service, now, gen)] if found else []),
         ],
         variants=variant_statuses(plan, bound.counts, marks),
+        roles=None if roles is None else roles.status(observed_roles(role_lives, plan), plan),
         last_scale_time=now if scaled else (status.last_scale_time or now),
         scaling=made.state,  # its decidedReplicas is the top-level one (excluded here)
         live=now_live,

@@ -184,7 +184,7 @@ class PrometheusSource:
             )
             value, _ = judged("running", series.value)
             if key is not None and pod and value is not None:
-                out[key][pod] = value
+                out[key[:2]][pod] = value
         return dict(out)
 
 
@@ -192,9 +192,30 @@ def _timeout(name: str, timeout_s: float) -> QueryError:
     return QueryError(name, QueryErrorKind.TIMEOUT, f"{name}: timed out after {timeout_s:g} s")
 
 
-def _key(metric: dict[str, str], cfg: QueryConfig) -> ServiceKey | None:
+_GroupKey = tuple[str, str, str]
+"""(namespace, InferenceService, role): the role is "" for a one-pool service's series."""
+
+
+def _key(metric: dict[str, str], cfg: QueryConfig) -> _GroupKey | None:
     ns, svc = metric.get(cfg.namespace_label), metric.get(cfg.service_label)
-    return (ns, svc) if ns and svc else None
+    return (ns, svc, metric.get(cfg.role_label, "")) if ns and svc else None
+
+
+def _by_service(groups: dict[_GroupKey, Snapshot]) -> dict[ServiceKey, Snapshot]:
+    """One snapshot per service: a one-pool service's group as it is; a prefill/decode
+    service's role groups in ``roles``, its top-level fields the decode pool's (the pool its
+    Service selects), else the first role's."""
+    out: dict[ServiceKey, Snapshot] = {}
+    roles: dict[ServiceKey, dict[str, Snapshot]] = defaultdict(dict)
+    for (ns, svc, role), snap in groups.items():
+        if role:
+            roles[(ns, svc)][role] = snap
+        else:
+            out[(ns, svc)] = snap
+    for key, by_role in roles.items():
+        base = out.get(key) or by_role.get("decode") or by_role[sorted(by_role)[0]]
+        out[key] = base.model_copy(update={"roles": dict(sorted(by_role.items()))})
+    return out
 
 
 def _assemble(
@@ -202,14 +223,14 @@ def _assemble(
 ) -> tuple[dict[ServiceKey, Snapshot], list[QueryError]]:
     """The snapshots, and every sample value that was not finite or not plausible."""
     by_name = {r.name: r for r in results}
-    values: dict[ServiceKey, dict[str, Any]] = defaultdict(dict)
-    problems: dict[ServiceKey, list[str]] = defaultdict(list)
+    values: dict[_GroupKey, dict[str, Any]] = defaultdict(dict)
+    problems: dict[_GroupKey, list[str]] = defaultdict(list)
     implausible: list[QueryError] = []
 
-    def note(key: ServiceKey, target: str, problem: str) -> None:
+    def note(key: _GroupKey, target: str, problem: str) -> None:
         problems[key].append(f"{target}: {problem}")
         if not problem.startswith("NaN"):  # an empty window is routine, not an error
-            where = f"{key[0]}/{key[1]} {target}"
+            where = f"{key[0]}/{key[1]}{'/' + key[2] if key[2] else ''} {target}"
             implausible.append(QueryError(target, QueryErrorKind.VALUE, f"{where}: {problem}"))
 
     for name, target in FIELDS.items():
@@ -222,7 +243,7 @@ def _assemble(
                 note(key, target, problem)
             else:
                 values[key][target] = value
-    counts: dict[ServiceKey, int] = {}
+    counts: dict[_GroupKey, int] = {}
     for series in by_name["replicas"].series or []:
         key = _key(series.labels, cfg)
         if key is None:
@@ -232,7 +253,7 @@ def _assemble(
             note(key, "replicas_reporting", problem)
         elif value is not None:
             counts[key] = int(value)
-    ages: dict[ServiceKey, float] = {}
+    ages: dict[_GroupKey, float] = {}
     for series in by_name["newest_sample"].series or []:
         key = _key(series.labels, cfg)
         value, _ = sample_value(series.value)
@@ -241,7 +262,7 @@ def _assemble(
     blocks = _kv_blocks(
         by_name["cache_info"].series or [], by_name["kv_per_instance"].series or [], cfg, note
     )
-    out: dict[ServiceKey, Snapshot] = {}
+    out: dict[_GroupKey, Snapshot] = {}
     for key in set(counts) | set(values) | set(problems):
         fields = dict(values.get(key, {}))
         for name, target in FIELDS.items():
@@ -260,7 +281,7 @@ def _assemble(
             problems=problems[key],
             **fields,
         )
-    return out, implausible
+    return _by_service(out), implausible
 
 
 def _kv_blocks(
@@ -268,11 +289,11 @@ def _kv_blocks(
     usage: list[Sample],
     cfg: QueryConfig,
     note: Any,
-) -> dict[ServiceKey, tuple[float | None, float | None]]:
+) -> dict[_GroupKey, tuple[float | None, float | None]]:
     """Blocks per instance from ``vllm:cache_config_info{num_gpu_blocks=…}`` (max over engines),
     free = blocks × (1 − that instance's KV usage); summed per service. A ``num_gpu_blocks``
     that is not a finite count in range (``"Inf"``, ``"1e400"``, negative) is noted, not used."""
-    per_instance: dict[tuple[ServiceKey, str], float] = {}
+    per_instance: dict[tuple[_GroupKey, str], float] = {}
     for series in info:
         key = _key(series.labels, cfg)
         raw = series.labels.get("num_gpu_blocks")
@@ -286,13 +307,13 @@ def _kv_blocks(
             continue
         where = (key, series.labels.get(cfg.instance_label, ""))
         per_instance[where] = max(per_instance.get(where, 0.0), blocks)
-    used: dict[tuple[ServiceKey, str], float] = {}
+    used: dict[tuple[_GroupKey, str], float] = {}
     for series in usage:
         key = _key(series.labels, cfg)
         value, _ = judged("kv_usage_max", series.value)
         if key is not None and value is not None:
             used[(key, series.labels.get(cfg.instance_label, ""))] = value
-    out: dict[ServiceKey, tuple[float | None, float | None]] = {}
+    out: dict[_GroupKey, tuple[float | None, float | None]] = {}
     for (key, inst), blocks in per_instance.items():
         total, free = out.get(key, (0.0, 0.0))
         usage_i = used.get((key, inst))

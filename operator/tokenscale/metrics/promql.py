@@ -1,11 +1,14 @@
 """Every PromQL query the operator runs, in one place (vLLM 0.33 names; legacy fallbacks).
 
-Queries are fleet-wide and grouped ``by (<namespace label>, <service label>)`` so one
-evaluation cycle costs the same ~20 queries for 1 or 1,000 InferenceServices. Gauges are read
-with ``last_over_time(…[gauge window])`` (a missed scrape is not a gap); rates and quantiles
-over the rate window. Renamed metrics fall back with ``or``: ``vllm:gpu_cache_usage_perc``
-(before 0.12) and ``vllm:time_per_output_token_seconds`` (before 0.13). Quantiles follow vLLM's
-own dashboard: ``histogram_quantile(q, sum by (le) (rate(…_bucket[w])))``. The metric names
+Queries are fleet-wide and grouped ``by (<namespace label>, <service label>, <role label>)``
+so one evaluation cycle costs the same ~20 queries for 1 or 1,000 InferenceServices. The role
+label (``role``, which the PodMonitor copies from the pod label ``llm-d.ai/role``) is absent on
+a one-pool service's series (one group) and splits a prefill/decode service in two groups.
+Gauges are read with ``last_over_time(…[gauge window])`` (a missed scrape is not a gap); rates
+and quantiles over the rate window. Renamed metrics fall back with ``or``:
+``vllm:gpu_cache_usage_perc`` (before 0.12) and ``vllm:time_per_output_token_seconds`` (before
+0.13). Quantiles follow vLLM's own dashboard:
+``histogram_quantile(q, sum by (le) (rate(…_bucket[w])))``. The metric names
 come from ``catalog/vllm_metrics.py``.
 """
 
@@ -20,6 +23,7 @@ class QueryConfig:
     service_label: str = "inferenceservice"
     instance_label: str = "instance"
     pod_label: str = "pod"
+    role_label: str = "role"
     gauge_window: str = "1m"
     rate_window: str = "2m"
 
@@ -33,7 +37,7 @@ def selector(cfg: QueryConfig, namespaces: list[str] | None) -> str:
 
 def queries(cfg: QueryConfig, namespaces: list[str] | None) -> dict[str, str]:
     s = selector(cfg, namespaces)
-    g = f"{cfg.namespace_label}, {cfg.service_label}"
+    g = f"{cfg.namespace_label}, {cfg.service_label}, {cfg.role_label}"
     gw, rw = cfg.gauge_window, cfg.rate_window
 
     def gauge(metric: str, agg: str = "sum") -> str:

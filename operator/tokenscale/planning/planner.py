@@ -982,9 +982,10 @@ def with_disaggregation(r: Resolved, c: Conditions, agg: Plan) -> Plan:
     if enabled:
         physical = pair.feasible
         scaling_note = (
-            "disaggregated: each pool is rendered at its planned count (prefill "
-            f"{p.replicas}, decode {d.replicas}); per-role scaling is not built, so the "
-            "operator does not resize the pools with the load"
+            "disaggregated: each pool starts at its planned count (prefill "
+            f"{p.replicas}, decode {d.replicas}); with live metrics the operator scales each "
+            "role on its own signals and keeps prefill ÷ decode within ×/÷ 2 of the plan's "
+            "ratio; GPU quotas are not checked per role"
         )
         update |= {
             "warnings": [*agg.warnings, scaling_note],

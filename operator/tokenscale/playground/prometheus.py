@@ -83,15 +83,23 @@ class PrometheusServer:
             self.process = None
 
     def add_target(
-        self, target: str, namespace: str | None, service: str | None, pod: str | None = None
+        self,
+        target: str,
+        namespace: str | None,
+        service: str | None,
+        pod: str | None = None,
+        role: str | None = None,
     ) -> None:
-        """A vLLM pod (with the labels the operator queries by), or, with None, a plain target
+        """A vLLM pod (with the labels the operator queries by; ``role``: a prefill/decode
+        pod's ``llm-d.ai/role``, as the PodMonitor copies it), or, with None, a plain target
         (the operator itself, whose series carry their own namespace/inferenceservice labels)."""
         labels = (
             {"namespace": namespace, "inferenceservice": service} if namespace and service else {}
         )
         if pod:
             labels["pod"] = pod
+        if role:
+            labels["role"] = role
         self.targets[target] = labels
         self._write_targets()
 

@@ -68,14 +68,16 @@ def render_bundle(
     """Deployment (or LeaderWorkerSet when a replica spans nodes), Service and PDB for
     ``replicas`` replicas of ``plan``; for a mix plan one Deployment per variant
     (``render/variants.py``; ``counts``: replicas per variant instead of the split of
-    ``replicas``)."""
+    ``replicas``); for a disaggregated plan one workload per role (``counts``: replicas per
+    role, ``prefill``/``decode``; a role not named runs the plan's count)."""
     if plan.mix is not None:
         return _render_variants(name, namespace, spec, plan, replicas, owner, counts)
     d = plan.disaggregation
     if d is not None and d.enabled and d.prefill is not None and d.decode is not None:
-        counts = {"prefill": d.prefill.replicas, "decode": d.decode.replicas}
+        planned = {"prefill": d.prefill.replicas, "decode": d.decode.replicas}
+        roles = {role: (counts or {}).get(role, n) for role, n in planned.items()}
         leaders = d.decode.nodes_per_replica > 1
-        return _render_disaggregated(name, namespace, spec, plan, counts, leaders, owner)
+        return _render_disaggregated(name, namespace, spec, plan, roles, leaders, owner)
     template = pod_template(name, spec, plan, resolve_gpu(spec))
     if plan.nodes_per_replica > 1:
         templates = lws_templates(template, plan)

@@ -35,11 +35,19 @@ class Cause(StrEnum):
     """Signals within their watermarks: hold."""
     BOUNDS = "Bounds"
     """The spec's ``minReplicas``/``maxReplicas`` changed: the stored count re-bounded."""
+    RATIO = "Ratio"
+    """Prefill/decode: raised to keep the pools' ratio in its band (``scaling/roles.py``)."""
 
     @property
     def moves(self) -> bool:
         """A cause that can change the count (the others hold it)."""
-        return self in (Cause.PRESSURE, Cause.MODEL_NEED, Cause.SCALE_DOWN, Cause.BOUNDS)
+        return self in (
+            Cause.PRESSURE,
+            Cause.MODEL_NEED,
+            Cause.SCALE_DOWN,
+            Cause.BOUNDS,
+            Cause.RATIO,
+        )
 
     @property
     def words(self) -> str:
@@ -60,4 +68,5 @@ _WORDS = {
     Cause.LOW_NOT_SUSTAINED: "holding, low not yet for the whole window",
     Cause.STEADY: "holding, signals within watermarks",
     Cause.BOUNDS: "re-bounded to the spec's minReplicas/maxReplicas",
+    Cause.RATIO: "raised to keep the prefill:decode ratio in its band",
 }

@@ -55,6 +55,11 @@ class Snapshot(BaseModel):
     )
     newest_sample_age_s: float | None = Field(default=None, description="Staleness.")
     problems: list[str] = Field(default_factory=list, description="Why a value is missing.")
+    roles: dict[str, "Snapshot"] = Field(
+        default_factory=dict,
+        description="A prefill/decode service: each role's own snapshot (``prefill``, "
+        "``decode``); the top-level fields are then the decode pool's.",
+    )
 
     @property
     def core_signals_present(self) -> bool:

@@ -14,6 +14,10 @@
 - ``spec.scaling.schedule``: the engine and the re-bounding see the bounds in force at
   ``now_s`` (``scaling/schedule.py``), so a window opening or closing between two observations
   re-bounds the stored count at once.
+- A prefill/decode service (:meth:`Stepper.step_roles`): the same rules with one memory per
+  role (``scaling/roles.py``); the observation carries each role's snapshot
+  (``Snapshot.roles``) and its time is the decode memory's ``observed_at_s`` (both roles are
+  decided on every observation, together).
 """
 
 from dataclasses import dataclass
@@ -25,6 +29,7 @@ from tokenscale.scaling.decision import Decision
 from tokenscale.scaling.engine import EngineInput, decide
 from tokenscale.scaling.forecast import MAX_GAP_S
 from tokenscale.scaling.policy import bounded
+from tokenscale.scaling.roles import ROLES, RolesDecision, decide_roles
 from tokenscale.scaling.schedule import open_window, scheduled_spec
 from tokenscale.scaling.snapshot import Snapshot
 from tokenscale.scaling.state import ScalingState
@@ -50,6 +55,16 @@ class Step:
     state: ScalingState
     engine_ran: bool = False
     """True when the engine decided on the observation (False: stored or re-bounded)."""
+
+
+@dataclass(frozen=True)
+class RolesStep:
+    """:meth:`Stepper.step_roles`'s answer: ``decision`` None: the observation was decided on
+    and the spec allows both stored counts (the caller keeps what it stored)."""
+
+    decision: RolesDecision | None
+    states: dict[str, ScalingState]
+    engine_ran: bool = False
 
 
 @dataclass(frozen=True)
@@ -142,3 +157,61 @@ class Stepper:
                 state=state.model_copy(update={"decided_replicas": to}),
             )
         return None
+
+    def step_roles(
+        self,
+        states: dict[str, ScalingState],
+        observation: Observation | None,
+        now_s: float,
+        lead_time_s: float | None = None,
+        stored: bool = True,
+    ) -> RolesStep:
+        """Both roles of a prefill/decode service on ``observation`` if it is new (or
+        ``stored`` is False); else each stored count re-bounded to today's spec (a role whose
+        count the spec still allows keeps its stored decision: ``decision`` None when both
+        do)."""
+        spec = scheduled_spec(self.spec, now_s)
+        clock = states["decode"]
+        if not self.is_new(clock, observation) and stored:
+            rebounded = {role: self._rebounded(states[role], spec, now_s) for role in ROLES}
+            if all(d is None for d in rebounded.values()):
+                return RolesStep(None, dict(states))
+            kept = {
+                role: d
+                if d is not None
+                else Decision(
+                    replicas=states[role].decided_replicas or 0,
+                    source="hold",
+                    reason="stored decision",
+                    cause=Cause.STEADY,
+                    why="stored decision",
+                    state=states[role],
+                )
+                for role, d in rebounded.items()
+            }
+            return RolesStep(
+                RolesDecision(
+                    prefill=kept["prefill"],
+                    decode=kept["decode"],
+                    ratio_planned=None,
+                    coordination="re-bounded to the spec",
+                ),
+                {role: d.state for role, d in kept.items()},
+            )
+        snapshot = None if observation is None else observation.snapshot
+        interval = self.interval_s if observation is None else self.elapsed_s(clock, observation)
+        snaps = {role: None if snapshot is None else snapshot.roles.get(role) for role in ROLES}
+        d = decide_roles(
+            spec, self.forecast, snaps, states, now_s, interval, lead_time_s, self.stale_after_s
+        )
+        at = clock.observed_at_s if observation is None else observation.at_s
+        after = {
+            role: d.of(role).state.model_copy(
+                update={"observed_at_s": at, "lead_time_s": lead_time_s}
+            )
+            for role in ROLES
+        }
+        d = d.model_copy(
+            update={role: d.of(role).model_copy(update={"state": after[role]}) for role in ROLES}
+        )
+        return RolesStep(d, after, engine_ran=True)

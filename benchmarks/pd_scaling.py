@@ -1,0 +1,124 @@
+"""Per-role scaling of a prefill/decode fleet in the simulator, against static fleets.
+
+Llama-3.1-8B on H100 SXM, long prompts (8,000 mean / 16,000 P99 in, 200 / 400 out), TTFT P99
+3 s, TPOT P99 20 ms, ``disaggregation: auto`` (planned for 20 RPS). The trace is a step:
+``--base`` RPS for 120 s, ×4 for ``--hold`` seconds, then ``--after`` seconds back at base
+(Poisson, seeded). Three fleets replay it:
+
+- **scaled**: starts at the plan's counts, each role scaled by the operator's per-role policy
+  (``Stepper.step_roles``, ``simulation/disaggregated_scaling.py``; 120 s cold start, 15 s
+  decisions and scrapes);
+- **static plan**: the plan's counts throughout;
+- **static smallest**: the smallest static pair meeting the SLO on this trace
+  (``fewest_disaggregated``).
+
+GPU-hours count the whole replay (the scaled fleet's starting and draining replicas included).
+Figures are reported, not asserted (``tests/unit/test_pd_scaled_sim.py`` asserts the policy's
+behaviour).
+
+    python benchmarks/pd_scaling.py [--base 5] [--hold 300] [--after 600] [--json]
+"""
+
+import argparse
+import json
+import sys
+import time
+from typing import Any
+
+from tokenscale.api.inference_service import InferenceService
+from tokenscale.planning import plan_service
+from tokenscale.scaling.roles import pools
+from tokenscale.simulation.capacity import meets_slo
+from tokenscale.simulation.disaggregated import engines, fewest_disaggregated, replay_disaggregated
+from tokenscale.simulation.disaggregated_scaling import replay_scaled
+from tokenscale.simulation.trace import percentile
+from tokenscale.simulation.workloads import LONG_PROMPT, step
+
+
+def spec() -> InferenceService:
+    m = LONG_PROMPT
+    return InferenceService.model_validate(
+        {
+            "metadata": {"name": "pd"},
+            "spec": {
+                "model": {"name": "meta-llama/Llama-3.1-8B-Instruct"},
+                "hardware": {"gpu": "H100-SXM-80GB"},
+                "workload": {
+                    "rps": {"mean": 20},
+                    "inputTokens": {"mean": m.input_mean, "p99": m.input_p99},
+                    "outputTokens": {"mean": m.output_mean, "p99": m.output_p99},
+                },
+                "slo": {"ttftP99Seconds": 3.0, "tpotP99Seconds": 0.02},
+                "serving": {"disaggregation": "auto"},
+            },
+        }
+    )
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--base", type=float, default=5.0, help="RPS before and after the step")
+    parser.add_argument("--hold", type=float, default=300.0, help="seconds at 4 × base")
+    parser.add_argument("--after", type=float, default=600.0, help="seconds back at base")
+    parser.add_argument("--json", action="store_true")
+    args = parser.parse_args()
+    started = time.monotonic()
+    svc = spec()
+    plan = plan_service(svc.spec, "pd")
+    _, prefill, decode = pools(plan)
+    e = engines(svc.spec, plan)
+    trace = step(args.base, LONG_PROMPT, 4.0, 120.0, args.hold, args.after, seed=1)
+    span_h = (trace.requests[-1].arrival_s if trace.requests else 0.0) / 3600.0
+    rows: list[dict[str, Any]] = []
+    run = replay_scaled(svc.spec, plan, e, trace)
+    peak = max(((c.prefill, c.decode) for c in run.decisions), default=(0, 0), key=sum)
+    rows.append(
+        {
+            "fleet": "scaled",
+            "prefill": f"{prefill.replicas}→{peak[0]} peak",
+            "decode": f"{decode.replicas}→{peak[1]} peak",
+            "gpu_hours": round(run.gpu_hours, 3),
+            "ttft_p99_s": round(run.ttft_p99_s, 3),
+            "tpot_p99_s": round(run.tpot_p99_s, 4),
+            "meets_slo": run.meets_slo,
+        }
+    )
+    static = [(prefill.replicas, decode.replicas, "static plan")]
+    smallest = fewest_disaggregated(e, trace, svc.spec.slo, prefill.replicas, decode.replicas)
+    if smallest is not None:
+        static.append((smallest.prefill_replicas, smallest.decode_replicas, "static smallest"))
+    for p, d, name in static:
+        rec = replay_disaggregated(e.prefill, e.decode, p, d, e.transfer_s, trace)
+        outs = rec.outcomes
+        rows.append(
+            {
+                "fleet": name,
+                "prefill": str(p),
+                "decode": str(d),
+                # a static fleet holds its GPUs for the trace's span
+                "gpu_hours": round((p * e.prefill_gpus + d * e.decode_gpus) * span_h, 3),
+                "ttft_p99_s": round(percentile([o.ttft_s for o in outs], 0.99), 3),
+                "tpot_p99_s": round(
+                    percentile([o.tpot_s for o in outs if o.output_tokens > 1], 0.99), 4
+                ),
+                "meets_slo": meets_slo(rec, svc.spec.slo),
+            }
+        )
+    took = time.monotonic() - started
+    if args.json:
+        json.dump({"requests": len(trace.requests), "rows": rows, "seconds": took}, sys.stdout)
+        print()
+        return
+    print(f"{len(trace.requests)} requests, {args.base:g} → {4 * args.base:g} RPS step")
+    print("| fleet | prefill | decode | GPU-hours | TTFT P99 s | TPOT P99 s | SLO met |")
+    print("|---|---|---|---|---|---|---|")
+    for r in rows:
+        print(
+            f"| {r['fleet']} | {r['prefill']} | {r['decode']} | {r['gpu_hours']} | "
+            f"{r['ttft_p99_s']} | {r['tpot_p99_s']} | {'yes' if r['meets_slo'] else 'no'} |"
+        )
+    print(f"({took:.0f} s)")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,501 @@
+"""PURE: scaling a disaggregated service's two pools, each on its own signals, and the rule
+that keeps their ratio useful.
+
+**Prefill** (prompts in, KV out; ``vllm serve`` with ``max_tokens=1`` per request):
+
+- ``prefill_ttft_p99_s``: the prefill pool's TTFT P99 (queue + prefill, as vLLM measures it on
+  the prefill engine; no transfer) against the TTFT SLO **minus the planned P99 KV transfer**
+  (the part of the TTFT budget the prefill pool has);
+- ``waiting_per_replica``: prompts waiting at the prefill pool, per reporting engine;
+- ``prompt_load``: prompt tokens/s over the pool's planned capacity (``rps_per_replica`` ×
+  planned mean prompt, per reporting engine), high at 1 (the plan's operating utilisation).
+
+**Decode** (transferred prompts in, tokens out):
+
+- ``tpot_p99_s`` against the TPOT SLO; ``kv_usage`` (max over engines) against the KV
+  watermarks; ``running_per_replica`` against the plan's decode batch (``operating_point``).
+
+Each high signal asks for ``max(n + 1, ceil(n × min(value / high, cap)))`` replicas of its
+role (×2 cap for load, ×1.2 for latency: ``scaling/signals.py``'s rule).
+
+**The model's need per role**: the role's arrival rate (requests reaching their first token on
+that pool), smoothed and projected one lead time ahead (``scaling/forecast.py``, the pods'
+measured lead time), over the role's per-replica rate from the plan rescaled to the observed
+lengths (prefill: planned ÷ observed mean prompt; decode: planned ÷ observed mean output) and
+× the role's calibration (``scaling/role_calibration.py``), with ``spec.scaling.redundancy``.
+Decode also needs ``ceil(running ÷ planned batch)``. Each role then goes through the same
+policy as one pool (``scaling/policy.py``: fast up, careful down, hold) with its own memory
+(one :class:`ScalingState` per role).
+
+**Coordination** (:func:`coordinate`; ``RATIO_SLACK`` = 2):
+
+1. *Flow*: the decode model never needs fewer replicas than carry the prefill pool's output
+   (prompts finished at the prefill pool per second ÷ a decode replica's rate): a decode
+   scale-down never leaves prefilled prompts nowhere to go.
+2. *Band*: with ``r`` the plan's prefill ÷ decode ratio, each role's model is floored by the
+   other's count so that ``r / 2 ≤ prefill ÷ decode ≤ r × 2``; after both transitions the
+   lagging role is raised at once (cause ``Ratio``) until the band holds. The rule only
+   raises: it never lowers a role below what its own signals decided, so a role that cannot
+   scale (at ``maxReplicas``) leaves the ratio outside the band, and the decision says so.
+
+Pinned (``spec.scaling.replicas``): each role runs the pin. Blind (a role's snapshot missing,
+its core signals missing or stale): that role holds ``max(last decision, planned count)``,
+never down.
+"""
+
+import math
+from collections.abc import Mapping
+
+from pydantic import BaseModel, ConfigDict
+
+from tokenscale.api.inference_service import InferenceServiceSpec
+from tokenscale.planning.result import Disaggregation, Plan, RolePool
+from tokenscale.scaling.buckets import BOUNDS, bucket_range, reads_low
+from tokenscale.scaling.cause import Cause
+from tokenscale.scaling.decision import Decision, Signal
+from tokenscale.scaling.forecast import outlook, update
+from tokenscale.scaling.policy import bounded, transition
+from tokenscale.scaling.role_calibration import role_calibration
+from tokenscale.scaling.signals import MAX_LATENCY_RATIO, MAX_LOAD_RATIO, PEAK_HALF_LIFE_WINDOWS
+from tokenscale.scaling.snapshot import Snapshot
+from tokenscale.scaling.state import ScalingState
+from tokenscale.scaling.traffic import idle_floor, is_idle
+
+ROLES = ("prefill", "decode")
+RATIO_SLACK = 2.0
+"""How far (×/÷) the prefill ÷ decode ratio may move from the plan's before the lagging role
+is raised: wide enough that each role follows its own signals through an ordinary change of
+prompt or answer length, narrow enough that neither pool idles behind the other."""
+PROMPT_LOAD_HIGH = 1.0
+"""``prompt_load`` at the plan's operating point (the prefill pool's planned utilisation)."""
+BUCKETS_OF = {"prefill_ttft_p99_s": "ttft_p99_s"}
+"""Which histogram's buckets a role's latency signal is read from."""
+ROLE_LOAD_SIGNALS = ("waiting_per_replica", "prompt_load", "kv_usage", "running_per_replica")
+
+
+class RolesDecision(BaseModel):
+    """One decision per role, and what the coordination rule did."""
+
+    model_config = ConfigDict(frozen=True)
+
+    prefill: Decision
+    decode: Decision
+    ratio_planned: float | None
+    coordination: str
+    """What the rule did, in numbers (``"within band"`` when it did nothing)."""
+
+    def of(self, role: str) -> Decision:
+        return self.prefill if role == "prefill" else self.decode
+
+
+def pools(plan: Plan) -> tuple[Disaggregation, RolePool, RolePool]:
+    """The plan's disaggregation and its two pools (``ValueError`` for a one-pool plan)."""
+    d = plan.disaggregation
+    if d is None or not d.enabled or d.prefill is None or d.decode is None:
+        raise ValueError(f"plan {plan.name!r} is not disaggregated")
+    return d, d.prefill, d.decode
+
+
+def _signal(
+    name: str,
+    value: float | None,
+    high: float,
+    low: float,
+    n: int,
+    latency: bool,
+    idle: bool,
+) -> Signal:
+    if value is None:
+        empty = latency and idle
+        return Signal(
+            name=name,
+            value=None,
+            high=high,
+            low=low,
+            level="low" if empty else "missing",
+            replicas=n,
+            reason=f"{name}: idle (no requests in the window)" if empty else f"{name}: no data",
+        )
+    level = "high" if value >= high else ("low" if value < low else "normal")
+    honest = ""
+    bounds = BOUNDS.get(BUCKETS_OF.get(name, name))
+    if latency and level == "normal":
+        # a bucketed quantile is a range (scaling/buckets.py): low when its bucket may be
+        is_low, honest = reads_low(BUCKETS_OF.get(name, name), value, low, high)
+        level = "low" if is_low else level
+    elif latency and level == "high" and bounds is not None:
+        # high only when the whole bucket is over the SLO: one straddling it says nothing
+        lower, upper = bucket_range(value, bounds)
+        if lower < high:
+            level, honest = "normal", f" (bucket ({lower:g}, {upper:g}] straddles {high:.3g})"
+    rec = n
+    if level == "high":
+        cap = MAX_LATENCY_RATIO if latency else MAX_LOAD_RATIO
+        rec = max(n + 1, math.ceil(n * min(value / high, cap) - 1e-9))
+    why = f"{name} {value:.3g} ≥ {high:.3g} on {n} reporting" if level == "high" else ""
+    return Signal(
+        name=name,
+        value=value,
+        high=high,
+        low=low,
+        level=level,
+        replicas=rec,
+        reason=why or f"{name} {value:.3g}{honest} (high {high:.3g})",
+    )
+
+
+def role_signals(role: str, snap: Snapshot, spec: InferenceServiceSpec, plan: Plan) -> list[Signal]:
+    """The role's pressure signals (see the module docstring)."""
+    d, prefill, decode = pools(plan)
+    policy = spec.scaling.policy
+    n = max(snap.replicas_reporting, 1)
+    idle = is_idle(snap)
+    low_ratio = policy.latency_low_ratio
+    waiting = None if snap.waiting is None else snap.waiting / n
+    out: list[Signal] = []
+    if role == "prefill":
+        slo = spec.slo.ttft_p99_seconds
+        transfer = d.kv_transfer_s or 0.0
+        if slo is not None and slo > transfer:
+            budget = slo - transfer
+            out.append(
+                _signal(
+                    "prefill_ttft_p99_s", snap.ttft_p99_s, budget, budget * low_ratio, n, True, idle
+                )
+            )
+        out.append(
+            _signal(
+                "waiting_per_replica",
+                waiting,
+                policy.waiting_per_replica_high,
+                policy.waiting_per_replica_low,
+                n,
+                False,
+                idle,
+            )
+        )
+        capacity = prefill.rps_per_replica * spec.workload.input_tokens.mean * n
+        load = None if snap.prompt_tps is None or capacity <= 0 else snap.prompt_tps / capacity
+        low = PROMPT_LOAD_HIGH * policy.kv_low_watermark / policy.kv_high_watermark
+        out.append(_signal("prompt_load", load, PROMPT_LOAD_HIGH, low, n, False, idle))
+        return out
+    slo = spec.slo.tpot_p99_seconds
+    if slo is not None:
+        out.append(_signal("tpot_p99_s", snap.tpot_p99_s, slo, slo * low_ratio, n, True, idle))
+    out.append(
+        _signal(
+            "kv_usage",
+            snap.kv_usage_max,
+            policy.kv_high_watermark,
+            policy.kv_low_watermark,
+            n,
+            False,
+            idle,
+        )
+    )
+    batch = max(decode.operating_point, 1.0)
+    running = None if snap.running is None else snap.running / n
+    low = batch * policy.kv_low_watermark / policy.kv_high_watermark
+    out.append(_signal("running_per_replica", running, batch, low, n, False, idle))
+    return out
+
+
+def role_rate_per_replica(
+    role: str,
+    snap: Snapshot,
+    spec: InferenceServiceSpec,
+    plan: Plan,
+    calibration: float = 1.0,
+) -> float:
+    """A replica's requests/s for ``role``: the plan's, rescaled to the observed mean prompt
+    (prefill) or answer (decode) where the snapshot has one, × the role's calibration
+    (``scaling/role_calibration.py``)."""
+    _, prefill, decode = pools(plan)
+    if role == "prefill":
+        planned, observed = spec.workload.input_tokens.mean, snap.mean_input_tokens
+        rate = prefill.rps_per_replica
+    else:
+        planned, observed = spec.workload.output_tokens.mean, snap.mean_output_tokens
+        rate = decode.rps_per_replica
+    if observed is None or observed <= 0:
+        return rate * calibration
+    return rate * planned / observed * calibration
+
+
+def _with_redundancy(need: float, spec: InferenceServiceSpec) -> int:
+    r = spec.scaling.redundancy
+    return math.ceil(need * r.factor - 1e-9) + r.spare_replicas
+
+
+def _peak(
+    state: ScalingState, sigs: list[Signal], reporting: int, now: float, spec: InferenceServiceSpec
+) -> float:
+    """``max(decayed previous peak, max(value / high) × replicas reporting)`` over the role's
+    load signals (``scaling/signals.py``'s ``peak_load``)."""
+    ratios = [
+        min(s.value / s.high, MAX_LOAD_RATIO)
+        for s in sigs
+        if s.value is not None and s.name in ROLE_LOAD_SIGNALS
+    ]
+    now_load = float(max(ratios, default=0.0)) * max(reporting, 1)
+    if state.peak_at_s is None:
+        return now_load
+    window = spec.scaling.policy.scale_down_stabilization_seconds
+    half_life = max(60.0, PEAK_HALF_LIFE_WINDOWS * window)
+    faded = state.peak_load * math.pow(0.5, max(0.0, now - state.peak_at_s) / half_life)
+    return max(now_load, faded)
+
+
+def blindness(snap: Snapshot | None, now: float, stale_after_s: float) -> str | None:
+    """Why a role's snapshot cannot be decided on (None: it can)."""
+    if snap is None:
+        return "no metrics for this role"
+    if not snap.core_signals_present:
+        why = "; ".join(snap.problems[:3]) or "no vLLM series for this role"
+        return f"core signals missing: {why}"
+    if snap.newest_sample_age_s is not None and snap.newest_sample_age_s > stale_after_s:
+        return f"samples are {snap.newest_sample_age_s:.0f} s old (> {stale_after_s:.0f} s)"
+    if now - snap.at > stale_after_s:
+        return f"snapshot taken {now - snap.at:.0f} s ago"
+    return None
+
+
+def decide_role(
+    role: str,
+    spec: InferenceServiceSpec,
+    plan: Plan,
+    snap: Snapshot | None,
+    state: ScalingState,
+    now: float,
+    interval_s: float,
+    lead_time_s: float | None,
+    stale_after_s: float,
+    floor: int = 0,
+    floor_why: str = "",
+) -> Decision:
+    """One role's decision on its own snapshot; ``floor``: the count coordination asks the
+    role's model for at least (``floor_why`` says why)."""
+    _, prefill, decode = pools(plan)
+    pool = prefill if role == "prefill" else decode
+    planned = pool.replicas
+    current = bounded(
+        state.decided_replicas if state.decided_replicas is not None else planned, spec
+    )
+    pin = spec.scaling.replicas
+    if pin is not None:
+        why = f"pinned by spec.scaling.replicas={pin}"
+        return Decision(
+            replicas=pin,
+            source="pin",
+            reason=why,
+            cause=Cause.PINNED,
+            why=why,
+            metrics_available=snap is not None,
+            state=state.model_copy(update={"decided_replicas": pin}),
+        )
+    blind = blindness(snap, now, stale_after_s)
+    if blind is not None:
+        held = bounded(max(current, planned), spec)
+        why = (
+            f"{role} metrics unavailable ({blind}): holding {held} (last decision {current}, "
+            f"planned {planned}); never scaling down blind"
+        )
+        return Decision(
+            replicas=held,
+            source="hold",
+            reason=why,
+            cause=Cause.BLIND,
+            why=why,
+            metrics_available=False,
+            metrics_reason=blind,
+            state=state.model_copy(
+                update={"decided_replicas": held, "low_since_s": None, "pressure_since_s": None}
+            ),
+        )
+    assert snap is not None
+    sigs = role_signals(role, snap, spec, plan)
+    # the role's engines against its own timing model: one factor per role, in its own memory
+    fresh = state.peak_at_s is None
+    key = "prefill_calibration" if role == "prefill" else "calibration"
+    start = 1.0 if fresh else float(getattr(state, key))
+    factor = role_calibration(role, spec, plan, snap, start, max(0.0, interval_s))
+    per_replica = role_rate_per_replica(role, snap, spec, plan, factor)
+    binding = f"{role} throughput"
+    need = 0.0
+    rate = state.rate
+    look = None
+    arrival = snap.arrival_rps
+    if arrival is not None:
+        rate = update(state.rate, arrival, now)
+        look = outlook(rate, arrival, lead_time_s, max(0.0, interval_s), per_replica)
+        need = look.expected_rps * look.burst_headroom / per_replica if per_replica > 0 else 0.0
+    if role == "decode" and snap.running is not None:
+        concurrency = snap.running / max(decode.operating_point, 1.0)
+        if concurrency > need:
+            need, binding = concurrency, "decode concurrency"
+    model = bounded(_with_redundancy(need, spec), spec)
+    if is_idle(snap):
+        model = idle_floor(spec)
+    if floor > model:
+        model, binding = bounded(floor, spec), floor_why
+    peak = _peak(state, sigs, snap.replicas_reporting, now, spec)
+    step = transition(spec, state, current, model, binding, sigs, peak, now)
+    new_state = state.model_copy(
+        update={
+            "peak_load": peak,
+            "peak_at_s": now,
+            "rate": rate,
+            key: factor,
+            **step.memory,
+            "decided_replicas": step.replicas,
+        }
+    )
+    return Decision(
+        replicas=step.replicas,
+        source="metrics",
+        reason=step.reason(current),
+        cause=step.cause,
+        why=step.why,
+        signals=sigs,
+        model_replicas=model,
+        calibration=factor if role == "decode" else 1.0,
+        prefill_calibration=factor if role == "prefill" else 1.0,
+        metrics_available=True,
+        metrics_reason="ok",
+        outlook=look,
+        state=new_state,
+    )
+
+
+def band(ratio: float | None) -> tuple[float, float] | None:
+    """The prefill ÷ decode ratios the coordination keeps (None: the plan has no ratio)."""
+    if ratio is None or ratio <= 0:
+        return None
+    return ratio / RATIO_SLACK, ratio * RATIO_SLACK
+
+
+def flow_floor(prefill_snap: Snapshot | None, decode_rate_per_replica: float) -> int:
+    """Decode replicas that carry the prefill pool's output: prompts finished there per second
+    ÷ a decode replica's requests per second (0 when unknown)."""
+    if prefill_snap is None or decode_rate_per_replica <= 0:
+        return 0
+    out = prefill_snap.request_rate_rps
+    if out is None or out <= 0:
+        return 0
+    return math.ceil(out / decode_rate_per_replica - 1e-9)
+
+
+def coordinate(
+    prefill: int, decode: int, ratio: float | None, spec: InferenceServiceSpec
+) -> tuple[int, int, str]:
+    """Raise the lagging role until ``prefill ÷ decode`` is inside :func:`band` or the raised
+    role reaches ``maxReplicas``; never lowers either. ``(prefill, decode, what it did)``."""
+    limits = band(ratio)
+    if limits is None:
+        return prefill, decode, "no planned ratio"
+    lo, hi = limits
+    p, d = prefill, decode
+    for _ in range(8):  # monotone and bounded: a few rounds reach the fixed point
+        want_d = bounded(max(d, math.ceil(p / hi - 1e-9)), spec)
+        want_p = bounded(max(p, math.ceil(lo * want_d - 1e-9)), spec)
+        if (want_p, want_d) == (p, d):
+            break
+        p, d = want_p, want_d
+    parts = []
+    if d > decode:
+        parts.append(f"decode raised {decode}→{d}")
+    if p > prefill:
+        parts.append(f"prefill raised {prefill}→{p}")
+    inside = lo - 1e-9 <= p / max(d, 1) <= hi + 1e-9
+    where = f"prefill ÷ decode {p}/{d} = {p / max(d, 1):.2f}, band [{lo:.2f}, {hi:.2f}]"
+    if parts:
+        tail = "" if inside else " (still outside: at maxReplicas)"
+        return p, d, f"{', '.join(parts)} to keep {where}{tail}"
+    if not inside:
+        return p, d, f"{where}: outside, at maxReplicas"
+    return p, d, f"within band: {where}"
+
+
+def decide_roles(
+    spec: InferenceServiceSpec,
+    plan: Plan,
+    snaps: Mapping[str, Snapshot | None],
+    states: Mapping[str, ScalingState],
+    now: float,
+    interval_s: float,
+    lead_time_s: float | None,
+    stale_after_s: float = 120.0,
+) -> RolesDecision:
+    """Both roles' decisions on their own snapshots, then the coordination rule."""
+    d, prefill_pool, decode_pool = pools(plan)
+    limits = band(d.ratio)
+    planned = {"prefill": prefill_pool, "decode": decode_pool}
+    counts: dict[str, int] = {}
+    for role in ROLES:
+        held = states[role].decided_replicas
+        counts[role] = held if held is not None else planned[role].replicas
+    p_now, d_now = counts["prefill"], counts["decode"]
+    p_floor = d_floor = 0
+    p_why = d_why = ""
+    if limits is not None:
+        lo, hi = limits
+        p_floor = math.ceil(lo * d_now - 1e-9)
+        p_why = f"ratio band: ≥ {lo:.2f} × {d_now} decode"
+        d_floor = math.ceil(p_now / hi - 1e-9)
+        d_why = f"ratio band: ≥ {p_now} prefill ÷ {hi:.2f}"
+    decode_snap = snaps.get("decode")
+    rate_d = (
+        role_rate_per_replica("decode", decode_snap, spec, plan, states["decode"].calibration)
+        if decode_snap is not None
+        else decode_pool.rps_per_replica
+    )
+
+    flow = flow_floor(snaps.get("prefill"), rate_d)
+    if flow > d_floor:
+        d_floor, d_why = flow, f"prefill output: {flow} decode replicas carry it"
+    one = {
+        role: decide_role(
+            role,
+            spec,
+            plan,
+            snaps.get(role),
+            states[role],
+            now,
+            interval_s,
+            lead_time_s,
+            stale_after_s,
+            p_floor if role == "prefill" else d_floor,
+            p_why if role == "prefill" else d_why,
+        )
+        for role in ROLES
+    }
+    pinned = spec.scaling.replicas is not None
+    if pinned:
+        return RolesDecision(
+            prefill=one["prefill"],
+            decode=one["decode"],
+            ratio_planned=d.ratio,
+            coordination="pinned: both roles run spec.scaling.replicas",
+        )
+    p, dd, said = coordinate(one["prefill"].replicas, one["decode"].replicas, d.ratio, spec)
+    out = {}
+    for role, to in (("prefill", p), ("decode", dd)):
+        dec = one[role]
+        if to > dec.replicas:
+            was = counts[role]
+            why = f"coordination: {said}"
+            dec = dec.model_copy(
+                update={
+                    "replicas": to,
+                    "cause": Cause.RATIO,
+                    "why": why,
+                    "reason": f"scale up {was}→{to}: {why}" if to > was else f"hold {to}: {why}",
+                    "state": dec.state.model_copy(
+                        update={"decided_replicas": to, "last_scale_s": now, "low_since_s": None}
+                    ),
+                }
+            )
+        out[role] = dec
+    return RolesDecision(
+        prefill=out["prefill"], decode=out["decode"], ratio_planned=d.ratio, coordination=said
+    )
