@@ -10,10 +10,11 @@ from pathlib import Path
 
 import pytest
 import requests
+import yaml
 from kubernetes import client, config
 from kubernetes.client.exceptions import ApiException
 
-from tests.helpers import manifest
+from tests.helpers import PROFILE, manifest
 from tests.integration.conftest import CRD_FILE, GROUP, PLURAL, VERSION, Objects
 from tokenscale.kube.connect import connect
 from tokenscale.kube.throttle import ClientLimits, install
@@ -103,6 +104,57 @@ def test_drift_is_repaired_from_the_watch_without_waiting_for_a_tick(
         reasons = [e.reason for e in objects.events("test")]
         assert "DriftCorrected" in reasons
         assert _counters(port).get("reconciles:tick", 0.0) <= 1.0  # the repairs were events
+    finally:
+        op.stop()
+
+
+def test_an_unwatched_input_is_reread_within_the_bound_and_nothing_else_is(
+    objects: Objects, namespace: str, cluster: Cluster, tmp_path: Path
+) -> None:
+    """A plan-only operator re-reads what it does not watch (a profileRef's ConfigMap) once
+    per ``--unwatched-resync``, not every tick and not never: a ConfigMap edit reaches the
+    plan within that bound, and a service reading nothing unwatched is not reconciled."""
+    bound_s = 4.0
+    op = cluster.operator(
+        "op-unwatched", namespace, 1, tmp_path, "--log-level", "DEBUG",
+        "--unwatched-resync", f"{bound_s:g}",
+    )  # fmt: skip
+    try:
+        objects.core.create_namespaced_config_map(
+            namespace,
+            client.V1ConfigMap(
+                metadata=client.V1ObjectMeta(name="bench"),
+                data={"profile.yaml": yaml.safe_dump(PROFILE)},
+            ),
+        )
+        objects.create(manifest(profileRef={"configMapName": "bench", "key": "profile.yaml"}))
+        objects.create({**manifest(), "metadata": {"name": "plain"}})
+        wait_for(lambda: _ready(objects, ["test", "plain"]), 60, "Deployments and plans")
+        assert objects.get("test")["status"]["plan"]["maxConcurrencyPerReplica"] == 32
+
+        def ticks(name: str) -> int:
+            pattern = f"reconciled {namespace}/{name} (tick)"
+            return op.log_path.read_text().count(pattern)
+
+        time.sleep(3)  # the Deployment controller's first reports
+        before = {n: ticks(n) for n in ("test", "plain")}
+        quiet_s = 3 * bound_s
+        time.sleep(quiet_s)  # 12 ticks of 1 s
+        runs = ticks("test") - before["test"]
+        assert 1 <= runs <= quiet_s / bound_s + 1, (runs, op.tail())
+        assert ticks("plain") == before["plain"], op.tail()
+
+        smaller = {**PROFILE, "kneeConcurrency": 16, "operatingConcurrency": 16}
+        objects.core.patch_namespaced_config_map(
+            "bench", namespace, {"data": {"profile.yaml": yaml.safe_dump(smaller)}}
+        )
+        edited = time.monotonic()
+        wait_for(
+            lambda: objects.get("test")["status"]["plan"]["maxConcurrencyPerReplica"] == 16,
+            bound_s + 10,
+            "the ConfigMap's edit in the plan",
+        )
+        assert time.monotonic() - edited <= bound_s + 3  # the bound, a tick and the write
     finally:
         op.stop()
 

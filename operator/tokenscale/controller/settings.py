@@ -62,6 +62,13 @@ class Settings(BaseModel):
         default=300.0, ge=0, description="Requests per second to the API server (0: no limit)."
     )
     api_burst: int = Field(default=600, ge=1, description="Requests allowed above the QPS.")
+    unwatched_resync_seconds: float = Field(
+        default=60.0,
+        gt=0,
+        description="Longest time a plan-only service whose spec reads an unwatched input (a "
+        "ConfigMap, a workloadRef's workload, a GPU mix's pods and quota) goes without a "
+        "full reconcile.",
+    )
 
     @model_validator(mode="after")
     def _scope(self) -> Self:
