@@ -15,6 +15,7 @@ from tokenscale.api.errors import SpecError
 from tokenscale.api.inference_service import InferenceService
 from tokenscale.controller.plans import PlanMemo
 from tokenscale.controller.resync import FleetMetrics, Reconciler, unwatched_input
+from tokenscale.controller.settings import Settings
 from tokenscale.controller.telemetry import Telemetry
 from tokenscale.kube.cached import KINDS, CachedKube
 from tokenscale.kube.store import WatchStore, slim
@@ -254,3 +255,11 @@ def test_a_gpu_quota_change_wakes_the_plan_only_tick() -> None:
     run.store.put("ResourceQuota", _quota(8, 6, "9"))  # another service took four GPUs
     assert not run.unchanged(("a", "s"))
     assert run.kube.list_resource_quotas("a")[0]["metadata"]["resourceVersion"] == "9"
+
+
+def test_the_unwatched_bound_defaults_to_four_intervals() -> None:
+    assert Settings().unwatched_resync_s == 60.0  # the chart's 15 s interval
+    assert Settings(interval_seconds=2).unwatched_resync_s == 8.0
+    assert Settings(interval_seconds=2, unwatched_resync_seconds=30).unwatched_resync_s == 30.0
+    with pytest.raises(ValueError, match="greater than 0"):
+        Settings(unwatched_resync_seconds=0)

@@ -497,16 +497,16 @@ def run(
         ),
     ] = 600,
     unwatched_resync: Annotated[
-        float,
+        float | None,
         typer.Option(
             "--unwatched-resync",
             envvar="TOKENSCALE_UNWATCHED_RESYNC",
             help="Without --prometheus-url: seconds at most between full reconciles of a "
             "service whose spec reads what the operator does not watch (a profileRef or "
-            "hfConfigRef ConfigMap, a workloadRef's workload, a GPU mix's pods and quota); "
-            "other unchanged services are not reconciled on a tick at all.",
+            "hfConfigRef ConfigMap, a workloadRef's workload, a GPU mix's pods); other "
+            "unchanged services are not reconciled on a tick at all. Default: 4 intervals.",
         ),
-    ] = 60.0,
+    ] = None,
 ) -> None:
     """Run the operator: reconcile InferenceServices into vLLM Deployments."""
     from tokenscale.controller.leader import run_operator  # noqa: PLC0415 - heavy import

@@ -50,7 +50,7 @@ def build_registry(
             kube,
             fleet_metrics(settings, metrics_out),
             metrics_out,
-            unwatched_resync_s=settings.unwatched_resync_seconds,
+            unwatched_resync_s=settings.unwatched_resync_s,
         )
     metrics = run.metrics
 

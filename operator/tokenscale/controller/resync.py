@@ -44,14 +44,15 @@ log = logging.getLogger(__name__)
 RESYNC_CONCURRENCY = 8
 PRIME_WAIT_S = 120.0
 UNWATCHED_RESYNC_S = 60.0
-"""Default of ``--unwatched-resync``: the longest a plan-only operator goes without reading
-the inputs it does not watch (a ConfigMap, a referenced workload, a GPU mix's pods and quota)."""
+"""The longest a plan-only operator goes without reading the inputs it does not watch (a
+ConfigMap, a referenced workload, a GPU mix's pods), unless told (``--unwatched-resync``;
+the operator passes ``Settings.unwatched_resync_s``)."""
 
 
 def unwatched_input(spec: Any) -> str | None:
     """What the spec makes a reconcile read that no watch stream reports (None: nothing):
     the ConfigMap of ``spec.profileRef`` or ``spec.model.hfConfigRef`` (``plans.py``), the
-    workload ``spec.workloadRef`` names, or a GPU mix's pods (stockouts) and ResourceQuotas."""
+    workload ``spec.workloadRef`` names, or a GPU mix's pods (stockouts)."""
     if not isinstance(spec, dict):
         return None
     if reads_config_maps(spec):
@@ -59,7 +60,7 @@ def unwatched_input(spec: Any) -> str | None:
     if spec.get("workloadRef"):
         return "the workload spec.workloadRef names"
     if (spec.get("hardware") or {}).get("variants") is not None:
-        return "a GPU mix's pods and ResourceQuotas"
+        return "a GPU mix's pods"
     return None
 
 
