@@ -1,6 +1,7 @@
 """Operator at scale: apply N InferenceServices at once against a real API server.
 
-Run: ``python benchmarks/operator_load.py [--count 200] [--rounds 1] [--interval 15]``. The
+Run: ``python benchmarks/operator_load.py [--count 200] [--rounds 1] [--interval 15]
+[--profile FILE]``. The
 operator runs at the chart's default interval (15 s) unless ``--interval`` says otherwise, so
 its periodic loop is part of the measurement. Each round starts a fresh namespace and
 operator process and:
@@ -20,6 +21,10 @@ Counts come from the operator's own ``/metrics`` (``tokenscale_api_requests_tota
 requests, Kopf's watches and annotation patches not included; ``tokenscale_reconciles_total``
 by trigger); an operator without those series (an older build) reports reconciles from its
 debug log only and API calls as n/a. One reconcile's p50/p99 come from the debug log.
+Also reported, because the machine these run on is shared: the load average at the start,
+the machine's idle CPU share until ready, and the CPU seconds per create of etcd, the API
+server, the controllers and the operator together (a cost the machine's load does not
+inflate). ``--profile`` records the operator with py-spy until ready (docs/scale-out.md).
 Prints the median over rounds. Targets: ready < 30 s and RSS < 300 MB at 1,000.
 """
 
@@ -142,12 +147,18 @@ def _sum(counters: dict[str, float], prefix: str, but: str = "") -> float:
     return sum(v for k, v in counters.items() if k.startswith(prefix) and k != but)
 
 
+def _py_spy() -> str | None:
+    """The py-spy executable (on PATH or beside this Python), or None."""
+    beside = Path(sys.executable).with_name("py-spy")
+    return shutil.which("py-spy") or (str(beside) if beside.exists() else None)
+
+
 def _profiler(pid: int, out: Path | None) -> subprocess.Popen[bytes] | None:
     """``py-spy record`` of the operator (every thread, idle ones too, collapsed stacks) into
     ``out``; None without ``out``. Stopped with SIGINT, on which py-spy writes the file."""
-    if out is None:
+    spy = _py_spy()
+    if out is None or spy is None:
         return None
-    spy = shutil.which("py-spy") or str(Path(sys.executable).with_name("py-spy"))
     cmd = [spy, "record", "--pid", str(pid), "--rate", "50", "--idle", "--threads"]
     return subprocess.Popen([*cmd, "--format", "raw", "--output", str(out), "--nonblocking"])
 
@@ -344,10 +355,14 @@ def main() -> int:
     parser.add_argument(
         "--profile",
         type=Path,
-        help="Record the operator with py-spy from the first create until all are ready "
-        "(collapsed stacks, per thread, idle included) into this file (round 1 only).",
+        help="Record the operator with py-spy (pip install py-spy) from the first create until "
+        "all are ready (collapsed stacks, per thread, idle included) into this file (round 1 "
+        "only).",
     )
     args = parser.parse_args()
+    if args.profile is not None and _py_spy() is None:
+        print("error: --profile needs py-spy (pip install py-spy)", file=sys.stderr)
+        return 2
     work = Path(tempfile.mkdtemp(prefix="tokenscale-bench-"))
     cluster = Cluster(work / "cluster", crd_files=[CRD])
     (work / "cluster").mkdir()
