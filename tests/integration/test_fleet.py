@@ -57,7 +57,8 @@ def test_a_create_is_one_reconcile_and_an_unchanged_tick_asks_the_api_nothing(
 ) -> None:
     port = free_port()
     op = start_operator(namespace, "--metrics-port", str(port))  # a 2 s interval
-    wait_for(lambda: "ticks" in _counters(port), 60, "the operator's /metrics")
+    wait_for(lambda: _counters(port).get("ticks", 0.0) >= 1, 60, "the operator's first tick")
+    primed = _counters(port)  # the watch cache's LISTs and the PDB API discovery
     names = [f"svc-{i}" for i in range(3)]
     for name in names:
         objects.create({**manifest(), "metadata": {"name": name}})
@@ -68,6 +69,14 @@ def test_a_create_is_one_reconcile_and_an_unchanged_tick_asks_the_api_nothing(
     # the Deployment controller's first report changes what the status says, at most once
     assert settled.get("reconciles:owned", 0.0) <= len(names), settled
     assert objects.deployment("svc-0").spec.replicas >= 1
+    # per create: 3 GETs of names not yet cached, 3 applies, 1 event, 2 status writes (the
+    # second after the Deployment controller's first report); a 409 retry may add two
+    assert settled["requests"] - primed.get("requests", 0.0) <= 10 * len(names), settled
+    created = [
+        e for e in objects.core.list_namespaced_event(namespace).items if e.reason == "Created"
+    ]
+    assert len(created) == len(names)  # one event names the Deployment, Service and PDB
+    assert all("Service" in e.message and "PodDisruptionBudget" in e.message for e in created)
     wait_for(lambda: _counters(port)["ticks"] >= settled["ticks"] + 3, 30, "three more ticks")
     quiet = _counters(port)
     assert quiet["requests"] == settled["requests"], (settled, quiet)
