@@ -1,6 +1,7 @@
 """Operator at scale: apply N InferenceServices at once against a real API server.
 
-Run: ``python benchmarks/operator_load.py [--count 200] [--rounds 1] [--interval 15]``. The
+Run: ``python benchmarks/operator_load.py [--count 200] [--rounds 1] [--interval 15]
+[--profile FILE]``. The
 operator runs at the chart's default interval (15 s) unless ``--interval`` says otherwise, so
 its periodic loop is part of the measurement. Each round starts a fresh namespace and
 operator process and:
@@ -20,13 +21,20 @@ Counts come from the operator's own ``/metrics`` (``tokenscale_api_requests_tota
 requests, Kopf's watches and annotation patches not included; ``tokenscale_reconciles_total``
 by trigger); an operator without those series (an older build) reports reconciles from its
 debug log only and API calls as n/a. One reconcile's p50/p99 come from the debug log.
+Also reported, because the machine these run on is shared: the load average at the start,
+the machine's idle CPU share until ready, and the CPU seconds per create of etcd, the API
+server, the controllers and the operator together (a cost the machine's load does not
+inflate). ``--profile`` records the operator with py-spy until ready (docs/scale-out.md).
 Prints the median over rounds. Targets: ready < 30 s and RSS < 300 MB at 1,000.
 """
 
 import argparse
 import os
 import re
+import shutil
+import signal
 import statistics
+import subprocess
 import sys
 import tempfile
 import time
@@ -85,6 +93,18 @@ def _cpu_s(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
+def _cpu_times() -> tuple[float, float]:
+    """The machine's (idle, total) CPU jiffies since boot (``/proc/stat``)."""
+    fields = [float(x) for x in Path("/proc/stat").read_text().split("\n", 1)[0].split()[1:]]
+    return fields[3] + fields[4], sum(fields)
+
+
+def _idle_pct(since: tuple[float, float]) -> float:
+    """The machine's idle CPU share (idle + iowait), in percent, since ``since``."""
+    idle, total = _cpu_times()
+    return 100.0 * (idle - since[0]) / max(1.0, total - since[1])
+
+
 SAMPLE = re.compile(r"^(tokenscale_[a-z_]+)\{([^}]*)\} ([0-9.e+]+)$")
 
 
@@ -127,8 +147,36 @@ def _sum(counters: dict[str, float], prefix: str, but: str = "") -> float:
     return sum(v for k, v in counters.items() if k.startswith(prefix) and k != but)
 
 
+def _py_spy() -> str | None:
+    """The py-spy executable (on PATH or beside this Python), or None."""
+    beside = Path(sys.executable).with_name("py-spy")
+    return shutil.which("py-spy") or (str(beside) if beside.exists() else None)
+
+
+def _profiler(pid: int, out: Path | None) -> subprocess.Popen[bytes] | None:
+    """``py-spy record`` of the operator (every thread, idle ones too, collapsed stacks) into
+    ``out``; None without ``out``. Stopped with SIGINT, on which py-spy writes the file."""
+    spy = _py_spy()
+    if out is None or spy is None:
+        return None
+    cmd = [spy, "record", "--pid", str(pid), "--rate", "50", "--idle", "--threads"]
+    return subprocess.Popen([*cmd, "--format", "raw", "--output", str(out), "--nonblocking"])
+
+
+def _stop_profiler(spy: subprocess.Popen[bytes] | None) -> None:
+    if spy is not None:
+        spy.send_signal(signal.SIGINT)
+        spy.wait(60)
+
+
 def one_round(
-    cluster: Cluster, api: client.ApiClient, count: int, n: int, work: Path, interval_s: float
+    cluster: Cluster,
+    api: client.ApiClient,
+    count: int,
+    n: int,
+    work: Path,
+    interval_s: float,
+    profile: Path | None = None,
 ) -> dict[str, float]:
     ns = f"bench-{n}"
     core, apps = client.CoreV1Api(api), client.AppsV1Api(api)
@@ -144,6 +192,11 @@ def one_round(
         wait_for(lambda: bool(requests.get(counters.url, timeout=2).ok), 60, "operator /metrics")
         time.sleep(3)  # let the operator start its watches
         docs = _manifests(count)
+        spy = _profiler(op.proc.pid, profile)
+        out["load_average_at_start"] = os.getloadavg()[0]
+        machine = _cpu_times()
+        pids = [*cluster.pids, op.proc.pid]
+        cluster_cpu = sum(_cpu_s(pid) for pid in pids)
         start = time.monotonic()
         with ThreadPoolExecutor(8) as pool:
             list(
@@ -165,6 +218,10 @@ def one_round(
 
         wait_for(all_done, 600, "all deployments and statuses", interval_s=0.5)
         out["all_ready_s"] = time.monotonic() - start
+        out["machine_idle_pct_until_ready"] = _idle_pct(machine)
+        spent = sum(_cpu_s(pid) for pid in pids) - cluster_cpu
+        out["control_plane_cpu_s_per_create"] = spent / count
+        _stop_profiler(spy)
         out["peak_rss_mb"] = _peak_rss_mb(op.proc.pid)
         out["operator_cpu_s_until_ready"] = _cpu_s(op.proc.pid)
         out["reconciles_until_ready_per_create"] = _logged(op) / count
@@ -262,6 +319,7 @@ ROWS = (
     ("all_ready_s", "< 30 s at 1,000"),
     ("peak_rss_mb", "< 300 MB"),
     ("operator_cpu_s_until_ready", ""),
+    ("control_plane_cpu_s_per_create", "etcd, API server, controllers, operator: load-proof"),
     ("reconciles_until_ready_per_create", "ticks included"),
     ("reconciles_per_create", "1"),
     ("api_calls_per_create", ""),
@@ -278,6 +336,8 @@ ROWS = (
     ("reconcile_p50_ms", ""),
     ("reconcile_p99_ms", ""),
     ("create_s", ""),
+    ("load_average_at_start", "the machine is shared"),
+    ("machine_idle_pct_until_ready", "all cores, API server and etcd included"),
     ("reconciles_logged", ""),
 )
 
@@ -292,7 +352,17 @@ def main() -> int:
         default=DEFAULT_INTERVAL_S,
         help="The operator's --interval (default: the chart's, 15 s).",
     )
+    parser.add_argument(
+        "--profile",
+        type=Path,
+        help="Record the operator with py-spy (pip install py-spy) from the first create until "
+        "all are ready (collapsed stacks, per thread, idle included) into this file (round 1 "
+        "only).",
+    )
     args = parser.parse_args()
+    if args.profile is not None and _py_spy() is None:
+        print("error: --profile needs py-spy (pip install py-spy)", file=sys.stderr)
+        return 2
     work = Path(tempfile.mkdtemp(prefix="tokenscale-bench-"))
     cluster = Cluster(work / "cluster", crd_files=[CRD])
     (work / "cluster").mkdir()
@@ -300,7 +370,10 @@ def main() -> int:
     try:
         api = config.new_client_from_config(config_file=str(cluster.kubeconfig()))
         rounds = [
-            one_round(cluster, api, args.count, n, work, args.interval) for n in range(args.rounds)
+            one_round(
+                cluster, api, args.count, n, work, args.interval, args.profile if n == 0 else None
+            )
+            for n in range(args.rounds)
         ]
     finally:
         cluster.stop()

@@ -7,17 +7,21 @@ parse and plan (through the operator's plan memo, controller/plans.py: planned o
 distinct spec) and the engine's decision. For comparison the same cycle is also timed with a
 fresh parse and plan per service (what the operator did before the memo). Up to 50 vLLM
 metrics emulators serve the services' series (each scraped under several services' labels,
-every 10 s, by a local Prometheus). Medians; this machine has 2 cores shared with
+every 10 s, by a local Prometheus). The emulators run in a child process: the measured
+process, like the operator's, serves no scrapes (in-process, their hundred scrapes a second
+competed with the cycle for the interpreter). Medians; this machine has 2 cores shared with
 Prometheus and the emulators.
 """
 
 import argparse
 import json
+import multiprocessing
 import statistics
 import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 EMULATORS = 50
@@ -70,6 +74,21 @@ def one_decision(repeat: int = 500) -> float:
     return statistics.median(samples)
 
 
+def serve_emulators(count: int, conn: Any, stop: Any) -> None:
+    """In a child process: ``count`` emulators under steady load; their scrape targets go back
+    through ``conn``; they stop when ``stop`` is set."""
+    pods: list[VllmMetricsEmulator] = []
+    for i in range(count):
+        pod = VllmMetricsEmulator(model_name=f"m{i}").start()
+        pod.set_state(running=8, waiting=i % 3, kv_usage=(i % 10) / 10)
+        pod.set_load(Load(rps=0.5))
+        pods.append(pod)
+    conn.send([pod.target for pod in pods])
+    stop.wait()
+    for pod in pods:
+        pod.stop()
+
+
 def main() -> int:
     parser = argparse.ArgumentParser()
     parser.add_argument("--services", type=int, default=200)
@@ -78,16 +97,18 @@ def main() -> int:
     decision_s = one_decision()
     work = Path(tempfile.mkdtemp(prefix="tokenscale-scaling-"))
     prometheus = PrometheusServer(work, scrape_interval_s=SCRAPE_S).start()
-    pods: list[VllmMetricsEmulator] = []
+    spawn = multiprocessing.get_context("spawn")
+    ours, theirs = spawn.Pipe()
+    stop = spawn.Event()
+    emulators = spawn.Process(
+        target=serve_emulators, args=(min(args.services, EMULATORS), theirs, stop), daemon=True
+    )
+    emulators.start()
     try:
-        for i in range(min(args.services, EMULATORS)):
-            pod = VllmMetricsEmulator(model_name=f"m{i}").start()
-            pod.set_state(running=8, waiting=i % 3, kv_usage=(i % 10) / 10)
-            pod.set_load(Load(rps=0.5))
-            pods.append(pod)
+        targets: list[str] = ours.recv()
         groups = [
             {
-                "targets": [pods[i % len(pods)].target],
+                "targets": [targets[i % len(targets)]],
                 "labels": {"namespace": "bench", "inferenceservice": f"svc-{i:04d}"},
             }
             for i in range(args.services)
@@ -137,8 +158,8 @@ def main() -> int:
             else:
                 fresh.append(elapsed)
     finally:
-        for pod in pods:
-            pod.stop()
+        stop.set()
+        emulators.join(30)
         prometheus.stop()
     print(f"one decision (re-plan included)   median {decision_s * 1e3:8.3f} ms   target < 1 ms")
     cycle_s = statistics.median(cycles)

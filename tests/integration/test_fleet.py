@@ -10,10 +10,11 @@ from pathlib import Path
 
 import pytest
 import requests
+import yaml
 from kubernetes import client, config
 from kubernetes.client.exceptions import ApiException
 
-from tests.helpers import manifest
+from tests.helpers import PROFILE, manifest
 from tests.integration.conftest import CRD_FILE, GROUP, PLURAL, VERSION, Objects
 from tokenscale.kube.connect import connect
 from tokenscale.kube.throttle import ClientLimits, install
@@ -37,8 +38,10 @@ def _counters(port: int) -> dict[str, float]:
         labels = dict(re.findall(r'(\w+)="([^"]*)"', m.group(2)))
         if m.group(1) == "tokenscale_api_requests_total":
             out["requests"] = out.get("requests", 0.0) + float(m.group(3))
-            if labels["code"] == "429":
-                out["429"] = out.get("429", 0.0) + float(m.group(3))
+            by_method = f"method:{labels['method']}"
+            out[by_method] = out.get(by_method, 0.0) + float(m.group(3))
+            if labels["code"] in ("409", "429"):
+                out[labels["code"]] = out.get(labels["code"], 0.0) + float(m.group(3))
         elif m.group(1) == "tokenscale_reconciles_total":
             out[f"reconciles:{labels['trigger']}"] = float(m.group(3))
     return out
@@ -56,7 +59,8 @@ def test_a_create_is_one_reconcile_and_an_unchanged_tick_asks_the_api_nothing(
 ) -> None:
     port = free_port()
     op = start_operator(namespace, "--metrics-port", str(port))  # a 2 s interval
-    wait_for(lambda: "ticks" in _counters(port), 60, "the operator's /metrics")
+    wait_for(lambda: _counters(port).get("ticks", 0.0) >= 1, 60, "the operator's first tick")
+    primed = _counters(port)  # the watch cache's LISTs and the PDB API discovery
     names = [f"svc-{i}" for i in range(3)]
     for name in names:
         objects.create({**manifest(), "metadata": {"name": name}})
@@ -67,6 +71,22 @@ def test_a_create_is_one_reconcile_and_an_unchanged_tick_asks_the_api_nothing(
     # the Deployment controller's first report changes what the status says, at most once
     assert settled.get("reconciles:owned", 0.0) <= len(names), settled
     assert objects.deployment("svc-0").spec.replicas >= 1
+
+    # per create: 3 GETs of names not yet cached, 3 applies, 1 event, 2 status writes (the
+    # second after the Deployment controller's first report); a status 409 (Kopf's own
+    # annotation patch came first) adds a re-read and a write
+    def spent(key: str) -> float:
+        return settled.get(key, 0.0) - primed.get(key, 0.0)
+
+    n, conflicts = len(names), spent("409")
+    assert spent("method:PATCH") == 3 * n, settled  # the applies: no GET-then-apply loops
+    assert spent("method:POST") == n, settled  # one event each
+    assert spent("requests") <= 9 * n + 2 * conflicts, settled
+    created = [
+        e for e in objects.core.list_namespaced_event(namespace).items if e.reason == "Created"
+    ]
+    assert len(created) == len(names)  # one event names the Deployment, Service and PDB
+    assert all("Service" in e.message and "PodDisruptionBudget" in e.message for e in created)
     wait_for(lambda: _counters(port)["ticks"] >= settled["ticks"] + 3, 30, "three more ticks")
     quiet = _counters(port)
     assert quiet["requests"] == settled["requests"], (settled, quiet)
@@ -103,6 +123,59 @@ def test_drift_is_repaired_from_the_watch_without_waiting_for_a_tick(
         reasons = [e.reason for e in objects.events("test")]
         assert "DriftCorrected" in reasons
         assert _counters(port).get("reconciles:tick", 0.0) <= 1.0  # the repairs were events
+    finally:
+        op.stop()
+
+
+def test_an_unwatched_input_is_reread_within_the_bound_and_nothing_else_is(
+    objects: Objects, namespace: str, cluster: Cluster, tmp_path: Path
+) -> None:
+    """A plan-only operator re-reads what it does not watch (a profileRef's ConfigMap) once
+    per ``--unwatched-resync``, not every tick and not never: a ConfigMap edit reaches the
+    plan within that bound, and a service reading nothing unwatched is not reconciled."""
+    bound_s = 4.0
+    op = cluster.operator(
+        "op-unwatched", namespace, 1, tmp_path, "--log-level", "DEBUG",
+        "--unwatched-resync", f"{bound_s:g}",
+    )  # fmt: skip
+    try:
+        objects.core.create_namespaced_config_map(
+            namespace,
+            client.V1ConfigMap(
+                metadata=client.V1ObjectMeta(name="bench"),
+                data={"profile.yaml": yaml.safe_dump(PROFILE)},
+            ),
+        )
+        objects.create(manifest(profileRef={"configMapName": "bench", "key": "profile.yaml"}))
+        objects.create({**manifest(), "metadata": {"name": "plain"}})
+        wait_for(lambda: _ready(objects, ["test", "plain"]), 60, "Deployments and plans")
+        assert objects.get("test")["status"]["plan"]["maxConcurrencyPerReplica"] == 32
+
+        def ticks(name: str) -> int:
+            pattern = f"reconciled {namespace}/{name} (tick)"
+            return op.log_path.read_text().count(pattern)
+
+        time.sleep(3)  # the Deployment controller's first reports
+        before = {n: ticks(n) for n in ("test", "plain")}
+        quiet_s = 3 * bound_s
+        time.sleep(quiet_s)  # 12 ticks of 1 s
+        runs = ticks("test") - before["test"]
+        assert 1 <= runs <= quiet_s / bound_s + 1, (runs, op.tail())
+        assert ticks("plain") == before["plain"], op.tail()
+
+        # measured only up to concurrency 16: the plan can use no more
+        steps = PROFILE["steps"][:2]
+        smaller = {**PROFILE, "steps": steps, "kneeConcurrency": 16, "operatingConcurrency": 16}
+        objects.core.patch_namespaced_config_map(
+            "bench", namespace, {"data": {"profile.yaml": yaml.safe_dump(smaller)}}
+        )
+        edited = time.monotonic()
+        wait_for(
+            lambda: objects.get("test")["status"]["plan"]["maxConcurrencyPerReplica"] == 16,
+            bound_s + 10,
+            "the ConfigMap's edit in the plan",
+        )
+        assert time.monotonic() - edited <= bound_s + 3  # the bound, a tick and the write
     finally:
         op.stop()
 

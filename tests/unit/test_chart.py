@@ -192,6 +192,7 @@ def test_chart_ships_the_generated_crd_itself(helm: str, tmp_path: Path) -> None
         ({"shards": [{"name": "Bad_Shard", "namespaces": ["a"]}]}, "shards"),
         ({"shards": [{"name": "a", "namespaces": []}]}, "shards"),
         ({"apiClient": {"qps": -1}}, "apiClient"),
+        ({"unwatchedResyncSeconds": 0}, "unwatchedResyncSeconds"),
     ],
 )
 def test_values_schema_rejects_bad_values(
@@ -357,3 +358,15 @@ def test_api_client_limits_reach_the_operator(helm: str, tmp_path: Path) -> None
         "containers"
     ][0]["args"]
     assert {"--api-qps=20", "--api-burst=40"} <= set(args)
+
+
+def test_the_unwatched_resync_bound_reaches_the_operator_only_when_set(
+    helm: str, tmp_path: Path
+) -> None:
+    def args(values: dict[str, Any]) -> list[str]:
+        docs = _render(helm, tmp_path, values)
+        deployment = next(d for d in docs if d["kind"] == "Deployment")
+        return list(deployment["spec"]["template"]["spec"]["containers"][0]["args"])
+
+    assert not any(a.startswith("--unwatched-resync") for a in args({}))  # 4 intervals
+    assert "--unwatched-resync=30" in args({"unwatchedResyncSeconds": 30})

@@ -258,6 +258,9 @@ class _FakeKube:
     def read_leader_worker_set(self, namespace: str, name: str) -> dict[str, Any] | None:
         return self.objects["LeaderWorkerSet"]
 
+    def read_own_workload(self, kind: str, namespace: str, name: str) -> dict[str, Any] | None:
+        return self.objects[kind]
+
     def delete_deployment(self, namespace: str, name: str) -> None:
         self.deleted.append("Deployment")
 

@@ -39,6 +39,9 @@ class FakeKube:
     def read_leader_worker_set(self, ns: str, name: str) -> dict[str, Any] | None:
         return self.objects.get("LeaderWorkerSet")
 
+    def read_own_workload(self, kind: str, ns: str, name: str) -> dict[str, Any] | None:
+        return self.objects.get(kind)
+
     def read_config_map(self, ns: str, name: str) -> None:
         return None
 

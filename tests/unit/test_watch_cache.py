@@ -8,11 +8,16 @@ from typing import Any
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
+from kubernetes import client
 
 from tests.helpers import BASE, deep_merge
 from tokenscale.api.errors import SpecError
 from tokenscale.api.inference_service import InferenceService
 from tokenscale.controller.plans import PlanMemo
+from tokenscale.controller.resync import FleetMetrics, Reconciler, unwatched_input
+from tokenscale.controller.settings import Settings
+from tokenscale.controller.telemetry import Telemetry
+from tokenscale.kube.cached import KINDS, CachedKube
 from tokenscale.kube.store import WatchStore, slim
 from tokenscale.kube.throttle import BACKOFF_CAP_S, TokenBucket, retry_after_s
 from tokenscale.planning import plan_service
@@ -173,3 +178,88 @@ def test_retry_after_obeys_the_server_else_backs_off(
     headers: dict[str, str] | None, attempt: int, low: float, high: float
 ) -> None:
     assert low <= retry_after_s(headers, attempt) <= high
+
+
+# -- plan-only ticks: what is watched, what is re-read within a bound -------------------------
+
+
+class _Clock:
+    def __init__(self) -> None:
+        self.now = 0.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def _reconciler(clock: _Clock, bound_s: float = 60.0) -> Any:
+    kube = CachedKube(client.ApiClient(), WatchStore(KINDS), ["a"])
+    telemetry = Telemetry()
+    metrics = FleetMetrics(None, ["a"], 60.0, telemetry, 15.0)
+    return Reconciler(kube, metrics, telemetry, unwatched_resync_s=bound_s, clock=clock)
+
+
+def _service(spec: dict[str, Any]) -> dict[str, Any]:
+    meta = {"name": "s", "namespace": "a", "generation": 1, "resourceVersion": "5"}
+    return {"metadata": meta, "spec": spec, "status": {"plan": {}}}
+
+
+def _quota(gpus: int, used: int, version: str) -> dict[str, Any]:
+    figures = {"requests.nvidia.com/gpu": str(gpus)}
+    meta = {"name": "q", "namespace": "a", "resourceVersion": version}
+    return {
+        "metadata": meta,
+        "status": {"hard": figures, "used": {"requests.nvidia.com/gpu": str(used)}},
+    }
+
+
+def _reconciled(run: Any, body: dict[str, Any], clock: _Clock) -> None:
+    """What ``Reconciler._reconcile`` records after a reconcile that rendered nothing."""
+    run.store.put("InferenceService", body)
+    seen = run._seen_now(("a", "s"), {}, None, body)
+    run._seen[("a", "s")] = seen
+    run._reconciled_at[("a", "s")] = clock()
+
+
+def test_unwatched_inputs_are_named() -> None:
+    assert unwatched_input({"model": {"name": "x"}}) is None
+    assert unwatched_input({"profileRef": {"configMapName": "b", "key": "k"}}) == "a ConfigMap"
+    assert unwatched_input({"model": {"hfConfigRef": {"configMapName": "c"}}}) == "a ConfigMap"
+    assert "workloadRef" in str(unwatched_input({"workloadRef": {"name": "w"}}))
+    assert "GPU mix" in str(unwatched_input({"hardware": {"variants": []}}))
+
+
+def test_a_plan_only_tick_rereads_an_unwatched_input_once_per_bound() -> None:
+    clock = _Clock()
+    run = _reconciler(clock, bound_s=60.0)
+    body = _service({"profileRef": {"configMapName": "b", "key": "k"}})
+    _reconciled(run, body, clock)
+    clock.now = 59.0
+    assert run.unchanged(("a", "s"))  # within the bound: nothing to read
+    clock.now = 60.0
+    assert not run.unchanged(("a", "s"))  # the bound passed: read the ConfigMap again
+    plain = _service({"model": {"name": "x"}})
+    _reconciled(run, plain, clock)
+    clock.now = 10_000.0
+    assert run.unchanged(("a", "s"))  # everything it reads is watched: never
+
+
+def test_a_gpu_quota_change_wakes_the_plan_only_tick() -> None:
+    clock = _Clock()
+    run = _reconciler(clock)
+    run.store.put("ResourceQuota", _quota(8, 2, "7"))
+    body = _service({"model": {"name": "x"}})
+    _reconciled(run, body, clock)
+    assert run.unchanged(("a", "s"))
+    run.store.put("ResourceQuota", {**_quota(8, 2, "8"), "spec": {"scopes": []}})
+    assert run.unchanged(("a", "s"))  # a new version, the same GPU figures
+    run.store.put("ResourceQuota", _quota(8, 6, "9"))  # another service took four GPUs
+    assert not run.unchanged(("a", "s"))
+    assert run.kube.list_resource_quotas("a")[0]["metadata"]["resourceVersion"] == "9"
+
+
+def test_the_unwatched_bound_defaults_to_four_intervals() -> None:
+    assert Settings().unwatched_resync_s == 60.0  # the chart's 15 s interval
+    assert Settings(interval_seconds=2).unwatched_resync_s == 8.0
+    assert Settings(interval_seconds=2, unwatched_resync_seconds=30).unwatched_resync_s == 30.0
+    with pytest.raises(ValueError, match="greater than 0"):
+        Settings(unwatched_resync_seconds=0)

@@ -71,7 +71,7 @@ app.kubernetes.io/instance: {{ .Release.Name }}
   verbs: ["list", "watch", "patch"]
 - apiGroups: [""]
   resources: ["resourcequotas"]
-  verbs: ["list"]
+  verbs: ["list", "watch"]
 {{- if .Values.rbac.readSecrets }}
 - apiGroups: [""]
   resources: ["secrets"]

@@ -496,6 +496,17 @@ def run(
             help="Requests allowed at once above --api-qps.",
         ),
     ] = 600,
+    unwatched_resync: Annotated[
+        float | None,
+        typer.Option(
+            "--unwatched-resync",
+            envvar="TOKENSCALE_UNWATCHED_RESYNC",
+            help="Without --prometheus-url: seconds at most between full reconciles of a "
+            "service whose spec reads what the operator does not watch (a profileRef or "
+            "hfConfigRef ConfigMap, a workloadRef's workload, a GPU mix's pods); other "
+            "unchanged services are not reconciled on a tick at all. Default: 4 intervals.",
+        ),
+    ] = None,
 ) -> None:
     """Run the operator: reconcile InferenceServices into vLLM Deployments."""
     from tokenscale.controller.leader import run_operator  # noqa: PLC0415 - heavy import
@@ -531,6 +542,7 @@ def run(
             retry_period_seconds=retry_period,
             api_qps=api_qps,
             api_burst=api_burst,
+            unwatched_resync_seconds=unwatched_resync,
         )
     except ValueError as exc:
         Console(stderr=True).print(f"[red]error:[/] {exc}")

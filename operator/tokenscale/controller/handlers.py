@@ -46,7 +46,12 @@ def build_registry(
     registry = kopf.OperatorRegistry()
     resource = (API_GROUP, API_VERSION, PLURAL)
     if run is None:
-        run = Reconciler(kube, fleet_metrics(settings, metrics_out), metrics_out)
+        run = Reconciler(
+            kube,
+            fleet_metrics(settings, metrics_out),
+            metrics_out,
+            unwatched_resync_s=settings.unwatched_resync_s,
+        )
     metrics = run.metrics
 
     @kopf.on.startup(registry=registry)
@@ -133,6 +138,12 @@ def build_registry(
     @kopf.on.event(*resource, registry=registry)
     async def inference_service_event(event: kopf.RawEvent, **_: Any) -> None:
         cache(cached.INFERENCE_SERVICE, event)
+
+    if store is not None and cached.RESOURCE_QUOTA in store.kinds:
+
+        @kopf.on.event("v1", "resourcequotas", registry=registry)
+        async def quota_event(event: kopf.RawEvent, **_: Any) -> None:
+            cache(cached.RESOURCE_QUOTA, event)  # read by the next reconcile or tick
 
     if store is not None and cached.POD in store.kinds:
 

@@ -182,6 +182,7 @@ async def run_elected(
             fleet_metrics(settings, telemetry),
             telemetry,
             may_act=lambda: elector.leading() and not stopping.is_set(),
+            unwatched_resync_s=settings.unwatched_resync_s,
         )
         registry = build_registry(settings, kube, telemetry, run=run)
         stop, ready = asyncio.Event(), asyncio.Event()

@@ -170,6 +170,8 @@ class Outcome:
     with)."""
     observed: Observed | None = None
     """The workload as the status reports it."""
+    created: list[str] = field(default_factory=list)
+    """Objects created by this reconcile, not yet announced (kind, name, replicas)."""
 
 
 def _reject(
@@ -488,14 +490,17 @@ def reconcile(
             try:
                 applied = kube.apply(obj)
             except LwsNotInstalledError as err:
+                _announce_created(outcome, emit)
                 return _reject(
                     kube, body, "LeaderWorkerSetMissing", str(err), now, emit, plan, service
                 )
             except KedaNotInstalledError as err:
+                _announce_created(outcome, emit)
                 return _reject(kube, body, "KedaMissing", str(err), now, emit, plan, service)
             except ApiException as exc:  # refused, not lost: say so in status, then the retry
                 if refused(exc):
                     _apply_refused(kube, body, kind, child, exc, plan, service, now)
+                _announce_created(outcome, emit)  # what was created before this apply
                 raise
             outcome.applied.append(kind)
             # the hand-over mark is bookkeeping of this reconcile, not a change to announce
@@ -521,6 +526,7 @@ def reconcile(
                 )
                 emit("Normal", "WorkloadReplaced", message)
                 outcome.events.append(("Normal", "WorkloadReplaced", message))
+    _announce_created(outcome, emit)
 
     if found is not None and found.where is not None and ref is not None:
         was = _scale_through(kube, ns, ref.name, found, wanted, actuator, metrics, emit, outcome)
@@ -833,6 +839,16 @@ def _write_status(kube: Kube, body: Mapping[str, Any], new: InferenceServiceStat
         kube.replace_status(meta["namespace"], meta["name"], document, meta.get("resourceVersion"))
 
 
+def _announce_created(outcome: Outcome, emit: EventSink) -> None:
+    """One ``Created`` event naming every object this reconcile created (one event, not one per
+    object: a new service's Deployment, Service and PodDisruptionBudget cost one POST)."""
+    if outcome.created:
+        message = f"Created {', '.join(outcome.created)}"
+        emit("Normal", "Created", message)
+        outcome.events.append(("Normal", "Created", message))
+        outcome.created.clear()
+
+
 def _announce(
     kind: str,
     desired: dict[str, Any],
@@ -852,9 +868,9 @@ def _announce(
         emit(type_, why, message)
         outcome.events.append((type_, why, message))
 
-    if live is None:
+    if live is None:  # announced with the others this reconcile created (_announce_created)
         extra = f" with {decision.replicas} replicas" if kind in WORKLOAD_KINDS else ""
-        say("Normal", "Created", f"Created {kind} {desired['metadata']['name']}{extra}")
+        outcome.created.append(f"{kind} {desired['metadata']['name']}{extra}")
         return
     if kind not in WORKLOAD_KINDS:
         say("Warning", "DriftCorrected", f"Undid changes to {kind}: {', '.join(diff[:5])}")

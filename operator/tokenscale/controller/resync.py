@@ -23,12 +23,13 @@ import kopf
 from kubernetes.client.exceptions import ApiException
 
 from tokenscale.controller.plans import reads_config_maps
+from tokenscale.controller.quota import gpu_quotas
 from tokenscale.controller.reconcile import EventSink, MetricsView, reconcile
 from tokenscale.controller.settings import Settings
 from tokenscale.controller.status import Observed
 from tokenscale.controller.telemetry import Telemetry
 from tokenscale.controller.workload import WORKLOAD_KINDS, observe_workload, selector_drift
-from tokenscale.kube.cached import INFERENCE_SERVICE, CachedKube
+from tokenscale.kube.cached import INFERENCE_SERVICE, RESOURCE_QUOTA, CachedKube
 from tokenscale.kube.client import Kube
 from tokenscale.kube.drift import differences
 from tokenscale.kube.store import WatchStore
@@ -42,6 +43,25 @@ from tokenscale.scaling import Snapshot
 log = logging.getLogger(__name__)
 RESYNC_CONCURRENCY = 8
 PRIME_WAIT_S = 120.0
+UNWATCHED_RESYNC_S = 60.0
+"""The longest a plan-only operator goes without reading the inputs it does not watch (a
+ConfigMap, a referenced workload, a GPU mix's pods), unless told (``--unwatched-resync``;
+the operator passes ``Settings.unwatched_resync_s``)."""
+
+
+def unwatched_input(spec: Any) -> str | None:
+    """What the spec makes a reconcile read that no watch stream reports (None: nothing):
+    the ConfigMap of ``spec.profileRef`` or ``spec.model.hfConfigRef`` (``plans.py``), the
+    workload ``spec.workloadRef`` names, or a GPU mix's pods (stockouts)."""
+    if not isinstance(spec, dict):
+        return None
+    if reads_config_maps(spec):
+        return "a ConfigMap"
+    if spec.get("workloadRef"):
+        return "the workload spec.workloadRef names"
+    if (spec.get("hardware") or {}).get("variants") is not None:
+        return "a GPU mix's pods"
+    return None
 
 
 def now_stamp() -> str:
@@ -215,6 +235,17 @@ class Seen:
     desired: dict[tuple[str, str], dict[str, Any]]
     """The rendered objects by (kind, name): a mix or a P/D service has several Deployments."""
     observed: Observed | None
+    quotas: str = ""
+    """The namespace's GPU quota figures (hard and used), as canonical JSON."""
+
+
+def _quotas(store: WatchStore, namespace: str) -> str:
+    """The GPU figures of the namespace's ResourceQuotas (what ``controller/quota.py`` bounds a
+    decision by) as canonical JSON; empty when the quotas are not watched."""
+    if RESOURCE_QUOTA not in store.kinds:
+        return ""
+    figures = gpu_quotas(store.select(RESOURCE_QUOTA, namespace, {}))
+    return json.dumps([[q.name, q.hard, q.used] for q in figures], sort_keys=True)
 
 
 def _essence(body: dict[str, Any]) -> str:
@@ -236,8 +267,9 @@ class Reconciler:
     wake-up that cannot change anything is skipped: an owned object's event that neither
     drifts from the rendered object nor changes what the status reports, and a periodic tick
     without a metrics source (plan-only: nothing new to decide) when the spec, the status and
-    every owned object are as the last reconcile left them and the spec reads nothing unwatched
-    (a ConfigMap, a referenced workload, a GPU mix's pods and quota)."""
+    every owned object are as the last reconcile left them, and, when the spec reads an input
+    the operator does not watch (:func:`unwatched_input`), the last reconcile is younger than
+    ``unwatched_resync_s``."""
 
     def __init__(
         self,
@@ -245,8 +277,13 @@ class Reconciler:
         metrics: FleetMetrics,
         telemetry: Telemetry,
         may_act: Callable[[], bool] = lambda: True,
+        unwatched_resync_s: float = UNWATCHED_RESYNC_S,
+        clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self.kube, self.metrics, self.telemetry, self.may_act = kube, metrics, telemetry, may_act
+        self.unwatched_resync_s, self.clock = unwatched_resync_s, clock
+        self._reconciled_at: dict[tuple[str, str], float] = {}
+        """When each object's last reconcile finished (``clock``)."""
         self._locks: dict[tuple[str, str], threading.Lock] = {}
         self._guard = threading.Lock()
         self._last_error: dict[tuple[str, str], str] = {}
@@ -278,7 +315,7 @@ class Reconciler:
         versions = {
             (kind, name): _version(store.get(kind, key[0], name)) for kind, name in outcome_desired
         }
-        return Seen(_essence(body), versions, outcome_desired, observed)
+        return Seen(_essence(body), versions, outcome_desired, observed, _quotas(store, key[0]))
 
     def unchanged(self, key: tuple[str, str]) -> bool:
         """Nothing this object's last reconcile read has changed (plan-only ticks)."""
@@ -288,12 +325,12 @@ class Reconciler:
         body = store.get(INFERENCE_SERVICE, *key)
         if body is None or _essence(body) != seen.spec_and_status:
             return False
-        spec = body.get("spec") or {}
-        # not watched: a referenced workload, a ConfigMap the plan reads (plans.py): every tick
-        if spec.get("workloadRef") or reads_config_maps(spec):
-            return False
-        if (spec.get("hardware") or {}).get("variants") is not None:
-            return False  # a GPU mix reads its pods (stockouts) and quota, neither watched
+        if _quotas(store, key[0]) != seen.quotas:
+            return False  # a GPU quota's limit or use moved: the bound may have
+        if unwatched_input(body.get("spec") or {}) is not None:
+            at = self._reconciled_at.get(key)
+            if at is None or self.clock() - at >= self.unwatched_resync_s:
+                return False  # bounded staleness of what no watch reports
         rendered = {kind for kind, _ in seen.desired}
         for kind in WORKLOAD_KINDS:  # a workload of the other kind left to remove
             if kind not in rendered and store.get(kind, *key) is not None:
@@ -384,6 +421,7 @@ class Reconciler:
             if current is None or (current.get("metadata") or {}).get("deletionTimestamp"):
                 self._locks.pop(key, None)
                 self._seen.pop(key, None)
+                self._reconciled_at.pop(key, None)
                 return
             self.telemetry.reconciles.labels(trigger).inc()
             self._reconcile(key, current, trigger)
@@ -406,6 +444,7 @@ class Reconciler:
                 self._last_error[key] = message
             raise kopf.TemporaryError(f"API error {exc.status}", delay=10) from exc
         self._last_error.pop(key, None)
+        self._reconciled_at[key] = self.clock()
         seen = self._seen_now(key, outcome.desired, outcome.observed, body)
         if seen is not None:
             self._seen[key] = seen

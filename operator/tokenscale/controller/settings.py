@@ -7,6 +7,10 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 from tokenscale.controller.leadership import ElectionConfig
 from tokenscale.kube.throttle import ClientLimits
 
+UNWATCHED_RESYNC_INTERVALS = 4
+"""Default bound on re-reading unwatched inputs, in intervals: a ConfigMap edit reaches a
+plan-only service's plan within four ticks, at a quarter of the reads of one per tick."""
+
 
 class Settings(BaseModel):
     """Everything ``tokenscale run`` can be told; nothing is read from the environment later."""
@@ -62,6 +66,13 @@ class Settings(BaseModel):
         default=300.0, ge=0, description="Requests per second to the API server (0: no limit)."
     )
     api_burst: int = Field(default=600, ge=1, description="Requests allowed above the QPS.")
+    unwatched_resync_seconds: float | None = Field(
+        default=None,
+        gt=0,
+        description="Longest time a plan-only service whose spec reads an unwatched input (a "
+        "ConfigMap, a workloadRef's workload, a GPU mix's pods) goes without a full "
+        "reconcile (None: UNWATCHED_RESYNC_INTERVALS intervals).",
+    )
 
     @model_validator(mode="after")
     def _scope(self) -> Self:
@@ -93,6 +104,13 @@ class Settings(BaseModel):
     def limits(self) -> ClientLimits:
         """The client-side rate limit of the operator's own API requests."""
         return ClientLimits(qps=self.api_qps, burst=self.api_burst)
+
+    @property
+    def unwatched_resync_s(self) -> float:
+        """``unwatched_resync_seconds``, else that many intervals (60 s at the default 15 s)."""
+        if self.unwatched_resync_seconds is not None:
+            return self.unwatched_resync_seconds
+        return UNWATCHED_RESYNC_INTERVALS * self.interval_seconds
 
     @property
     def clusterwide(self) -> bool:

@@ -80,7 +80,7 @@ def remove_stale(
     same name; with ``uid``, that very object as controller) owns it; the deleted kind, or
     None."""
     other = stale_kind(wanted)
-    live = reader(kube, other)(namespace, name)
+    live = kube.read_own_workload(other, namespace, name)  # a foreign one stays either way
     if live is None or not _owned_by(live, owner or name, uid):
         return None
     if other == LWS_KIND:

@@ -2,8 +2,9 @@
 
 :class:`CachedKube` is a :class:`~tokenscale.kube.client.Kube` whose reads of the watched
 kinds (InferenceServices, and the Deployments, Services, PodDisruptionBudgets,
-LeaderWorkerSets labelled ``app.kubernetes.io/managed-by=tokenscale`` and, with a metrics
-source, pods carrying the ``tokenscale.io/inferenceservice`` label) come from
+LeaderWorkerSets labelled ``app.kubernetes.io/managed-by=tokenscale``, every ResourceQuota in
+scope and, with a metrics source, pods carrying the ``tokenscale.io/inferenceservice`` label)
+come from
 the store (a miss of an owned kind asks the API once: nothing there, or an object someone else
 made under our name), and whose writes (server-side apply, the status) are written through to
 it.
@@ -21,7 +22,7 @@ from kubernetes.client.exceptions import ApiException
 from tokenscale.api.crd import PLURAL
 from tokenscale.api.inference_service import API_GROUP, API_VERSION
 from tokenscale.kube import lws
-from tokenscale.kube.client import Kube
+from tokenscale.kube.client import Kube, object_path
 from tokenscale.kube.store import WatchStore
 from tokenscale.render.labels import INFERENCE_SERVICE_LABEL, MANAGED_BY
 
@@ -30,7 +31,8 @@ DEPLOYMENT = "Deployment"
 SERVICE = "Service"
 PDB = "PodDisruptionBudget"
 POD = "Pod"
-KINDS = (INFERENCE_SERVICE, DEPLOYMENT, SERVICE, PDB, lws.KIND)
+RESOURCE_QUOTA = "ResourceQuota"
+KINDS = (INFERENCE_SERVICE, DEPLOYMENT, SERVICE, PDB, lws.KIND, RESOURCE_QUOTA)
 """Always cached; pods too (``POD``) when a metrics source is configured: only scaling on
 metrics reads them (lead time, which pods a scale-down removes), and plan-only operators
 need not pay for their watch events."""
@@ -71,13 +73,15 @@ class CachedKube(Kube):
             PDB: f"/apis/{self.pdb_api_version}{scope}/poddisruptionbudgets",
             lws.KIND: f"/apis/{lws.GROUP}/{lws.VERSION}{scope}/{lws.PLURAL}",
             POD: f"/api/v1{scope}/pods",
+            RESOURCE_QUOTA: f"/api/v1{scope}/resourcequotas",
         }[kind]
 
     def list_kind(self, kind: str) -> list[dict[str, Any]]:
         """Every object of ``kind`` in scope (owned kinds: ours only); a kind the API server
         does not serve (no LeaderWorkerSet CRD) lists as empty."""
         selector = POD_SELECTOR if kind == POD else OWNED_SELECTOR
-        query = [] if kind == INFERENCE_SERVICE else [("labelSelector", selector)]
+        unlabelled = (INFERENCE_SERVICE, RESOURCE_QUOTA)  # every one, not only ours
+        query = [] if kind in unlabelled else [("labelSelector", selector)]
         items: list[dict[str, Any]] = []
         for ns in self.namespaces if self.namespaces is not None else [None]:
             try:
@@ -99,30 +103,47 @@ class CachedKube(Kube):
     def read_inference_service(self, namespace: str, name: str) -> dict[str, Any] | None:
         return self.store.get(INFERENCE_SERVICE, namespace, name)
 
-    def _owned(
-        self,
-        kind: str,
-        namespace: str,
-        name: str,
-        read: Callable[[str, str], dict[str, Any] | None],
-    ) -> dict[str, Any] | None:
+    def _owned(self, kind: str, namespace: str, name: str) -> dict[str, Any] | None:
         """The cached object; on a miss the API's answer: the cache holds only objects with
         our label, so a miss is either nothing (about to be created: one GET) or an object
-        someone else made under that name, which must be seen to be left alone."""
+        someone else made under that name, which must be seen to be left alone. The GET asks
+        for ``resourceVersion=0``: the API server answers from its own watch cache, not etcd
+        (the object as of a few milliseconds ago at worst; the apply that follows races a
+        foreign create either way)."""
         found = self.store.get(kind, namespace, name)
-        return found if found is not None else read(namespace, name)
+        if found is not None:
+            return found
+        path = {
+            DEPLOYMENT: lambda: object_path(DEPLOYMENT, namespace, name),
+            SERVICE: lambda: object_path(SERVICE, namespace, name),
+            PDB: lambda: self._pdb_path(namespace, name),
+            lws.KIND: lambda: lws.RESOURCE.path(namespace, name),
+        }[kind]()
+        try:
+            return self._raw("GET", path, query=[("resourceVersion", "0")])
+        except ApiException as exc:
+            if exc.status == 404:  # no such object (or, for LWS, no such API)
+                return None
+            raise
 
     def read_deployment(self, namespace: str, name: str) -> dict[str, Any] | None:
-        return self._owned(DEPLOYMENT, namespace, name, super().read_deployment)
+        return self._owned(DEPLOYMENT, namespace, name)
 
     def read_service(self, namespace: str, name: str) -> dict[str, Any] | None:
-        return self._owned(SERVICE, namespace, name, super().read_service)
+        return self._owned(SERVICE, namespace, name)
 
     def read_pdb(self, namespace: str, name: str) -> dict[str, Any] | None:
-        return self._owned(PDB, namespace, name, super().read_pdb)
+        return self._owned(PDB, namespace, name)
 
     def read_leader_worker_set(self, namespace: str, name: str) -> dict[str, Any] | None:
-        return self._owned(lws.KIND, namespace, name, super().read_leader_worker_set)
+        return self._owned(lws.KIND, namespace, name)
+
+    def read_own_workload(self, kind: str, namespace: str, name: str) -> dict[str, Any] | None:
+        """From the cache alone: an object of ours carries our label, so the watch has it."""
+        return self.store.get(kind, namespace, name)
+
+    def list_resource_quotas(self, namespace: str) -> list[dict[str, Any]]:
+        return self.store.select(RESOURCE_QUOTA, namespace, {})
 
     def list_pods(self, namespace: str, selector: str) -> list[dict[str, Any]]:
         if POD not in self.store.kinds:  # pods are watched only with a metrics source

@@ -38,6 +38,15 @@ def retry_on_conflict(fn: Callable[[], T], attempts: int = 5, backoff_s: float =
     raise AssertionError("unreachable")  # pragma: no cover
 
 
+def object_path(kind: str, namespace: str, name: str) -> str:
+    """The API path of a Deployment or Service."""
+    if kind == "Deployment":
+        return f"/apis/apps/v1/namespaces/{namespace}/deployments/{name}"
+    if kind == "Service":
+        return f"/api/v1/namespaces/{namespace}/services/{name}"
+    raise ValueError(f"no path for {kind}")  # pragma: no cover - callers pass these two
+
+
 class Kube:
     """The operator's API calls. Each method is one verb on one resource (see RBAC)."""
 
@@ -55,10 +64,10 @@ class Kube:
 
     # -- owned objects ----------------------------------------------------------------------
     def read_deployment(self, namespace: str, name: str) -> dict[str, Any] | None:
-        return _or_none(lambda: self._plain(self.apps.read_namespaced_deployment(name, namespace)))
+        return _or_none(lambda: self._raw("GET", object_path("Deployment", namespace, name)))
 
     def read_service(self, namespace: str, name: str) -> dict[str, Any] | None:
-        return _or_none(lambda: self._plain(self.core.read_namespaced_service(name, namespace)))
+        return _or_none(lambda: self._raw("GET", object_path("Service", namespace, name)))
 
     def read_config_map(self, namespace: str, name: str) -> dict[str, Any] | None:
         return _or_none(lambda: self._plain(self.core.read_namespaced_config_map(name, namespace)))
@@ -121,6 +130,13 @@ class Kube:
     # -- LeaderWorkerSets (kube/lws.py) -----------------------------------------------------
     def read_leader_worker_set(self, namespace: str, name: str) -> dict[str, Any] | None:
         return lws.RESOURCE.read(self._raw, namespace, name)
+
+    def read_own_workload(self, kind: str, namespace: str, name: str) -> dict[str, Any] | None:
+        """A Deployment or LeaderWorkerSet that may be ours (to remove when stale); a cached
+        client answers from its cache."""
+        if kind == lws.KIND:
+            return self.read_leader_worker_set(namespace, name)
+        return self.read_deployment(namespace, name)
 
     # -- KEDA ScaledObjects (kube/keda.py) --------------------------------------------------
     def read_scaled_object(self, namespace: str, name: str) -> dict[str, Any] | None:
@@ -188,21 +204,14 @@ class Kube:
             return lws.RESOURCE.apply(self._raw, obj, FIELD_MANAGER, APPLY)
         if kind == SCALED_OBJECT:
             return keda.RESOURCE.apply(self._raw, obj, FIELD_MANAGER, APPLY)
-        kwargs: dict[str, Any] = {
-            "field_manager": FIELD_MANAGER,
-            "force": True,
-            "_content_type": APPLY,
-        }
-        out: object
-        if kind == "Deployment":
-            out = self.apps.patch_namespaced_deployment(name, ns, obj, **kwargs)
-        elif kind == "Service":
-            out = self.core.patch_namespaced_service(name, ns, obj, **kwargs)
-        elif kind == "PodDisruptionBudget":
+        if kind == "PodDisruptionBudget":
             return self._apply_pdb(obj)
-        else:  # pragma: no cover - the renderer makes only these
+        if kind not in ("Deployment", "Service"):  # pragma: no cover - the renderer makes these
             raise ValueError(f"cannot apply {kind}")
-        return self._plain(out)
+        # the answer as JSON, not through the client's models (a parse and a re-serialisation
+        # of every field, per apply)
+        query = [("fieldManager", FIELD_MANAGER), ("force", "true")]
+        return self._raw("PATCH", object_path(kind, ns, name), obj, APPLY, query=query)
 
     def list_pods(self, namespace: str, selector: str) -> list[dict[str, Any]]:
         got = self.core.list_namespaced_pod(namespace, label_selector=selector)

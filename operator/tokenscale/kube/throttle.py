@@ -30,10 +30,10 @@ BACKOFF_CAP_S = 30.0
 @dataclass(frozen=True)
 class ClientLimits:
     """Client-side limits. client-go's defaults (5 QPS, burst 10) would take half an hour
-    over the ~8 requests each new service costs (three applies, three events, two status
-    writes); 300 QPS with a burst of 600 lets a thousand creates through in about 25 s while
-    still bounding a runaway loop, and the server's fairness (429, retried here) protects
-    everyone else."""
+    over the ~9 requests each new service costs (three GETs of names not yet cached, three
+    applies, one event, two status writes); 300 QPS with a burst of 600 lets a thousand creates
+    through in about 30 s while still bounding a runaway loop, and the server's fairness (429,
+    retried here) protects everyone else."""
 
     qps: float = 300.0
     burst: int = 600
