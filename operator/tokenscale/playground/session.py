@@ -112,6 +112,21 @@ class DecisionPoint:
     """``status.scaling`` as the decision left it (the engine's memory, engine-clock times)."""
 
 
+@dataclass(frozen=True)
+class PodTiming:
+    """One pod's start, in modelled seconds since the load's start (None: not known): the
+    observation of the decision that asked for it, when the Deployment's write arrived, when
+    the runner learnt of the pod, when its twin began serving and when Prometheus first
+    scraped it."""
+
+    pod: str
+    observed_s: float | None
+    asked_s: float | None
+    noticed_s: float | None
+    ready_s: float | None
+    first_scrape_s: float | None
+
+
 @dataclass
 class PlaygroundResult:
     service: str
@@ -139,6 +154,8 @@ class PlaygroundResult:
     """Every finished request as its client saw it (the fault reports bin them)."""
     decisions: list[DecisionPoint] = field(default_factory=list)
     """Every engine decision the monitor saw, by its observation's time."""
+    pods: list[PodTiming] = field(default_factory=list)
+    """Every pod the runner started, in the order it did."""
 
 
 def meets_slo(o: Outcome, ttft_slo: float | None, tpot_slo: float | None) -> bool:
@@ -168,6 +185,8 @@ class Playground:
         self._decided: list[tuple[float, int, str, dict[str, Any]]] = []
         """(engine-clock observation time, replicas, reason) of each decision seen."""
         self._load_wall: float | None = None
+        self._load_mono: float | None = None
+        self._pods: list[PodTiming] = []
 
     # -- processes --------------------------------------------------------------------------------
     def start_infrastructure(self) -> None:
@@ -277,6 +296,7 @@ class Playground:
             opts.cold_start_s,
             self.note,
             publishing=False,
+            engine_origin_s=self.time_origin,
         )
         self.runner = runner
         stats = LoadStats()
@@ -300,6 +320,7 @@ class Playground:
             runner.publish()
             self.note(f"{runner.ready} replicas Ready: replaying the load")
             self._load_wall = time.time()
+            self._load_mono = time.monotonic()
             load_clock = ModelClock(opts.speed)
             load = asyncio.get_running_loop().create_task(
                 replay(
@@ -358,6 +379,7 @@ class Playground:
             for task in tasks:
                 task.cancel()
             await asyncio.gather(*tasks, return_exceptions=True)
+            self._pods = self._pod_timings(runner)
             await runner.stop()
             await driver.stop()
             self.ports += runner.ports_used
@@ -455,7 +477,30 @@ class Playground:
             load_duration_s=self.opts.trace.duration_s,
             outcomes=list(outs),
             decisions=self._decisions(),
+            pods=self._pods,
         )
+
+    def _pod_timings(self, runner: PodRunner) -> list[PodTiming]:
+        """Each pod's start (monotonic wall times) in modelled seconds since the load's start."""
+        if self._load_mono is None:
+            return []
+        origin, speed = self._load_mono, self.opts.speed
+
+        def at(mono: float | None) -> float | None:
+            return None if mono is None else (mono - origin) * speed
+
+        pods = sorted([*runner.gone, *runner.pods.values()], key=lambda p: p.noticed)
+        return [
+            PodTiming(
+                p.pod,
+                at(p.observed),
+                at(None if p.asked is None else p.asked.at_s),
+                at(p.noticed),
+                at(p.ready_at),
+                at(p.twin.first_scraped),
+            )
+            for p in pods
+        ]
 
     def _decisions(self) -> list[DecisionPoint]:
         """The decisions seen, their engine-clock times turned into the load's modelled time

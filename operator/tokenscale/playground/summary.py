@@ -12,6 +12,7 @@ the monitor's last sample.
 """
 
 import math
+from dataclasses import asdict
 from itertools import pairwise
 from typing import Any
 
@@ -62,6 +63,7 @@ def summary_json(r: PlaygroundResult) -> dict[str, Any]:
             for d in r.decisions
         ],
         "timeline": [m.model_dump() for m in minutes],
+        "pods": [asdict(p) for p in r.pods],
     }
 
 
