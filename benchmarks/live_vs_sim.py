@@ -1,11 +1,12 @@
 """Live vs simulated: the playground's closed loop and ``tokenscale simulate`` on one input.
 
 One spec, one trace slice, one cold start, one seed. The live side is ``tokenscale playground
---headless --json`` (a real API server, real Prometheus scraping the twins every wall second,
+--headless --json`` (a real API server, real Prometheus scraping the twins every 5 modelled seconds,
 the real ``tokenscale run`` with its engine on the playground's modelled clock) run as a child
 process; the simulated side is the simulator's ``tokenscale`` policy (``simulation.simulate``,
 what ``tokenscale simulate`` runs) with the timing the playground gives the operator, in
-modelled seconds: a scrape every ``speed`` s (1 s wall), a decision every
+modelled seconds: a scrape every ``scrape_interval_wall_s(speed) × speed`` s (5 s from ×5 to
+×20), a decision every
 ``max(1, 15 / speed) × speed`` s (the operator's ``--interval`` has a 1 s wall floor), the first
 one at the live operator's phase (its first decision after the load's start, from the
 playground's ``decisions``: the resync loop's phase against the trace is arbitrary live), the
@@ -38,6 +39,7 @@ from pathlib import Path
 from typing import Any
 
 from tokenscale.data import AZURE_CONVERSATION, bundled_trace
+from tokenscale.playground.prometheus import scrape_interval_wall_s
 from tokenscale.playground.service import default_spec_path, load_service
 from tokenscale.simulation import SimOptions, SimResult, Trace, parse_trace, scale_trace
 from tokenscale.simulation.minutes import MinutePoint, agreement, disagreements, per_minute
@@ -45,8 +47,6 @@ from tokenscale.simulation.run import Setup, simulate
 from tokenscale.simulation.trace import TraceRequest
 
 ROOT = Path(__file__).resolve().parents[1]
-SCRAPE_WALL_S = 1.0
-"""The playground's Prometheus scrape interval (wall seconds)."""
 INTERVAL_S = 15.0
 """The operator's resync interval in modelled seconds, before its 1 s wall floor."""
 
@@ -146,7 +146,7 @@ def simulated(
     service = load_service(spec_text, "spec")
     opts = SimOptions(
         cold_start_s=cold_start_s,
-        scrape_interval_s=SCRAPE_WALL_S * speed,
+        scrape_interval_s=scrape_interval_wall_s(speed) * speed,
         decision_interval_s=decision_interval_s(speed),
         first_decision_s=first_decision_s,
         seed=seed,

@@ -122,6 +122,9 @@ class PodRunner:
         """Every change of a Deployment's ``spec.replicas`` seen."""
         self.decided: list[Decided] = []
         """Every decision the InferenceService's status reported, by its observation."""
+        self.reports: list[tuple[float, int, str, dict[str, Any]]] = []
+        """The same decisions as the status wrote them: the observation's time on the engine's
+        clock, the replicas, the reason and ``status.scaling`` (the engine's memory)."""
         self.gone: list[PodTwin] = []
         """The pods deleted so far, in the order they went."""
 
@@ -175,6 +178,7 @@ class PodRunner:
         try:
             while True:
                 self._wake.clear()
+                self._serve_due(set(self.pods))  # before the list call: Ready on time
                 try:
                     await self.sync()
                 except client.exceptions.ApiException as exc:
@@ -230,8 +234,10 @@ class PodRunner:
         replicas = status.get("replicas")
         if kind == "DELETED" or observed is None or replicas is None:
             return
-        if self.decided and self.decided[-1].observed_s >= self._wall(float(observed)) - 1e-6:
+        if self.reports and self.reports[-1][0] >= float(observed) - 1e-6:
             return  # a status write without a new decision
+        reason = (status.get("decision") or {}).get("reason", "")
+        self.reports.append((float(observed), int(replicas), reason, status.get("scaling") or {}))
         self.decided.append(Decided(self._wall(float(observed)), int(replicas)))
         self._wakeup()
 
@@ -256,11 +262,7 @@ class PodRunner:
             pt = self.pods[name]
             pt.created = created.get(name)
             pt.asked = self._asks.popleft() if self._asks else None
-        now = time.monotonic()
-        due = [p for p in self.pods.values() if p.pod in live and not p.ready]
-        for pt in due:
-            if now >= self.ready_due(pt):
-                self._serve(pt)
+        self._serve_due(live)
         for name in sorted(self.pods.keys() - live):
             self._gone(self.pods.pop(name))
         for pt in [p for p in self.pods.values() if p.ready and not p.reported]:
@@ -276,6 +278,12 @@ class PodRunner:
         self.driver.engines.add(engine)
         self.pods[pod] = PodTwin(pod, twin, noticed)
         self.note(f"pod {pod}: twin on :{port}, starting")
+
+    def _serve_due(self, live: set[str]) -> None:
+        now = time.monotonic()
+        for pt in list(self.pods.values()):
+            if pt.pod in live and not pt.ready and now >= self.ready_due(pt):
+                self._serve(pt)
 
     def _serve(self, pt: PodTwin) -> None:
         """The cold start is over: the twin takes traffic and its metrics answer at once (the

@@ -41,7 +41,7 @@ from tokenscale.playground.engine import ModelClock, TwinDriver
 from tokenscale.playground.faults import FAULT_EVENT, inject_fleet_faults
 from tokenscale.playground.load import LoadStats, Outcome, Router, replay
 from tokenscale.playground.processes import Process
-from tokenscale.playground.prometheus import PrometheusServer
+from tokenscale.playground.prometheus import PrometheusServer, scrape_interval_wall_s
 from tokenscale.playground.runner import PodRunner
 from tokenscale.playground.service import PlaygroundService
 from tokenscale.simulation import TimelinePoint, Trace
@@ -153,7 +153,7 @@ class PlaygroundResult:
     outcomes: list[Outcome] = field(default_factory=list)
     """Every finished request as its client saw it (the fault reports bin them)."""
     decisions: list[DecisionPoint] = field(default_factory=list)
-    """Every engine decision the monitor saw, by its observation's time."""
+    """Every engine decision, by its observation's time."""
     pods: list[PodTiming] = field(default_factory=list)
     """Every pod the runner started, in the order it did."""
 
@@ -172,7 +172,9 @@ class Playground:
         self.note = note
         w = opts.workdir
         self.cluster = Cluster(w / "cluster", progress=lambda m: note(f"  build: {m}"))
-        self.prometheus = PrometheusServer(w / "prometheus")
+        self.prometheus = PrometheusServer(
+            w / "prometheus", scrape_interval_s=scrape_interval_wall_s(opts.speed)
+        )
         self.operator: Process | None = None
         self.runner: PodRunner | None = None
         self.frame = Frame(0.0, "starting")
@@ -182,8 +184,6 @@ class Playground:
         self.pids: list[int] = []
         self.time_origin = time.time()
         """The wall time at which the operator's engine clock equals the wall clock."""
-        self._decided: list[tuple[float, int, str, dict[str, Any]]] = []
-        """(engine-clock observation time, replicas, reason) of each decision seen."""
         self._load_wall: float | None = None
         self._load_mono: float | None = None
         self._pods: list[PodTiming] = []
@@ -421,14 +421,6 @@ class Playground:
             frame.ttft_p99_s = live.get("ttftP99Seconds")
             frame.tpot_p99_s = live.get("tpotP99Seconds")
             frame.decision = (status.get("decision") or {}).get("reason", "")
-            observed = (status.get("scaling") or {}).get("observedAtSeconds")
-            if (
-                observed is not None
-                and frame.desired is not None
-                and (not self._decided or self._decided[-1][0] != observed)
-            ):
-                memory = status.get("scaling") or {}
-                self._decided.append((float(observed), int(frame.desired), frame.decision, memory))
             listed: Any = await asyncio.to_thread(core.list_namespaced_event, NAMESPACE)
             for e in sorted(listed.items, key=lambda e: e.metadata.creation_timestamp):
                 if e.involved_object.name != svc.name or e.reason != "Scaled":
@@ -503,11 +495,12 @@ class Playground:
         ]
 
     def _decisions(self) -> list[DecisionPoint]:
-        """The decisions seen, their engine-clock times turned into the load's modelled time
+        """Every decision the pod runner's watch of the InferenceService saw (each status
+        write; a once-a-second read of the status would miss some at ×20, where the operator
+        decides every wall second), its engine-clock time turned into the load's modelled time
         (the engine's clock runs ``speed`` times the wall clock from ``time_origin``)."""
         if self._load_wall is None:
             return []
+        decided = [] if self.runner is None else self.runner.reports
         shift = (self._load_wall - self.time_origin) * self.opts.speed
-        return [
-            DecisionPoint(t - self.time_origin - shift, n, w, m) for t, n, w, m in self._decided
-        ]
+        return [DecisionPoint(t - self.time_origin - shift, n, w, m) for t, n, w, m in decided]
