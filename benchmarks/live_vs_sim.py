@@ -26,6 +26,7 @@ one point. Reported, not asserted. ``--workdir`` keeps the slice, the playground
 """
 
 import argparse
+import itertools
 import json
 import math
 import os
@@ -34,7 +35,7 @@ import sys
 import tempfile
 import time
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -58,6 +59,8 @@ class Side:
     scale_events: int
     replicas_max: int
     minutes: list[MinutePoint]
+    engine_slo_attainment: float | None = None
+    """Live only: by the twins' modelled latencies (the client's are wall time × speed)."""
 
 
 @dataclass(frozen=True)
@@ -79,6 +82,12 @@ class Comparison:
     """The operator's decisions: (modelled observation time, replicas, reason)."""
     sim_decisions: list[tuple[float, int, str]]
     """The simulator's decisions, the same way."""
+    skipped: list[float] = field(default_factory=list)
+    """Live decisions that did not happen: each missing resync start (modelled time), where
+    a cycle overran its period (the loop skips the starts it missed)."""
+    starts: list[tuple[float, float, float]] = field(default_factory=list)
+    """Each live scale-up pod: (its asking observation, Ready − observation − cold start,
+    first scrape − Ready), modelled seconds."""
 
     def verdicts(self) -> list[tuple[str, bool]]:
         return [
@@ -122,6 +131,15 @@ def as_jsonl(trace: Trace) -> str:
 def decision_interval_s(speed: float) -> float:
     """The operator's interval in modelled seconds (its ``--interval`` has a 1 s wall floor)."""
     return max(1.0, INTERVAL_S / speed) * speed
+
+
+def skipped_starts(times: Sequence[float], interval_s: float) -> list[float]:
+    """The resync starts missing between consecutive decisions ``interval_s`` apart."""
+    out: list[float] = []
+    for a, b in itertools.pairwise(times):
+        missing = round((b - a) / interval_s) - 1
+        out += [a + k * interval_s for k in range(1, missing + 1)]
+    return out
 
 
 def phase_of(decisions: Sequence[float], interval_s: float) -> float | None:
@@ -206,6 +224,7 @@ def live(
         data["scale_events"],
         data["replicas_max"],
         [MinutePoint.model_validate(m) for m in data["timeline"]],
+        data.get("engine_slo_attainment"),
     )
     (workdir / "decisions.json").write_text(json.dumps(data["decisions"], indent=1) + "\n")
     return side, data, wall
@@ -246,10 +265,27 @@ def compare(
         live_wall_s=wall,
         live_decisions=[(d["t_s"], d["replicas"], d["reason"]) for d in data["decisions"]],
         sim_decisions=[(p.t_s, p.replicas_target, p.reason) for p in sim_run.timeline],
+        skipped=skipped_starts(
+            [d["t_s"] for d in data["decisions"] if d["t_s"] > 0], decision_interval_s(speed)
+        ),
+        starts=[
+            (
+                p["observed_s"],
+                p["ready_s"] - p["observed_s"] - cold_start_s,
+                p["first_scrape_s"] - p["ready_s"],
+            )
+            for p in data.get("pods", [])
+            if p["observed_s"] is not None
+            and p["observed_s"] > 0
+            and p["ready_s"] is not None
+            and p["first_scrape_s"] is not None
+        ],
     )
 
 
 def report(c: Comparison) -> str:
+    e = c.live.engine_slo_attainment
+    engine = "–" if e is None else f"{e * 100:.2f}"
     lines = [
         f"speed ×{c.speed:g} · {c.minutes} modelled minutes · {c.requests} requests · "
         f"cold start {c.cold_start_s:g} s · seed {c.seed} · playground wall {c.live_wall_s:.0f} s",
@@ -258,6 +294,7 @@ def report(c: Comparison) -> str:
         "|---|---|---|",
         f"| SLO attainment % | {c.live.slo_attainment * 100:.2f} | "
         f"{c.sim.slo_attainment * 100:.2f} |",
+        f"| … by the twins' modelled latencies | {engine} | |",
         f"| GPU-hours (load span) | {c.live.gpu_hours:.3f} | {c.sim.gpu_hours:.3f} |",
         f"| scale events | {c.live.scale_events} | {c.sim.scale_events} |",
         f"| replicas max | {c.live.replicas_max} | {c.sim.replicas_max} |",
@@ -267,6 +304,18 @@ def report(c: Comparison) -> str:
         f"{c.attainment_gap_points:+.2f} points",
     ]
     lines += [f"  {'MET ' if ok else 'MISS'} {what}" for what, ok in c.verdicts()]
+    lines.append(
+        f"live resync starts skipped (a cycle overran its period): {len(c.skipped)}"
+        + (f", at {', '.join(f'{t:.0f}' for t in c.skipped)} s" if c.skipped else "")
+    )
+    if c.starts:
+        late = sorted(r for _, r, _ in c.starts)
+        scrape = sorted(f for _, _, f in c.starts)
+        lines.append(
+            f"live scale-up pods: {len(c.starts)}; Ready − (observation + cold start) "
+            f"{late[0]:.1f}–{late[-1]:.1f} s, first scrape − Ready "
+            f"{scrape[0]:.1f}–{scrape[-1]:.1f} s"
+        )
     sim_at = {p.minute: p for p in c.sim.minutes}
     live_at = {p.minute: p for p in c.live.minutes}
     lines.append("minute: live desired/ready · simulated desired/ready")

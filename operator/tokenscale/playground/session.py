@@ -46,6 +46,8 @@ from tokenscale.playground.runner import PodRunner
 from tokenscale.playground.service import PlaygroundService
 from tokenscale.simulation import TimelinePoint, Trace
 from tokenscale.simulation.faults import RETRY_DELAY_S, Fault
+from tokenscale.simulation.recorder import Outcome as EngineOutcome
+from tokenscale.simulation.run import meets
 from tokenscale.simulation.trace import percentile
 
 NAMESPACE = "playground"
@@ -156,6 +158,10 @@ class PlaygroundResult:
     """Every engine decision, by its observation's time."""
     pods: list[PodTiming] = field(default_factory=list)
     """Every pod the runner started, in the order it did."""
+    engine_slo_attainment: float | None = None
+    """The share of requests sent that the twins' engines finished within the SLO by their
+    modelled latencies (what the simulator counts, and what the twins' histograms hold),
+    beside ``slo_attainment``, the client's wall-clock latencies × speed."""
 
 
 def meets_slo(o: Outcome, ttft_slo: float | None, tpot_slo: float | None) -> bool:
@@ -187,6 +193,7 @@ class Playground:
         self._load_wall: float | None = None
         self._load_mono: float | None = None
         self._pods: list[PodTiming] = []
+        self._engine_outcomes: list[EngineOutcome] = []
 
     # -- processes --------------------------------------------------------------------------------
     def start_infrastructure(self) -> None:
@@ -380,6 +387,9 @@ class Playground:
                 task.cancel()
             await asyncio.gather(*tasks, return_exceptions=True)
             self._pods = self._pod_timings(runner)
+            self._engine_outcomes = [
+                o for p in [*runner.gone, *runner.pods.values()] for o in p.twin.engine.rec.outcomes
+            ]
             await runner.stop()
             await driver.stop()
             self.ports += runner.ports_used
@@ -470,6 +480,11 @@ class Playground:
             outcomes=list(outs),
             decisions=self._decisions(),
             pods=self._pods,
+            engine_slo_attainment=(
+                sum(meets(o, slo) for o in self._engine_outcomes) / stats.sent
+                if stats.sent
+                else None
+            ),
         )
 
     def _pod_timings(self, runner: PodRunner) -> list[PodTiming]:
