@@ -18,7 +18,8 @@ before it), GPU-hours over the load's span (the playground's ``gpu_hours_during_
 simulator counts the trace's span) and SLO attainment, each side's figure and the minutes that
 disagree. Targets (issue 19 §2): ≥ 90 % of minutes, GPU-hours within 10 %, attainment within
 one point. Reported, not asserted. ``--workdir`` keeps the slice, the playground's summary and
-``decisions.json`` (each live decision with the engine's memory).
+``decisions.json`` (each live decision with the engine's memory) and ``playground.log`` (its
+output).
 
     python benchmarks/live_vs_sim.py [--speed 5] [--minutes 15] [--start-min 0]
         [--rate-scale 0.2] [--cold-start 60] [--seed 0] [--spec FILE] [--json OUT]
@@ -214,6 +215,7 @@ def live(
     t0 = time.perf_counter()
     done = subprocess.run(cmd, env=env, capture_output=True, text=True, check=False)
     wall = time.perf_counter() - t0
+    (workdir / "playground.log").write_text(done.stdout + done.stderr)
     if done.returncode != 0 or not out.is_file():
         sys.stderr.write(done.stdout[-4000:] + done.stderr[-4000:])
         raise SystemExit(f"the playground failed (exit {done.returncode})")

@@ -183,6 +183,9 @@ class PodRunner:
                     await self.sync()
                 except client.exceptions.ApiException as exc:
                     log.warning("pod runner: %s", exc.reason)
+                except Exception as exc:  # a kubelet outlives one failed sync (a lost connection)
+                    log.exception("pod runner: sync failed")
+                    self.note(f"pod runner: sync failed ({type(exc).__name__}: {exc}); retrying")
                 due = min(
                     (self.ready_due(p) for p in self.pods.values() if not p.ready),
                     default=math.inf,
@@ -273,7 +276,17 @@ class PodRunner:
         port = self._free_slots.pop(0) if self._free_slots else free_port()
         twin = Twin(engine, self.service.identity, port)
         twin.exposed = False  # not scraped while the pod starts
-        await twin.start()
+        try:
+            await twin.start()
+        except OSError:  # the port was taken meanwhile: the slot goes, a port of its own
+            if port in self.slots:  # (a target from Ready, as beyond the slots)
+                self.slots.remove(port)
+                self.prometheus.remove_target(f"127.0.0.1:{port}")
+            log.warning("pod runner: port %d taken; %s gets another", port, pod)
+            port = free_port()
+            twin = Twin(engine, self.service.identity, port)
+            twin.exposed = False
+            await twin.start()
         self.ports_used.append(port)
         self.driver.engines.add(engine)
         self.pods[pod] = PodTwin(pod, twin, noticed)
