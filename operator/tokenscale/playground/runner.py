@@ -73,6 +73,20 @@ class PodTwin:
     """When the twin began serving."""
 
 
+@dataclass(frozen=True)
+class Report:
+    """One decision as the InferenceService's status wrote it."""
+
+    observed_s: float
+    """The observation's time on the engine's clock."""
+    replicas: int
+    reason: str
+    memory: dict[str, Any]
+    """``status.scaling``: the engine's memory."""
+    forecast: dict[str, Any]
+    """``status.decision.forecast``: the outlook (expected rate, the replicas it asks)."""
+
+
 class PodRunner:
     def __init__(
         self,
@@ -122,9 +136,8 @@ class PodRunner:
         """Every change of a Deployment's ``spec.replicas`` seen."""
         self.decided: list[Decided] = []
         """Every decision the InferenceService's status reported, by its observation."""
-        self.reports: list[tuple[float, int, str, dict[str, Any]]] = []
-        """The same decisions as the status wrote them: the observation's time on the engine's
-        clock, the replicas, the reason and ``status.scaling`` (the engine's memory)."""
+        self.reports: list[Report] = []
+        """The same decisions as the status wrote them."""
         self.gone: list[PodTwin] = []
         """The pods deleted so far, in the order they went."""
 
@@ -237,10 +250,18 @@ class PodRunner:
         replicas = status.get("replicas")
         if kind == "DELETED" or observed is None or replicas is None:
             return
-        if self.reports and self.reports[-1][0] >= float(observed) - 1e-6:
+        if self.reports and self.reports[-1].observed_s >= float(observed) - 1e-6:
             return  # a status write without a new decision
-        reason = (status.get("decision") or {}).get("reason", "")
-        self.reports.append((float(observed), int(replicas), reason, status.get("scaling") or {}))
+        decision = status.get("decision") or {}
+        self.reports.append(
+            Report(
+                float(observed),
+                int(replicas),
+                decision.get("reason", ""),
+                status.get("scaling") or {},
+                decision.get("forecast") or {},
+            )
+        )
         self.decided.append(Decided(self._wall(float(observed)), int(replicas)))
         self._wakeup()
 

@@ -112,6 +112,8 @@ class DecisionPoint:
     reason: str = ""
     memory: dict[str, Any] = field(default_factory=dict)
     """``status.scaling`` as the decision left it (the engine's memory, engine-clock times)."""
+    forecast: dict[str, Any] = field(default_factory=dict)
+    """``status.decision.forecast``: the outlook the decision saw (expected rate, replicas)."""
 
 
 @dataclass(frozen=True)
@@ -518,4 +520,9 @@ class Playground:
             return []
         decided = [] if self.runner is None else self.runner.reports
         shift = (self._load_wall - self.time_origin) * self.opts.speed
-        return [DecisionPoint(t - self.time_origin - shift, n, w, m) for t, n, w, m in decided]
+        return [
+            DecisionPoint(
+                r.observed_s - self.time_origin - shift, r.replicas, r.reason, r.memory, r.forecast
+            )
+            for r in decided
+        ]

@@ -63,7 +63,13 @@ def summary_json(r: PlaygroundResult) -> dict[str, Any]:
         "replicas_max": r.replicas_max,
         "events": [{"t_s": e.t_s, "message": e.message} for e in r.events],
         "decisions": [
-            {"t_s": d.t_s, "replicas": d.replicas, "reason": d.reason, "memory": d.memory}
+            {
+                "t_s": d.t_s,
+                "replicas": d.replicas,
+                "reason": d.reason,
+                "memory": d.memory,
+                "forecast": d.forecast,
+            }
             for d in r.decisions
         ],
         "timeline": [m.model_dump() for m in minutes],
