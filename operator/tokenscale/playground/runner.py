@@ -223,6 +223,8 @@ class PodRunner:
     def _pod_event(self, kind: str, pod: Any, at: float) -> None:
         if kind == "ADDED":
             self._noticed.setdefault(pod.metadata.name, at)
+        elif kind == "DELETED":
+            self._noticed.pop(pod.metadata.name, None)
         self._wakeup()
 
     def _deployment_event(self, kind: str, deployment: Any, at: float) -> None:
@@ -238,11 +240,13 @@ class PodRunner:
         write = Write(at, replicas, self._last_write)
         self._last_write = at
         self.writes.append(write)
-        if replicas > before:
-            self._asks.extend([write] * (replicas - before))
-        else:  # the newest asks are withdrawn (the ReplicaSet deletes the newest pods first)
-            for _ in range(min(before - replicas, len(self._asks))):
-                self._asks.pop()
+        # the pods this count asks for beyond those the runner has or has heard of (none when
+        # the watch opens on a Deployment whose pods exist already); fewer withdraw the newest
+        have = len(self.pods) + sum(1 for n in self._noticed if n not in self.pods)
+        wanted = max(0, replicas - have)
+        while len(self._asks) > wanted:
+            self._asks.pop()
+        self._asks.extend([write] * (wanted - len(self._asks)))
 
     def _service_event(self, kind: str, body: Any, at: float) -> None:
         status = body.get("status") or {}
