@@ -1,11 +1,12 @@
 """Live vs simulated: the playground's closed loop and ``tokenscale simulate`` on one input.
 
 One spec, one trace slice, one cold start, one seed. The live side is ``tokenscale playground
---headless --json`` (a real API server, real Prometheus scraping the twins every wall second,
+--headless --json`` (a real API server, real Prometheus scraping the twins every 5 modelled seconds,
 the real ``tokenscale run`` with its engine on the playground's modelled clock) run as a child
 process; the simulated side is the simulator's ``tokenscale`` policy (``simulation.simulate``,
 what ``tokenscale simulate`` runs) with the timing the playground gives the operator, in
-modelled seconds: a scrape every ``speed`` s (1 s wall), a decision every
+modelled seconds: a scrape every ``scrape_interval_wall_s(speed) × speed`` s (5 s from ×5 to
+×20), a decision every
 ``max(1, 15 / speed) × speed`` s (the operator's ``--interval`` has a 1 s wall floor), the first
 one at the live operator's phase (its first decision after the load's start, from the
 playground's ``decisions``: the resync loop's phase against the trace is arbitrary live), the
@@ -17,7 +18,8 @@ before it), GPU-hours over the load's span (the playground's ``gpu_hours_during_
 simulator counts the trace's span) and SLO attainment, each side's figure and the minutes that
 disagree. Targets (issue 19 §2): ≥ 90 % of minutes, GPU-hours within 10 %, attainment within
 one point. Reported, not asserted. ``--workdir`` keeps the slice, the playground's summary and
-``decisions.json`` (each live decision with the engine's memory).
+``decisions.json`` (each live decision with the engine's memory) and ``playground.log`` (its
+output).
 
     python benchmarks/live_vs_sim.py [--speed 5] [--minutes 15] [--start-min 0]
         [--rate-scale 0.2] [--cold-start 60] [--seed 0] [--spec FILE] [--json OUT]
@@ -25,6 +27,7 @@ one point. Reported, not asserted. ``--workdir`` keeps the slice, the playground
 """
 
 import argparse
+import itertools
 import json
 import math
 import os
@@ -33,11 +36,12 @@ import sys
 import tempfile
 import time
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
 from tokenscale.data import AZURE_CONVERSATION, bundled_trace
+from tokenscale.playground.prometheus import scrape_interval_wall_s
 from tokenscale.playground.service import default_spec_path, load_service
 from tokenscale.simulation import SimOptions, SimResult, Trace, parse_trace, scale_trace
 from tokenscale.simulation.minutes import MinutePoint, agreement, disagreements, per_minute
@@ -45,8 +49,6 @@ from tokenscale.simulation.run import Setup, simulate
 from tokenscale.simulation.trace import TraceRequest
 
 ROOT = Path(__file__).resolve().parents[1]
-SCRAPE_WALL_S = 1.0
-"""The playground's Prometheus scrape interval (wall seconds)."""
 INTERVAL_S = 15.0
 """The operator's resync interval in modelled seconds, before its 1 s wall floor."""
 
@@ -58,6 +60,8 @@ class Side:
     scale_events: int
     replicas_max: int
     minutes: list[MinutePoint]
+    engine_slo_attainment: float | None = None
+    """Live only: by the twins' modelled latencies (the client's are wall time × speed)."""
 
 
 @dataclass(frozen=True)
@@ -79,6 +83,12 @@ class Comparison:
     """The operator's decisions: (modelled observation time, replicas, reason)."""
     sim_decisions: list[tuple[float, int, str]]
     """The simulator's decisions, the same way."""
+    skipped: list[float] = field(default_factory=list)
+    """Live decisions that did not happen: each missing resync start (modelled time), where
+    a cycle overran its period (the loop skips the starts it missed)."""
+    starts: list[tuple[float, float, float]] = field(default_factory=list)
+    """Each live scale-up pod: (its asking observation, Ready − observation − cold start,
+    first scrape − Ready), modelled seconds."""
 
     def verdicts(self) -> list[tuple[str, bool]]:
         return [
@@ -124,6 +134,15 @@ def decision_interval_s(speed: float) -> float:
     return max(1.0, INTERVAL_S / speed) * speed
 
 
+def skipped_starts(times: Sequence[float], interval_s: float) -> list[float]:
+    """The resync starts missing between consecutive decisions ``interval_s`` apart."""
+    out: list[float] = []
+    for a, b in itertools.pairwise(times):
+        missing = round((b - a) / interval_s) - 1
+        out += [a + k * interval_s for k in range(1, missing + 1)]
+    return out
+
+
 def phase_of(decisions: Sequence[float], interval_s: float) -> float | None:
     """When the live operator's first decision after the load's start fell, within one
     interval (None: it made none)."""
@@ -146,7 +165,7 @@ def simulated(
     service = load_service(spec_text, "spec")
     opts = SimOptions(
         cold_start_s=cold_start_s,
-        scrape_interval_s=SCRAPE_WALL_S * speed,
+        scrape_interval_s=scrape_interval_wall_s(speed) * speed,
         decision_interval_s=decision_interval_s(speed),
         first_decision_s=first_decision_s,
         seed=seed,
@@ -196,6 +215,7 @@ def live(
     t0 = time.perf_counter()
     done = subprocess.run(cmd, env=env, capture_output=True, text=True, check=False)
     wall = time.perf_counter() - t0
+    (workdir / "playground.log").write_text(done.stdout + done.stderr)
     if done.returncode != 0 or not out.is_file():
         sys.stderr.write(done.stdout[-4000:] + done.stderr[-4000:])
         raise SystemExit(f"the playground failed (exit {done.returncode})")
@@ -206,6 +226,7 @@ def live(
         data["scale_events"],
         data["replicas_max"],
         [MinutePoint.model_validate(m) for m in data["timeline"]],
+        data.get("engine_slo_attainment"),
     )
     (workdir / "decisions.json").write_text(json.dumps(data["decisions"], indent=1) + "\n")
     return side, data, wall
@@ -246,10 +267,27 @@ def compare(
         live_wall_s=wall,
         live_decisions=[(d["t_s"], d["replicas"], d["reason"]) for d in data["decisions"]],
         sim_decisions=[(p.t_s, p.replicas_target, p.reason) for p in sim_run.timeline],
+        skipped=skipped_starts(
+            [d["t_s"] for d in data["decisions"] if d["t_s"] > 0], decision_interval_s(speed)
+        ),
+        starts=[
+            (
+                p["observed_s"],
+                p["ready_s"] - p["observed_s"] - cold_start_s,
+                p["first_scrape_s"] - p["ready_s"],
+            )
+            for p in data.get("pods", [])
+            if p["observed_s"] is not None
+            and p["observed_s"] > 0
+            and p["ready_s"] is not None
+            and p["first_scrape_s"] is not None
+        ],
     )
 
 
 def report(c: Comparison) -> str:
+    e = c.live.engine_slo_attainment
+    engine = "–" if e is None else f"{e * 100:.2f}"
     lines = [
         f"speed ×{c.speed:g} · {c.minutes} modelled minutes · {c.requests} requests · "
         f"cold start {c.cold_start_s:g} s · seed {c.seed} · playground wall {c.live_wall_s:.0f} s",
@@ -258,6 +296,7 @@ def report(c: Comparison) -> str:
         "|---|---|---|",
         f"| SLO attainment % | {c.live.slo_attainment * 100:.2f} | "
         f"{c.sim.slo_attainment * 100:.2f} |",
+        f"| … by the twins' modelled latencies | {engine} | |",
         f"| GPU-hours (load span) | {c.live.gpu_hours:.3f} | {c.sim.gpu_hours:.3f} |",
         f"| scale events | {c.live.scale_events} | {c.sim.scale_events} |",
         f"| replicas max | {c.live.replicas_max} | {c.sim.replicas_max} |",
@@ -267,6 +306,18 @@ def report(c: Comparison) -> str:
         f"{c.attainment_gap_points:+.2f} points",
     ]
     lines += [f"  {'MET ' if ok else 'MISS'} {what}" for what, ok in c.verdicts()]
+    lines.append(
+        f"live resync starts skipped (a cycle overran its period): {len(c.skipped)}"
+        + (f", at {', '.join(f'{t:.0f}' for t in c.skipped)} s" if c.skipped else "")
+    )
+    if c.starts:
+        late = sorted(r for _, r, _ in c.starts)
+        scrape = sorted(f for _, _, f in c.starts)
+        lines.append(
+            f"live scale-up pods: {len(c.starts)}; Ready − (observation + cold start) "
+            f"{late[0]:.1f}–{late[-1]:.1f} s, first scrape − Ready "
+            f"{scrape[0]:.1f}–{scrape[-1]:.1f} s"
+        )
     sim_at = {p.minute: p for p in c.sim.minutes}
     live_at = {p.minute: p for p in c.live.minutes}
     lines.append("minute: live desired/ready · simulated desired/ready")

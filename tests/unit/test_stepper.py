@@ -64,6 +64,26 @@ def test_re_stepping_an_observation_changes_nothing(
         assert second.decision == first.decision
 
 
+@FAST
+@given(observations(), st.lists(st.floats(0.0, 10.0), min_size=6, max_size=6))
+def test_the_engine_decides_as_of_its_observation_whatever_the_callers_latency(
+    snaps: list[Snapshot], latencies: list[float]
+) -> None:
+    """A caller that steps each observation some seconds after it was read (a reconcile after
+    the read; in the compressed-time playground, ``speed`` × that) gets the decisions and the
+    memory of one stepping at the observation's time (the simulator): the engine's clocks run
+    on observation times."""
+    stepper = _stepper()
+    prompt = late = ScalingState(decided_replicas=3)
+    for k, s in enumerate(snaps):
+        obs = Observation(s.at, s)
+        a = stepper.step(prompt, obs, s.at)
+        b = stepper.step(late, obs, s.at + latencies[k])
+        prompt, late = a.state, b.state
+        assert b.decision == a.decision
+        assert late == prompt
+
+
 def test_an_older_observation_is_not_decided_on() -> None:
     stepper = _stepper()
     s = snap(n=2, kv=0.95)

@@ -1,5 +1,5 @@
-"""A real Prometheus server (Debian's package), scraping every second: the playground's and the
-integration tests'.
+"""A real Prometheus server (Debian's package), scraping every second (or as asked): the
+playground's and the integration tests'.
 
 Targets come from a file_sd file the test rewrites; each target carries the ``namespace`` and
 ``inferenceservice`` labels the operator queries by (a cluster's PodMonitor attaches them from
@@ -15,6 +15,22 @@ from pathlib import Path
 import requests
 
 from tokenscale.playground.processes import Process, free_port, wait_for
+
+SCRAPE_MODELLED_S = 5.0
+"""The playground's scrape interval in modelled seconds (from ×5 to ×20)."""
+SCRAPE_WALL_RANGE_S = (0.25, 1.0)
+"""The shortest and the longest scrape interval in wall seconds."""
+
+
+def scrape_interval_wall_s(speed: float) -> float:
+    """Prometheus' scrape interval for the playground at ``speed`` (wall seconds, whole
+    milliseconds): ``SCRAPE_MODELLED_S`` modelled seconds within ``SCRAPE_WALL_RANGE_S`` (1 wall
+    second at ×5 and below, 0.25 s at ×20 and above). Scraping once a wall second at every
+    speed made a sample 20 modelled seconds apart at ×20, a whole decision interval: a new
+    replica's first sample came up to a decision later than Ready, and a 2-minute rate read six
+    samples at phases of their own."""
+    lo, hi = SCRAPE_WALL_RANGE_S
+    return round(min(hi, max(lo, SCRAPE_MODELLED_S / speed)), 3)
 
 
 def ensure_prometheus() -> str:
@@ -53,10 +69,11 @@ class PrometheusServer:
         binary = ensure_prometheus()
         self.workdir.mkdir(parents=True, exist_ok=True)
         self._write_targets()
+        every = f"{round(self.scrape_interval_s * 1000)}ms"
         config = self.workdir / "prometheus.yml"
         config.write_text(
             textwrap.dedent(f"""\
-            global: {{scrape_interval: {self.scrape_interval_s:g}s, evaluation_interval: 1s}}
+            global: {{scrape_interval: {every}, scrape_timeout: {every}, evaluation_interval: 1s}}
             rule_files: {json.dumps([str(f) for f in self.rule_files])}
             scrape_configs:
               - job_name: vllm

@@ -22,7 +22,9 @@ the requests it holds, as vLLM drains on SIGTERM, then stops.
 import asyncio
 import contextlib
 import logging
+import math
 import time
+from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
@@ -30,12 +32,21 @@ from typing import Any
 
 from kubernetes import client
 
+from tokenscale.api.crd import PLURAL
+from tokenscale.api.inference_service import API_GROUP, API_VERSION
 from tokenscale.playground.engine import ModelClock, TwinDriver, TwinEngine
 from tokenscale.playground.load import Router
 from tokenscale.playground.processes import free_port
 from tokenscale.playground.prometheus import PrometheusServer
 from tokenscale.playground.service import PlaygroundService
+from tokenscale.playground.start_clock import (
+    Decided,
+    Write,
+    asking_observation,
+    cold_start_begins,
+)
 from tokenscale.playground.twin import Twin
+from tokenscale.playground.watch import ApiWatch
 from tokenscale.render.labels import INFERENCE_SERVICE_LABEL
 from tokenscale.render.names import label_value
 
@@ -47,10 +58,33 @@ DRAIN_LIMIT_S = 30.0
 class PodTwin:
     pod: str
     twin: Twin
-    started: float
+    noticed: float
+    """When the runner learnt of the pod (``time.monotonic()``, as every time here)."""
     ready: bool = False
+    reported: bool = False
+    """Whether the pod's Ready status was written (the twin serves from ``ready``)."""
     created: datetime | None = None
     """The pod's ``creationTimestamp`` (whole seconds, as the API server keeps it)."""
+    asked: Write | None = None
+    """The Deployment's write that asked for it (None: no write was pending, a replacement)."""
+    observed: float | None = None
+    """The observation of the decision behind ``asked`` (None: not known, or yet)."""
+    ready_at: float | None = None
+    """When the twin began serving."""
+
+
+@dataclass(frozen=True)
+class Report:
+    """One decision as the InferenceService's status wrote it."""
+
+    observed_s: float
+    """The observation's time on the engine's clock."""
+    replicas: int
+    reason: str
+    memory: dict[str, Any]
+    """``status.scaling``: the engine's memory."""
+    forecast: dict[str, Any]
+    """``status.decision.forecast``: the outlook (expected rate, the replicas it asks)."""
 
 
 class PodRunner:
@@ -65,8 +99,9 @@ class PodRunner:
         prometheus: PrometheusServer,
         cold_start_s: float,
         note: Callable[[str], None] = lambda _msg: None,
-        poll_s: float = 0.25,
+        poll_s: float = 1.0,
         publishing: bool = True,
+        engine_origin_s: float | None = None,
     ) -> None:
         self.core = core
         self.namespace = namespace
@@ -87,6 +122,24 @@ class PodRunner:
         self.slots = [free_port() for _ in range(2 * service.spec.scaling.max_replicas)]
         """The ports always in Prometheus' targets (from :meth:`run`'s start)."""
         self._free_slots = list(self.slots)
+        self.apps = client.AppsV1Api(core.api_client)
+        self.custom = client.CustomObjectsApi(core.api_client)
+        self.engine_origin_s = engine_origin_s
+        self._wake: asyncio.Event | None = None
+        self._noticed: dict[str, float] = {}
+        """Pods the watch reported and no list returned yet, by name: when it did."""
+        self._asks: deque[Write] = deque()
+        """One entry per replica a Deployment's write added that no new pod took yet."""
+        self._replicas: dict[str, int] = {}
+        self._last_write: float | None = None
+        self.writes: list[Write] = []
+        """Every change of a Deployment's ``spec.replicas`` seen."""
+        self.decided: list[Decided] = []
+        """Every decision the InferenceService's status reported, by its observation."""
+        self.reports: list[Report] = []
+        """The same decisions as the status wrote them."""
+        self.gone: list[PodTwin] = []
+        """The pods deleted so far, in the order they went."""
 
     @property
     def ready(self) -> int:
@@ -104,12 +157,123 @@ class PodRunner:
             self.prometheus.add_target(
                 f"127.0.0.1:{port}", self.namespace, label_value(self.service.name)
             )
-        while True:
-            try:
-                await self.sync()
-            except client.exceptions.ApiException as exc:
-                log.warning("pod runner: %s", exc.reason)
-            await asyncio.sleep(self.poll_s)
+        self._wake = asyncio.Event()
+        selector = f"{INFERENCE_SERVICE_LABEL}={self.service.name}"
+        loop = asyncio.get_running_loop()
+        watches = [
+            ApiWatch(
+                self.core.list_namespaced_pod,
+                self._pod_event,
+                self.namespace,
+                label_selector=selector,
+            ),
+            ApiWatch(
+                self.apps.list_namespaced_deployment,
+                self._deployment_event,
+                self.namespace,
+                label_selector=selector,
+            ),
+        ]
+        if self.engine_origin_s is not None:
+            watches.append(
+                ApiWatch(
+                    self.custom.list_namespaced_custom_object,
+                    self._service_event,
+                    API_GROUP,
+                    API_VERSION,
+                    self.namespace,
+                    PLURAL,
+                    field_selector=f"metadata.name={self.service.name}",
+                )
+            )
+        for w in watches:
+            w.start(loop)
+        try:
+            while True:
+                self._wake.clear()
+                self._serve_due(set(self.pods))  # before the list call: Ready on time
+                try:
+                    await self.sync()
+                except client.exceptions.ApiException as exc:
+                    log.warning("pod runner: %s", exc.reason)
+                except Exception as exc:  # a kubelet outlives one failed sync (a lost connection)
+                    log.exception("pod runner: sync failed")
+                    self.note(f"pod runner: sync failed ({type(exc).__name__}: {exc}); retrying")
+                due = min(
+                    (self.ready_due(p) for p in self.pods.values() if not p.ready),
+                    default=math.inf,
+                )
+                wait = min(self.poll_s, max(0.0, due - time.monotonic()))
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(self._wake.wait(), wait)
+        finally:
+            for w in watches:
+                w.stop()
+
+    def ready_due(self, pt: PodTwin) -> float:
+        """When the pod's twin is Ready: a cold start after its start (:mod:`.start_clock`)."""
+        if pt.observed is None and pt.asked is not None:
+            pt.observed = asking_observation(self.decided, pt.asked)
+        return cold_start_begins(pt.noticed, pt.observed, self.clock.speed) + self.cold_start_wall_s
+
+    def _wakeup(self) -> None:
+        if self._wake is not None:
+            self._wake.set()
+
+    def _pod_event(self, kind: str, pod: Any, at: float) -> None:
+        if kind == "ADDED":
+            self._noticed.setdefault(pod.metadata.name, at)
+        elif kind == "DELETED":
+            self._noticed.pop(pod.metadata.name, None)
+        self._wakeup()
+
+    def _deployment_event(self, kind: str, deployment: Any, at: float) -> None:
+        name = deployment.metadata.name
+        if kind == "DELETED":
+            self._replicas.pop(name, None)
+            return
+        replicas = int(deployment.spec.replicas or 0)
+        before = self._replicas.get(name, 0)
+        self._replicas[name] = replicas
+        if replicas == before:
+            return
+        write = Write(at, replicas, self._last_write)
+        self._last_write = at
+        self.writes.append(write)
+        # the pods this count asks for beyond those the runner has or has heard of (none when
+        # the watch opens on a Deployment whose pods exist already); fewer withdraw the newest
+        have = len(self.pods) + sum(1 for n in self._noticed if n not in self.pods)
+        wanted = max(0, replicas - have)
+        while len(self._asks) > wanted:
+            self._asks.pop()
+        self._asks.extend([write] * (wanted - len(self._asks)))
+
+    def _service_event(self, kind: str, body: Any, at: float) -> None:
+        status = body.get("status") or {}
+        observed = (status.get("scaling") or {}).get("observedAtSeconds")
+        replicas = status.get("replicas")
+        if kind == "DELETED" or observed is None or replicas is None:
+            return
+        if self.reports and self.reports[-1].observed_s >= float(observed) - 1e-6:
+            return  # a status write without a new decision
+        decision = status.get("decision") or {}
+        self.reports.append(
+            Report(
+                float(observed),
+                int(replicas),
+                decision.get("reason", ""),
+                status.get("scaling") or {},
+                decision.get("forecast") or {},
+            )
+        )
+        self.decided.append(Decided(self._wall(float(observed)), int(replicas)))
+        self._wakeup()
+
+    def _wall(self, engine_s: float) -> float:
+        """An engine-clock time (the operator's ``--time-scale`` clock) on ``time.monotonic()``."""
+        assert self.engine_origin_s is not None
+        origin = self.engine_origin_s
+        return origin + (engine_s - origin) / self.clock.speed - (time.time() - time.monotonic())
 
     async def sync(self) -> None:
         selector = f"{INFERENCE_SERVICE_LABEL}={self.service.name}"
@@ -120,28 +284,57 @@ class PodRunner:
             p.metadata.name for p in listed.items if p.metadata.deletion_timestamp is None
         }
         created = {p.metadata.name: p.metadata.creation_timestamp for p in listed.items}
-        for name in sorted(live - self.pods.keys()):
-            await self._start(name)
-            self.pods[name].created = created.get(name)
-        now = time.monotonic()
-        for pt in list(self.pods.values()):
-            if pt.pod in live and not pt.ready and now - pt.started >= self.cold_start_wall_s:
-                await self._mark_ready(pt)
+        for name in sorted(live - self.pods.keys(), key=lambda n: self._noticed.get(n, math.inf)):
+            noticed = self._noticed.pop(name, time.monotonic())
+            await self._start(name, noticed)
+            pt = self.pods[name]
+            pt.created = created.get(name)
+            pt.asked = self._asks.popleft() if self._asks else None
+        self._serve_due(live)
         for name in sorted(self.pods.keys() - live):
             self._gone(self.pods.pop(name))
+        for pt in [p for p in self.pods.values() if p.ready and not p.reported]:
+            await self._report_ready(pt)
 
-    async def _start(self, pod: str) -> None:
+    async def _start(self, pod: str, noticed: float) -> None:
         engine = TwinEngine(self.service.engine, self.clock, self.driver.kick)
         port = self._free_slots.pop(0) if self._free_slots else free_port()
         twin = Twin(engine, self.service.identity, port)
         twin.exposed = False  # not scraped while the pod starts
-        await twin.start()
+        try:
+            await twin.start()
+        except OSError:  # the port was taken meanwhile: the slot goes, a port of its own
+            if port in self.slots:  # (a target from Ready, as beyond the slots)
+                self.slots.remove(port)
+                self.prometheus.remove_target(f"127.0.0.1:{port}")
+            log.warning("pod runner: port %d taken; %s gets another", port, pod)
+            port = free_port()
+            twin = Twin(engine, self.service.identity, port)
+            twin.exposed = False
+            await twin.start()
         self.ports_used.append(port)
         self.driver.engines.add(engine)
-        self.pods[pod] = PodTwin(pod, twin, time.monotonic())
+        self.pods[pod] = PodTwin(pod, twin, noticed)
         self.note(f"pod {pod}: twin on :{port}, starting")
 
-    async def _mark_ready(self, pt: PodTwin) -> None:
+    def _serve_due(self, live: set[str]) -> None:
+        now = time.monotonic()
+        for pt in list(self.pods.values()):
+            if pt.pod in live and not pt.ready and now >= self.ready_due(pt):
+                self._serve(pt)
+
+    def _serve(self, pt: PodTwin) -> None:
+        """The cold start is over: the twin takes traffic and its metrics answer at once (the
+        pod's Ready status follows, :meth:`_report_ready`)."""
+        pt.ready = True
+        pt.ready_at = time.monotonic()
+        pt.twin.exposed = self.publishing
+        self.router.add(pt.twin)
+        if self.publishing and pt.twin.port not in self.slots:
+            self._add_target(pt)
+        self.note(f"pod {pt.pod}: Ready")
+
+    async def _report_ready(self, pt: PodTwin) -> None:
         # Ready's transition time is the creation time plus the modelled cold start, so the
         # lead time the operator reads from the pod (Ready − creation, whole seconds) is the
         # cold start, not a wall interval quantised to a second (``speed`` modelled seconds)
@@ -171,12 +364,7 @@ class PodRunner:
             if exc.status == 404:
                 return  # gone meanwhile: the next sync drops it
             raise
-        pt.ready = True
-        pt.twin.exposed = self.publishing
-        self.router.add(pt.twin)
-        if self.publishing and pt.twin.port not in self.slots:
-            self._add_target(pt)
-        self.note(f"pod {pt.pod}: Ready")
+        pt.reported = True
 
     def publish(self) -> None:
         """From now on every Ready twin's ``/metrics`` answers (those Ready already at once):
@@ -192,6 +380,7 @@ class PodRunner:
         self.prometheus.add_target(pt.twin.target, self.namespace, label_value(self.service.name))
 
     def _gone(self, pt: PodTwin) -> None:
+        self.gone.append(pt)
         self.router.remove(pt.twin)
         pt.twin.exposed = False
         if pt.twin.port not in self.slots:
@@ -222,6 +411,7 @@ class PodRunner:
             return "no ready replica to kill"
         victim = max(ready, key=lambda p: p.twin.in_flight)
         del self.pods[victim.pod]
+        self.gone.append(victim)
         self.router.remove(victim.twin)
         self.prometheus.remove_target(victim.twin.target)
         cut = await victim.twin.kill()

@@ -41,11 +41,13 @@ from tokenscale.playground.engine import ModelClock, TwinDriver
 from tokenscale.playground.faults import FAULT_EVENT, inject_fleet_faults
 from tokenscale.playground.load import LoadStats, Outcome, Router, replay
 from tokenscale.playground.processes import Process
-from tokenscale.playground.prometheus import PrometheusServer
+from tokenscale.playground.prometheus import PrometheusServer, scrape_interval_wall_s
 from tokenscale.playground.runner import PodRunner
 from tokenscale.playground.service import PlaygroundService
 from tokenscale.simulation import TimelinePoint, Trace
 from tokenscale.simulation.faults import RETRY_DELAY_S, Fault
+from tokenscale.simulation.recorder import Outcome as EngineOutcome
+from tokenscale.simulation.run import meets
 from tokenscale.simulation.trace import percentile
 
 NAMESPACE = "playground"
@@ -110,6 +112,23 @@ class DecisionPoint:
     reason: str = ""
     memory: dict[str, Any] = field(default_factory=dict)
     """``status.scaling`` as the decision left it (the engine's memory, engine-clock times)."""
+    forecast: dict[str, Any] = field(default_factory=dict)
+    """``status.decision.forecast``: the outlook the decision saw (expected rate, replicas)."""
+
+
+@dataclass(frozen=True)
+class PodTiming:
+    """One pod's start, in modelled seconds since the load's start (None: not known): the
+    observation of the decision that asked for it, when the Deployment's write arrived, when
+    the runner learnt of the pod, when its twin began serving and when Prometheus first
+    scraped it."""
+
+    pod: str
+    observed_s: float | None
+    asked_s: float | None
+    noticed_s: float | None
+    ready_s: float | None
+    first_scrape_s: float | None
 
 
 @dataclass
@@ -138,7 +157,13 @@ class PlaygroundResult:
     outcomes: list[Outcome] = field(default_factory=list)
     """Every finished request as its client saw it (the fault reports bin them)."""
     decisions: list[DecisionPoint] = field(default_factory=list)
-    """Every engine decision the monitor saw, by its observation's time."""
+    """Every engine decision, by its observation's time."""
+    pods: list[PodTiming] = field(default_factory=list)
+    """Every pod the runner started, in the order it did."""
+    engine_slo_attainment: float | None = None
+    """The share of requests sent that the twins' engines finished within the SLO by their
+    modelled latencies (what the simulator counts, and what the twins' histograms hold),
+    beside ``slo_attainment``, the client's wall-clock latencies × speed."""
 
 
 def meets_slo(o: Outcome, ttft_slo: float | None, tpot_slo: float | None) -> bool:
@@ -155,7 +180,9 @@ class Playground:
         self.note = note
         w = opts.workdir
         self.cluster = Cluster(w / "cluster", progress=lambda m: note(f"  build: {m}"))
-        self.prometheus = PrometheusServer(w / "prometheus")
+        self.prometheus = PrometheusServer(
+            w / "prometheus", scrape_interval_s=scrape_interval_wall_s(opts.speed)
+        )
         self.operator: Process | None = None
         self.runner: PodRunner | None = None
         self.frame = Frame(0.0, "starting")
@@ -165,9 +192,10 @@ class Playground:
         self.pids: list[int] = []
         self.time_origin = time.time()
         """The wall time at which the operator's engine clock equals the wall clock."""
-        self._decided: list[tuple[float, int, str, dict[str, Any]]] = []
-        """(engine-clock observation time, replicas, reason) of each decision seen."""
         self._load_wall: float | None = None
+        self._load_mono: float | None = None
+        self._pods: list[PodTiming] = []
+        self._engine_outcomes: list[EngineOutcome] = []
 
     # -- processes --------------------------------------------------------------------------------
     def start_infrastructure(self) -> None:
@@ -277,6 +305,7 @@ class Playground:
             opts.cold_start_s,
             self.note,
             publishing=False,
+            engine_origin_s=self.time_origin,
         )
         self.runner = runner
         stats = LoadStats()
@@ -300,6 +329,7 @@ class Playground:
             runner.publish()
             self.note(f"{runner.ready} replicas Ready: replaying the load")
             self._load_wall = time.time()
+            self._load_mono = time.monotonic()
             load_clock = ModelClock(opts.speed)
             load = asyncio.get_running_loop().create_task(
                 replay(
@@ -358,6 +388,10 @@ class Playground:
             for task in tasks:
                 task.cancel()
             await asyncio.gather(*tasks, return_exceptions=True)
+            self._pods = self._pod_timings(runner)
+            self._engine_outcomes = [
+                o for p in [*runner.gone, *runner.pods.values()] for o in p.twin.engine.rec.outcomes
+            ]
             await runner.stop()
             await driver.stop()
             self.ports += runner.ports_used
@@ -399,14 +433,6 @@ class Playground:
             frame.ttft_p99_s = live.get("ttftP99Seconds")
             frame.tpot_p99_s = live.get("tpotP99Seconds")
             frame.decision = (status.get("decision") or {}).get("reason", "")
-            observed = (status.get("scaling") or {}).get("observedAtSeconds")
-            if (
-                observed is not None
-                and frame.desired is not None
-                and (not self._decided or self._decided[-1][0] != observed)
-            ):
-                memory = status.get("scaling") or {}
-                self._decided.append((float(observed), int(frame.desired), frame.decision, memory))
             listed: Any = await asyncio.to_thread(core.list_namespaced_event, NAMESPACE)
             for e in sorted(listed.items, key=lambda e: e.metadata.creation_timestamp):
                 if e.involved_object.name != svc.name or e.reason != "Scaled":
@@ -455,14 +481,48 @@ class Playground:
             load_duration_s=self.opts.trace.duration_s,
             outcomes=list(outs),
             decisions=self._decisions(),
+            pods=self._pods,
+            engine_slo_attainment=(
+                sum(meets(o, slo) for o in self._engine_outcomes) / stats.sent
+                if stats.sent
+                else None
+            ),
         )
 
+    def _pod_timings(self, runner: PodRunner) -> list[PodTiming]:
+        """Each pod's start (monotonic wall times) in modelled seconds since the load's start."""
+        if self._load_mono is None:
+            return []
+        origin, speed = self._load_mono, self.opts.speed
+
+        def at(mono: float | None) -> float | None:
+            return None if mono is None else (mono - origin) * speed
+
+        pods = sorted([*runner.gone, *runner.pods.values()], key=lambda p: p.noticed)
+        return [
+            PodTiming(
+                p.pod,
+                at(p.observed),
+                at(None if p.asked is None else p.asked.at_s),
+                at(p.noticed),
+                at(p.ready_at),
+                at(p.twin.first_scraped),
+            )
+            for p in pods
+        ]
+
     def _decisions(self) -> list[DecisionPoint]:
-        """The decisions seen, their engine-clock times turned into the load's modelled time
+        """Every decision the pod runner's watch of the InferenceService saw (each status
+        write; a once-a-second read of the status would miss some at ×20, where the operator
+        decides every wall second), its engine-clock time turned into the load's modelled time
         (the engine's clock runs ``speed`` times the wall clock from ``time_origin``)."""
         if self._load_wall is None:
             return []
+        decided = [] if self.runner is None else self.runner.reports
         shift = (self._load_wall - self.time_origin) * self.opts.speed
         return [
-            DecisionPoint(t - self.time_origin - shift, n, w, m) for t, n, w, m in self._decided
+            DecisionPoint(
+                r.observed_s - self.time_origin - shift, r.replicas, r.reason, r.memory, r.forecast
+            )
+            for r in decided
         ]

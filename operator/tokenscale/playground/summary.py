@@ -1,6 +1,7 @@
 """A playground run's summary as JSON (``tokenscale playground --json FILE``).
 
-Keys: ``slo_attainment``, ``gpu_hours`` (the whole run, settling included),
+Keys: ``slo_attainment`` (by the client's latencies), ``engine_slo_attainment`` (by the twins'
+modelled latencies), ``gpu_hours`` (the whole run, settling included),
 ``gpu_hours_during_load`` (up to the trace's last arrival, the span ``tokenscale simulate``
 counts), ``scale_events``, ``replicas_max``, ``decisions`` (each engine decision: the modelled
 time of the observation it was made on, since the load's start, and the replicas it asked for)
@@ -8,10 +9,13 @@ and ``timeline``: per modelled minute of the load, the desired and ready replica
 minute's end (``simulation/minutes.py``), so the same reading of a simulated run compares
 minute by minute. The desired replicas are the last decision made on an observation at or
 before the minute's end (as the simulator's timeline has a point per decision); the ready ones
-the monitor's last sample.
+the monitor's last sample. ``pods``: each pod's start (the observation that asked for it, the
+Deployment's write, the runner noticing it, Ready, the first scrape; modelled seconds since the
+load's start).
 """
 
 import math
+from dataclasses import asdict
 from itertools import pairwise
 from typing import Any
 
@@ -49,6 +53,7 @@ def summary_json(r: PlaygroundResult) -> dict[str, Any]:
         "requests": r.sent,
         "completed": r.completed,
         "slo_attainment": r.slo_attainment,
+        "engine_slo_attainment": r.engine_slo_attainment,
         "ttft_p50_s": num(r.ttft_p50_s),
         "ttft_p99_s": num(r.ttft_p99_s),
         "tpot_p99_s": num(r.tpot_p99_s),
@@ -58,10 +63,17 @@ def summary_json(r: PlaygroundResult) -> dict[str, Any]:
         "replicas_max": r.replicas_max,
         "events": [{"t_s": e.t_s, "message": e.message} for e in r.events],
         "decisions": [
-            {"t_s": d.t_s, "replicas": d.replicas, "reason": d.reason, "memory": d.memory}
+            {
+                "t_s": d.t_s,
+                "replicas": d.replicas,
+                "reason": d.reason,
+                "memory": d.memory,
+                "forecast": d.forecast,
+            }
             for d in r.decisions
         ],
         "timeline": [m.model_dump() for m in minutes],
+        "pods": [asdict(p) for p in r.pods],
     }
 
 

@@ -42,6 +42,8 @@ class Twin:
         self.exposed = True
         """Whether ``/metrics`` answers (False: 503, as a pod Prometheus does not scrape yet or
         any more; the playground's runner opens it at Ready and closes it at deletion)."""
+        self.first_scraped: float | None = None
+        """When ``/metrics`` first answered (``time.monotonic()``; None: not yet)."""
         self.registry = CollectorRegistry(auto_describe=False)
         self.registry.register(VllmCollector(engine, ident))
         self._runner: web.AppRunner | None = None
@@ -97,6 +99,8 @@ class Twin:
     async def metrics(self, request: web.Request) -> web.Response:
         if not self.exposed:
             return _error("not a scrape target", 503)
+        if self.first_scraped is None:
+            self.first_scraped = time.monotonic()
         # always the classic text format, names as vLLM writes them (``vllm:…``)
         body = generate_latest(self.registry)
         return web.Response(body=body, headers={"Content-Type": CONTENT_TYPE_LATEST})

@@ -9,6 +9,12 @@
 - The engine's ``interval_s`` is the real time between this observation and the previous one
   decided on (the caller's configured interval for a first decision), so smoothing, the
   backlog's "seen at the previous observation" and the forecast horizon run on real time.
+- The engine decides **as of its observation**: on a new observation its ``now`` is the
+  observation's time, not the caller's (a reconcile runs a moment after the read), so its
+  clocks (the rate smoother, the pressure, low and scale times) advance by the time between
+  observations, as in the simulator, whatever the caller's latency (in the compressed-time
+  playground, ``speed`` times that latency). An observation already decided on, re-decided
+  without a stored decision, is judged at ``now_s`` (its age counts against staleness).
 - A spec that changed since (a pin, lowered bounds) re-bounds the stored count without
   re-running the engine: cause ``Pinned`` or ``Bounds``.
 - ``spec.scaling.schedule``: the engine and the re-bounding see the bounds in force at
@@ -107,13 +113,17 @@ class Stepper:
             return Step(self._rebounded(state, spec, now_s), state)
         snapshot = None if observation is None else observation.snapshot
         interval = self.interval_s if observation is None else self.elapsed_s(state, observation)
+        at = now_s
+        if observation is not None and self.is_new(state, observation):
+            at = observation.at_s
+            spec = scheduled_spec(self.spec, at)
         d = decide(
             EngineInput(
                 spec=spec,
                 forecast=self.forecast,
                 snapshot=snapshot,
                 state=state,
-                now_s=now_s,
+                now_s=at,
                 interval_s=interval,
                 stale_after_s=self.stale_after_s,
                 lead_time_s=lead_time_s,
