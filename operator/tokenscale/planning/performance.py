@@ -305,20 +305,22 @@ class PerfModel:
         return self.step_seconds(b_z) + max(mean_interference, c * share)
 
     def _backlog_share(self, batch: float, intervals: float, z: float) -> float:
-        """The share of a tail request's decode spent inside a prefill backlog, where every
-        step carries a full chunk. In an M/M/1 queue at utilisation ρ with service time s the
-        busy period still ahead of a random moment outlasts ``t`` with probability about
-        ``ρ·exp(−t(1−√ρ)²/s)``; the request at the percentile (a share ``tail`` of requests
-        above it) sits in one for ``t = s·ln(ρ/tail)/(1−√ρ)²`` seconds, of a decode lasting
-        ``intervals × TPOT``. Near full prefill utilisation the backlogs outlast short answers
-        and their TPOT tail is a whole chunk per token, however rare chunks are on average."""
+        """The share of a tail request's decode steps taken inside a prefill backlog, where
+        every step carries a full chunk (``t_step + c`` seconds). In an M/M/1 queue at
+        utilisation ρ with service time s the busy period still ahead of a random moment
+        outlasts ``t`` with probability about ``ρ·exp(−t(1−√ρ)²/s)`` (the busy period's decay
+        rate); the request at the percentile (a share ``tail`` above it) decodes inside one for
+        ``t = s·ln(ρ/tail)/(1−√ρ)²`` seconds, ``t / (t_step + c)`` of its ``intervals`` steps.
+        Near full prefill utilisation the backlogs outlast short answers, and their TPOT tail is
+        a whole chunk per token however rare chunks are on average."""
         tail = 0.5 * math.erfc(z / math.sqrt(2.0))
         rho = self.prefill_utilization(batch)
         if rho <= tail:
             return 0.0
         s = self.prefill_service_seconds(batch)
         covered = s * math.log(rho / tail) / (1.0 - math.sqrt(rho)) ** 2
-        return min(1.0, covered / max(intervals * self.tpot_seconds(batch), 1e-9))
+        full_step = self.step_seconds(batch) + self.tail_chunk_seconds
+        return min(1.0, covered / full_step / max(intervals, 1.0))
 
     @cached_property
     def weight_floor_seconds(self) -> float:
