@@ -3,6 +3,7 @@ chosen for the SLO, needs compared before bounds, no count where nothing can ser
 
 import json
 import os
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -12,12 +13,13 @@ from typer.testing import CliRunner
 
 from tests.helpers import spec as make_spec
 from tokenscale.api.inference_service import InferenceServiceSpec
+from tokenscale.api.manifest import parse_manifests
 from tokenscale.api.slo import Slo
 from tokenscale.cli.app import app
 from tokenscale.planning import Conditions, plan_at, plan_service, resolve
 from tokenscale.planning.load import at_load
 from tokenscale.planning.operating_point import meets_slos, slo_estimates
-from tokenscale.planning.planner import perf_at
+from tokenscale.planning.planner import _choose, perf_at
 from tokenscale.scaling import EngineInput, ScalingState, Snapshot, decide
 from tokenscale.scaling.engine import live_conditions
 from tokenscale.simulation.capacity import run_one_replica, sustainable_rps
@@ -268,3 +270,22 @@ def test_the_search_predicate_agrees_with_the_estimates(
     assert meets_slos(perf, spec.slo, batch, w.input_tokens, w.output_tokens) == all(
         e.met for e in estimates
     )
+
+
+def test_auto_tp_counts_min_replicas_before_breaking_a_tie_on_needed_gpus() -> None:
+    """Qwen2.5-7B (the hfConfig example, minReplicas 2) sized at the SLO batch: TP 1 needs
+    2 replicas and TP 2 needs 1 — 2 GPUs each — but TP 2 must run two replicas of 2 GPUs."""
+    root = Path(__file__).resolve().parents[2]
+    service = parse_manifests((root / "deploy/examples/qwen2.5-7b-hfconfig.yaml").read_text())[0]
+    r = resolve(service.spec, service.metadata.name)
+    plans = [
+        plan_at(r, Conditions(workload=service.spec.workload, knee="slo"), tp) for tp in (1, 2)
+    ]
+    one, two = plans
+    assert one.replicas is not None
+    assert two.replicas is not None
+    assert one.replicas.with_redundancy * 1 == two.replicas.with_redundancy * 2 == 2
+    assert two.sized.total == 2  # minReplicas
+    chosen = _choose(plans)
+    assert chosen.tensor_parallel_size == 1
+    assert chosen.gpus_total == 2
