@@ -2,9 +2,9 @@
 
 For each shape the planner's SLO-bound rate per replica — the design rate over the replicas
 its three constraints need (throughput and concurrency at the largest batch that meets the
-SLOs, and KV), from ``plan_at`` with the ``slo`` knee policy as the live engine asks; the
-forecast's knee margin is printed beside it — is compared with the fleet simulator's bisection
-for the highest Poisson rate one simulated replica sustains within every SLO
+SLOs, and KV), from ``plan_at`` with the ``slo`` knee policy as the forecast and the live
+engine ask; the ``knee`` policy's figure is printed beside it — is compared with the fleet
+simulator's bisection for the highest Poisson rate one simulated replica sustains within every SLO
 (``simulation/capacity.py``), with request sizes
 drawn (seeded) from the shape's distributions. Target (issue: Planner v2, §6): within 10 % on
 every shape. The figures are reported, not asserted.
@@ -21,7 +21,7 @@ import time
 from dataclasses import dataclass
 
 from tokenscale.api.manifest import parse_manifests
-from tokenscale.planning import Conditions, plan_at, plan_service, resolve
+from tokenscale.planning import Conditions, plan_at, resolve
 from tokenscale.simulation.capacity import sustainable_rps
 from tokenscale.simulation.replica import replica_config
 
@@ -151,9 +151,9 @@ def main() -> int:
         pairs, prefixes = _requests(shape, 4000, seed=7)
         hit = _hit_rate(pairs, prefixes) if any(prefixes) else 0.0
         spec = parse_manifests(_spec_text(shape, pairs, hit))[0].spec
-        forecast = plan_service(spec, "shape")
         r = resolve(spec, "shape")
         plan = plan_at(r, Conditions(workload=spec.workload, knee="slo"), 1)
+        at_knee = plan_at(r, Conditions(workload=spec.workload, knee="knee"), 1)
         cfg = replica_config(spec, plan, prefix_block_tokens=BLOCK)
         planner_rps = plan.design_rps / plan.sized.needed
         sim = sustainable_rps(
@@ -173,7 +173,7 @@ def main() -> int:
                 "chunk_budget": plan.max_num_batched_tokens,
                 "planner_rps": round(planner_rps, 3),
                 "binding": plan.binding_constraint,
-                "planner_rps_at_knee": round(forecast.rps_per_replica, 3),
+                "planner_rps_at_knee": round(at_knee.rps_per_replica, 3),
                 "planner_batch": plan.operating_batch,
                 "simulator_rps": round(sim, 3),
                 "error": round(err, 3),

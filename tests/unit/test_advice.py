@@ -7,19 +7,22 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from tests.helpers import spec
+from tests.helpers import EXAMPLES, spec
+from tokenscale.api.manifest import parse_manifests
 from tokenscale.catalog.vllm_metrics import INTER_TOKEN_BUCKETS, TTFT_BUCKETS
-from tokenscale.planning import plan_service
+from tokenscale.planning import Conditions, plan_at, plan_service, resolve
 from tokenscale.planning.advice import (
     advise,
     bucket_advice,
     bucket_of,
     fp8_advice,
+    knee_advice,
     nearly_idle_advice,
     redundancy_advice,
     slo_unit_advice,
     tp_auto_advice,
 )
+from tokenscale.planning.planner import layout_of
 
 L4_CHAT = {
     "hardware": {"gpu": "L4-24GB", "tensorParallelSize": 1},
@@ -172,3 +175,40 @@ def test_advise_collects_every_line() -> None:
     assert any("tensorParallelSize: auto" in x for x in lines)
     assert any("FP8 weights" in x for x in lines)
     assert any("75–100 ms" in x for x in lines)
+
+
+def test_the_knee_below_the_slo_batch_says_the_gpus_at_the_slo_batch_and_the_ratio() -> None:
+    """Llama-3.1-70B BF16 TP 4 (the example): the knee caps the batch below what the SLOs allow;
+    the line gives the GPUs at the SLO batch (the live engine's sizing) and a kneeTpotRatio
+    that, set in the spec, plans exactly that fleet — after which the line is gone."""
+    example = next(e for e in EXAMPLES if e.stem == "llama-3.1-70b-h100-bf16-tp4")
+    service = parse_manifests(example.read_text())[0]
+    s, name = service.spec, service.metadata.name
+    plan = plan_service(s, name)
+    lim = plan.concurrency_limits
+    assert lim.slo is not None
+    assert lim.slo > lim.knee
+    (line,) = knee_advice(s, plan, name)
+    at_slo = plan_at(resolve(s, name), Conditions(workload=s.workload, knee="slo"), layout_of(plan))
+    assert at_slo.replicas is not None
+    assert plan.replicas is not None
+    theirs = at_slo.replicas.with_redundancy * at_slo.gpus_per_replica
+    mine = plan.replicas.with_redundancy * plan.gpus_per_replica
+    assert _gpus(line) == [theirs]
+    assert f"instead of {mine:,}" in line
+    assert theirs < mine
+    match = re.search(r"kneeTpotRatio: ([\d.]+)", line)
+    assert match is not None
+    lifted = s.model_copy(
+        update={
+            "assumptions": s.assumptions.model_copy(
+                update={"knee_tpot_ratio": float(match.group(1))}
+            )
+        }
+    )
+    again = plan_service(lifted, name)
+    assert again.gpus_total == theirs
+    assert knee_advice(lifted, again, name) == []
+    # no SLO batch above the knee, no line (the L4 chat: the SLOs bind first)
+    l4 = spec(**L4_CHAT)
+    assert knee_advice(l4, plan_service(l4)) == []

@@ -128,6 +128,29 @@ def test_json_gains_advice_and_keeps_every_key() -> None:
         assert key in plan
 
 
+def test_json_writes_bytes_and_counts_as_whole_numbers() -> None:
+    """Bytes, parameters and KV tokens are counts: no ``8030261248.0``, no fractional bytes."""
+    (plan,) = _json(["plan", str(L4)])
+    whole = (
+        "params",
+        "active_params",
+        "weight_bytes",
+        "kv_bytes_per_token",
+        "kv_bytes_per_token_per_gpu",
+        "kv_capacity_tokens_per_replica",
+        "kv_bytes_per_request_mean",
+        "kv_bytes_per_request_p99",
+    )
+    for key in whole:
+        assert type(plan[key]) is int, key
+    memory = plan["memory_per_gpu"]
+    assert isinstance(memory, dict)
+    assert all(type(v) is int for v in memory.values()), memory
+    # fractions stay fractions: the TPOT mean and P99 sit side by side, in seconds
+    assert isinstance(plan["tpot_estimate_s"], float)
+    assert isinstance(plan["tpot_p99_estimate_s"], float)
+
+
 def test_an_infeasible_plan_exits_1_in_every_format(tmp_path: Path) -> None:
     f = tmp_path / "slow.yaml"
     f.write_text(yaml.safe_dump(manifest(slo={"ttftP99Seconds": 0.001})))

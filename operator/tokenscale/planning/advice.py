@@ -6,18 +6,21 @@
 - a latency SLO no user means in seconds (``ttftP99Seconds: 800``);
 - a latency SLO inside one of vLLM's histogram buckets, where live P99 reads are interpolated;
 - why a replica must run lightly loaded: its own P99 prefill (or its batch-1 TPOT) already
-  takes half the SLO or more — the cause behind a huge replica count.
+  takes half the SLO or more — the cause behind a huge replica count;
+- the knee capping the batch below what the SLOs allow: the GPUs at the SLO batch (what the
+  live engine sizes at) and the ``kneeTpotRatio`` that sizes the forecast there.
 
-Each check costs at most one more plan (``auto`` or FP8). None changes the plan.
+Each check costs at most one more plan (``auto``, FP8 or the SLO batch). None changes the plan.
 """
 
+import math
 from dataclasses import dataclass
 
 from tokenscale.api.errors import SpecError
 from tokenscale.api.inference_service import InferenceServiceSpec
 from tokenscale.catalog.vllm_metrics import INTER_TOKEN_BUCKETS, TTFT_BUCKETS
-from tokenscale.planning.conditions import forecast_conditions
-from tokenscale.planning.planner import layout_of, perf_at, plan_service
+from tokenscale.planning.conditions import Conditions, forecast_conditions
+from tokenscale.planning.planner import layout_of, perf_at, plan_at, plan_service
 from tokenscale.planning.resolve import resolve
 from tokenscale.planning.result import Plan
 
@@ -226,6 +229,32 @@ def nearly_idle_advice(spec: InferenceServiceSpec, plan: Plan, name: str = "") -
     return out
 
 
+def knee_advice(spec: InferenceServiceSpec, plan: Plan, name: str = "") -> list[str]:
+    """The knee caps the batch below the SLO batch and the SLO batch needs fewer GPUs: say how
+    many, and the ``kneeTpotRatio`` that lifts the cap to it (docs/planner.md, "The knee
+    against the SLO batch")."""
+    lim = plan.concurrency_limits
+    if plan.replicas is None or not plan.feasible or lim.slo is None or lim.slo <= lim.knee:
+        return []
+    try:
+        r = resolve(spec, name)
+    except SpecError:
+        return []
+    layout = layout_of(plan)
+    at_slo = plan_at(r, Conditions(workload=spec.workload, knee="slo"), layout)
+    mine, theirs = _gpus_needed(plan), _gpus_needed(at_slo)
+    if mine is None or theirs is None or not at_slo.feasible or theirs >= mine:
+        return []
+    perf = perf_at(r, forecast_conditions(r), layout, plan.max_num_batched_tokens)
+    ratio = math.ceil(perf.tpot_seconds(lim.slo) / perf.weight_floor_seconds * 10.0) / 10.0
+    return [
+        f"sized at the knee (batch {lim.knee:,.0f}, TPOT {perf.assumptions.knee_tpot_ratio:g} × "
+        f"the weight-read floor) where the SLOs allow batch {lim.slo:,.0f}: {theirs:,} GPUs "
+        f"({_fleet(at_slo)}) instead of {mine:,} — the operator's live sizing uses the SLO "
+        f"batch; spec.assumptions.kneeTpotRatio: {ratio:g} plans the launch fleet there too"
+    ]
+
+
 def advise(spec: InferenceServiceSpec, plan: Plan, name: str = "") -> list[str]:
     """Every advice line for ``plan`` (the plan of ``spec``), most consequential first."""
     return (
@@ -233,6 +262,7 @@ def advise(spec: InferenceServiceSpec, plan: Plan, name: str = "") -> list[str]:
         + nearly_idle_advice(spec, plan, name)
         + tp_auto_advice(spec, plan, name)
         + fp8_advice(spec, plan, name)
+        + knee_advice(spec, plan, name)
         + redundancy_advice(spec, plan)
         + bucket_advice(spec)
     )

@@ -84,18 +84,15 @@ def choose_knobs(
             False,
         )
     scores: dict[int, tuple[float, float]] = {}
-    # from the default down; capacity rises while the smaller stall pays and falls once the
-    # extra weight reads per chunk cost more: stop at the first drop
+    # every budget from the default down: capacity need not be single-peaked in the budget
+    # (a smaller chunk shortens the stall, but each chunk step pays the decodes' weight reads
+    # and, under a backlog, a tail request's every step carries a chunk)
     budgets = sorted({b for b in (*CHUNK_CHOICES, default_budget) if b <= default_budget})
-    previous = -1.0
     hint: float | None = None
     for budget in reversed(budgets):
         perf = base if budget == default_budget else perf_for(budget)
         rate, hint = _capacity(perf, slo, inputs, outputs, min(seqs, budget), hint)
         scores[budget] = (rate, perf.tail_chunk_seconds)
-        if rate < previous:
-            break
-        previous = rate
     best = max(scores, key=lambda b: (scores[b][0], b))
     rate, best_stall = scores[best]
     default_rate = scores.get(default_budget, (0.0, stall))[0]

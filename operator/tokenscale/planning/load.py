@@ -9,7 +9,8 @@ the saturated figure. Above the rate at ``maxNumSeqs`` the replica is saturated 
 state; the queue grows).
 
 In flight per replica, queued included (Little's law): ``L = B + L_q``, with the prefill queue
-``L_q = ρ²/(1−ρ)``, ``ρ = λ·t_prefill``. The concurrency constraint sizes the fleet so that
+``L_q = ρ²/(1−ρ)``, ``ρ = λ·s`` (``s``: the steps a prompt's chunks fill, decodes included,
+:meth:`PerfModel.prefill_service_seconds`). The concurrency constraint sizes the fleet so that
 ``L`` stays within the safe concurrency: the replica count sets the load per replica, the
 load sets latency, and latency sets the concurrency — one fixed point, solved here in B.
 """
@@ -69,7 +70,7 @@ def point_at_batch(
     """Latencies at batch ``batch`` (the load ``request_rate(batch)``)."""
     tpot = perf.tpot_seconds(batch)
     ttft = perf.ttft_seconds(batch, inputs.mean)
-    ttft99 = perf.ttft_seconds(batch, inputs.p99_or_mean)
+    ttft99 = perf.ttft_quantile_seconds(batch, inputs.p99_or_mean, inputs.mean, 0.01)
     return LoadPoint(
         rps_per_replica=perf.request_rate(batch) if batch > 0 else 0.0,
         batch=batch,

@@ -43,6 +43,8 @@ class OperatingPoint:
 
 Z_P99 = 2.326
 Z_P95 = 1.645
+_TAIL = {Z_P99: 0.01, Z_P95: 0.05}
+"""The share of requests above each percentile, for the TTFT's queueing tail."""
 
 
 def _largest(lo: int, hi: int, ok: Callable[[int], bool], hint: int | None = None) -> int:
@@ -125,7 +127,7 @@ def meets_slos(
             return False
         if ttft_t is None and e2e_t is None:
             continue
-        ttft = perf.ttft_seconds(batch, in_tok)
+        ttft = perf.ttft_quantile_seconds(batch, in_tok, inputs.mean, _TAIL[z])
         if ttft_t is not None and ttft > ttft_t:
             return False
         if e2e_t is not None and ttft + out_tok * perf.tpot_seconds(batch) > e2e_t:
@@ -136,11 +138,16 @@ def meets_slos(
 def slo_estimates(
     perf: PerfModel, slo: Slo, batch: float, inputs: TokenDistribution, outputs: TokenDistribution
 ) -> list[SloEstimate]:
-    """Estimates at batch B for every SLO that is set (P99 uses P99 tokens, P95 uses P95)."""
+    """Estimates at batch B for every SLO that is set (P99 uses P99 tokens, P95 uses P95; TTFT
+    at a percentile counts the queue's tail, :meth:`PerfModel.ttft_quantile_seconds`)."""
     tpot = perf.tpot_seconds(batch)
     out: list[SloEstimate] = []
     for pct, z, ttft_t, tpot_t, e2e_t, in_tok, out_tok in _percentiles(slo, inputs, outputs):
-        ttft = perf.ttft_seconds(batch, in_tok) if (ttft_t or e2e_t) else 0.0
+        ttft = (
+            perf.ttft_quantile_seconds(batch, in_tok, inputs.mean, _TAIL[z])
+            if (ttft_t or e2e_t)
+            else 0.0
+        )
         if ttft_t is not None:
             out.append(SloEstimate(f"ttft_{pct}", ttft_t, ttft))
         if tpot_t is not None:

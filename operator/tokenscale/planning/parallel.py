@@ -338,6 +338,14 @@ class LayoutPerfModel(PerfModel):
         )
         return latency / max(self.layout.pp, self.layout.dp)
 
+    def prefill_service_seconds(self, batch: float) -> float:
+        """Pipeline- and data-parallel layouts keep the prefill's own busy time per lane
+        (:attr:`mean_prefill_seconds`) as the queue's service time: their schedulers (one per
+        stage set or DP rank) are not modelled step by step, nor simulated."""
+        if self.layout.pp > 1 or self.layout.dp > 1:
+            return self.mean_prefill_seconds
+        return super().prefill_service_seconds(batch)
+
     def pipeline_bubble(self, batch: float) -> float:
         """Idle share of the stages at ``batch`` running sequences: ``1 − m/PP``."""
         if self.layout.pp <= 1:

@@ -288,7 +288,9 @@ class PerfModel:
         chunks also raise the batch (the same correlation as the Poisson form this replaces,
         which it equals when a chunk is a whole prompt and p is small), so at the percentile it
         pays ``c·min(1, p + z·√(2p(1−p)/k))`` per token: short answers beside long prompts see
-        whole chunks (the chunk budget bounds the tail), long answers see the mean.
+        whole chunks (the chunk budget bounds the tail), long answers see the mean. The share is
+        at least the part of its decode a tail request spends in a prefill backlog
+        (:meth:`_backlog_share`).
         """
         b_z = batch + z * math.sqrt(max(batch, 0.0))
         out = max(self.mean_output_tokens, 1.0)
@@ -299,7 +301,26 @@ class PerfModel:
         p = min(1.0, mean_interference / c)
         k = max(out - 1.0, 1.0)
         share = min(1.0, p + z * math.sqrt(2.0 * p * (1.0 - p) / k))
+        share = max(share, self._backlog_share(batch, k, z))
         return self.step_seconds(b_z) + max(mean_interference, c * share)
+
+    def _backlog_share(self, batch: float, intervals: float, z: float) -> float:
+        """The share of a tail request's decode steps taken inside a prefill backlog, where
+        every step carries a full chunk (``t_step + c`` seconds). In an M/M/1 queue at
+        utilisation ρ with service time s the busy period still ahead of a random moment
+        outlasts ``t`` with probability about ``ρ·exp(−t(1−√ρ)²/s)`` (the busy period's decay
+        rate); the request at the percentile (a share ``tail`` above it) decodes inside one for
+        ``t = s·ln(ρ/tail)/(1−√ρ)²`` seconds, ``t / (t_step + c)`` of its ``intervals`` steps.
+        Near full prefill utilisation the backlogs outlast short answers, and their TPOT tail is
+        a whole chunk per token however rare chunks are on average."""
+        tail = 0.5 * math.erfc(z / math.sqrt(2.0))
+        rho = self.prefill_utilization(batch)
+        if rho <= tail:
+            return 0.0
+        s = self.prefill_service_seconds(batch)
+        covered = s * math.log(rho / tail) / (1.0 - math.sqrt(rho)) ** 2
+        full_step = self.step_seconds(batch) + self.tail_chunk_seconds
+        return min(1.0, covered / full_step / max(intervals, 1.0))
 
     @cached_property
     def weight_floor_seconds(self) -> float:
@@ -324,8 +345,31 @@ class PerfModel:
         """Requests/s one replica completes at batch B: output TPS ÷ mean output tokens."""
         return self.output_tps(batch) / max(self.mean_output_tokens, 1.0)
 
+    def prefill_service_seconds(self, batch: float) -> float:
+        """GPU time a mean prompt's prefill holds the scheduler at batch B: the FLOPs of its
+        chunks, and for every step its chunks fill, that step's decode part (the B decodes'
+        weight and KV reads, all-reduces and overhead, :meth:`step_seconds`), as
+        :meth:`mixed_step_seconds` times a step. A chunk gets the budget the decodes leave
+        (``budget − B`` tokens); a prompt shorter than that shares its step with the next, so
+        the step count is fractional: ``n / (budget − B)``. Without chunked prefill a prompt is
+        one step."""
+        hit = self.prefix_cache_hit_rate
+        n = self.mean_input_tokens * (1.0 - hit)
+        if n <= 0:
+            return 0.0
+        free = max(1.0, self.max_num_batched_tokens - batch)
+        steps = n / free if self.chunked_prefill else 1.0
+        compute = self.prefill_flops(n, self.mean_input_tokens * hit) / (
+            self.tp * self.flops_per_s * self.assumptions.prefill_compute_efficiency
+        )
+        return steps * self.step_seconds(max(batch, 0.0)) + compute
+
     def prefill_utilization(self, batch: float) -> float:
-        return min(0.99, self.request_rate(batch) * self.mean_prefill_seconds)
+        """The share of scheduler steps that carry prefill chunks at batch B (at most 0.99):
+        ``ρ = request_rate(B) × prefill_service_seconds(B)`` — the prefill queue's server is the
+        whole step, decodes included, so the queue fills as the GPU does, not as the prefill
+        FLOPs alone would say."""
+        return min(0.99, self.request_rate(batch) * self.prefill_service_seconds(batch))
 
     def ttft_seconds(self, batch: float, prompt_tokens: float) -> float:
         """TTFT of a ``prompt_tokens`` prompt arriving while B sequences decode, B being the
@@ -333,9 +377,9 @@ class PerfModel:
 
         Its own prefill, chunked into ``ceil(N / (budget − B))`` steps; each chunk also carries
         the B decodes, which add their KV reads and FLOPs (the weights are read once per step
-        and already counted by the prefill); plus a queueing allowance ``ρ/(1−ρ) × t_prefill``
-        for prompts ahead, ``ρ = request_rate(B) × t_prefill`` (M/M/1-like). At B → 0 this is
-        the prefill alone: no queue, no decode riding along.
+        and already counted by the prefill); plus the mean wait for prompts ahead
+        (:meth:`queue_wait_seconds`). At B → 0 this is the prefill alone: no queue, no decode
+        riding along.
         """
         return self.own_ttft_seconds(batch, prompt_tokens) + self.queue_wait_seconds(batch)
 
@@ -356,11 +400,36 @@ class PerfModel:
         )
 
     def queue_wait_seconds(self, batch: float) -> float:
-        """Mean wait for the prompts ahead at batch B: ``ρ/(1−ρ) × t_prefill``."""
+        """Mean wait for the prompts ahead at batch B: ``ρ/(1−ρ) × s``, ``s`` the prefill's
+        service time (:meth:`prefill_service_seconds`; M/M/1)."""
         if batch <= 0:
             return 0.0
         rho = self.prefill_utilization(batch)
-        return rho / (1.0 - rho) * self.mean_prefill_seconds
+        return rho / (1.0 - rho) * self.prefill_service_seconds(batch)
+
+    def queue_wait_quantile_seconds(self, batch: float, tail: float) -> float:
+        """The wait that only a share ``tail`` of prompts exceed (0.01: the P99) at batch B.
+        M/M/1: ``P(W > t) = ρ·exp(−t(1−ρ)/s)``, so ``W = s/(1−ρ) × ln(ρ/tail)`` when
+        ``ρ > tail``, else 0 (fewer than ``tail`` of the prompts wait at all)."""
+        if batch <= 0 or tail <= 0:
+            return 0.0
+        rho = self.prefill_utilization(batch)
+        if rho <= tail:
+            return 0.0
+        return self.prefill_service_seconds(batch) / (1.0 - rho) * math.log(rho / tail)
+
+    def ttft_quantile_seconds(
+        self, batch: float, prompt_tokens: float, mean_prompt_tokens: float, tail: float
+    ) -> float:
+        """TTFT that only a share ``tail`` of requests exceed at batch B (0.01: the P99), for a
+        tail prompt of ``prompt_tokens``: the larger of the tail prompt's own prefill after the
+        mean wait and a mean prompt's after the tail wait (:meth:`queue_wait_quantile_seconds`)
+        — at low load the long prompt sets the tail, near full prefill utilisation the queue."""
+        long_prompt = self.own_ttft_seconds(batch, prompt_tokens) + self.queue_wait_seconds(batch)
+        long_wait = self.own_ttft_seconds(
+            batch, mean_prompt_tokens
+        ) + self.queue_wait_quantile_seconds(batch, tail)
+        return max(long_prompt, long_wait)
 
     # -- the chunk budget's share of the TPOT tail ------------------------------------------
     def chunk_seconds(self, chunk_tokens: float) -> float:

@@ -707,8 +707,10 @@ def _candidate(p: Plan) -> TpCandidate:
 
 
 def _choose(plans: list[Plan]) -> Plan:
-    """Compare layouts on what they need, then the bounds: feasible first; else the layout
-    that needs the fewest GPUs (capped by maxReplicas); else the first that fits."""
+    """Compare layouts on what they need, then the bounds: feasible first, the fewest GPUs
+    deployed (``minReplicas`` applied: two layouts that need 2 GPUs are not equal when one
+    must run two replicas of 2), then needed; else the layout that needs the fewest GPUs
+    (capped by maxReplicas); else the first that fits."""
 
     def key(p: Plan) -> tuple[int, float, int, int]:
         return (
@@ -718,9 +720,13 @@ def _choose(plans: list[Plan]) -> Plan:
             p.tensor_parallel_size,
         )
 
+    def deployed(p: Plan) -> tuple[int, tuple[int, float, int, int]]:
+        total = p.replicas.total if p.replicas is not None else 0
+        return (total * p.gpus_per_replica, key(p))
+
     feasible = [p for p in plans if p.feasible]
     if feasible:
-        return min(feasible, key=key)
+        return min(feasible, key=deployed)
     counted = [p for p in plans if p.replicas is not None]
     if counted:
         return min(counted, key=key)

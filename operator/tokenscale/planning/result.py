@@ -5,11 +5,14 @@
 v1alpha1.
 """
 
-from typing import Literal
+from typing import Annotated, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, PlainSerializer
 
 ConstraintName = Literal["throughput", "concurrency", "kv", "none"]
+
+Whole = Annotated[float, PlainSerializer(round, return_type=int, when_used="json")]
+"""A byte or item count: computed in floating point, written to JSON as a whole number."""
 
 
 class _Frozen(BaseModel):
@@ -19,14 +22,14 @@ class _Frozen(BaseModel):
 class MemoryBreakdown(_Frozen):
     """Per GPU, bytes."""
 
-    gpu_total_bytes: float
-    usable_bytes: float = Field(description="gpuMemoryUtilization × total")
-    weights_bytes: float = Field(description="weight_bytes / TP")
-    activation_bytes: float
-    cuda_graph_bytes: float
-    nccl_bytes: float
-    runtime_bytes: float
-    kv_pool_bytes: float = Field(description="usable − everything above (negative: no fit)")
+    gpu_total_bytes: Whole
+    usable_bytes: Whole = Field(description="gpuMemoryUtilization × total")
+    weights_bytes: Whole = Field(description="weight_bytes / TP")
+    activation_bytes: Whole
+    cuda_graph_bytes: Whole
+    nccl_bytes: Whole
+    runtime_bytes: Whole
+    kv_pool_bytes: Whole = Field(description="usable − everything above (negative: no fit)")
 
 
 class ConcurrencyLimits(_Frozen):
@@ -232,7 +235,7 @@ class RolePool(_Frozen):
     max_model_len: int
     max_num_seqs: int
     max_num_batched_tokens: int
-    kv_capacity_tokens_per_replica: float
+    kv_capacity_tokens_per_replica: Whole
     kv_capacity_blocks_per_replica: int = 0
     constraints: list[Constraint]
     binding_constraint: ConstraintName
@@ -286,11 +289,11 @@ class Plan(_Frozen):
     )
     kv_cache_dtype: str
 
-    params: float
-    active_params: float
-    weight_bytes: float = Field(description="Whole model: params × bytes per param")
-    kv_bytes_per_token: float = Field(description="Whole model, all layers")
-    kv_bytes_per_token_per_gpu: float
+    params: Whole
+    active_params: Whole
+    weight_bytes: Whole = Field(description="Whole model: params × bytes per param")
+    kv_bytes_per_token: Whole = Field(description="Whole model, all layers")
+    kv_bytes_per_token_per_gpu: Whole
     tensor_parallel_size: int
     pipeline_parallel_size: int = Field(
         default=1, description="Pipeline stages (--pipeline-parallel-size), one per node or less"
@@ -316,10 +319,10 @@ class Plan(_Frozen):
     )
 
     memory_per_gpu: MemoryBreakdown
-    kv_capacity_tokens_per_replica: float
+    kv_capacity_tokens_per_replica: Whole
     kv_capacity_blocks_per_replica: int
-    kv_bytes_per_request_mean: float
-    kv_bytes_per_request_p99: float
+    kv_bytes_per_request_mean: Whole
+    kv_bytes_per_request_p99: Whole
     max_concurrency_per_replica: float = Field(
         description="Most sequences in flight that meet the SLOs: min(maxNumSeqs, SLO batch)"
     )
