@@ -122,7 +122,9 @@ def _brute(
                 ok = total >= math.ceil(demand / min(used) - 1e-9) + spare
             else:
                 carried = sum(o.capacity_rps * n for o, n in zip(options, counts, strict=True))
-                ok = carried >= demand + spare * max(used) - 1e-9
+                # within HiGHS' primal feasibility tolerance (1e-7): a demand that much over a
+                # multiple of the capacities is carried in the solver's arithmetic
+                ok = carried >= demand + spare * max(used) - 1e-6
             if not ok:
                 continue
         cost = sum(o.weight * n for o, n in zip(options, counts, strict=True))
