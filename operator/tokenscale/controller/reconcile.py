@@ -63,6 +63,7 @@ from tokenscale.controller.status import (
 from tokenscale.controller.variants import (
     exhausted_condition,
     observe_variants,
+    remove_old_variants,
     remove_single_workload,
     room_of,
     stock_marks,
@@ -491,6 +492,14 @@ def reconcile(
     if plan.mix is not None and objects:
         observed = observe_variants(live_variants)
         remove_single_workload(kube, ns, name)
+    if status.variants and ref is None:  # variants the spec dropped (or all: one GPU type)
+        kept = {v.name for v in plan.variants}
+        for child in remove_old_variants(
+            kube, ns, name, uid, [v.name for v in status.variants], kept
+        ):
+            message = f"Deleted Deployment {child}: its GPU variant is no longer in spec.hardware"
+            emit("Normal", "WorkloadRemoved", message)
+            outcome.events.append(("Normal", "WorkloadRemoved", message))
     outcome.observed = observed
     outcome.ready_replicas = observed.ready_replicas if observed else 0
     moved = live_replicas is not None and live_replicas != decision.replicas
