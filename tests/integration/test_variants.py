@@ -12,9 +12,11 @@ import yaml
 
 from tests.helpers import ROOT
 from tests.integration.conftest import Objects
+from tests.support.vllm_emulator import Load, VllmMetricsEmulator
 from tokenscale.api.manifest import parse_manifests
 from tokenscale.planning import plan_service
 from tokenscale.playground.processes import Process, wait_for
+from tokenscale.playground.prometheus import PrometheusServer
 from tokenscale.render.variants import variant_workload_name
 
 pytestmark = pytest.mark.integration
@@ -236,3 +238,50 @@ def test_back_to_one_gpu_type_deletes_the_variants_deployments(
         for v in ("h100-sxm-80gb", "l40s-48gb")
     ]
     assert objects.get(NAME)["status"].get("variants", []) == []
+
+
+def test_a_mix_scales_on_metrics_cheapest_capacity_up_dearest_down(
+    objects: Objects,
+    namespace: str,
+    start_operator: Callable[..., Process],
+    prometheus: PrometheusServer,
+    emulators: Callable[..., VllmMetricsEmulator],
+) -> None:
+    pod = emulators(namespace, NAME)
+    pod.set_state(running=60, waiting=0, kv_usage=0.5)
+    pod.set_load(Load(rps=200, prompt_tokens=800, generation_tokens=200, ttft_s=0.4))
+    op = start_operator(
+        namespace,
+        "--prometheus-url",
+        prometheus.url,
+        "--metrics-gauge-window",
+        "5s",
+        "--metrics-rate-window",
+        "10s",
+    )
+    doc = _manifest()
+    doc["spec"]["scaling"]["policy"] = {"scaleDownStabilizationSeconds": 6}
+    objects.create(doc)
+    # 200 RPS against a plan for 120: the H100s are at their bound (4), the L40S take the rest
+    wait_for(
+        lambda: (
+            op.alive()
+            and _replicas(objects, "h100-sxm-80gb") == 4
+            and (_replicas(objects, "l40s-48gb") or 0) > 6
+        ),
+        90,
+        "more L40S, the H100s at their bound",
+    )
+    decision = objects.get(NAME)["status"]["decision"]
+    assert decision["source"] == "metrics"
+    assert "the mix:" in decision["reason"]
+    peak = _replicas(objects, "l40s-48gb") or 0
+    # the load falls to 40 RPS: the dearest capacity per RPS (L40S) goes first
+    pod.set_load(Load(rps=40, prompt_tokens=800, generation_tokens=200, ttft_s=0.4))
+    pod.set_state(running=10, waiting=0, kv_usage=0.1)
+    wait_for(
+        lambda: op.alive() and (_replicas(objects, "l40s-48gb") or 0) < peak,
+        120,
+        "fewer L40S",
+    )
+    assert _replicas(objects, "h100-sxm-80gb") == 4

@@ -94,6 +94,7 @@ from tokenscale.planning.speculative import with_measured_acceptance
 from tokenscale.render import Owner, child_name, render_bundle, selector_string
 from tokenscale.render.keda import KIND as SCALED_OBJECT
 from tokenscale.render.labels import CONFIG_HASH_ANNOTATION
+from tokenscale.render.variants import variant_workload_name
 from tokenscale.scaling import Decision, ScalingState, Snapshot, decide_plan_only
 from tokenscale.scaling.cause import Cause
 from tokenscale.scaling.memory import limited, trusted
@@ -259,7 +260,7 @@ def _decide(
     """Plan-only without a metrics source; otherwise one step of the shared stepper on the
     judged memory: a new decision on a new observation, else the stored one."""
     spec = service.spec
-    if metrics is None or plan.mix is not None:  # a GPU mix holds its plan (no live scaling)
+    if metrics is None:
         d = decide_plan_only(plan, spec.scaling.replicas)
         return _Decided(d, decision_status(d), None, True, [])
     # the memory is judged against every bound the schedule allows, the step against today's
@@ -389,6 +390,11 @@ def reconcile(
         None if workload_now is None else observe_workload({**workload_now, "kind": workload_kind})
     )
     live_replicas = None if was is None else was.replicas
+    if plan.mix is not None and ref is None:  # a GPU mix: its variants' Deployments together
+        mixed = observe_variants(
+            [kube.read_deployment(ns, variant_workload_name(name, v.name)) for v in plan.variants]
+        )
+        was, live_replicas = mixed, None if mixed is None else mixed.replicas
     if found is not None and found.replicas is not None:
         live_replicas = found.replicas  # what /scale says
     made = _decide(service, plan, status, metrics, lead_time, live_replicas)
