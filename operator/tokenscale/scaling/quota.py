@@ -5,9 +5,9 @@ A ResourceQuota bounds an extended resource as ``requests.<resource>`` (e.g.
 resources). What this service may hold is ``hard − used`` plus what its own pods hold already
 (they count in ``used``), and of those no more than ``used`` itself: ``hard − max(0, used −
 held)``. The clamp matters where ``held`` is ahead of ``used`` — pods created after the quota
-was read, or a quota whose status the quota controller has not filled yet (nothing ``used``):
-adding them back in full counted them as room a second time, and the service grew by what it
-held on every reconcile. Several quotas may bound the same resource: the tightest binds.
+was read, or a quota whose status the quota controller has not filled yet (nothing ``used``,
+so ``hard`` is left): those pods are not room a second time. Several quotas may bound the
+same resource: the tightest binds.
 Pure: quota figures in, a bound out.
 """
 
