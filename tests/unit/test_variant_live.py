@@ -97,3 +97,14 @@ def test_the_engine_scales_a_mix_up_on_observed_load_and_names_the_split() -> No
     assert split["h100-sxm-80gb"] == 4
     assert split["l40s-48gb"] == d.replicas - 4
     assert mix_capacity_rps(plan, mix_counts(plan, d.model_replicas).counts) >= 200.0
+
+
+def test_behind_a_plain_service_the_scale_order_fills_the_cheaper_replica_first() -> None:
+    """Round-robin gives every replica the L40S's share, so an H100 there carries 6.4 RPS for
+    $3.00/h: the L40S (6.4 RPS for $1.10/h) fill to their bound first. Behind a load-aware
+    gateway the H100 carries its own 21.3 RPS and goes first."""
+    _, plain = PLANS[False]
+    assert mix_counts(plain, 25).counts == {"h100-sxm-80gb": 1, "l40s-48gb": 24}
+    assert mix_counts(plain, 20).counts == {"h100-sxm-80gb": 0, "l40s-48gb": 20}
+    _, aware = PLANS[True]
+    assert mix_counts(aware, 3).counts == {"h100-sxm-80gb": 3, "l40s-48gb": 0}

@@ -111,15 +111,26 @@ def mix_counts(
     """Replicas per variant for ``total`` replicas of a mix plan: from the plan's mix, in the
     scale order, within ``gpus_left`` and ``room[variant]`` (an exhausted variant: what it has
     placed), the plan's mix itself when that fits and sums to ``total``. A variant's cost per
-    RPS is its price (1 without one) × GPUs ÷ capacity."""
+    RPS is its price (1 without one) × GPUs ÷ capacity; behind a plain Service (round-robin)
+    the capacity is at most the slowest of the plan's mix's variants, since every replica
+    gets the same share."""
     room = room or {}
+    slowest = min(
+        (v.capacity_rps_per_replica for v in plan.variants if v.replicas > 0),
+        default=math.inf,
+    )
+    round_robin = plan.mix is not None and plan.mix.routing == "round-robin"
+
+    def effective(cap: float) -> float:
+        return min(cap, slowest) if round_robin else cap
+
     slots = [
         VariantSlot(
             name=v.name,
             cost_per_rps=(
                 (v.gpu_hour_price if v.gpu_hour_price is not None else 1.0)
                 * v.gpus_per_replica
-                / v.capacity_rps_per_replica
+                / effective(v.capacity_rps_per_replica)
                 if v.capacity_rps_per_replica > 0
                 else math.inf
             ),
