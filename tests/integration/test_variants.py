@@ -87,9 +87,34 @@ def test_a_resource_quota_is_never_exceeded(
         namespace,
         {
             "metadata": {"name": "team-gpus"},
-            "spec": {"hard": {"requests.nvidia.com/gpu": "7"}},
+            "spec": {"hard": {"requests.nvidia.com/gpu": "9"}},
         },
     )
+
+    def used() -> str | None:
+        quota = objects.core.read_namespaced_resource_quota("team-gpus", objects.ns)
+        return ((quota.status and quota.status.used) or {}).get("requests.nvidia.com/gpu")
+
+    # the quota controller's first count, then another workload of the namespace holds 2 of the
+    # 9 (counted by admission; a pod made before that first count may be missed by it until
+    # the controller's full resync, minutes later): 7 are left for the service
+    wait_for(lambda: used() == "0", 60, "the quota's status")
+    objects.core.create_namespaced_pod(
+        namespace,
+        {
+            "metadata": {"name": "other-team"},
+            "spec": {
+                "containers": [
+                    {
+                        "name": "c",
+                        "image": "busybox",
+                        "resources": {"limits": {"nvidia.com/gpu": "2"}},
+                    }
+                ]
+            },
+        },
+    )
+    wait_for(lambda: used() == "2", 30, "the other workload's 2 GPUs counted")
     op = start_operator(namespace)
     objects.create(_manifest())
     # the mix is 4 H100 + 6 L40S = 10 GPUs; 7 allowed: the dearest capacity (L40S) gives way
@@ -113,12 +138,8 @@ def test_a_resource_quota_is_never_exceeded(
     assert "10 replicas wanted, 7 fit the GPU quota (3 short)" in cond["message"]
     assert "ResourceQuota team-gpus" in cond["message"]
 
-    def used() -> str | None:
-        quota = objects.core.read_namespaced_resource_quota("team-gpus", objects.ns)
-        return ((quota.status and quota.status.used) or {}).get("requests.nvidia.com/gpu")
-
-    # the quota controller counts them: used is the 7 GPUs the service holds
-    wait_for(lambda: used() == "7", 60, "the quota's used at 7")
+    # the quota controller counts them: used is the service's 7 GPUs and the other pod's 2
+    wait_for(lambda: used() == "9", 60, "the quota's used at 9")
     # settled, not passing through: once the 7 pods exist and count in the quota's used, the
     # reconciles their Deployments' status changes bring keep 4 + 3 (while the quota had no
     # status, counting the service's own pods back as room grew the L40S to 6 here)
