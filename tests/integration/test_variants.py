@@ -167,6 +167,9 @@ def test_a_stockout_moves_the_need_to_the_next_variant(
         return [p for p in pods if p.metadata.deletion_timestamp is None]
 
     wait_for(lambda: len(h100_pods()) == 4, 60, "the H100 Deployment's 4 pods")
+    # the verdicts land one by one: a reconcile between two of them would see (and remember)
+    # fewer; the operator is stopped while they are written, and a new one reads all three
+    op.stop()
     # the scheduler's verdict on 3 of them, 400 s ago (past the 300 s grace): no H100 left
     since = datetime.fromtimestamp(time.time() - 400, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
     for pod in h100_pods()[:3]:
@@ -187,6 +190,7 @@ def test_a_stockout_moves_the_need_to_the_next_variant(
                 }
             },
         )
+    op = start_operator(namespace)
     # the need moves: the H100s keep the one placed, the L40S take the other 3
     wait_for(
         lambda: (
