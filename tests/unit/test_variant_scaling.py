@@ -125,3 +125,41 @@ def test_gpus_left_takes_the_tightest_quota_and_counts_our_own_back() -> None:
     )
     assert quota_shortfall(6, 6, "nvidia.com/gpu") is None
     assert quota_shortfall(6, None, "nvidia.com/gpu") is None
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    hard=st.integers(0, 40),
+    others=st.integers(0, 40),
+    counted=st.integers(0, 20),
+    created_between=st.integers(0, 10),
+)
+def test_room_is_never_counted_twice(
+    hard: int, others: int, counted: int, created_between: int
+) -> None:
+    """The pods are read before the quota: ours in ``used`` are ``counted`` plus those
+    created between the two reads (in ``used``, not in ``held``). What is left never exceeds
+    the quota's room for this service, and falls short of it by at most the pods created
+    between the reads."""
+    used = others + counted + created_between
+    quotas = [GpuQuota("q", {"requests.nvidia.com/gpu": hard}, {"requests.nvidia.com/gpu": used})]
+    left, _ = gpus_left(quotas, "nvidia.com/gpu", held=counted)
+    assert left is not None
+    room = max(0, hard - others)
+    assert left <= room
+    assert left >= room - created_between
+
+
+def test_a_quota_without_status_is_not_room_plus_what_the_service_holds() -> None:
+    """A quota the quota controller has not filled in (nothing ``used``) leaves ``hard``,
+    however many GPUs the service's pods hold: before the clamp it left ``hard + held``, and a
+    mix grew by what it held on every reconcile."""
+    quotas = [GpuQuota("fresh", {"requests.nvidia.com/gpu": 7}, {})]
+    for held in (0, 7, 10):
+        assert gpus_left(quotas, "nvidia.com/gpu", held)[0] == 7
+    # a pod created after the quota was read (held ahead of used) is not room either
+    ahead = [GpuQuota("q", {"requests.nvidia.com/gpu": 7}, {"requests.nvidia.com/gpu": 5})]
+    assert gpus_left(ahead, "nvidia.com/gpu", held=7)[0] == 7
+    # a lowered quota: others' 4 fill the 4 allowed, the service's 6 have nowhere to stay
+    lowered = [GpuQuota("q", {"requests.nvidia.com/gpu": 4}, {"requests.nvidia.com/gpu": 10})]
+    assert gpus_left(lowered, "nvidia.com/gpu", held=6)[0] == 0

@@ -78,5 +78,10 @@ def quota_bound(
     if not quotas and not room:
         return QuotaBound(replicas, None, None)
     held = held_gpus(kube.list_pods(namespace, selector_string(name)))
+    if quotas:
+        # the figures read after the pods: a pod created between the two reads is then in
+        # ``used`` and not in ``held`` (room under-counted until the next reconcile), never in
+        # ``held`` and not in ``used`` (room counted twice)
+        quotas = gpu_quotas(kube.list_resource_quotas(namespace))
     resource = "" if plan.mix is not None else resolve_gpu(spec).resource_name
     return bound_by_quota(plan, replicas, quotas, held, resource, room)

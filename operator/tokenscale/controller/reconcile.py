@@ -72,6 +72,7 @@ from tokenscale.controller.status import (
 from tokenscale.controller.variants import (
     exhausted_condition,
     observe_variants,
+    remove_old_variants,
     remove_single_workload,
     room_of,
     stock_marks,
@@ -102,6 +103,7 @@ from tokenscale.planning.speculative import with_measured_acceptance
 from tokenscale.render import Owner, child_name, render_bundle, selector_string
 from tokenscale.render.keda import KIND as SCALED_OBJECT
 from tokenscale.render.labels import CONFIG_HASH_ANNOTATION
+from tokenscale.render.variants import variant_workload_name
 from tokenscale.scaling import Decision, ScalingState, Snapshot, decide_plan_only
 from tokenscale.scaling.cause import Cause
 from tokenscale.scaling.memory import limited, trusted
@@ -270,7 +272,7 @@ def _decide(
     """Plan-only without a metrics source; otherwise one step of the shared stepper on the
     judged memory: a new decision on a new observation, else the stored one."""
     spec = service.spec
-    if metrics is None or plan.mix is not None:  # a GPU mix holds its plan (no live scaling)
+    if metrics is None:
         d = decide_plan_only(plan, spec.scaling.replicas)
         return _Decided(d, decision_status(d), None, True, [])
     # the memory is judged against every bound the schedule allows, the step against today's
@@ -400,6 +402,11 @@ def reconcile(
         None if workload_now is None else observe_workload({**workload_now, "kind": workload_kind})
     )
     live_replicas = None if was is None else was.replicas
+    if plan.mix is not None and ref is None:  # a GPU mix: its variants' Deployments together
+        mixed = observe_variants(
+            [kube.read_deployment(ns, variant_workload_name(name, v.name)) for v in plan.variants]
+        )
+        was, live_replicas = mixed, None if mixed is None else mixed.replicas
     if found is not None and found.replicas is not None:
         live_replicas = found.replicas  # what /scale says
     roles: RolesMade | None = None
@@ -536,6 +543,14 @@ def reconcile(
         # the roles or variants as one; the one-pool Deployment (spec changed) goes
         observed = observe_variants(live_variants)
         remove_single_workload(kube, ns, name)
+    if status.variants and ref is None:  # variants the spec dropped (or all: one GPU type)
+        kept = {v.name for v in plan.variants}
+        for child in remove_old_variants(
+            kube, ns, name, uid, [v.name for v in status.variants], kept
+        ):
+            message = f"Deleted Deployment {child}: its GPU variant is no longer in spec.hardware"
+            emit("Normal", "WorkloadRemoved", message)
+            outcome.events.append(("Normal", "WorkloadRemoved", message))
     outcome.observed = observed
     outcome.ready_replicas = observed.ready_replicas if observed else 0
     moved = live_replicas is not None and live_replicas != decision.replicas

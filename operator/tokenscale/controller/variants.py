@@ -13,7 +13,7 @@ from tokenscale.controller.status import Observed, condition, observe_deployment
 from tokenscale.planning.result import Plan
 from tokenscale.render import selector_string
 from tokenscale.render.names import child_name
-from tokenscale.render.variants import VARIANT_LABEL
+from tokenscale.render.variants import VARIANT_LABEL, variant_workload_name
 from tokenscale.scaling.stockout import (
     STOCKOUT_RETRY_S,
     Exhausted,
@@ -63,6 +63,34 @@ def remove_single_workload(kube: DeploymentOps, namespace: str, name: str) -> bo
         return False
     kube.delete_deployment(namespace, child_name(name))
     return True
+
+
+def remove_old_variants(
+    kube: DeploymentOps, namespace: str, name: str, uid: str, was: list[str], now: set[str]
+) -> list[str]:
+    """Delete the Deployments of the variants the last reconcile ran (``was``: the names in
+    ``status.variants``) that the spec no longer has (``now``: empty when it went back to one
+    GPU type). Only a Deployment that carries that variant's label and whose controller is
+    this very InferenceService (``uid``) is deleted; the names deleted."""
+    gone = []
+    for variant in was:
+        if variant in now:
+            continue
+        child = variant_workload_name(name, variant)
+        live = kube.read_deployment(namespace, child)
+        meta = (live or {}).get("metadata") or {}
+        ours = any(
+            o.get("kind") == KIND
+            and str(o.get("apiVersion", "")).startswith(API_GROUP)
+            and o.get("uid") == uid
+            and o.get("controller")
+            for o in meta.get("ownerReferences") or []
+        )
+        if live is None or not ours or (meta.get("labels") or {}).get(VARIANT_LABEL) != variant:
+            continue
+        kube.delete_deployment(namespace, child)
+        gone.append(child)
+    return gone
 
 
 def _epoch(text: str | None) -> float | None:

@@ -4,8 +4,8 @@ Used by ``tokenscale playground`` and the integration tests. The binaries come f
 ``tokenscale/data/kube-env.sh`` (built once from Debian's Kubernetes 1.20 source, 6-8 minutes
 on 2 cores, then cached under ``~/.cache/tokenscale/kube``). The API server authenticates
 static bearer tokens; ``authorization`` is AlwaysAllow or RBAC. The controller manager runs
-the garbage collector and the Deployment and ReplicaSet controllers (pods stay Pending: there
-is no scheduler or kubelet; the playground's pod runner stands in for one).
+the garbage collector, the Deployment, ReplicaSet and ResourceQuota controllers (pods stay
+Pending: there is no scheduler or kubelet; the playground's pod runner stands in for one).
 """
 
 import os
@@ -200,7 +200,7 @@ class Cluster:
                 "--bind-address=127.0.0.1",
                 f"--secure-port={free_port()}",
                 "--port=0",
-                "--controllers=garbagecollector,deployment,replicaset,namespace",
+                "--controllers=garbagecollector,deployment,replicaset,namespace,resourcequota",
                 "--concurrent-gc-syncs=5",
                 "--logtostderr=true",
                 "--v=1",

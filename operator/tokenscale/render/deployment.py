@@ -9,7 +9,12 @@ from tokenscale.api.quantity import parse_quantity
 from tokenscale.planning.formulas import GIB
 from tokenscale.planning.result import Plan
 from tokenscale.render.engine_args import VLLM_PORT, engine_args
-from tokenscale.render.labels import CONFIG_HASH_ANNOTATION, common_labels, selector_labels
+from tokenscale.render.labels import (
+    CONFIG_HASH_ANNOTATION,
+    common_labels,
+    selector_labels,
+    workload_labels,
+)
 from tokenscale.render.names import child_name
 
 GPU_PRODUCT_LABEL = "nvidia.com/gpu.product"
@@ -227,7 +232,7 @@ def deployment(
         "metadata": {
             "name": child_name(name),
             "namespace": namespace,
-            "labels": common_labels(name),
+            "labels": workload_labels(name, template["metadata"]["labels"]),
             "annotations": {CONFIG_HASH_ANNOTATION: config_hash},
         },
         "spec": {

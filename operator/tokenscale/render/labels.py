@@ -3,6 +3,8 @@
 Each takes the InferenceService name and writes it as a valid label value (``names.py``).
 """
 
+from collections.abc import Mapping
+
 from tokenscale.render.names import label_value
 
 INFERENCE_SERVICE_LABEL = "tokenscale.io/inferenceservice"
@@ -27,6 +29,17 @@ def common_labels(name: str) -> dict[str, str]:
         "app.kubernetes.io/component": "inference-server",
         INFERENCE_SERVICE_LABEL: value,
     }
+
+
+KUEUE_LABELS = ("kueue.x-k8s.io/queue-name", "kueue.x-k8s.io/priority-class")
+"""Kueue reads these on the workload object itself (its Deployment and LeaderWorkerSet
+integrations), not only on the pods: set in ``spec.deployment.labels``, they go on both."""
+
+
+def workload_labels(name: str, pod_labels: Mapping[str, str]) -> dict[str, str]:
+    """A workload's own labels: the common ones, and the Kueue keys of its pod labels."""
+    kueue = {k: v for k, v in pod_labels.items() if k in KUEUE_LABELS}
+    return {**kueue, **common_labels(name)}
 
 
 def selector_string(name: str) -> str:

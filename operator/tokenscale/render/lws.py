@@ -37,7 +37,7 @@ from tokenscale.planning.result import Plan
 from tokenscale.render.labels import (
     CONFIG_HASH_ANNOTATION,
     ROLE_LABEL,
-    common_labels,
+    workload_labels,
 )
 from tokenscale.render.names import child_name
 
@@ -130,7 +130,7 @@ def leader_worker_set(
         "metadata": {
             "name": child_name(name),
             "namespace": namespace,
-            "labels": common_labels(name),
+            "labels": workload_labels(name, templates["leader"]["metadata"]["labels"]),
             "annotations": {CONFIG_HASH_ANNOTATION: config_hash},
         },
         "spec": {

@@ -50,6 +50,7 @@ from tokenscale.scaling.signals import (
 from tokenscale.scaling.snapshot import Snapshot
 from tokenscale.scaling.state import ScalingState
 from tokenscale.scaling.traffic import idle_floor, is_idle
+from tokenscale.scaling.variant_order import MixNeed, mix_total, primary_spec
 
 __all__ = [
     "CALIBRATION_BOUNDS",
@@ -127,7 +128,8 @@ def decide(inp: EngineInput) -> Decision:
     dt = max(0.0, inp.interval_s)
     # the need: the model re-planned at the observed workload and calibration, timed as the
     # fleet runs (speculation on exactly when the forecast turned it on)
-    resolved = as_planned(resolve(spec, forecast.name), forecast)
+    # a GPU mix is modelled by its primary variant (whose per-replica figures the plan keeps)
+    resolved = as_planned(resolve(primary_spec(spec, forecast), forecast.name), forecast)
     fresh = state.peak_at_s is None  # no decision on metrics yet: start from the profile
     start = profile_calibration(resolved, forecast) if fresh else state.calibration
     factor = calibrate(resolved, forecast, snap, start, dt)
@@ -150,6 +152,11 @@ def decide(inp: EngineInput) -> Decision:
     slo_room, raised_at = slo_headroom(state, sigs, now)
     base = live.replicas.with_redundancy if live.replicas is not None else floor
     model = bounded(math.ceil(base * slo_room - 1e-9), spec)
+    mixed: MixNeed | None = None
+    if forecast.mix is not None and live.replicas is not None:
+        # the need in the primary's replicas, carried by the mix split in the scale order
+        mixed = mix_total(forecast, base * slo_room)
+        model = bounded(mixed.total, spec)
     if is_idle(snap) and policy.workload_source != "forecast":
         model = idle_floor(spec)  # no traffic is a fact: the forecast is not a floor for it
     rate = state.rate
@@ -163,8 +170,11 @@ def decide(inp: EngineInput) -> Decision:
             dt,
             None if per_replica is None else per_replica / slo_room,
         )
-        if look.replicas is not None and look.replicas > model:
-            model = bounded(look.replicas, spec)  # the load expected one lead time ahead
+        ahead = look.replicas
+        if ahead is not None and forecast.mix is not None:
+            ahead = mix_total(forecast, ahead).total  # in the primary's replicas: as a mix
+        if ahead is not None and ahead > model:
+            model = bounded(ahead, spec)  # the load expected one lead time ahead
     peak = peak_load(state, sigs, snap.replicas_reporting, now, policy)
     # the policy
     step = transition(spec, state, current, model, live.binding_constraint, sigs, peak, now)
@@ -185,9 +195,9 @@ def decide(inp: EngineInput) -> Decision:
     return Decision(
         replicas=step.replicas,
         source="metrics",
-        reason=step.reason(current),
+        reason=step.reason(current) + ("" if mixed is None else f"; the mix: {mixed.reason}"),
         cause=step.cause,
-        why=step.why,
+        why=step.why if mixed is None else f"{step.why}; the mix: {mixed.reason}",
         signals=sigs,
         diagnosis=diagnose(snap, spec.slo, policy),
         model_replicas=model,

@@ -3,7 +3,11 @@
 A ResourceQuota bounds an extended resource as ``requests.<resource>`` (e.g.
 ``requests.nvidia.com/gpu``; Kubernetes allows only the ``requests.`` form for extended
 resources). What this service may hold is ``hard − used`` plus what its own pods hold already
-(they count in ``used``). Several quotas may bound the same resource: the tightest binds.
+(they count in ``used``), and of those no more than ``used`` itself: ``hard − max(0, used −
+held)``. The clamp matters where ``held`` is ahead of ``used`` — pods created after the quota
+was read, or a quota whose status the quota controller has not filled yet (nothing ``used``,
+so ``hard`` is left): those pods are not room a second time. Several quotas may bound the
+same resource: the tightest binds.
 Pure: quota figures in, a bound out.
 """
 
@@ -29,15 +33,16 @@ def quota_key(resource: str) -> str:
 
 
 def gpus_left(quotas: Sequence[GpuQuota], resource: str, held: int) -> tuple[int | None, str]:
-    """GPUs of ``resource`` this service may hold in all (``held`` are its own, counted in
-    ``used``); None when no quota bounds it. The reason names the quota that binds."""
+    """GPUs of ``resource`` this service may hold in all (``held`` are its own, counted back
+    up to ``used``: the rest are not in ``used`` yet); None when no quota bounds it. The reason
+    names the quota that binds."""
     key = quota_key(resource)
     best: tuple[int | None, str] = (None, f"no ResourceQuota bounds {key}")
     for q in quotas:
         if key not in q.hard:
             continue
         used = q.used.get(key, 0)
-        left = max(0, q.hard[key] - used) + held
+        left = max(0, q.hard[key] - max(0, used - held))
         if best[0] is None or left < best[0]:
             best = (
                 left,

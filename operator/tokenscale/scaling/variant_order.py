@@ -13,7 +13,9 @@ import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
+from tokenscale.api.inference_service import InferenceServiceSpec
 from tokenscale.planning.result import Plan
+from tokenscale.planning.variants import variant_spec
 
 
 @dataclass(frozen=True)
@@ -109,15 +111,26 @@ def mix_counts(
     """Replicas per variant for ``total`` replicas of a mix plan: from the plan's mix, in the
     scale order, within ``gpus_left`` and ``room[variant]`` (an exhausted variant: what it has
     placed), the plan's mix itself when that fits and sums to ``total``. A variant's cost per
-    RPS is its price (1 without one) × GPUs ÷ capacity."""
+    RPS is its price (1 without one) × GPUs ÷ capacity; behind a plain Service (round-robin)
+    the capacity is at most the slowest of the plan's mix's variants, since every replica
+    gets the same share."""
     room = room or {}
+    slowest = min(
+        (v.capacity_rps_per_replica for v in plan.variants if v.replicas > 0),
+        default=math.inf,
+    )
+    round_robin = plan.mix is not None and plan.mix.routing == "round-robin"
+
+    def effective(cap: float) -> float:
+        return min(cap, slowest) if round_robin else cap
+
     slots = [
         VariantSlot(
             name=v.name,
             cost_per_rps=(
                 (v.gpu_hour_price if v.gpu_hour_price is not None else 1.0)
                 * v.gpus_per_replica
-                / v.capacity_rps_per_replica
+                / effective(v.capacity_rps_per_replica)
                 if v.capacity_rps_per_replica > 0
                 else math.inf
             ),
@@ -133,3 +146,70 @@ def mix_counts(
         for v in plan.variants
     ]
     return scale_variants(slots, total, gpus_left)
+
+
+def primary_spec(spec: InferenceServiceSpec, plan: Plan) -> InferenceServiceSpec:
+    """The spec the decision engine models a mix by: its primary variant's one-GPU spec (the
+    plan's per-replica figures are that variant's), with the service's own scaling bounds;
+    ``spec`` itself for one GPU type."""
+    variants = spec.hardware.variants
+    if plan.mix is None or not variants:
+        return spec
+    names = [v.name for v in plan.variants]
+    at = names.index(plan.mix.primary) if plan.mix.primary in names else 0
+    return variant_spec(spec, variants[at]).model_copy(update={"scaling": spec.scaling})
+
+
+def mix_capacity_rps(plan: Plan, counts: Mapping[str, int]) -> float:
+    """What ``counts`` carry within the SLOs at the plan's per-replica capacities, under the
+    plan's routing: the sum (load-aware), or every replica at the slowest used one's
+    (round-robin: each replica gets the same share)."""
+    used = [(v.capacity_rps_per_replica, counts.get(v.name, 0)) for v in plan.variants]
+    used = [(cap, n) for cap, n in used if n > 0]
+    if not used:
+        return 0.0
+    if plan.mix is not None and plan.mix.routing == "round-robin":
+        return sum(n for _, n in used) * min(cap for cap, _ in used)
+    return sum(cap * n for cap, n in used)
+
+
+@dataclass(frozen=True)
+class MixNeed:
+    total: int
+    """The fewest replicas whose split (:func:`mix_counts`) carries the need."""
+    need_rps: float
+    carried_rps: float
+    reason: str
+
+
+def mix_total(plan: Plan, primary_replicas: float) -> MixNeed:
+    """The replicas of a mix that carry what ``primary_replicas`` of its primary variant
+    carry: the need in RPS is ``primary_replicas × `` the primary's capacity per replica (every
+    variant's capacity assumed to move with the observed workload as the primary's does), and
+    the total is the fewest whose split in the scale order carries it (the most the variants'
+    ``maxReplicas`` allow when none does)."""
+    caps = {v.name: v.capacity_rps_per_replica for v in plan.variants}
+    primary = plan.mix.primary if plan.mix is not None else ""
+    per = caps.get(primary) or max(caps.values(), default=0.0)
+    need = max(0.0, primary_replicas) * per
+    most = sum(v.max_replicas for v in plan.variants if v.capacity_rps_per_replica > 0)
+    carried = 0.0
+    for total in range(most + 1):
+        counts = mix_counts(plan, total).counts
+        carried = mix_capacity_rps(plan, counts)
+        if carried >= need - 1e-9:
+            label = " + ".join(f"{n} {name}" for name, n in counts.items() if n) or "none"
+            return MixNeed(
+                total,
+                need,
+                carried,
+                f"{primary_replicas:.2f} × {primary} = {need:.1f} RPS: {label} carry "
+                f"{carried:.1f} RPS",
+            )
+    return MixNeed(
+        most,
+        need,
+        carried,
+        f"{primary_replicas:.2f} × {primary} = {need:.1f} RPS: every variant at its "
+        f"maxReplicas carries {carried:.1f} RPS",
+    )
