@@ -23,6 +23,8 @@ def test_every_cause_has_words() -> None:
         Cause.MODEL_NEED,
         Cause.SCALE_DOWN,
         Cause.BOUNDS,
+        Cause.SCALE_TO_ZERO,
+        Cause.WAKE,
     }
 
 

@@ -219,6 +219,12 @@ class ScalingState(ApiModel):
         alias="backlogAtSeconds",
         description="The last decision that saw the queue over its high mark.",
     )
+    idle_since_s: float | None = Field(
+        default=None,
+        alias="idleSinceSeconds",
+        description="minReplicas 0: idle (engines report no traffic, the activation source "
+        "reads 0) since; the last replica goes after spec.scaling.scaleToZero.idleSeconds.",
+    )
 
 
 class VariantStatus(ApiModel):

@@ -273,8 +273,9 @@ def _decide(
         stored_decision = _stored(old.decision, step.state)
         return _Decided(stored_decision, old.decision, step.state, False, [], False)
     d = step.decision
-    if d.source in ("metrics", "hold"):
-        # an engine decision moves the workload at most one step (its memory is status)
+    if d.source in ("metrics", "hold") and d.cause is not Cause.SCALE_TO_ZERO:
+        # an engine decision moves the workload at most one step (its memory is status); the
+        # idle window's zero is the one exception: it goes from any count at once
         held = limited(d.replicas, live_replicas, scheduled_spec(spec, metrics.now_s))
         if held != d.replicas:
             why = f"{d.why}; limited to one step from the workload's {live_replicas} replicas"

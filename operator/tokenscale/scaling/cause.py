@@ -35,11 +35,24 @@ class Cause(StrEnum):
     """Signals within their watermarks: hold."""
     BOUNDS = "Bounds"
     """The spec's ``minReplicas``/``maxReplicas`` changed: the stored count re-bounded."""
+    SCALE_TO_ZERO = "ScaleToZero"
+    """minReplicas 0: idle for ``scaleToZero.idleSeconds`` with the activation source at 0."""
+    WAKE = "Wake"
+    """At zero replicas, demand in front of the engines: replicas for the queued work."""
+    AT_ZERO = "AtZero"
+    """At zero replicas and nothing waiting in front of the engines: hold at zero."""
 
     @property
     def moves(self) -> bool:
         """A cause that can change the count (the others hold it)."""
-        return self in (Cause.PRESSURE, Cause.MODEL_NEED, Cause.SCALE_DOWN, Cause.BOUNDS)
+        return self in (
+            Cause.PRESSURE,
+            Cause.MODEL_NEED,
+            Cause.SCALE_DOWN,
+            Cause.BOUNDS,
+            Cause.SCALE_TO_ZERO,
+            Cause.WAKE,
+        )
 
     @property
     def words(self) -> str:
@@ -60,4 +73,7 @@ _WORDS = {
     Cause.LOW_NOT_SUSTAINED: "holding, low not yet for the whole window",
     Cause.STEADY: "holding, signals within watermarks",
     Cause.BOUNDS: "re-bounded to the spec's minReplicas/maxReplicas",
+    Cause.SCALE_TO_ZERO: "scaling to zero, idle for the whole window",
+    Cause.WAKE: "waking from zero, requests waiting in front of the engines",
+    Cause.AT_ZERO: "holding at zero, nothing waiting",
 }

@@ -14,6 +14,9 @@
 - ``spec.scaling.schedule``: the engine and the re-bounding see the bounds in force at
   ``now_s`` (``scaling/schedule.py``), so a window opening or closing between two observations
   re-bounds the stored count at once.
+- ``minReplicas: 0`` (``scaling/zero.py``): at zero the engine is not run (no engine reports);
+  the demand in front of the engines holds the count at zero or wakes it. Above zero the
+  engine decides and the idle window may then take the count to zero.
 """
 
 from dataclasses import dataclass
@@ -28,6 +31,7 @@ from tokenscale.scaling.policy import bounded
 from tokenscale.scaling.schedule import open_window, scheduled_spec
 from tokenscale.scaling.snapshot import Snapshot
 from tokenscale.scaling.state import ScalingState
+from tokenscale.scaling.zero import at_zero, idle_window, is_at_zero
 
 SAME_OBSERVATION_S = 1e-3
 """Observation times closer than this are one observation (status keeps milliseconds)."""
@@ -92,18 +96,22 @@ class Stepper:
             return Step(self._rebounded(state, spec, now_s), state)
         snapshot = None if observation is None else observation.snapshot
         interval = self.interval_s if observation is None else self.elapsed_s(state, observation)
-        d = decide(
-            EngineInput(
-                spec=spec,
-                forecast=self.forecast,
-                snapshot=snapshot,
-                state=state,
-                now_s=now_s,
-                interval_s=interval,
-                stale_after_s=self.stale_after_s,
-                lead_time_s=lead_time_s,
+        if is_at_zero(spec, state):
+            d = at_zero(spec, self.forecast, snapshot, state, now_s)
+        else:
+            d = decide(
+                EngineInput(
+                    spec=spec,
+                    forecast=self.forecast,
+                    snapshot=snapshot,
+                    state=state,
+                    now_s=now_s,
+                    interval_s=interval,
+                    stale_after_s=self.stale_after_s,
+                    lead_time_s=lead_time_s,
+                )
             )
-        )
+            d = idle_window(spec, snapshot, state, d, now_s)
         after = d.state.model_copy(
             update={
                 "observed_at_s": state.observed_at_s if observation is None else observation.at_s,
