@@ -88,6 +88,7 @@ from tokenscale.kube.drift import differences, managed_by
 from tokenscale.kube.keda import KedaNotInstalledError
 from tokenscale.kube.lws import KIND as LWS_KIND
 from tokenscale.kube.lws import LwsNotInstalledError
+from tokenscale.metrics.demand import Demand
 from tokenscale.planning import Plan
 from tokenscale.planning.speculative import with_measured_acceptance
 from tokenscale.render import Owner, child_name, render_bundle, selector_string
@@ -125,6 +126,9 @@ class MetricsView:
     """Engine seconds per wall second: ``now_s``, ``read_at_s`` and ``interval_s`` are on the
     engine's clock, and the pods' measured lead time (wall) is multiplied by this."""
 
+    demand: Demand | None = None
+    """Demand in front of the engines (``metrics/demand.py``; None: nothing to read)."""
+
     @property
     def observation(self) -> Observation | None:
         if self.read_at_s is None:
@@ -133,6 +137,13 @@ class MetricsView:
         if snapshot is None:
             why = self.source_error or "no vLLM series for this service in Prometheus"
             snapshot = Snapshot(at=self.read_at_s, replicas_reporting=0, problems=[why])
+        if self.demand is not None:
+            snapshot = snapshot.model_copy(
+                update={
+                    **self.demand.fields(),
+                    "problems": [*snapshot.problems, *self.demand.problems],
+                }
+            )
         return Observation(at_s=self.read_at_s, snapshot=snapshot)
 
 
