@@ -1,4 +1,8 @@
-"""To zero and back, against the real API server and a real Prometheus.
+"""The InferencePool and to zero and back, against a real API server (1.20, with the Gateway
+API Inference Extension's InferencePool CRD, 1.20-compatible copy) and a real Prometheus.
+
+The operator renders the InferencePool (``spec.gateway.inferencePool.endpointPicker``) and the
+API server accepts it against the extension's schema (which refuses a pool without ports).
 
 An idle vLLM metrics emulator (gauges exported, counters flat) and an endpoint-picker metrics
 emulator (tests/support/epp_emulator.py: the flow-control gauges for the service's
@@ -11,18 +15,23 @@ InferencePool), both scraped by Prometheus. The service has ``minReplicas: 0``:
 """
 
 import time
+import uuid
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
+from kubernetes import client, config
+from kubernetes.client.exceptions import ApiException
 
-from tests.helpers import manifest
-from tests.integration.conftest import Objects
+from tests.helpers import ROOT, manifest
+from tests.integration.conftest import CRD_FILE, Objects
 from tests.support.epp_emulator import EndpointPickerEmulator
 from tests.support.vllm_emulator import VllmMetricsEmulator
 from tokenscale.playground.cluster import Cluster
 from tokenscale.playground.processes import Process, wait_for
 from tokenscale.playground.prometheus import PrometheusServer
+from tokenscale.render.inference_pool import GROUP, PLURAL, VERSION
 
 pytestmark = pytest.mark.integration
 IDLE_S = 10
@@ -32,7 +41,41 @@ SCALING: dict[str, Any] = {
     "scaleToZero": {"idleSeconds": IDLE_S},
     "policy": {"scaleDownStabilizationSeconds": 4},
 }
-GATEWAY = {"inferencePool": {}}
+GATEWAY = {"inferencePool": {"endpointPicker": "chat-epp"}}
+POOL_CRD = (
+    ROOT / "tests" / "fixtures" / "crds" / "inference.networking.k8s.io_inferencepools.k8s120.yaml"
+)
+
+
+@pytest.fixture(scope="module")
+def pool_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
+    c = Cluster(tmp_path_factory.mktemp("pool-cluster"), crd_files=[CRD_FILE, POOL_CRD])
+    try:
+        c.start()
+        yield c
+    finally:
+        c.stop()
+
+
+@pytest.fixture
+def objects(pool_cluster: Cluster) -> Iterator[Objects]:
+    admin = config.new_client_from_config(config_file=str(pool_cluster.kubeconfig()))
+    name = f"z-{uuid.uuid4().hex[:8]}"
+    client.CoreV1Api(admin).create_namespace({"metadata": {"name": name}})
+    yield Objects(admin, name)
+    client.CoreV1Api(admin).delete_namespace(name)
+
+
+def _pool(objects: Objects, name: str = "test") -> dict[str, Any] | None:
+    try:
+        got: dict[str, Any] = objects.custom.get_namespaced_custom_object(
+            GROUP, VERSION, objects.ns, PLURAL, name
+        )
+    except ApiException as exc:
+        if exc.status == 404:
+            return None
+        raise
+    return got
 
 
 def _replicas(objects: Objects) -> int | None:
@@ -44,9 +87,24 @@ def _decision(objects: Objects) -> dict[str, Any]:
     return dict((objects.get("test").get("status") or {}).get("decision") or {})
 
 
+def test_the_schema_is_enforced_a_pool_without_ports_is_refused(objects: Objects) -> None:
+    """The installed CRD is the extension's schema, not a permissive stand-in."""
+    bad = {
+        "apiVersion": f"{GROUP}/{VERSION}",
+        "kind": "InferencePool",
+        "metadata": {"name": "bad"},
+        "spec": {"selector": {"matchLabels": {"a": "b"}}, "targetPorts": []},
+    }
+    with pytest.raises(ApiException) as err:
+        objects.custom.create_namespaced_custom_object(GROUP, VERSION, objects.ns, PLURAL, bad)
+    assert err.value.status == 422
+    assert "targetPorts" in str(err.value.body)
+
+
 def test_idle_goes_to_zero_only_on_facts_and_the_gateway_queue_wakes_it(
-    cluster: Cluster, objects: Objects, namespace: str, tmp_path: Path
+    pool_cluster: Cluster, objects: Objects, tmp_path: Path
 ) -> None:
+    cluster, namespace = pool_cluster, objects.ns
     prom = PrometheusServer(tmp_path / "prom").start()
     pod = VllmMetricsEmulator().start()  # idle: nothing recorded, ever
     epp = EndpointPickerEmulator(pool="test").start()
@@ -68,6 +126,13 @@ def test_idle_goes_to_zero_only_on_facts_and_the_gateway_queue_wakes_it(
         prom.add_target(pod.target, namespace, "test")
         wait_for(lambda: (_replicas(objects) or 0) >= 1, 60, "the first replicas")
         start = _replicas(objects)
+        # the InferencePool, rendered for the service's pods and accepted by the extension's CRD
+        wait_for(lambda: _pool(objects) is not None, 30, "the InferencePool")
+        pool = _pool(objects)
+        assert pool is not None
+        assert pool["spec"]["endpointPickerRef"]["name"] == "chat-epp"
+        assert pool["spec"]["selector"]["matchLabels"]["tokenscale.io/inferenceservice"] == "test"
+        assert pool["metadata"]["ownerReferences"][0]["kind"] == "InferenceService"
 
         # 1. engines idle, the picker not scraped: the activation source is unread → no zero
         wait_for(

@@ -85,6 +85,7 @@ from tokenscale.controller.workload_ref import (
 )
 from tokenscale.kube.client import FIELD_MANAGER, Kube
 from tokenscale.kube.drift import differences, managed_by
+from tokenscale.kube.inference_pool import InferencePoolNotInstalledError
 from tokenscale.kube.keda import KedaNotInstalledError
 from tokenscale.kube.lws import KIND as LWS_KIND
 from tokenscale.kube.lws import LwsNotInstalledError
@@ -92,6 +93,7 @@ from tokenscale.metrics.demand import Demand
 from tokenscale.planning import Plan
 from tokenscale.planning.speculative import with_measured_acceptance
 from tokenscale.render import Owner, child_name, render_bundle, selector_string
+from tokenscale.render.inference_pool import KIND as INFERENCE_POOL
 from tokenscale.render.keda import KIND as SCALED_OBJECT
 from tokenscale.render.labels import CONFIG_HASH_ANNOTATION
 from tokenscale.scaling import Decision, ScalingState, Snapshot, decide_plan_only
@@ -455,7 +457,7 @@ def reconcile(
         child = obj["metadata"]["name"]  # the InferenceService's name, or one derived from it
         # the reader chose the type (a PDB may be served as policy/v1beta1 on old clusters)
         desired = {k: v for k, v in obj.items() if k not in ("apiVersion", "kind")}
-        if kind != SCALED_OBJECT:  # not watched: no owned-object event to compare
+        if kind not in (SCALED_OBJECT, INFERENCE_POOL):  # not watched: no event to compare
             outcome.desired[(kind, child)] = obj
         release = kind in WORKLOAD_KINDS and not actuator.writes_replicas and not handed_over(live)
         if release:  # KEDA writes the replicas from now on: hand the field over first
@@ -474,6 +476,10 @@ def reconcile(
                 )
             except KedaNotInstalledError as err:
                 return _reject(kube, body, "KedaMissing", str(err), now, emit, plan, service)
+            except InferencePoolNotInstalledError as err:
+                return _reject(
+                    kube, body, "InferencePoolMissing", str(err), now, emit, plan, service
+                )
             except ApiException as exc:  # refused, not lost: say so in status, then the retry
                 if refused(exc):
                     _apply_refused(kube, body, kind, child, exc, plan, service, now)
@@ -687,6 +693,8 @@ def _read_live(kube: Kube, ns: str, obj: dict[str, Any]) -> dict[str, Any] | Non
     kind = obj["kind"]
     if kind == SCALED_OBJECT:  # only with actuation keda
         return kube.read_scaled_object(ns, obj["metadata"]["name"])
+    if kind == INFERENCE_POOL:  # only with spec.gateway.inferencePool.endpointPicker
+        return kube.read_inference_pool(ns, obj["metadata"]["name"])
     read = {
         "Service": kube.read_service,
         "PodDisruptionBudget": kube.read_pdb,

@@ -12,7 +12,8 @@ from kubernetes.client.exceptions import ApiException
 
 from tokenscale.api.crd import PLURAL
 from tokenscale.api.inference_service import API_GROUP, API_VERSION
-from tokenscale.kube import keda, lws, scale
+from tokenscale.kube import inference_pool, keda, lws, scale
+from tokenscale.render.inference_pool import KIND as INFERENCE_POOL
 from tokenscale.render.keda import KIND as SCALED_OBJECT
 
 FIELD_MANAGER = "tokenscale"
@@ -135,6 +136,10 @@ class Kube:
     def read_scaled_object(self, namespace: str, name: str) -> dict[str, Any] | None:
         return keda.read(self._raw, namespace, name)
 
+    # -- InferencePools (kube/inference_pool.py) --------------------------------------------
+    def read_inference_pool(self, namespace: str, name: str) -> dict[str, Any] | None:
+        return inference_pool.read(self._raw, namespace, name)
+
     # -- any workload's /scale (spec.workloadRef, kube/scale.py) -----------------------------
     def scalable(self, api_version: str, kind: str) -> scale.Resource | None:
         """From discovery; a kind found is remembered (one discovery read per kind, not one
@@ -197,6 +202,8 @@ class Kube:
             return lws.apply(self._raw, obj, FIELD_MANAGER, APPLY)
         if kind == SCALED_OBJECT:
             return keda.apply(self._raw, obj, FIELD_MANAGER, APPLY)
+        if kind == INFERENCE_POOL:
+            return inference_pool.apply(self._raw, obj, FIELD_MANAGER, APPLY)
         kwargs: dict[str, Any] = {
             "field_manager": FIELD_MANAGER,
             "force": True,

@@ -18,6 +18,7 @@ NAMESPACED: tuple[Rule, ...] = (
     ),
     ("", "services", ("get", "list", "watch", "create", "patch")),
     ("keda.sh", "scaledobjects", ("get", "create", "patch", "delete")),
+    ("inference.networking.k8s.io", "inferencepools", ("get", "create", "patch")),
     ("apps", "deployments/scale", ("get", "patch")),
     ("apps", "statefulsets", ("get",)),
     ("apps", "statefulsets/scale", ("get", "patch")),
@@ -40,7 +41,9 @@ that moves between one node and many replaces its Deployment by a LeaderWorkerSe
 (controller/workload.py). ScaledObjects (``spec.scaling.actuation: keda``, kube/keda.py): read
 and applied, not watched, deleted when the mode changes away from keda; with keda the
 workload's replicas are handed over by a server-side apply of ``spec.replicas`` alone (patch on
-the workload, already granted). ``spec.workloadRef`` (controller/workload_ref.py): get the
+the workload, already granted). InferencePools (``spec.gateway.inferencePool.endpointPicker``,
+kube/inference_pool.py): read and applied, not watched (the owner reference deletes them with
+the service). ``spec.workloadRef`` (controller/workload_ref.py): get the
 referenced Deployment, StatefulSet or LeaderWorkerSet and get/patch its ``/scale`` (the
 discovery documents it reads are open to every authenticated user); a custom resource needs
 the same two grants from its owner's Role."""
