@@ -106,3 +106,18 @@ def test_a_variant_mix_pool_selects_every_variants_pods() -> None:
     match = pool["spec"]["selector"]["matchLabels"]
     for workload in bundle.workloads:
         assert match.items() <= workload["spec"]["template"]["metadata"]["labels"].items()
+
+
+def test_the_worked_example_renders_a_valid_pool_and_can_wake() -> None:
+    from tokenscale.api import InferenceService  # noqa: PLC0415
+
+    path = ROOT / "deploy" / "examples" / "gateway" / "llama-3.1-8b-inferencepool-zero.yaml"
+    svc = InferenceService.model_validate(yaml.safe_load(path.read_text()))
+    assert svc.spec.scaling.min_replicas == 0
+    assert len(svc.spec.activation_sources) == 2
+    bundle = render_bundle(
+        svc.metadata.name, "inference", svc.spec, plan_service(svc.spec), 1, Owner("x", "u")
+    )
+    (pool,) = [o for o in bundle.objects if o["kind"] == "InferencePool"]
+    _validator().validate(pool)
+    assert pool["metadata"]["name"] == "llama-8b-pool"
