@@ -228,3 +228,18 @@ def test_never_zero_without_a_whole_idle_window_of_facts(pattern: list[str], idl
             assert 15 * (k - run_start) >= idle_s
         if k > 0 and runs[k - 1][0] > 0 and replicas == 0:
             assert cause is Cause.SCALE_TO_ZERO
+
+
+def test_a_growing_gateway_queue_adds_replicas_while_the_woken_ones_load() -> None:
+    spec = _spec(policy={"maxScaleUpStep": 2})
+    per = plan_service(spec).max_concurrency_per_replica
+    snaps = [_zero(NOW, 1.0), _zero(NOW + 15, 3.5 * per), _zero(NOW + 30, 3.5 * per)]
+    runs = _run(spec, snaps, 0)
+    assert [r for r, _, _ in runs] == [1, 3, 4]  # at most maxScaleUpStep at a time
+    assert all(cause is Cause.WAKE for _, cause, _ in runs)
+
+
+def test_a_queue_never_lowers_a_blind_hold() -> None:
+    spec = _spec()
+    runs = _run(spec, [_zero(NOW, 0.5), _zero(NOW + 15, 0.0), _zero(NOW + 30, None)], 3)
+    assert [r for r, _, _ in runs] == [3, 3, 3]

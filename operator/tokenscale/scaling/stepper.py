@@ -16,7 +16,8 @@
   re-bounds the stored count at once.
 - ``minReplicas: 0`` (``scaling/zero.py``): at zero the engine is not run (no engine reports);
   the demand in front of the engines holds the count at zero or wakes it. Above zero the
-  engine decides and the idle window may then take the count to zero.
+  engine decides, a queue in front of blind engines may add replicas, and the idle window may
+  then take the count to zero.
 """
 
 from dataclasses import dataclass
@@ -31,7 +32,7 @@ from tokenscale.scaling.policy import bounded
 from tokenscale.scaling.schedule import open_window, scheduled_spec
 from tokenscale.scaling.snapshot import Snapshot
 from tokenscale.scaling.state import ScalingState
-from tokenscale.scaling.zero import at_zero, idle_window, is_at_zero
+from tokenscale.scaling.zero import at_zero, idle_window, is_at_zero, queued_while_blind
 
 SAME_OBSERVATION_S = 1e-3
 """Observation times closer than this are one observation (status keeps milliseconds)."""
@@ -111,6 +112,7 @@ class Stepper:
                     lead_time_s=lead_time_s,
                 )
             )
+            d = queued_while_blind(spec, self.forecast, snapshot, d, now_s)
             d = idle_window(spec, snapshot, state, d, now_s)
         after = d.state.model_copy(
             update={

@@ -13,6 +13,10 @@
   least 1, at most ``maxScaleUpStep`` and ``maxReplicas``, at once. Demand 0: hold at zero.
   Demand not read: hold at zero and say why (nothing is known to wait; an unreadable activation
   source wakes nothing).
+- **While no engine reports** (woken replicas still loading, or the engines' series missing)
+  the engine holds blind; demand read in front of the engines that needs more than the held
+  count (:func:`queued_while_blind`) still adds replicas, at most ``maxScaleUpStep`` at a time:
+  a queue at the gateway is a fact even when the engines say nothing. Never down.
 """
 
 import math
@@ -170,5 +174,44 @@ def idle_window(
             "why": why,
             "model_replicas": 0,
             "state": after,
+        }
+    )
+
+
+def queued_while_blind(
+    spec: InferenceServiceSpec,
+    forecast: Plan,
+    snap: Snapshot | None,
+    decision: Decision,
+    now_s: float,
+) -> Decision:
+    """``decision`` (a blind hold), raised to the replicas the demand in front of the engines
+    needs when that is more (see the module docstring); unchanged otherwise."""
+    demand = None if snap is None else snap.demand
+    if decision.cause is not Cause.BLIND or snap is None or demand is None or demand <= 0:
+        return decision
+    s = spec.scaling
+    held = decision.replicas
+    per_replica = forecast.max_concurrency_per_replica
+    want = math.ceil(demand / per_replica - 1e-9) if per_replica > 0 else held + 1
+    target = min(max(want, held), held + s.policy.max_scale_up_step, s.max_replicas)
+    if target <= held:
+        return decision
+    why = (
+        f"{demand:g} requests waiting in front of the engines ({_sources(snap)}) while no "
+        f"engine reports ({decision.metrics_reason}): {target} replicas at "
+        f"{per_replica:g} in flight each (the plan's)"
+    )
+    return decision.model_copy(
+        update={
+            "replicas": target,
+            "source": "metrics",
+            "reason": f"scale up {held}→{target}: {why}",
+            "cause": Cause.WAKE,
+            "why": why,
+            "model_replicas": want,
+            "state": decision.state.model_copy(
+                update={"decided_replicas": target, "last_scale_s": now_s}
+            ),
         }
     )
