@@ -2,9 +2,14 @@
 the shared stepper waking the fleet, the cost of waking (the first request's TTFT ≈ one cold
 start), none lost, and back to zero after the idle window."""
 
-import pytest
+from pathlib import Path
 
+import pytest
+from typer.testing import CliRunner
+
+from tests.helpers import ROOT
 from tests.helpers import spec as make_spec
+from tokenscale.cli.app import app
 from tokenscale.simulation import Setup, SimOptions, simulate
 from tokenscale.simulation.workloads import idle_burst
 
@@ -59,3 +64,25 @@ def test_a_service_that_cannot_scale_to_zero_keeps_one_replica() -> None:
     assert min(p.replicas_target for p in r.timeline) == 1
     assert r.arrived_at_zero == 0
     assert r.wake_ttft_max_s is None
+
+
+def test_simulate_says_what_waking_cost(tmp_path: Path) -> None:
+    trace = idle_burst(requests=20, rps=2.0, gap_s=1200.0, bursts=2)
+    csv = tmp_path / "idle.csv"
+    rows = "".join(
+        f"{r.arrival_s:.3f},{r.input_tokens},{r.output_tokens}\n" for r in trace.requests
+    )
+    csv.write_text("arrival,input,output\n" + rows)
+    spec = tmp_path / "zero.yaml"
+    spec.write_text(
+        (ROOT / "deploy" / "examples" / "gateway" / "llama-3.1-8b-inferencepool-zero.yaml")
+        .read_text()
+        .replace("idleSeconds: 900", "idleSeconds: 300")
+    )
+    cols = "arrival=arrival,input=input,output=output"
+    out = CliRunner().invoke(
+        app, ["simulate", str(spec), "--trace", str(csv), "--columns", cols], env={"COLUMNS": "200"}
+    )
+    assert out.exit_code == 0, out.output
+    assert "requests found the fleet at zero replicas" in out.output
+    assert "worst TTFT" in out.output

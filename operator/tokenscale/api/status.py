@@ -92,7 +92,10 @@ class LiveStatus(ApiModel):
 class SignalStatus(ApiModel):
     """One pressure signal: its value, watermarks, level and the replicas it asks for."""
 
-    name: str = Field(description="kv_usage, waiting_per_replica, ttft_p99_s, tpot_p99_s.")
+    name: str = Field(
+        description="kv_usage, waiting_per_replica, gateway_queue_per_replica, "
+        "pool_saturation, ttft_p99_s, tpot_p99_s."
+    )
     value: float | None = Field(default=None, description="Observed value.")
     high: float = Field(description="At or above: scale up.")
     low: float = Field(description="Below: counts as low.")
