@@ -87,6 +87,16 @@ class LiveStatus(ApiModel):
         default=None, description="Speculative decoding: accepted ÷ drafted tokens, measured."
     )
     sample_age_seconds: float | None = Field(default=None, description="Newest sample's age.")
+    gateway_queued: float | None = Field(
+        default=None,
+        description="Requests held by the endpoint picker's flow control for the InferencePool.",
+    )
+    pool_saturation: float | None = Field(
+        default=None, description="The endpoint picker's saturation of the pool (1: holding)."
+    )
+    activation_demand: float | None = Field(
+        default=None, description="spec.scaling.activation.query's value."
+    )
 
 
 class SignalStatus(ApiModel):

@@ -516,9 +516,10 @@ def reconcile(
     summary = plan_summary(
         plan, service.spec.slo.ttft_p99_seconds, service.spec.slo.tpot_p99_seconds
     )
+    live_snap = None if metrics is None else _live_snapshot(metrics)
     now_live = (
-        live_status(metrics.snapshot, rfc3339(metrics.read_at_s or metrics.now_s))
-        if metrics is not None and metrics.snapshot is not None
+        live_status(live_snap, rfc3339(metrics.read_at_s or metrics.now_s))
+        if metrics is not None and live_snap is not None
         else None
     )
     new_status = InferenceServiceStatus(
@@ -687,6 +688,15 @@ def _drop_scaled_object(kube: Kube, ns: str, child: str, uid: str) -> None:
     found = kube.read_scaled_object(ns, child)
     if found is not None and is_ours(found, uid):
         kube.delete_scaled_object(ns, child)
+
+
+def _live_snapshot(metrics: MetricsView) -> Snapshot | None:
+    """What status.live shows: the engines' snapshot with the demand in front of them (at zero
+    replicas, the demand alone); None when neither was read."""
+    obs = metrics.observation if metrics.demand is not None else None
+    if obs is not None and obs.snapshot is not None:
+        return obs.snapshot
+    return metrics.snapshot
 
 
 def _read_live(kube: Kube, ns: str, obj: dict[str, Any]) -> dict[str, Any] | None:
