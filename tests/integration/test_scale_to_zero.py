@@ -184,3 +184,46 @@ def test_idle_goes_to_zero_only_on_facts_and_the_gateway_queue_wakes_it(
         prom.stop()
         if op is not None:
             op.stop()
+
+
+def test_the_activation_query_alone_puts_to_sleep_and_wakes(
+    pool_cluster: Cluster, objects: Objects, tmp_path: Path
+) -> None:
+    """No InferencePool: the user's PromQL (here over an activator's gauge, the emulator's
+    queue for a pool of another name) is the only wake-up source, read from the real
+    Prometheus."""
+    namespace = objects.ns
+    prom = PrometheusServer(tmp_path / "prom").start()
+    pod = VllmMetricsEmulator().start()
+    activator = EndpointPickerEmulator(pool="activator").start()
+    query = f'inference_extension_flow_control_queue_size{{namespace="{namespace}"}}'
+    op: Process | None = None
+    try:
+        op = pool_cluster.operator(
+            "operator-activation",
+            namespace,
+            2,
+            tmp_path,
+            "--prometheus-url",
+            prom.url,
+            "--metrics-gauge-window",
+            "5s",
+            "--metrics-rate-window",
+            "10s",
+        )
+        prom.add_target(pod.target, namespace, "test")
+        prom.add_labelled_target(activator.target, {"namespace": namespace})
+        objects.create(manifest(scaling={**SCALING, "activation": {"query": query}}))
+        wait_for(lambda: _replicas(objects) == 0, 90, "zero after the idle window")
+        assert objects.get("test")["status"]["live"]["activationDemand"] == 0
+        assert _pool(objects) is None  # no endpoint picker named: no pool rendered
+        prom.remove_target(pod.target)
+        activator.set(queued=2, saturation=0.0)
+        wait_for(lambda: (_replicas(objects) or 0) >= 1, 30, "woken by the activation query")
+        assert op.alive()
+    finally:
+        activator.stop()
+        pod.stop()
+        prom.stop()
+        if op is not None:
+            op.stop()
