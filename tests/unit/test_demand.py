@@ -130,3 +130,45 @@ def test_the_observation_carries_the_demand_and_its_problems() -> None:
     assert obs.snapshot.replicas_reporting == 0
     assert obs.snapshot.demand == 2.0
     assert "gateway: x" in obs.snapshot.problems
+
+
+class _Recorder(PrometheusSource):
+    """A source with no engines that records which services' demand it was asked for."""
+
+    def __init__(self) -> None:
+        super().__init__(PrometheusConfig(url="http://127.0.0.1:9"))
+        self.asked: list[set[tuple[str, str]]] = []
+
+    def snapshots(self, namespaces: list[str] | None, now_s: float) -> dict[Any, Any]:
+        return {}
+
+    def running_by_pod(self, namespaces: list[str] | None) -> dict[Any, dict[str, float]]:
+        return {}
+
+    def demand(
+        self, wanted: dict[tuple[str, str], DemandQuery], namespaces: list[str] | None
+    ) -> tuple[dict[tuple[str, str], Demand], list[Any]]:
+        self.asked.append(set(wanted))
+        return {k: Demand(gateway_queued=1.0) for k in wanted}, []
+
+
+def test_the_fleet_reads_the_demand_of_services_reconciled_lately_only(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from tokenscale.controller import resync  # noqa: PLC0415
+    from tokenscale.controller.telemetry import Telemetry  # noqa: PLC0415
+
+    source = _Recorder()
+    fleet = resync.FleetMetrics(source, None, 60.0, Telemetry(), interval_s=15.0)
+    clock = [1000.0]
+    monkeypatch.setattr(resync.time, "time", lambda: clock[0])
+    fleet.view(KEY, DemandQuery("chat", None))
+    fleet.view((NS, "plain"), None)
+    fleet.refresh()
+    assert source.asked[-1] == {KEY}
+    view = fleet.view(KEY, DemandQuery("chat", None))
+    assert view is not None
+    assert view.demand == Demand(gateway_queued=1.0)
+    clock[0] += resync.FORGET_AFTER_INTERVALS * 15.0 + 1  # the service was deleted
+    fleet.refresh()
+    assert source.asked[-1] == set()

@@ -42,6 +42,8 @@ from tokenscale.scaling import Snapshot
 
 log = logging.getLogger(__name__)
 RESYNC_CONCURRENCY = 8
+FORGET_AFTER_INTERVALS = 5
+"""A demand source no reconcile renewed for this many intervals is no longer read."""
 PRIME_WAIT_S = 120.0
 
 
@@ -126,10 +128,12 @@ class FleetMetrics:
     read_at_s: float | None = None
     """When the last fleet read ran: the time of the observation every service's engine
     decides on once (None: no read yet)."""
-    wanted: dict[tuple[str, str], DemandQuery] = field(default_factory=dict)
+    wanted: dict[tuple[str, str], tuple[DemandQuery, float]] = field(default_factory=dict)
     """Services with a demand source (an InferencePool, an activation query), as their last
-    reconcile found them: the next read reads their demand."""
+    reconcile found them, with its wall time: the next read reads their demand. An entry no
+    reconcile renewed for :data:`FORGET_AFTER_INTERVALS` intervals (a deleted service) goes."""
     demands: dict[tuple[str, str], Demand] = field(default_factory=dict)
+    _wanted_lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
     def refresh(self) -> None:
         """Replace the read; a source that raises leaves no data (every service holds) and its
@@ -147,7 +151,7 @@ class FleetMetrics:
             running = self.source.running_by_pod(self.namespaces)
             error = self.source.last_error
             errors = list(self.source.last_errors)
-            demands, demand_errors = self.source.demand(dict(self.wanted), self.namespaces)
+            demands, demand_errors = self.source.demand(self._still_wanted(wall), self.namespaces)
             errors += demand_errors
         except Exception as exc:  # a bug in reading must not stop the fleet's reconciles
             log.exception("metrics: the fleet read failed")
@@ -164,6 +168,14 @@ class FleetMetrics:
             demands,
         )
         self.telemetry.record_query_errors(errors)
+
+    def _still_wanted(self, wall_s: float) -> dict[tuple[str, str], DemandQuery]:
+        """The demand sources renewed recently (older ones are forgotten)."""
+        horizon = FORGET_AFTER_INTERVALS * self.interval_s / max(self.time_scale, 1e-9)
+        with self._wanted_lock:
+            for key in [k for k, (_, t) in self.wanted.items() if wall_s - t > horizon]:
+                del self.wanted[key]
+            return {k: q for k, (q, _) in self.wanted.items()}
 
     def engine_time(self, wall_s: float) -> float:
         """The engine's clock at wall time ``wall_s`` (the wall clock when ``time_scale`` is 1)."""
@@ -190,10 +202,11 @@ class FleetMetrics:
         on (None: nothing; forgets it)."""
         if self.source is None:
             return None
-        if demand is None:
-            self.wanted.pop(key, None)
-        else:
-            self.wanted[key] = demand
+        with self._wanted_lock:
+            if demand is None:
+                self.wanted.pop(key, None)
+            else:
+                self.wanted[key] = (demand, time.time())
         ns, name = key
         series_key = (ns, label_value(name))
         snapshot = self.snapshots.get(series_key)
