@@ -14,6 +14,7 @@ InferencePool), both scraped by Prometheus. The service has ``minReplicas: 0``:
 3. requests queued at the gateway: woken at once, from zero.
 """
 
+import asyncio
 import time
 import uuid
 from collections.abc import Iterator
@@ -227,3 +228,40 @@ def test_the_activation_query_alone_puts_to_sleep_and_wakes(
         prom.stop()
         if op is not None:
             op.stop()
+
+
+@pytest.mark.slow  # one playground run, ≈100 s: `pytest -m slow`
+def test_the_playground_idle_burst_goes_zero_to_n_to_zero(tmp_path: Path) -> None:
+    """``tokenscale playground --load idle-burst`` headless: the gateway twin's queue wakes the
+    service from zero, the idle window puts it back, and no request is lost."""
+    from tokenscale.playground.load import shaped_trace  # noqa: PLC0415
+    from tokenscale.playground.service import (  # noqa: PLC0415
+        default_spec_path,
+        load_service,
+        scale_to_zero,
+    )
+    from tokenscale.playground.session import Playground, PlaygroundOptions  # noqa: PLC0415
+    from tokenscale.playground.summary import wake_ttfts  # noqa: PLC0415
+
+    service, _ = scale_to_zero(load_service(default_spec_path().read_text(), "default"), "d")
+    trace = shaped_trace("idle-burst", 900.0, 0.25, 1.0, seed=0)
+    opts = PlaygroundOptions(service=service, trace=trace, workdir=tmp_path / "pg", speed=20.0)
+    notes: list[str] = []
+    pg = Playground(opts, notes.append)
+    try:
+        pg.start_infrastructure()
+        result = asyncio.run(pg.run())
+    finally:
+        pg.stop()
+    messages = [e.message for e in result.events]
+    print("\n".join(notes + messages))
+    to_zero = [m for m in messages if "→0:" in m]
+    wakes = [m for m in messages if m.startswith("Scaled 0→")]
+    assert len(to_zero) >= 2, messages  # after each burst
+    assert wakes, messages
+    assert "gateway queue" in wakes[0]
+    assert result.completed == result.sent
+    cold = opts.cold_start_s
+    costs = wake_ttfts(result)
+    assert costs, "a request found the fleet at zero"
+    assert all(cold <= c <= cold + 90.0 for c in costs), costs  # ≈ one cold start, no more
