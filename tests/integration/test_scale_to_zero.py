@@ -264,4 +264,6 @@ def test_the_playground_idle_burst_goes_zero_to_n_to_zero(tmp_path: Path) -> Non
     cold = opts.cold_start_s
     costs = wake_ttfts(result)
     assert costs, "a request found the fleet at zero"
-    assert all(cold <= c <= cold + 90.0 for c in costs), costs  # ≈ one cold start, no more
+    # one cold start, plus the wall seconds the loop takes at ×20 (a 1 s scrape, a 1 s operator
+    # cycle, the pod's creation and Ready: about 6 s wall, 120 modelled s), no more
+    assert all(cold <= c <= cold + 6 * opts.speed for c in costs), costs
