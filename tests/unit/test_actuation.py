@@ -266,3 +266,20 @@ def test_without_keda_installed_nothing_is_written_and_the_status_says_what_to_i
     assert (feasible["status"], feasible["reason"]) == ("False", "KedaMissing")
     assert "install KEDA" in feasible["message"]
     assert [e[1] for e in kube.events] == ["KedaMissing"]
+
+
+def test_a_service_that_sleeps_gives_keda_no_second_idle_window() -> None:
+    so = Keda().objects(
+        _desired(
+            scaling={
+                "minReplicas": 0,
+                "actuation": "keda",
+                "keda": {"serverAddress": "http://prometheus:9090"},
+                "activation": {"query": "sum(pending)"},
+            }
+        )
+    )[0]
+    _validator().validate(so)
+    assert so["spec"]["minReplicaCount"] == 0
+    assert so["spec"]["cooldownPeriod"] == 0
+    assert "cooldownPeriod" not in Keda().objects(_desired())[0]["spec"]

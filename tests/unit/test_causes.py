@@ -24,6 +24,8 @@ def test_every_cause_has_words() -> None:
         Cause.SCALE_DOWN,
         Cause.BOUNDS,
         Cause.RATIO,  # a prefill/decode role raised by the ratio band
+        Cause.SCALE_TO_ZERO,
+        Cause.WAKE,
     }
 
 

@@ -31,7 +31,15 @@ VALUE_SETS: dict[str, dict[str, Any]] = {
             "bearerTokenSecret": {"name": "prom-token", "key": "token"},
             "caConfigMap": {"name": "prom-ca", "key": "ca.crt"},
         },
-        "metrics": {"serviceMonitor": {"enabled": True}, "podMonitor": {"enabled": True}},
+        "metrics": {
+            "serviceMonitor": {"enabled": True},
+            "podMonitor": {"enabled": True},
+            "endpointPickerMonitor": {
+                "enabled": True,
+                "matchLabels": {"inferencepool": "chat-epp"},
+                "bearerTokenSecret": {"name": "epp-reader", "key": "token"},
+            },
+        },
         "grafanaDashboard": {"enabled": True},
         "prometheusRules": {"enabled": True, "labels": {"release": "kube-prometheus-stack"}},
     },
@@ -370,3 +378,27 @@ def test_the_unwatched_resync_bound_reaches_the_operator_only_when_set(
 
     assert not any(a.startswith("--unwatched-resync") for a in args({}))  # 4 intervals
     assert "--unwatched-resync=30" in args({"unwatchedResyncSeconds": 30})
+
+
+def test_the_endpoint_picker_monitor_attaches_the_namespace_the_operator_queries_by(
+    helm: str, tmp_path: Path
+) -> None:
+    docs = _render(helm, tmp_path, VALUE_SETS["monitoring"])
+    (mon,) = [
+        d for d in docs if d["kind"] == "PodMonitor" and "endpoint-picker" in d["metadata"]["name"]
+    ]
+    assert mon["spec"]["selector"]["matchLabels"] == {"inferencepool": "chat-epp"}
+    (endpoint,) = mon["spec"]["podMetricsEndpoints"]
+    assert endpoint["relabelings"] == [
+        {"sourceLabels": ["__meta_kubernetes_namespace"], "targetLabel": "namespace"}
+    ]
+    assert endpoint["authorization"]["credentials"] == {"name": "epp-reader", "key": "token"}
+    off = _render(helm, tmp_path, {})
+    assert not [d for d in off if "endpoint-picker" in d["metadata"]["name"]]
+
+
+def test_the_endpoint_picker_monitor_needs_its_pod_labels(helm: str, tmp_path: Path) -> None:
+    values = {"metrics": {"endpointPickerMonitor": {"enabled": True}}}
+    with pytest.raises(subprocess.CalledProcessError) as err:
+        _render(helm, tmp_path, values)
+    assert "matchLabels" in err.value.stderr

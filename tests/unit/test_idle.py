@@ -86,8 +86,14 @@ def test_an_idle_fleet_falls_to_min_replicas_one_step_at_a_time() -> None:
     assert all(s.level == "low" and "idle" in s.reason for s in latency)
 
 
-def test_min_replicas_zero_keeps_one_engine_to_report() -> None:
-    spec = _spec(minReplicas=0, policy={"scaleDownStabilizationSeconds": 60})
+def test_min_replicas_zero_keeps_one_engine_to_report_by_the_ordinary_policy() -> None:
+    """The engine's own idle floor is one replica; zero comes only from the idle window of
+    the stepper (tests/unit/test_scale_to_zero.py)."""
+    spec = _spec(
+        minReplicas=0,
+        activation={"query": "vector(0)"},
+        policy={"scaleDownStabilizationSeconds": 60},
+    )
     start = plan_service(spec).sized.total
     decisions = _run(spec, [_idle(start, NOW + 15 * k) for k in range(200)], start)
     assert decisions[-1].replicas == 1

@@ -47,7 +47,11 @@ def specs(draw: st.DrawFn) -> dict[str, Any]:
             "ttftP99Seconds": draw(st.floats(0.05, 20)),
             "tpotP99Seconds": draw(st.floats(0.005, 0.5)),
         },
-        "scaling": {"minReplicas": 0, "maxReplicas": 10_000},
+        "scaling": {
+            "minReplicas": 0,
+            "maxReplicas": 10_000,
+            "activation": {"query": "sum(pending_requests)"},
+        },
     }
 
 

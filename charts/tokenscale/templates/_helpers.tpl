@@ -43,6 +43,10 @@ app.kubernetes.io/instance: {{ .Release.Name }}
 - apiGroups: ["keda.sh"]
   resources: ["scaledobjects"]
   verbs: ["get", "create", "patch", "delete"]
+{{- /* spec.gateway.inferencePool.endpointPicker: the InferencePool is read and applied (never watched) */}}
+- apiGroups: ["inference.networking.k8s.io"]
+  resources: ["inferencepools"]
+  verbs: ["get", "create", "patch"]
 {{- /* spec.workloadRef: read the referenced workload, write replicas only through /scale */}}
 - apiGroups: ["apps"]
   resources: ["deployments/scale"]

@@ -65,6 +65,28 @@ class InferenceServiceSpec(ApiModel):
             raise ValueError("set spec.profile or spec.profileRef, not both")
         return self
 
+    @model_validator(mode="after")
+    def _wakeable(self) -> Self:
+        if self.scaling.may_reach_zero and not self.activation_sources:
+            raise ValueError(
+                "spec.scaling.minReplicas=0 (or a schedule window's) needs an activation "
+                "source: at zero replicas no engine reports, so nothing could ever wake the "
+                "service. Set spec.scaling.activation.query (a PromQL query of requests "
+                "waiting in front of the engines) or spec.gateway.inferencePool (the endpoint "
+                "picker's queue), or raise minReplicas to 1"
+            )
+        return self
+
+    @property
+    def activation_sources(self) -> list[str]:
+        """What can wake this service at zero replicas, in words (empty: nothing)."""
+        out = []
+        if self.gateway.inference_pool is not None:
+            out.append("the endpoint picker's queue (spec.gateway.inferencePool)")
+        if self.scaling.activation is not None and self.scaling.activation.query:
+            out.append("spec.scaling.activation.query")
+        return out
+
 
 class ObjectMeta(ApiModel):
     """The part of Kubernetes metadata the planner reads; other keys are kept, not checked."""

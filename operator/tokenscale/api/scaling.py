@@ -148,6 +148,35 @@ class KedaTrigger(ApiModel):
     )
 
 
+DEFAULT_IDLE_SECONDS = 600
+
+
+class ScaleToZero(ApiModel):
+    """When a service with ``minReplicas: 0`` gives up its last replica."""
+
+    idle_seconds: int = Field(
+        default=DEFAULT_IDLE_SECONDS,
+        ge=0,
+        le=int(MAX_SECONDS),
+        description="With minReplicas 0: idle this long (engines report, no request finished, "
+        "none running or waiting, and the activation source reads 0) goes to 0 replicas. "
+        "Missing metrics never count as idle.",
+    )
+
+
+class Activation(ApiModel):
+    """Demand seen in front of the engines: what wakes a service at zero replicas."""
+
+    query: str | None = Field(
+        default=None,
+        min_length=1,
+        max_length=4096,
+        description="A PromQL query whose value (summed over its series) is the requests "
+        "waiting for this service in front of the engines, e.g. the KEDA HTTP add-on's "
+        "pending requests. Above 0 at zero replicas: scale up at once.",
+    )
+
+
 class Scaling(ApiModel):
     """Replica bounds and policy."""
 
@@ -181,6 +210,22 @@ class Scaling(ApiModel):
     keda: KedaTrigger | None = Field(
         default=None, description="The KEDA trigger's Prometheus (required with actuation keda)."
     )
+    scale_to_zero: ScaleToZero = Field(
+        default_factory=ScaleToZero,
+        description="With minReplicas 0: how long idle before the last replica goes.",
+    )
+    activation: Activation | None = Field(
+        default=None,
+        description="What wakes a service at zero replicas besides the InferencePool's "
+        "queue (spec.gateway.inferencePool): a PromQL query of requests waiting.",
+    )
+
+    @property
+    def may_reach_zero(self) -> bool:
+        """minReplicas 0, here or in a schedule window, with no pin."""
+        if self.replicas is not None:
+            return False
+        return self.min_replicas == 0 or any(w.min_replicas == 0 for w in self.schedule)
 
     @model_validator(mode="after")
     def _bounds(self) -> Self:

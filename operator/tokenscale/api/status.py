@@ -87,12 +87,25 @@ class LiveStatus(ApiModel):
         default=None, description="Speculative decoding: accepted ÷ drafted tokens, measured."
     )
     sample_age_seconds: float | None = Field(default=None, description="Newest sample's age.")
+    gateway_queued: float | None = Field(
+        default=None,
+        description="Requests held by the endpoint picker's flow control for the InferencePool.",
+    )
+    pool_saturation: float | None = Field(
+        default=None, description="The endpoint picker's saturation of the pool (1: holding)."
+    )
+    activation_demand: float | None = Field(
+        default=None, description="spec.scaling.activation.query's value."
+    )
 
 
 class SignalStatus(ApiModel):
     """One pressure signal: its value, watermarks, level and the replicas it asks for."""
 
-    name: str = Field(description="kv_usage, waiting_per_replica, ttft_p99_s, tpot_p99_s.")
+    name: str = Field(
+        description="kv_usage, waiting_per_replica, gateway_queue_per_replica, "
+        "pool_saturation, ttft_p99_s, tpot_p99_s."
+    )
     value: float | None = Field(default=None, description="Observed value.")
     high: float = Field(description="At or above: scale up.")
     low: float = Field(description="Below: counts as low.")
@@ -218,6 +231,12 @@ class ScalingState(ApiModel):
         default=None,
         alias="backlogAtSeconds",
         description="The last decision that saw the queue over its high mark.",
+    )
+    idle_since_s: float | None = Field(
+        default=None,
+        alias="idleSinceSeconds",
+        description="minReplicas 0: idle (engines report no traffic, the activation source "
+        "reads 0) since; the last replica goes after spec.scaling.scaleToZero.idleSeconds.",
     )
 
 

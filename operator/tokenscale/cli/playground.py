@@ -38,6 +38,7 @@ class LoadShape(enum.StrEnum):
     step = "step"
     ramp = "ramp"
     burst = "burst"
+    idle_burst = "idle-burst"
 
 
 def _fmt(value: float | None, unit: str = "", scale: float = 1.0, digits: int = 2) -> str:
@@ -94,6 +95,11 @@ def summary_table(r: PlaygroundResult) -> Table:
         ("replicas max (ready)", str(r.replicas_max)),
         ("scale events", str(sum(1 for e in r.events if e.reason != "Fault"))),
     ]
+    from tokenscale.playground.summary import wake_ttfts  # noqa: PLC0415
+
+    wakes = wake_ttfts(r)
+    if wakes:  # the first request of each stretch at zero replicas waited for a woken one
+        rows.append(("woken from zero: first TTFT", ", ".join(f"{w:.0f} s" for w in wakes)))
     for k, v in rows:
         table.add_row(k, v)
     return table
@@ -272,6 +278,7 @@ def playground_command(
         InfeasiblePlanError,
         default_spec_path,
         load_service,
+        scale_to_zero,
     )
     from tokenscale.playground.session import Playground, PlaygroundOptions  # noqa: PLC0415
     from tokenscale.playground.summary import summary_json  # noqa: PLC0415
@@ -304,6 +311,9 @@ def playground_command(
     except SpecError as err:
         fail_invalid(err, path)
         return
+    zero_note = ""
+    if load is LoadShape.idle_burst:
+        service, zero_note = scale_to_zero(service, str(path))
     try:
         if load is not None:
             w = service.spec.workload
@@ -340,6 +350,9 @@ def playground_command(
     def note(message: str) -> None:
         stamp = time.strftime("%H:%M:%S")
         console.print(f"[dim]{stamp}[/] {message}", highlight=False)
+
+    if zero_note:
+        note(f"--load idle-burst: the service sleeps at zero replicas: {zero_note}")
 
     def stop_on_term(_signum: int, _frame: object) -> None:
         raise KeyboardInterrupt  # SIGTERM stops everything, as Ctrl-C does

@@ -367,6 +367,14 @@ def simulate_command(
         f"cold start ahead (lead-time oracle)",
         highlight=False,
     )
+    for r in results:
+        if r.arrived_at_zero and r.wake_ttft_max_s is not None:  # minReplicas 0
+            console.print(
+                f"{r.policy}: {r.arrived_at_zero:,} requests found the fleet at zero replicas "
+                f"and waited for a wake: worst TTFT {r.wake_ttft_max_s:.1f} s (cold start "
+                f"{cold_start:g} s)",
+                highlight=False,
+            )
     if plot is not None:
         console.print(f"timeline written to {plot}", highlight=False)
     if explain_at is not None:

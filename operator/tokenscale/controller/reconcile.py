@@ -95,12 +95,15 @@ from tokenscale.controller.workload_ref import (
 )
 from tokenscale.kube.client import FIELD_MANAGER, Kube
 from tokenscale.kube.drift import differences, managed_by
+from tokenscale.kube.inference_pool import InferencePoolNotInstalledError
 from tokenscale.kube.keda import KedaNotInstalledError
 from tokenscale.kube.lws import KIND as LWS_KIND
 from tokenscale.kube.lws import LwsNotInstalledError
+from tokenscale.metrics.demand import Demand
 from tokenscale.planning import Plan
 from tokenscale.planning.speculative import with_measured_acceptance
 from tokenscale.render import Owner, child_name, render_bundle, selector_string
+from tokenscale.render.inference_pool import KIND as INFERENCE_POOL
 from tokenscale.render.keda import KIND as SCALED_OBJECT
 from tokenscale.render.labels import CONFIG_HASH_ANNOTATION
 from tokenscale.render.variants import variant_workload_name
@@ -137,6 +140,9 @@ class MetricsView:
     """Engine seconds per wall second: ``now_s``, ``read_at_s`` and ``interval_s`` are on the
     engine's clock, and the pods' measured lead time (wall) is multiplied by this."""
 
+    demand: Demand | None = None
+    """Demand in front of the engines (``metrics/demand.py``; None: nothing to read)."""
+
     @property
     def observation(self) -> Observation | None:
         if self.read_at_s is None:
@@ -145,6 +151,13 @@ class MetricsView:
         if snapshot is None:
             why = self.source_error or "no vLLM series for this service in Prometheus"
             snapshot = Snapshot(at=self.read_at_s, replicas_reporting=0, problems=[why])
+        if self.demand is not None:
+            snapshot = snapshot.model_copy(
+                update={
+                    **self.demand.fields(),
+                    "problems": [*snapshot.problems, *self.demand.problems],
+                }
+            )
         return Observation(at_s=self.read_at_s, snapshot=snapshot)
 
 
@@ -287,8 +300,9 @@ def _decide(
         stored_decision = _stored(old.decision, step.state)
         return _Decided(stored_decision, old.decision, step.state, False, [], False)
     d = step.decision
-    if d.source in ("metrics", "hold"):
-        # an engine decision moves the workload at most one step (its memory is status)
+    if d.source in ("metrics", "hold") and d.cause is not Cause.SCALE_TO_ZERO:
+        # an engine decision moves the workload at most one step (its memory is status); the
+        # idle window's zero is the one exception: it goes from any count at once
         held = limited(d.replicas, live_replicas, scheduled_spec(spec, metrics.now_s))
         if held != d.replicas:
             why = f"{d.why}; limited to one step from the workload's {live_replicas} replicas"
@@ -481,7 +495,7 @@ def reconcile(
         child = obj["metadata"]["name"]  # the InferenceService's name, or one derived from it
         # the reader chose the type (a PDB may be served as policy/v1beta1 on old clusters)
         desired = {k: v for k, v in obj.items() if k not in ("apiVersion", "kind")}
-        if kind != SCALED_OBJECT:  # not watched: no owned-object event to compare
+        if kind not in (SCALED_OBJECT, INFERENCE_POOL):  # not watched: no event to compare
             outcome.desired[(kind, child)] = obj
         release = kind in WORKLOAD_KINDS and not actuator.writes_replicas and not handed_over(live)
         if release:  # KEDA writes the replicas from now on: hand the field over first
@@ -504,6 +518,10 @@ def reconcile(
             except KedaNotInstalledError as err:
                 _announce_created(outcome, emit)
                 return _reject(kube, body, "KedaMissing", str(err), now, emit, plan, service)
+            except InferencePoolNotInstalledError as err:
+                return _reject(
+                    kube, body, "InferencePoolMissing", str(err), now, emit, plan, service
+                )
             except ApiException as exc:  # refused, not lost: say so in status, then the retry
                 if refused(exc):
                     _apply_refused(kube, body, kind, child, exc, plan, service, now)
@@ -560,9 +578,10 @@ def reconcile(
     summary = plan_summary(
         plan, service.spec.slo.ttft_p99_seconds, service.spec.slo.tpot_p99_seconds
     )
+    live_snap = None if metrics is None else _live_snapshot(metrics)
     now_live = (
-        live_status(metrics.snapshot, rfc3339(metrics.read_at_s or metrics.now_s))
-        if metrics is not None and metrics.snapshot is not None
+        live_status(live_snap, rfc3339(metrics.read_at_s or metrics.now_s))
+        if metrics is not None and live_snap is not None
         else None
     )
     new_status = InferenceServiceStatus(
@@ -734,10 +753,21 @@ def _drop_scaled_object(kube: Kube, ns: str, child: str, uid: str) -> None:
         kube.delete_scaled_object(ns, child)
 
 
+def _live_snapshot(metrics: MetricsView) -> Snapshot | None:
+    """What status.live shows: the engines' snapshot with the demand in front of them (at zero
+    replicas, the demand alone); None when neither was read."""
+    obs = metrics.observation if metrics.demand is not None else None
+    if obs is not None and obs.snapshot is not None:
+        return obs.snapshot
+    return metrics.snapshot
+
+
 def _read_live(kube: Kube, ns: str, obj: dict[str, Any]) -> dict[str, Any] | None:
     kind = obj["kind"]
     if kind == SCALED_OBJECT:  # only with actuation keda
         return kube.read_scaled_object(ns, obj["metadata"]["name"])
+    if kind == INFERENCE_POOL:  # only with spec.gateway.inferencePool.endpointPicker
+        return kube.read_inference_pool(ns, obj["metadata"]["name"])
     read = {
         "Service": kube.read_service,
         "PodDisruptionBudget": kube.read_pdb,

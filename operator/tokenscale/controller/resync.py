@@ -34,6 +34,7 @@ from tokenscale.kube.client import Kube
 from tokenscale.kube.drift import differences
 from tokenscale.kube.store import WatchStore
 from tokenscale.metrics import PrometheusConfig, PrometheusSource
+from tokenscale.metrics.demand import Demand, DemandQuery
 from tokenscale.metrics.promql import QueryConfig
 from tokenscale.metrics.source import QueryError, QueryErrorKind
 from tokenscale.render.labels import INFERENCE_SERVICE_LABEL
@@ -42,6 +43,8 @@ from tokenscale.scaling import Snapshot
 
 log = logging.getLogger(__name__)
 RESYNC_CONCURRENCY = 8
+FORGET_AFTER_INTERVALS = 5
+"""A demand source no reconcile renewed for this many intervals is no longer read."""
 PRIME_WAIT_S = 120.0
 UNWATCHED_RESYNC_S = 60.0
 """The longest a plan-only operator goes without reading the inputs it does not watch (a
@@ -145,6 +148,12 @@ class FleetMetrics:
     read_at_s: float | None = None
     """When the last fleet read ran: the time of the observation every service's engine
     decides on once (None: no read yet)."""
+    wanted: dict[tuple[str, str], tuple[DemandQuery, float]] = field(default_factory=dict)
+    """Services with a demand source (an InferencePool, an activation query), as their last
+    reconcile found them, with its wall time: the next read reads their demand. An entry no
+    reconcile renewed for :data:`FORGET_AFTER_INTERVALS` intervals (a deleted service) goes."""
+    demands: dict[tuple[str, str], Demand] = field(default_factory=dict)
+    _wanted_lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
     def refresh(self) -> None:
         """Replace the read; a source that raises leaves no data (every service holds) and its
@@ -162,20 +171,31 @@ class FleetMetrics:
             running = self.source.running_by_pod(self.namespaces)
             error = self.source.last_error
             errors = list(self.source.last_errors)
+            demands, demand_errors = self.source.demand(self._still_wanted(wall), self.namespaces)
+            errors += demand_errors
         except Exception as exc:  # a bug in reading must not stop the fleet's reconciles
             log.exception("metrics: the fleet read failed")
-            snapshots, running = {}, {}
+            snapshots, running, demands = {}, {}, {}
             error = f"the metrics read failed: {type(exc).__name__}: {str(exc)[:200]}"
             errors = [QueryError("*", QueryErrorKind.OTHER, error)]
         log.debug("metrics: %d services, per-pod %s", len(snapshots), running)
         # one assignment: a reconcile on another thread sees the whole read or none of it
-        self.snapshots, self.running_by_pod, self.error, self.read_at_s = (
+        self.snapshots, self.running_by_pod, self.error, self.read_at_s, self.demands = (
             snapshots,
             running,
             error,
             read_at,
+            demands,
         )
         self.telemetry.record_query_errors(errors)
+
+    def _still_wanted(self, wall_s: float) -> dict[tuple[str, str], DemandQuery]:
+        """The demand sources renewed recently (older ones are forgotten)."""
+        horizon = FORGET_AFTER_INTERVALS * self.interval_s / max(self.time_scale, 1e-9)
+        with self._wanted_lock:
+            for key in [k for k, (_, t) in self.wanted.items() if wall_s - t > horizon]:
+                del self.wanted[key]
+            return {k: q for k, (q, _) in self.wanted.items()}
 
     def engine_time(self, wall_s: float) -> float:
         """The engine's clock at wall time ``wall_s`` (the wall clock when ``time_scale`` is 1)."""
@@ -194,12 +214,19 @@ class FleetMetrics:
             out[k] = s.model_copy(update={"at": read_at, "newest_sample_age_s": scaled})
         return out
 
-    def view(self, key: tuple[str, str]) -> MetricsView | None:
+    def view(self, key: tuple[str, str], demand: DemandQuery | None = None) -> MetricsView | None:
         """The metrics of InferenceService ``key`` (namespace, metadata.name), found by the
         label its pods carry (``render/labels.py``: the name, or the derived value when the
-        name is not a valid label value), which the PodMonitor copies into the series."""
+        name is not a valid label value), which the PodMonitor copies into the series.
+        ``demand``: what the service reads in front of its engines, read from the next cycle
+        on (None: nothing; forgets it)."""
         if self.source is None:
             return None
+        with self._wanted_lock:
+            if demand is None:
+                self.wanted.pop(key, None)
+            else:
+                self.wanted[key] = (demand, time.time())
         ns, name = key
         series_key = (ns, label_value(name))
         snapshot = self.snapshots.get(series_key)
@@ -220,7 +247,26 @@ class FleetMetrics:
             read_at_s=self.read_at_s,
             stale_after_s=self.stale_after_s,
             running_by_pod=self.running_by_pod.get(series_key),
+            demand=self.demands.get(key) if demand is not None else None,
         )
+
+
+def demand_query(body: dict[str, Any]) -> DemandQuery | None:
+    """What the service reads in front of its engines, from its manifest as stored (the
+    InferencePool's name defaults to the service's): None when it reads nothing."""
+    spec = body.get("spec")
+    if not isinstance(spec, dict):
+        return None
+    gateway, scaling = spec.get("gateway"), spec.get("scaling")
+    ref = gateway.get("inferencePool") if isinstance(gateway, dict) else None
+    pool = None
+    if isinstance(ref, dict):
+        pool = str(ref.get("name") or (body.get("metadata") or {}).get("name") or "") or None
+    activation = scaling.get("activation") if isinstance(scaling, dict) else None
+    query = activation.get("query") if isinstance(activation, dict) else None
+    if pool is None and not query:
+        return None
+    return DemandQuery(pool=pool, activation=str(query) if query else None)
 
 
 @dataclass(frozen=True)
@@ -433,7 +479,7 @@ class Reconciler:
         started = time.perf_counter()
         if isinstance(self.kube, CachedKube):
             self.kube.written.pop(key, None)
-        view = self.metrics.view(key)
+        view = self.metrics.view(key, demand_query(body))
         try:
             outcome = reconcile(self.kube, body, now_stamp(), emitter(self.kube, body), view)
         except ApiException as exc:

@@ -286,6 +286,9 @@ def live_status(snap: Snapshot, at: str) -> LiveStatus:
         preemptions_per_second=snap.preemptions_per_s,
         spec_decode_acceptance_rate=snap.spec_decode_acceptance_rate,
         sample_age_seconds=snap.newest_sample_age_s,
+        gateway_queued=snap.gateway_queued,
+        pool_saturation=snap.pool_saturation,
+        activation_demand=snap.activation_demand,
     )
 
 

@@ -12,8 +12,9 @@ from kubernetes.client.exceptions import ApiException
 
 from tokenscale.api.crd import PLURAL
 from tokenscale.api.inference_service import API_GROUP, API_VERSION
-from tokenscale.kube import keda, lws, scale
+from tokenscale.kube import inference_pool, keda, lws, scale
 from tokenscale.kube.custom import or_none as _or_none
+from tokenscale.render.inference_pool import KIND as INFERENCE_POOL
 from tokenscale.render.keda import KIND as SCALED_OBJECT
 
 FIELD_MANAGER = "tokenscale"
@@ -142,6 +143,10 @@ class Kube:
     def read_scaled_object(self, namespace: str, name: str) -> dict[str, Any] | None:
         return keda.RESOURCE.read(self._raw, namespace, name)
 
+    # -- InferencePools (kube/inference_pool.py) --------------------------------------------
+    def read_inference_pool(self, namespace: str, name: str) -> dict[str, Any] | None:
+        return inference_pool.RESOURCE.read(self._raw, namespace, name)
+
     # -- any workload's /scale (spec.workloadRef, kube/scale.py) -----------------------------
     def scalable(self, api_version: str, kind: str) -> scale.Resource | None:
         """From discovery; a kind found is remembered (one discovery read per kind, not one
@@ -204,6 +209,8 @@ class Kube:
             return lws.RESOURCE.apply(self._raw, obj, FIELD_MANAGER, APPLY)
         if kind == SCALED_OBJECT:
             return keda.RESOURCE.apply(self._raw, obj, FIELD_MANAGER, APPLY)
+        if kind == INFERENCE_POOL:
+            return inference_pool.RESOURCE.apply(self._raw, obj, FIELD_MANAGER, APPLY)
         if kind == "PodDisruptionBudget":
             return self._apply_pdb(obj)
         if kind not in ("Deployment", "Service"):  # pragma: no cover - the renderer makes these

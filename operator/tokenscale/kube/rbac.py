@@ -18,6 +18,7 @@ NAMESPACED: tuple[Rule, ...] = (
     ),
     ("", "services", ("get", "list", "watch", "create", "patch")),
     ("keda.sh", "scaledobjects", ("get", "create", "patch", "delete")),
+    ("inference.networking.k8s.io", "inferencepools", ("get", "create", "patch")),
     ("apps", "deployments/scale", ("get", "patch")),
     ("apps", "statefulsets", ("get",)),
     ("apps", "statefulsets/scale", ("get", "patch")),
@@ -28,21 +29,24 @@ NAMESPACED: tuple[Rule, ...] = (
     ("", "pods", ("list", "watch", "patch")),
     ("", "resourcequotas", ("list", "watch")),
 )
-"""Reconcile: read/apply owned objects (server-side apply creates with create), replace the status
-whole, post events, read the ConfigMaps a ``spec.profileRef`` and a ``spec.model.hfConfigRef``
-name (get only: the bench profile and the model's config.json), list the Deployment's pods
-(their creation→Ready lead time) and set the vLLM pods' deletion cost before a scale-down, list
-the namespace's ResourceQuotas (never ask for more GPUs than they leave: controller/quota.py);
-kopf watches InferenceServices, the owned Deployments, LeaderWorkerSets (kube/lws.py), Services,
-PodDisruptionBudgets, pods, and the ResourceQuotas (the watch cache, kube/store.py, is primed by
-one list of each) and patches its annotations. Delete: a service that moves between one node and
-many replaces its Deployment by a LeaderWorkerSet or back (controller/workload.py).
-ScaledObjects (``spec.scaling.actuation: keda``, kube/keda.py): read and applied, not watched,
-deleted when the mode changes away from keda; with keda the workload's replicas are handed over
-by a server-side apply of ``spec.replicas`` alone (patch on the workload, already granted).
-``spec.workloadRef`` (controller/workload_ref.py): get the referenced Deployment, StatefulSet or
-LeaderWorkerSet and get/patch its ``/scale`` (the discovery documents it reads are open to every
-authenticated user); a custom resource needs the same two grants from its owner's Role."""
+"""Reconcile: read/apply owned objects (server-side apply creates with create), replace the
+status whole, post events, read the ConfigMaps a ``spec.profileRef`` and a
+``spec.model.hfConfigRef`` name (get only: the bench profile and the model's config.json), list
+the Deployment's pods (their creation→Ready lead time) and set the vLLM pods' deletion cost
+before a scale-down, list the namespace's ResourceQuotas (never ask for more GPUs than they
+leave: controller/quota.py); kopf watches InferenceServices and the owned Deployments,
+LeaderWorkerSets (kube/lws.py), Services, PodDisruptionBudgets, pods, and the ResourceQuotas
+(the watch cache, kube/store.py, is primed by one list of each) and patches its annotations.
+Delete: a service that moves between one node and many replaces its Deployment by a
+LeaderWorkerSet or back (controller/workload.py). ScaledObjects (``spec.scaling.actuation:
+keda``, kube/keda.py): read and applied, not watched, deleted when the mode changes away from
+keda; with keda the workload's replicas are handed over by a server-side apply of
+``spec.replicas`` alone (patch on the workload, already granted). InferencePools
+(``spec.gateway.inferencePool.endpointPicker``, kube/inference_pool.py): read and applied, not
+watched (the owner reference deletes them with the service). ``spec.workloadRef``
+(controller/workload_ref.py): get the referenced Deployment, StatefulSet or LeaderWorkerSet and
+get/patch its ``/scale`` (the discovery documents it reads are open to every authenticated
+user); a custom resource needs the same two grants from its owner's Role."""
 
 CLUSTER_READ: tuple[Rule, ...] = (
     ("apiextensions.k8s.io", "customresourcedefinitions", ("get", "list", "watch")),

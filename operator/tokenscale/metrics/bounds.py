@@ -25,6 +25,10 @@ MAX_REPLICAS = 100_000
 MAX_GPU_BLOCKS = 1e9
 """KV blocks of one engine (``num_gpu_blocks``)."""
 
+MAX_SATURATION = 1e3
+"""The endpoint picker's pool saturation (1.0: its flow control holds requests; above:
+oversubscribed by that factor)."""
+
 FRACTION = (0.0, 1.0)
 RANGES: dict[str, tuple[float, float]] = {
     "waiting": (0.0, MAX_COUNT),
@@ -42,6 +46,9 @@ RANGES: dict[str, tuple[float, float]] = {
     "replicas_reporting": (0.0, MAX_REPLICAS),
     "num_gpu_blocks": (0.0, MAX_GPU_BLOCKS),
     "spec_decode_acceptance_rate": (0.0, 1.0),
+    "gateway_queued": (0.0, MAX_COUNT),
+    "activation_demand": (0.0, MAX_COUNT),
+    "pool_saturation": (0.0, MAX_SATURATION),
 }
 """Closed ranges by Snapshot field (latencies, the ``*_s`` fields: ``[0, MAX_LATENCY_S]``)."""
 

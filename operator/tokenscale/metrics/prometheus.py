@@ -29,7 +29,20 @@ import requests
 
 from tokenscale.metrics.answers import Sample, judge_vector
 from tokenscale.metrics.bounds import in_range, judged, parse_number, sample_value
-from tokenscale.metrics.promql import QueryConfig, queries, running_per_pod
+from tokenscale.metrics.demand import (
+    Demand,
+    DemandQuery,
+    activation_value,
+    assemble,
+    by_pool,
+)
+from tokenscale.metrics.promql import (
+    QueryConfig,
+    activation_query,
+    gateway_queries,
+    queries,
+    running_per_pod,
+)
 from tokenscale.metrics.source import QueryError, QueryErrorKind, ServiceKey
 from tokenscale.scaling.snapshot import Snapshot
 
@@ -164,6 +177,46 @@ class PrometheusSource:
         out, implausible = _assemble(results, self.cfg.query, now_s)
         self.last_errors = failed + implausible
         return out
+
+    def demand(
+        self, wanted: dict[ServiceKey, DemandQuery], namespaces: list[str] | None
+    ) -> tuple[dict[ServiceKey, Demand], list[QueryError]]:
+        """Demand in front of the engines for each wanted service (``metrics/demand.py``): two
+        fleet-wide endpoint-picker queries when any service has a pool, one query per
+        activation query. Never raises for a backend failure; failures come back typed."""
+        if not wanted:
+            return {}, []
+        plan: dict[str, str] = {}
+        if any(q.pool is not None for q in wanted.values()):
+            plan.update(gateway_queries(self.cfg.query, namespaces))
+        acts = {k: q.activation for k, q in wanted.items() if q.activation is not None}
+        names = {k: f"activation {k[0]}/{k[1]}" for k in acts}
+        plan.update({names[k]: activation_query(a) for k, a in acts.items()})
+        with requests.Session() as session:
+            session.verify = self.cfg.ca_file or self.cfg.verify_tls
+            try:
+                headers = self._headers()
+            except OSError as exc:
+                error = f"cannot read the bearer token: {exc}"
+                results = [
+                    _Result(n, None, QueryError(n, QueryErrorKind.OTHER, error)) for n in plan
+                ]
+            else:
+                results = list(
+                    self._pool.map(lambda kv: self._run(session, headers, *kv), plan.items())
+                )
+        by_name = {r.name: r for r in results}
+        queued_r, sat_r = by_name.get("gateway_queued"), by_name.get("pool_saturation")
+        queued = (
+            by_pool(queued_r.series or [], "gateway_queued", self.cfg.query) if queued_r else {}
+        )
+        sat = by_pool(sat_r.series or [], "pool_saturation", self.cfg.query) if sat_r else {}
+        gateway_error = next((r.error for r in (queued_r, sat_r) if r and r.error), None)
+        activation = {
+            k: activation_value(by_name[names[k]].series, by_name[names[k]].error) for k in acts
+        }
+        failed = [r.failure for r in results if r.failure is not None]
+        return assemble(wanted, queued, sat, gateway_error, activation), failed
 
     def running_by_pod(self, namespaces: list[str] | None) -> dict[ServiceKey, dict[str, float]]:
         """Running requests per pod, per service (empty when unknown: nothing is guessed)."""

@@ -26,6 +26,8 @@ class QueryConfig:
     role_label: str = "role"
     gauge_window: str = "1m"
     rate_window: str = "2m"
+    pool_label: str = "inference_pool"
+    """The endpoint picker's label naming the InferencePool on its flow-control metrics."""
 
 
 def selector(cfg: QueryConfig, namespaces: list[str] | None) -> str:
@@ -96,6 +98,44 @@ def queries(cfg: QueryConfig, namespaces: list[str] | None) -> dict[str, str]:
         f"{rate(v.SPEC_DECODE_NUM_DRAFT_TOKENS)}",
         "newest_sample": f"max by ({g}) (timestamp({v.NUM_REQUESTS_RUNNING}{s}))",
     }
+
+
+#: The endpoint picker's flow-control gauges, newest name first: llm-d's router exports the
+#: ``llm_d_epp_`` names and still the deprecated ``inference_extension_`` ones of the Gateway
+#: API Inference Extension (``pkg/epp/metrics``), labelled ``inference_pool``.
+EPP_QUEUE_SIZE = (
+    "llm_d_epp_flow_control_queue_size",
+    "inference_extension_flow_control_queue_size",
+)
+EPP_POOL_SATURATION = (
+    "llm_d_epp_flow_control_pool_saturation",
+    "inference_extension_flow_control_pool_saturation",
+)
+
+
+def gateway_queries(cfg: QueryConfig, namespaces: list[str] | None) -> dict[str, str]:
+    """The endpoint picker's queue (requests held by flow control, summed over fairness ids
+    and priorities) and its pool saturation (max over stages: llm-d's ``effective`` stage is
+    already the max), grouped by namespace and pool, for every pool at once."""
+    parts = [f'{cfg.pool_label}!=""']
+    if namespaces:
+        parts.append(f'{cfg.namespace_label}=~"{"|".join(namespaces)}"')
+    s = "{" + ",".join(parts) + "}"
+    g = f"{cfg.namespace_label}, {cfg.pool_label}"
+    gw = cfg.gauge_window
+
+    def either(agg: str, names: tuple[str, str]) -> str:
+        return " or ".join(f"{agg} by ({g}) (last_over_time({n}{s}[{gw}]))" for n in names)
+
+    return {
+        "gateway_queued": either("sum", EPP_QUEUE_SIZE),
+        "pool_saturation": either("max", EPP_POOL_SATURATION),
+    }
+
+
+def activation_query(user_query: str) -> str:
+    """``spec.scaling.activation.query`` summed over its series (one number per service)."""
+    return f"sum({user_query})"
 
 
 def running_per_pod(cfg: QueryConfig, namespaces: list[str] | None) -> str:

@@ -2,7 +2,9 @@
 router over the ready twins (the Service's stand-in), streaming like ``tokenscale bench``.
 
 Requests arriving while no twin is ready wait for one (their TTFT counts the wait, as a user's
-would). Latencies are reported in modelled seconds (wall × speed). A trace's prefix blocks
+would): the router is then the gateway holding them (``Router.held``, which the gateway twin
+exports as the endpoint picker's flow-control queue: ``playground/gateway.py``). Latencies are
+reported in modelled seconds (wall × speed). A trace's prefix blocks
 (Mooncake's ``hash_ids``) become shared leading word blocks, which the twins' prefix caches hit.
 """
 
@@ -18,7 +20,7 @@ from tokenscale.playground.twin import Twin
 from tokenscale.simulation import Trace, synthetic_trace
 from tokenscale.simulation.trace import TraceRequest
 
-LOAD_SHAPES = ("step", "ramp", "burst")
+LOAD_SHAPES = ("step", "ramp", "burst", "idle-burst")
 #: Attempts per request when clients retry (``replay(retry_after_s=…)``).
 MAX_ATTEMPTS = 4
 
@@ -29,6 +31,8 @@ class Router:
     def __init__(self) -> None:
         self.twins: list[Twin] = []
         self._ready = asyncio.Event()
+        self.held = 0
+        """Requests waiting for a twin because none is ready (the gateway's queue)."""
 
     def add(self, twin: Twin) -> None:
         if twin not in self.twins:
@@ -42,8 +46,13 @@ class Router:
             self._ready.clear()
 
     async def pick(self) -> Twin:
-        while not self.twins:
-            await self._ready.wait()
+        if not self.twins:
+            self.held += 1
+            try:
+                while not self.twins:
+                    await self._ready.wait()
+            finally:
+                self.held -= 1
         return min(self.twins, key=lambda t: t.in_flight)
 
 
@@ -139,7 +148,10 @@ def shaped_trace(
     shape: str, duration_s: float, low_rps: float, high_rps: float, seed: int = 0
 ) -> Trace:
     """A synthetic load: ``step`` (low, high for the middle third, low), ``ramp`` (low → high
-    → low, a triangle) or ``burst`` (low with three short bursts at high); chat-like lengths."""
+    → low, a triangle), ``burst`` (low with three short bursts at high) or ``idle-burst``
+    (bursts at high from 35 % to 45 % and from 85 % to 95 % of the span, nothing else; re-based
+    like every synthetic load, so it opens with the first burst: a service that sleeps at zero
+    replicas between them and wakes); chat-like lengths."""
     third = duration_s / 3.0
 
     def step(t: float) -> float:
@@ -157,7 +169,16 @@ def shaped_trace(
             else low_rps
         )
 
-    shapes: dict[str, Callable[[float], float]] = {"step": step, "ramp": ramp, "burst": burst}
+    def idle_burst(t: float) -> float:
+        x = t / duration_s
+        return high_rps if 0.35 <= x < 0.45 or 0.85 <= x < 0.95 else 0.0
+
+    shapes: dict[str, Callable[[float], float]] = {
+        "step": step,
+        "ramp": ramp,
+        "burst": burst,
+        "idle-burst": idle_burst,
+    }
     if shape not in shapes:
         raise ValueError(f"--load {shape!r}: choose one of {', '.join(LOAD_SHAPES)}")
 

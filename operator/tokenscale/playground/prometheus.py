@@ -120,6 +120,12 @@ class PrometheusServer:
         self.targets[target] = labels
         self._write_targets()
 
+    def add_labelled_target(self, target: str, labels: dict[str, str]) -> None:
+        """A target with exactly these labels (an endpoint picker: its ``namespace``; its
+        series carry their own ``inference_pool``)."""
+        self.targets[target] = dict(labels)
+        self._write_targets()
+
     def remove_target(self, target: str) -> None:
         self.targets.pop(target, None)
         self._write_targets()

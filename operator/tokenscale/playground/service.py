@@ -76,3 +76,31 @@ def load_service(text: str, source: str) -> PlaygroundService:
             gpu_memory_utilization=spec.hardware.gpu_memory_utilization,
         ),
     )
+
+
+IDLE_BURST_IDLE_S = 120
+"""``--load idle-burst``: the idle window a spec gets when it sets none (modelled seconds)."""
+
+
+def scale_to_zero(service: PlaygroundService, source: str) -> tuple[PlaygroundService, str]:
+    """The service able to sleep at zero replicas, for ``--load idle-burst``:
+    ``minReplicas: 0``; ``scaleToZero.idleSeconds`` :data:`IDLE_BURST_IDLE_S` unless set; an
+    InferencePool (the gateway twin's queue wakes it) unless the spec has one. Returns the
+    service and what was changed, in words (empty: nothing)."""
+    manifest = copy.deepcopy(service.manifest)
+    spec = manifest.setdefault("spec", {})
+    scaling = spec.setdefault("scaling", {})
+    changed = []
+    if scaling.get("minReplicas") != 0:
+        scaling["minReplicas"] = 0
+        changed.append("spec.scaling.minReplicas=0")
+    if "scaleToZero" not in scaling:
+        scaling["scaleToZero"] = {"idleSeconds": IDLE_BURST_IDLE_S}
+        changed.append(f"spec.scaling.scaleToZero.idleSeconds={IDLE_BURST_IDLE_S}")
+    gateway = spec.setdefault("gateway", {})
+    if gateway.get("inferencePool") is None:
+        gateway["inferencePool"] = {}
+        changed.append("spec.gateway.inferencePool={} (the gateway twin's queue wakes it)")
+    if not changed:
+        return service, ""
+    return load_service(yaml.safe_dump(manifest), source), ", ".join(changed)

@@ -39,8 +39,9 @@ from tokenscale.kube.connect import connect
 from tokenscale.playground.cluster import BUILD_MINUTES, Cluster, kube_binaries_cached
 from tokenscale.playground.engine import ModelClock, TwinDriver
 from tokenscale.playground.faults import FAULT_EVENT, inject_fleet_faults
+from tokenscale.playground.gateway import GatewayTwin
 from tokenscale.playground.load import LoadStats, Outcome, Router, replay
-from tokenscale.playground.processes import Process
+from tokenscale.playground.processes import Process, free_port
 from tokenscale.playground.prometheus import PrometheusServer, scrape_interval_wall_s
 from tokenscale.playground.runner import PodRunner
 from tokenscale.playground.service import PlaygroundService
@@ -312,6 +313,7 @@ class Playground:
         samples: list[TimelinePoint] = []
         gpu_seconds = 0.0
         tasks: list[asyncio.Task[Any]] = [asyncio.get_running_loop().create_task(runner.run())]
+        gateway: GatewayTwin | None = None
         try:
             # traffic starts once the replicas the operator asks for serve (a service deployed
             # before its traffic, as the simulator's fleet starts), or a few cold starts on
@@ -327,6 +329,14 @@ class Playground:
             # the fleet's metrics begin with its traffic (the simulator's first scrape is at
             # t = 0): no idle window before the load in the operator's rates and memory
             runner.publish()
+            pool = svc.spec.gateway.inference_pool
+            if pool is not None:  # the gateway twin: the endpoint picker's queue for the pool
+                gateway = await GatewayTwin(
+                    router, pool.name or svc.name, svc.identity.model, free_port()
+                ).start()
+                self.ports.append(gateway.port)
+                self.prometheus.add_labelled_target(gateway.target, {"namespace": NAMESPACE})
+                self.note(f"gateway twin exporting the endpoint picker's queue at {gateway.target}")
             self.note(f"{runner.ready} replicas Ready: replaying the load")
             self._load_wall = time.time()
             self._load_mono = time.monotonic()
@@ -350,6 +360,9 @@ class Playground:
                     )
                 )
             window = svc.spec.scaling.policy.scale_down_stabilization_seconds
+            if svc.spec.scaling.min_replicas == 0:  # long enough to see it go back to zero:
+                # the last requests leave the rate window, then the idle window passes
+                window = max(window, svc.spec.scaling.scale_to_zero.idle_seconds + 240)
             settle = opts.settle_s if opts.settle_s is not None else window + 60.0
             settle_until: float | None = None
             last_t, last_sent = 0.0, 0
@@ -393,6 +406,8 @@ class Playground:
                 o for p in [*runner.gone, *runner.pods.values()] for o in p.twin.engine.rec.outcomes
             ]
             await runner.stop()
+            if gateway is not None:
+                await gateway.stop()
             await driver.stop()
             self.ports += runner.ports_used
         return self._result(stats, samples, gpu_seconds)

@@ -3,8 +3,10 @@
 Keys: ``slo_attainment`` (by the client's latencies), ``engine_slo_attainment`` (by the twins'
 modelled latencies), ``gpu_hours`` (the whole run, settling included),
 ``gpu_hours_during_load`` (up to the trace's last arrival, the span ``tokenscale simulate``
-counts), ``scale_events``, ``replicas_max``, ``decisions`` (each engine decision: the modelled
-time of the observation it was made on, since the load's start, and the replicas it asked for)
+counts), ``scale_events``, ``replicas_max``, ``wake_ttft_s`` (per wake from zero replicas,
+the TTFT of the first request that found none: the cost of waking), ``decisions`` (each
+engine decision: the modelled time of the observation it was made on, since the load's
+start, and the replicas it asked for)
 and ``timeline``: per modelled minute of the load, the desired and ready replicas at the
 minute's end (``simulation/minutes.py``), so the same reading of a simulated run compares
 minute by minute. The desired replicas are the last decision made on an observation at or
@@ -61,6 +63,7 @@ def summary_json(r: PlaygroundResult) -> dict[str, Any]:
         "gpu_hours_during_load": gpu_hours_until(r, r.load_duration_s),
         "scale_events": sum(1 for e in r.events if e.reason != FAULT_EVENT),
         "replicas_max": r.replicas_max,
+        "wake_ttft_s": wake_ttfts(r),
         "events": [{"t_s": e.t_s, "message": e.message} for e in r.events],
         "decisions": [
             {
@@ -88,3 +91,29 @@ def with_decisions(
         made = [d for d in decisions if d.t_s <= end + 1e-9]
         out.append(m if not made else m.model_copy(update={"desired": made[-1].replicas}))
     return out
+
+
+def wake_ttfts(r: PlaygroundResult) -> list[float]:
+    """For each stretch of the timeline at zero replicas (none desired, ready or starting),
+    the TTFT of the first request that arrived in it (a stretch no request arrived in is
+    skipped): what waking from zero cost that request."""
+    firsts: list[float] = []
+    stretch: tuple[float, float] | None = None
+    stretches: list[tuple[float, float]] = []
+    for a, b in pairwise(r.timeline):
+        zero = a.replicas_target == 0 and a.replicas_ready == 0 and a.replicas_starting == 0
+        if zero:
+            stretch = (stretch[0] if stretch else a.t_s, b.t_s)
+        elif stretch is not None:
+            stretches.append(stretch)
+            stretch = None
+    if stretch is not None:
+        stretches.append(stretch)
+    for lo, hi in stretches:
+        inside = sorted(
+            (o for o in r.outcomes if lo <= o.arrival_s < hi and o.ttft_s is not None),
+            key=lambda o: o.arrival_s,
+        )
+        if inside and inside[0].ttft_s is not None:
+            firsts.append(inside[0].ttft_s)
+    return firsts

@@ -3,7 +3,7 @@
 import hashlib
 import json
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from tokenscale.api.inference_service import API_GROUP, API_VERSION, KIND, InferenceServiceSpec
@@ -11,6 +11,7 @@ from tokenscale.planning.inputs import resolve_gpu
 from tokenscale.planning.result import Plan
 from tokenscale.render.deployment import deployment, pod_template
 from tokenscale.render.disaggregated import ROLES, decode_service, role_objects, stamp
+from tokenscale.render.inference_pool import inference_pool
 from tokenscale.render.lws import group_pdb_max_unavailable, leader_worker_set, lws_templates
 from tokenscale.render.names import derived_names
 from tokenscale.render.service import pdb_min_available, pod_disruption_budget, service
@@ -69,7 +70,30 @@ def render_bundle(
     ``replicas`` replicas of ``plan``; for a mix plan one Deployment per variant
     (``render/variants.py``; ``counts``: replicas per variant instead of the split of
     ``replicas``); for a disaggregated plan one workload per role (``counts``: replicas per
-    role, ``prefill``/``decode``; a role not named runs the plan's count)."""
+    role, ``prefill``/``decode``; a role not named runs the plan's count); and, when
+    ``spec.gateway.inferencePool.endpointPicker`` is set, the
+    InferencePool for the pods (``render/inference_pool.py``; not for a prefill/decode pair,
+    whose two roles one pool cannot tell apart)."""
+    bundle = _render(name, namespace, spec, plan, replicas, owner, counts)
+    ref = spec.gateway.inference_pool
+    d = plan.disaggregation
+    if ref is None or ref.endpoint_picker is None or (d is not None and d.enabled):
+        return bundle
+    pool = inference_pool(name, namespace, ref, leaders_only=plan.nodes_per_replica > 1)
+    if owner is not None:
+        pool["metadata"]["ownerReferences"] = [owner.reference()]
+    return replace(bundle, objects=[*bundle.objects, pool])
+
+
+def _render(
+    name: str,
+    namespace: str,
+    spec: InferenceServiceSpec,
+    plan: Plan,
+    replicas: int,
+    owner: Owner | None,
+    counts: Mapping[str, int] | None,
+) -> RenderedBundle:
     if plan.mix is not None:
         return _render_variants(name, namespace, spec, plan, replicas, owner, counts)
     d = plan.disaggregation

@@ -10,6 +10,10 @@ one 15 s period): the steps are tokenscale's. ``tolerance: 0`` (where the cluste
 configurable tolerance) keeps the HPA's default 10 % dead band from ignoring a one-replica step
 above 10 replicas. ``ignoreNullValues: "false"``: a query with no series is an error, so
 KEDA keeps the current count instead of reading 0 (missing metrics never scale down).
+With ``minReplicas: 0`` the ScaledObject's ``minReplicaCount`` is 0: KEDA deactivates the
+workload when the decided count reads 0 (its default ``activationThreshold`` 0) and activates
+it when it rises; ``cooldownPeriod: 0`` because tokenscale's idle window
+(``spec.scaling.scaleToZero``) already decided when to go to zero.
 """
 
 from typing import Any
@@ -67,6 +71,7 @@ def scaled_object(
             "minReplicaCount": scaling.min_replicas,
             "maxReplicaCount": scaling.max_replicas,
             "pollingInterval": trigger.polling_interval_seconds,
+            **({"cooldownPeriod": 0} if scaling.min_replicas == 0 else {}),
             "advanced": {
                 "horizontalPodAutoscalerConfig": {
                     "behavior": {"scaleUp": _rules(scaling), "scaleDown": _rules(scaling)}

@@ -37,6 +37,12 @@ class Cause(StrEnum):
     """The spec's ``minReplicas``/``maxReplicas`` changed: the stored count re-bounded."""
     RATIO = "Ratio"
     """Prefill/decode: raised to keep the pools' ratio in its band (``scaling/roles.py``)."""
+    SCALE_TO_ZERO = "ScaleToZero"
+    """minReplicas 0: idle for ``scaleToZero.idleSeconds`` with the activation source at 0."""
+    WAKE = "Wake"
+    """At zero replicas, demand in front of the engines: replicas for the queued work."""
+    AT_ZERO = "AtZero"
+    """At zero replicas and nothing waiting in front of the engines: hold at zero."""
 
     @property
     def moves(self) -> bool:
@@ -47,6 +53,8 @@ class Cause(StrEnum):
             Cause.SCALE_DOWN,
             Cause.BOUNDS,
             Cause.RATIO,
+            Cause.SCALE_TO_ZERO,
+            Cause.WAKE,
         )
 
     @property
@@ -69,4 +77,7 @@ _WORDS = {
     Cause.STEADY: "holding, signals within watermarks",
     Cause.BOUNDS: "re-bounded to the spec's minReplicas/maxReplicas",
     Cause.RATIO: "raised to keep the prefill:decode ratio in its band",
+    Cause.SCALE_TO_ZERO: "scaling to zero, idle for the whole window",
+    Cause.WAKE: "waking from zero, requests waiting in front of the engines",
+    Cause.AT_ZERO: "holding at zero, nothing waiting",
 }

@@ -11,7 +11,8 @@ Three parts, one module each, composed here:
 - **The policy** (``scaling/policy.py``): fast up, careful down, else hold — a transition with
   a typed :class:`~tokenscale.scaling.cause.Cause`.
 - **Never blind**: no snapshot, missing core signals or stale samples → hold the operator's own
-  last decision, never below the forecast plan, never down; ``metrics_available`` False.
+  last decision, never below the forecast plan (with ``minReplicas`` 0: the last decision
+  alone), never down; ``metrics_available`` False.
 
 The engine is a function of its input; ``scaling/stepper.py`` decides when it runs (once per
 observation, with the real time since the last one).
@@ -107,10 +108,13 @@ def decide(inp: EngineInput) -> Decision:
     snap = inp.snapshot
     blind = _blindness(snap, now, inp.stale_after_s)
     if blind is not None:
-        held = bounded(max(current, floor), spec)
+        # minReplicas 0: the count follows demand (a wake-up asks for the queued work only),
+        # so the forecast is no floor for it; it still never goes down blind
+        floor_blind = floor if spec.scaling.min_replicas > 0 else current
+        held = bounded(max(current, floor_blind), spec)
         why = (
             f"metrics unavailable ({blind}): holding {held} (last decision {current}, "
-            f"forecast floor {floor}); never scaling down blind"
+            f"forecast floor {floor_blind}); never scaling down blind"
         )
         return Decision(
             replicas=held,

@@ -54,6 +54,7 @@ def trusted(
         "last_scale_s": "lastScaleSeconds",
         "slo_headroom_raised_s": "sloHeadroomRaisedSeconds",
         "backlog_at_s": "backlogAtSeconds",
+        "idle_since_s": "idleSinceSeconds",
     }
     for field, alias in times.items():
         value = getattr(state, field)

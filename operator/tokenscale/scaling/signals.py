@@ -1,7 +1,9 @@
 """PURE: the pressure signals — each observed value against its watermarks, the replicas
 it recommends — and the memory they feed (the recent peak load, the SLO headroom).
 
-KV usage ≥ high watermark, waiting per replica ≥ threshold, TTFT P99 > SLO or TPOT P99 > SLO
+KV usage ≥ high watermark, waiting per replica ≥ threshold (the engines' queue, and where the
+endpoint picker is read the gateway's queue per replica), the pool's saturation ≥ 1 (the
+endpoint picker's flow control holding requests), TTFT P99 > SLO or TPOT P99 > SLO
 each recommend ``max(n + 1, ceil(n × min(value / threshold, cap)))`` replicas for the ``n``
 replicas that report (the cap: ×2 for load, ×1.2 for latency). A queue seen for the first
 time that the fleet's spare capacity clears before a new replica could be Ready reads
@@ -22,7 +24,9 @@ from tokenscale.scaling.traffic import is_idle
 MAX_LOAD_RATIO = 2.0
 MAX_LATENCY_RATIO = 1.2
 PEAK_HALF_LIFE_WINDOWS = 2.0
-LOAD_SIGNALS = ("kv_usage", "waiting_per_replica")
+POOL_SATURATED = 1.0
+"""The endpoint picker's saturation at which its flow control starts holding requests."""
+LOAD_SIGNALS = ("kv_usage", "waiting_per_replica", "gateway_queue_per_replica", "pool_saturation")
 LATENCY_SIGNALS = ("ttft_p99_s", "tpot_p99_s")
 
 
@@ -118,6 +122,18 @@ def signals(
                         f"({backlog.lead_s:.0f} s)",
                     }
                 )
+    if snap.gateway_queued is not None:
+        # requests held at the gateway (the endpoint picker's flow control): load the engines
+        # have not seen yet, judged per reporting replica like the engines' own queue
+        add(
+            "gateway_queue_per_replica",
+            snap.gateway_queued / n,
+            policy.waiting_per_replica_high,
+            policy.waiting_per_replica_low,
+        )
+    if snap.pool_saturation is not None:
+        # the endpoint picker holds requests at 1.0: the pool is full by its own measure
+        add("pool_saturation", snap.pool_saturation, POOL_SATURATED, policy.kv_low_watermark)
     for name, value, slo in (
         ("ttft_p99_s", snap.ttft_p99_s, spec.slo.ttft_p99_seconds),
         ("tpot_p99_s", snap.tpot_p99_s, spec.slo.tpot_p99_seconds),

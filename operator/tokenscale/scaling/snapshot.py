@@ -53,6 +53,19 @@ class Snapshot(BaseModel):
     spec_decode_acceptance_rate: float | None = Field(
         default=None, description="Speculative decoding: accepted ÷ drafted tokens (rates)."
     )
+    gateway_queued: float | None = Field(
+        default=None,
+        description="Requests held in the endpoint picker's flow-control queue for this "
+        "service's InferencePool: load the engines have not seen yet.",
+    )
+    pool_saturation: float | None = Field(
+        default=None,
+        description="The endpoint picker's saturation of the pool (1.0: flow control holds "
+        "requests).",
+    )
+    activation_demand: float | None = Field(
+        default=None, description="spec.scaling.activation.query's value (summed over series)."
+    )
     newest_sample_age_s: float | None = Field(default=None, description="Staleness.")
     problems: list[str] = Field(default_factory=list, description="Why a value is missing.")
     roles: dict[str, "Snapshot"] = Field(
@@ -69,6 +82,13 @@ class Snapshot(BaseModel):
             and self.waiting is not None
             and self.kv_usage_max is not None
         )
+
+    @property
+    def demand(self) -> float | None:
+        """Requests waiting in front of the engines: the gateway's queue plus the activation
+        query, those that were read (None: neither was)."""
+        parts = [v for v in (self.gateway_queued, self.activation_demand) if v is not None]
+        return sum(parts) if parts else None
 
     @property
     def arrival_rps(self) -> float | None:

@@ -24,6 +24,10 @@
   role (``scaling/roles.py``); the observation carries each role's snapshot
   (``Snapshot.roles``) and its time is the decode memory's ``observed_at_s`` (both roles are
   decided on every observation, together).
+- ``minReplicas: 0`` (``scaling/zero.py``): at zero the engine is not run (no engine reports);
+  the demand in front of the engines holds the count at zero or wakes it. Above zero the
+  engine decides, a queue in front of blind engines may add replicas, and the idle window may
+  then take the count to zero.
 """
 
 from dataclasses import dataclass
@@ -39,6 +43,7 @@ from tokenscale.scaling.roles import ROLES, RolesDecision, decide_roles
 from tokenscale.scaling.schedule import open_window, scheduled_spec
 from tokenscale.scaling.snapshot import Snapshot
 from tokenscale.scaling.state import ScalingState
+from tokenscale.scaling.zero import at_zero, idle_window, is_at_zero, queued_while_blind
 
 SAME_OBSERVATION_S = 1e-3
 """Observation times closer than this are one observation (status keeps milliseconds)."""
@@ -117,18 +122,23 @@ class Stepper:
         if observation is not None and self.is_new(state, observation):
             at = observation.at_s
             spec = scheduled_spec(self.spec, at)
-        d = decide(
-            EngineInput(
-                spec=spec,
-                forecast=self.forecast,
-                snapshot=snapshot,
-                state=state,
-                now_s=at,
-                interval_s=interval,
-                stale_after_s=self.stale_after_s,
-                lead_time_s=lead_time_s,
+        if is_at_zero(spec, state):
+            d = at_zero(spec, self.forecast, snapshot, state, at)
+        else:
+            d = decide(
+                EngineInput(
+                    spec=spec,
+                    forecast=self.forecast,
+                    snapshot=snapshot,
+                    state=state,
+                    now_s=at,
+                    interval_s=interval,
+                    stale_after_s=self.stale_after_s,
+                    lead_time_s=lead_time_s,
+                )
             )
-        )
+            d = queued_while_blind(spec, self.forecast, snapshot, d, at)
+            d = idle_window(spec, snapshot, state, d, at)
         after = d.state.model_copy(
             update={
                 "observed_at_s": state.observed_at_s if observation is None else observation.at_s,

@@ -15,9 +15,11 @@ from tokenscale.scaling.snapshot import Snapshot
 
 
 def is_idle(snap: Snapshot) -> bool:
-    """No request finished in the rate window and none is running or waiting."""
+    """No request finished in the rate window, none is running or waiting, and none is held
+    in front of the engines (where that is read)."""
     return (
-        snap.replicas_reporting > 0
+        not snap.demand
+        and snap.replicas_reporting > 0
         and snap.request_rate_rps is not None
         and snap.request_rate_rps <= 0.0
         and snap.running is not None
@@ -28,8 +30,8 @@ def is_idle(snap: Snapshot) -> bool:
 
 
 def idle_floor(spec: InferenceServiceSpec) -> int:
-    """Replicas an idle service keeps: ``minReplicas``, but at least one — with none left no
-    engine would report, which reads as blindness (and the engine holds rather than scale to
-    zero without an activator)."""
+    """Replicas an idle service keeps by the ordinary policy: ``minReplicas``, but at least
+    one — with none left no engine would report. Zero is only reached through the idle window
+    of ``scaling/zero.py``, which needs an activation source to read 0."""
     s = spec.scaling
     return min(max(s.min_replicas, 1), s.max_replicas)

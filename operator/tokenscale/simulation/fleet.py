@@ -137,7 +137,7 @@ class Fleet:
             for m in self.members
             if m.phase != "starting"
         ]
-        return scrape(now, engines, self.cfg.kv_blocks, self.rec)
+        return scrape(now, engines, self.cfg.kv_blocks, self.rec, len(self.pending))
 
     def in_flight(self) -> int:
         return len(self.pending) + sum(m.replica.load for m in self.members)

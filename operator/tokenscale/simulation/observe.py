@@ -15,6 +15,7 @@ live. Too few samples, no observations or no engine give ``None`` with the reaso
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from tokenscale.api.inference_service import InferenceServiceSpec
 from tokenscale.scaling.snapshot import Snapshot
 from tokenscale.simulation.histogram import histogram_quantile
 from tokenscale.simulation.recorder import Recorder
@@ -30,6 +31,9 @@ class Scrape:
     counters: dict[str, float]
     buckets: dict[str, tuple[float, ...]]
     sums: dict[str, float]
+    held: int = 0
+    """Requests the gateway holds because no replica is ready (what the endpoint picker's
+    flow-control queue, or an activator's pending count, reads)."""
 
 
 def scrape(
@@ -37,9 +41,12 @@ def scrape(
     engines: Sequence[tuple[int, int, float]],
     blocks_per_engine: int,
     rec: Recorder,
+    held: int = 0,
 ) -> Scrape:
-    """``engines``: (waiting, running, KV usage) of each engine that answers the scrape."""
+    """``engines``: (waiting, running, KV usage) of each engine that answers the scrape;
+    ``held``: requests held at the gateway."""
     return Scrape(
+        held=held,
         at=at,
         waiting=tuple(e[0] for e in engines),
         running=tuple(e[1] for e in engines),
@@ -168,3 +175,29 @@ def extrapolated_rate(
     extended += to_start if to_start < threshold else average / 2
     extended += to_end if to_end < threshold else average / 2
     return delta * (extended / sampled) / (range_end - range_start)
+
+
+def with_demand(
+    snap: Snapshot | None,
+    scrapes: Sequence[Scrape],
+    now: float,
+    spec: InferenceServiceSpec,
+    gauge_window_s: float = 60.0,
+) -> Snapshot | None:
+    """``snap`` with the demand in front of the engines the spec reads (its activation
+    sources): the requests the gateway holds at the last scrape within the gauge window, as
+    the endpoint picker's queue (``spec.gateway.inferencePool``) and as the activation query's
+    value (``spec.scaling.activation.query``, modelled as an activator counting the same held
+    requests). Unchanged when the spec reads none, or nothing was scraped in the window."""
+    pool = spec.gateway.inference_pool is not None
+    activation = spec.scaling.activation is not None and bool(spec.scaling.activation.query)
+    seen = [s for s in scrapes if now - gauge_window_s <= s.at <= now]
+    if snap is None or not seen or not (pool or activation):
+        return snap
+    held = float(seen[-1].held)
+    return snap.model_copy(
+        update={
+            "gateway_queued": held if pool else None,
+            "activation_demand": held if activation else None,
+        }
+    )

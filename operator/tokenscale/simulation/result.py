@@ -89,6 +89,16 @@ class SimResult(_Frozen):
         default=None, description="best-static: the smallest fixed count meeting 99 %"
     )
     timeline: list[TimelinePoint] = Field(default_factory=list)
+    arrived_at_zero: int = Field(
+        default=0,
+        description="Requests that arrived with no replica asked for (minReplicas 0): held "
+        "at the gateway until a woken replica was Ready",
+    )
+    wake_ttft_max_s: float | None = Field(
+        default=None,
+        description="The longest TTFT of those requests: the cost of waking from zero (about "
+        "one cold start plus the time to the next decision)",
+    )
     explanation: Explanation | None = Field(
         default=None, description="--explain: the decision at the asked moment"
     )

@@ -11,7 +11,7 @@ while GPU-hours count over the trace's span only, for every policy alike.
 import math
 from collections import deque
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -30,7 +30,7 @@ from tokenscale.simulation.capacity import (
 from tokenscale.simulation.errors import TraceError
 from tokenscale.simulation.faults import Fault, make_fleet
 from tokenscale.simulation.fleet import Fleet
-from tokenscale.simulation.observe import Scrape, snapshot_at
+from tokenscale.simulation.observe import Scrape, snapshot_at, with_demand
 from tokenscale.simulation.policies import (
     HpaPolicy,
     LeadTimeOraclePolicy,
@@ -272,6 +272,8 @@ class _Counts:
     ups: int = 0
     downs: int = 0
     replicas_max: int = 0
+    at_zero: set[float] = field(default_factory=set)
+    """Arrival times of requests that found no replica asked for (a fleet at zero)."""
 
 
 def simulate(
@@ -461,6 +463,7 @@ def _replay(
             t_scrape += opts.scrape_interval_s
         if t >= t_decide:
             snap = snapshot_at(scrapes, t, rec, opts.gauge_window_s, opts.rate_window_s)
+            snap = with_demand(snap, scrapes, t, setup.spec, opts.gauge_window_s)
             if isinstance(policy, TokenscalePolicy):
                 policy.lead_time_s = fleet.lead_time_s()
             delta = fleet.set_target(policy.decide(t, snap, fleet.target), t)
@@ -518,6 +521,8 @@ def _admit(fleet: Fleet, r: TraceRequest, now: float, max_len: int, counts: _Cou
     request = SimRequest(
         r.arrival_s, max(r.input_tokens, 1), max(r.output_tokens, 1), r.prefix_blocks
     )
+    if fleet.active == 0:
+        counts.at_zero.add(r.arrival_s)
     fleet.route(request, now)
 
 
@@ -563,6 +568,7 @@ def _result(
         return percentile(values, q) if values else math.nan
 
     ttft = [o.ttft_s for o in outs]
+    woke = [o.ttft_s for o in outs if o.arrival_s in counts.at_zero]
     tpot = [o.tpot_s for o in outs if o.output_tokens > 1]
     e2e = [o.e2e_s for o in outs]
     gpu_hours = gpu_seconds / 3600.0
@@ -606,4 +612,6 @@ def _result(
         sustainable_rps_per_replica=setup.capacity_rps,
         planner_rps_per_replica=setup.forecast.rps_per_replica,
         timeline=timeline,
+        arrived_at_zero=len(counts.at_zero),
+        wake_ttft_max_s=max(woke) if woke else None,
     )

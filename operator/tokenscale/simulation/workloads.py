@@ -6,6 +6,8 @@
 - :func:`diurnal`: a ramp ×``factor`` over ``ramp_s`` and back, between flat stretches.
 - :func:`step`: ×``factor`` at once, held, and back at once.
 - :func:`idle_gaps`: ``requests`` requests, then ``gap_s`` of nothing, then one request.
+- :func:`idle_burst`: ``bursts`` bursts of ``requests`` Poisson arrivals at ``rps``, each after
+  ``gap_s`` of nothing (the first too): a service that sleeps at zero replicas and wakes.
 - :func:`staircase`: ``base_rps`` raised by ``factor`` every ``stair_s`` for ``stairs`` stairs,
   then down the same stairs.
 - :func:`on_off`: ``base_rps`` and ``factor ×`` alternating, ``on_s`` high, ``off_s`` low.
@@ -172,6 +174,30 @@ def idle_gaps(
         times.append(t)
     times.append(t + gap_s)
     return _trace(times, mix, rng, f"idle-{gap_s / 3600:g}h")
+
+
+def idle_burst(
+    requests: int = 60,
+    rps: float = 2.0,
+    gap_s: float = 1800.0,
+    bursts: int = 2,
+    mix: TokenMix = CONVERSATION,
+    seed: int = 0,
+) -> Trace:
+    """``gap_s`` of nothing, then ``requests`` Poisson arrivals at ``rps``; ``bursts`` times.
+    Not re-based: the trace starts with its first gap."""
+    rng = random.Random(seed)
+    times, t = [], 0.0
+    for _ in range(bursts):
+        t += gap_s
+        for _ in range(requests):
+            t += rng.expovariate(rps)
+            times.append(t)
+    rows = []
+    for at in times:
+        n_in, n_out = mix.draw(rng)
+        rows.append(TraceRequest(at, n_in, n_out))
+    return Trace(tuple(rows), f"idle-burst-{gap_s:g}s")
 
 
 def staircase(
