@@ -185,9 +185,11 @@ def _scale_down_under_load(tmp_path: Path, drain: bool) -> tuple[int, int]:
     try:
         for w in workers:
             w.start()
-        time.sleep(3)  # every replica busy
+        time.sleep(3)  # the load settles over the three replicas
         leaving = replicas[:2]
-        assert all(r.running() > 0 for r in leaving)
+        # every leaving replica busy at the moment it leaves (a stream ends and the next one
+        # starts, so one read can catch a replica between two: ask until both are seen busy)
+        wait_for(lambda: all(r.running() > 0 for r in leaving), 15, "both leaving replicas busy")
         with guard:  # the endpoints controller takes them out of the Service
             for r in leaving:
                 endpoints.remove(r)

@@ -236,6 +236,7 @@ def test_twin_latency_matches_the_simulator_within_10_percent(
         assert twin_value == pytest.approx(sim_value, rel=0.10), name
 
 
+@pytest.mark.slow  # a whole headless playground run, ≈80–115 s: `pytest -m slow`
 def test_playground_headless_scales_up_and_down_and_leaves_nothing_running(
     service: PlaygroundService, tmp_path: Path
 ) -> None:

@@ -16,17 +16,14 @@ InferencePool), both scraped by Prometheus. The service has ``minReplicas: 0``:
 
 import asyncio
 import time
-import uuid
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
-from kubernetes import client, config
 from kubernetes.client.exceptions import ApiException
 
-from tests.helpers import ROOT, manifest
-from tests.integration.conftest import CRD_FILE, Objects
+from tests.helpers import manifest
+from tests.integration.conftest import Objects
 from tests.support.epp_emulator import EndpointPickerEmulator
 from tests.support.vllm_emulator import VllmMetricsEmulator
 from tokenscale.playground.cluster import Cluster
@@ -43,28 +40,6 @@ SCALING: dict[str, Any] = {
     "policy": {"scaleDownStabilizationSeconds": 4},
 }
 GATEWAY = {"inferencePool": {"endpointPicker": "chat-epp"}}
-POOL_CRD = (
-    ROOT / "tests" / "fixtures" / "crds" / "inference.networking.k8s.io_inferencepools.k8s120.yaml"
-)
-
-
-@pytest.fixture(scope="module")
-def pool_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
-    c = Cluster(tmp_path_factory.mktemp("pool-cluster"), crd_files=[CRD_FILE, POOL_CRD])
-    try:
-        c.start()
-        yield c
-    finally:
-        c.stop()
-
-
-@pytest.fixture
-def objects(pool_cluster: Cluster) -> Iterator[Objects]:
-    admin = config.new_client_from_config(config_file=str(pool_cluster.kubeconfig()))
-    name = f"z-{uuid.uuid4().hex[:8]}"
-    client.CoreV1Api(admin).create_namespace({"metadata": {"name": name}})
-    yield Objects(admin, name)
-    client.CoreV1Api(admin).delete_namespace(name)
 
 
 def _pool(objects: Objects, name: str = "test") -> dict[str, Any] | None:
@@ -103,9 +78,9 @@ def test_the_schema_is_enforced_a_pool_without_ports_is_refused(objects: Objects
 
 
 def test_idle_goes_to_zero_only_on_facts_and_the_gateway_queue_wakes_it(
-    pool_cluster: Cluster, objects: Objects, tmp_path: Path
+    cluster: Cluster, objects: Objects, tmp_path: Path
 ) -> None:
-    cluster, namespace = pool_cluster, objects.ns
+    namespace = objects.ns
     prom = PrometheusServer(tmp_path / "prom").start()
     pod = VllmMetricsEmulator().start()  # idle: nothing recorded, ever
     epp = EndpointPickerEmulator(pool="test").start()
@@ -188,7 +163,7 @@ def test_idle_goes_to_zero_only_on_facts_and_the_gateway_queue_wakes_it(
 
 
 def test_the_activation_query_alone_puts_to_sleep_and_wakes(
-    pool_cluster: Cluster, objects: Objects, tmp_path: Path
+    cluster: Cluster, objects: Objects, tmp_path: Path
 ) -> None:
     """No InferencePool: the user's PromQL (here over an activator's gauge, the emulator's
     queue for a pool of another name) is the only wake-up source, read from the real
@@ -200,7 +175,7 @@ def test_the_activation_query_alone_puts_to_sleep_and_wakes(
     query = f'inference_extension_flow_control_queue_size{{namespace="{namespace}"}}'
     op: Process | None = None
     try:
-        op = pool_cluster.operator(
+        op = cluster.operator(
             "operator-activation",
             namespace,
             2,
