@@ -27,6 +27,7 @@ from tokenscale.api.profile import parse_profile
 from tokenscale.api.status import Condition, DecisionStatus, InferenceServiceStatus
 from tokenscale.controller.actuation import REPLICAS_WRITER_ANNOTATION as REPLICAS_WRITER
 from tokenscale.controller.actuation import Actuator, Desired, actuator_for, handed_over
+from tokenscale.controller.api import ConfigMapReader, KubeApi
 from tokenscale.controller.graceful import DELETION_COST, deletion_costs
 from tokenscale.controller.lead_time import lead_time_s
 from tokenscale.controller.model_config_ref import with_hf_config
@@ -93,7 +94,7 @@ from tokenscale.controller.workload_ref import (
     matches_condition,
     plan_is_split,
 )
-from tokenscale.kube.client import FIELD_MANAGER, Kube
+from tokenscale.kube.client import FIELD_MANAGER
 from tokenscale.kube.drift import differences, managed_by
 from tokenscale.kube.inference_pool import InferencePoolNotInstalledError
 from tokenscale.kube.keda import KedaNotInstalledError
@@ -190,7 +191,7 @@ class Outcome:
 
 
 def _reject(
-    kube: Kube,
+    kube: KubeApi,
     body: Mapping[str, Any],
     reason: str,
     message: str,
@@ -341,7 +342,9 @@ def _stored(status: DecisionStatus, state: ScalingState) -> Decision:
     )
 
 
-def with_profile(kube: Kube, namespace: str, service: InferenceService) -> InferenceService:
+def with_profile(
+    kube: ConfigMapReader, namespace: str, service: InferenceService
+) -> InferenceService:
     """Inline the bench profile a ``spec.profileRef`` names (the only ConfigMap read)."""
     ref = service.spec.profile_ref
     if ref is None:
@@ -364,7 +367,7 @@ def with_profile(kube: Kube, namespace: str, service: InferenceService) -> Infer
 
 
 def reconcile(
-    kube: Kube,
+    kube: KubeApi,
     body: Mapping[str, Any],
     now: str,
     emit: EventSink,
@@ -641,7 +644,7 @@ def reconcile(
 
 
 def _hand_over(
-    kube: Kube,
+    kube: KubeApi,
     obj: dict[str, Any],
     live: dict[str, Any] | None,
     replicas: int,
@@ -666,7 +669,7 @@ def _hand_over(
 
 
 def _target_problem(
-    kube: Kube,
+    kube: KubeApi,
     body: Mapping[str, Any],
     found: Found,
     plan: Plan,
@@ -705,7 +708,7 @@ def _target_problem(
 
 
 def _scale_through(
-    kube: Kube,
+    kube: KubeApi,
     ns: str,
     target: str,
     found: Found,
@@ -745,7 +748,7 @@ def _scale_through(
     return None if was is None else dataclasses.replace(was, replicas=to)
 
 
-def _drop_scaled_object(kube: Kube, ns: str, child: str, uid: str) -> None:
+def _drop_scaled_object(kube: KubeApi, ns: str, child: str, uid: str) -> None:
     """Out of keda mode: our ScaledObject goes (KEDA would keep scaling from the metric that
     advisory mode still exports, or fight direct mode's writes); someone else's stays."""
     found = kube.read_scaled_object(ns, child)
@@ -762,7 +765,7 @@ def _live_snapshot(metrics: MetricsView) -> Snapshot | None:
     return metrics.snapshot
 
 
-def _read_live(kube: Kube, ns: str, obj: dict[str, Any]) -> dict[str, Any] | None:
+def _read_live(kube: KubeApi, ns: str, obj: dict[str, Any]) -> dict[str, Any] | None:
     kind = obj["kind"]
     if kind == SCALED_OBJECT:  # only with actuation keda
         return kube.read_scaled_object(ns, obj["metadata"]["name"])
@@ -776,7 +779,7 @@ def _read_live(kube: Kube, ns: str, obj: dict[str, Any]) -> dict[str, Any] | Non
 
 
 def _name_conflict(
-    kube: Kube,
+    kube: KubeApi,
     body: Mapping[str, Any],
     taken: list[NameConflict],
     plan: Plan,
@@ -805,7 +808,7 @@ def _name_conflict(
 
 
 def _apply_refused(
-    kube: Kube,
+    kube: KubeApi,
     body: Mapping[str, Any],
     kind: str,
     child: str,
@@ -848,7 +851,7 @@ def _layout(plan: Plan) -> str:
 
 
 def _least_work_first(
-    kube: Kube,
+    kube: KubeApi,
     ns: str,
     name: str,
     desired: dict[str, Any],
@@ -873,7 +876,7 @@ def _least_work_first(
     )
 
 
-def _write_status(kube: Kube, body: Mapping[str, Any], new: InferenceServiceStatus) -> None:
+def _write_status(kube: KubeApi, body: Mapping[str, Any], new: InferenceServiceStatus) -> None:
     """Replace the status whole when it differs from the one read. The write carries the
     resourceVersion read; on 409 Conflict ``Kube.replace_status`` re-reads the version and
     writes the same status again (the operator is the status' only writer: whatever another
