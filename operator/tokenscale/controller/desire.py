@@ -51,7 +51,7 @@ from tokenscale.controller.variants import (
 )
 from tokenscale.controller.workload_ref import matches_condition
 from tokenscale.planning import Plan
-from tokenscale.render import Owner, render_bundle
+from tokenscale.render import Owner, render_bundle, selector_string
 from tokenscale.render.bundle import RenderedBundle
 from tokenscale.scaling import Decision, ScalingState, Snapshot, decide_plan_only
 from tokenscale.scaling.cause import Cause
@@ -350,4 +350,60 @@ def settled_status(
         scaling=made.state,  # its decidedReplicas is the top-level one (excluded here)
         live=now_live,
         ttft_p99=ttft_display(now_live, summary),
+    )
+
+
+def rejection_is_news(previous: list[Condition], message: str) -> bool:
+    """Whether a spec that cannot be served warns (again): not while ``PlanFeasible`` already
+    says False with the same message (no event storm)."""
+    old = next((c for c in previous if c.type == "PlanFeasible"), None)
+    return old is None or old.status != "False" or old.message != message
+
+
+def rejected_status(
+    status: InferenceServiceStatus,
+    reason: str,
+    message: str,
+    observed: Observed | None,
+    plan: Plan | None,
+    service: InferenceService | None,
+    name: str,
+    now: str,
+    gen: int | None,
+) -> InferenceServiceStatus:
+    """The status of a spec that cannot be served (``reason``, ``message``): the workload as
+    found (``observed``, ours only), the plan summary when there is a plan, the engine's memory
+    kept; no decision."""
+    previous = status.conditions
+    summary = (
+        plan_summary(plan, service.spec.slo.ttft_p99_seconds, service.spec.slo.tpot_p99_seconds)
+        if plan is not None and plan.replicas is not None and service is not None
+        else None
+    )
+    return InferenceServiceStatus(
+        observed_generation=gen,
+        replicas=observed.replicas if observed else 0,
+        ready_replicas=observed.ready_replicas if observed else 0,
+        selector=selector_string(name),
+        conditions=[
+            ready_condition(previous, False, observed, now, gen),
+            condition(previous, "PlanFeasible", "False", reason, message, now, gen),
+            deployment_condition(previous, observed, now, gen),
+            # no decision is made for a spec that cannot be served: nothing rests on metrics
+            condition(
+                previous,
+                "MetricsAvailable",
+                "Unknown",
+                "NotEvaluated",
+                "no decision while the spec cannot be served",
+                now,
+                gen,
+            ),
+        ],
+        plan=summary,
+        # the engine's memory outlives a bad spec; the decision and live numbers do not
+        decided_replicas=status.decided_replicas,
+        scaling=status.scaling,
+        last_scale_time=status.last_scale_time,
+        ttft_p99=ttft_display(None, summary),
     )

@@ -30,7 +30,14 @@ from tokenscale.api.status import InferenceServiceStatus
 from tokenscale.controller.actuation import REPLICAS_WRITER_ANNOTATION as REPLICAS_WRITER
 from tokenscale.controller.actuation import Actuator, handed_over
 from tokenscale.controller.api import ConfigMapReader, KubeApi
-from tokenscale.controller.desire import Desire, desire, layout, settled_status
+from tokenscale.controller.desire import (
+    Desire,
+    desire,
+    layout,
+    rejected_status,
+    rejection_is_news,
+    settled_status,
+)
 from tokenscale.controller.graceful import DELETION_COST, deletion_costs
 from tokenscale.controller.lead_time import lead_time_s
 from tokenscale.controller.model_config_ref import with_hf_config
@@ -58,13 +65,9 @@ from tokenscale.controller.roles import (
 )
 from tokenscale.controller.status import (
     Observed,
-    condition,
-    deployment_condition,
     plan_summary,
     read_status,
-    ready_condition,
     status_document,
-    ttft_display,
 )
 from tokenscale.controller.variants import (
     observe_variants,
@@ -155,45 +158,13 @@ def _reject(
     outcome = Outcome(feasible=False)
     status, _ = read_status(body.get("status"))
     previous = status.conditions
-    old = next((c for c in previous if c.type == "PlanFeasible"), None)
-    if old is None or old.status != "False" or old.message != message:
+    if rejection_is_news(previous, message):
         emit("Warning", reason, message)
         outcome.events.append(("Warning", reason, message))
     workload = read_workload(kube, ns, child_name(name))
     # a workload of that name that is not ours says nothing about this InferenceService
     observed = observe_workload(workload if workload and is_ours(workload, meta["uid"]) else None)
-    summary = (
-        plan_summary(plan, service.spec.slo.ttft_p99_seconds, service.spec.slo.tpot_p99_seconds)
-        if plan is not None and plan.replicas is not None and service is not None
-        else None
-    )
-    new_status = InferenceServiceStatus(
-        observed_generation=gen,
-        replicas=observed.replicas if observed else 0,
-        ready_replicas=observed.ready_replicas if observed else 0,
-        selector=selector_string(name),
-        conditions=[
-            ready_condition(previous, False, observed, now, gen),
-            condition(previous, "PlanFeasible", "False", reason, message, now, gen),
-            deployment_condition(previous, observed, now, gen),
-            # no decision is made for a spec that cannot be served: nothing rests on metrics
-            condition(
-                previous,
-                "MetricsAvailable",
-                "Unknown",
-                "NotEvaluated",
-                "no decision while the spec cannot be served",
-                now,
-                gen,
-            ),
-        ],
-        plan=summary,
-        # the engine's memory outlives a bad spec; the decision and live numbers do not
-        decided_replicas=status.decided_replicas,
-        scaling=status.scaling,
-        last_scale_time=status.last_scale_time,
-        ttft_p99=ttft_display(None, summary),
-    )
+    new_status = rejected_status(status, reason, message, observed, plan, service, name, now, gen)
     _write_status(kube, body, new_status)
     return outcome
 
