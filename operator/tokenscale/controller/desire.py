@@ -15,7 +15,7 @@ workload's actual replicas.
 """
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from tokenscale.api.errors import SpecError
@@ -77,6 +77,8 @@ def _carry(
 
 @dataclass(frozen=True)
 class Decided:
+    """One reconcile's decision, with what status keeps of it."""
+
     decision: Decision
     status: DecisionStatus | None
     state: ScalingState | None
@@ -196,7 +198,7 @@ class Desire:
     """Out of keda mode with a ScaledObject possibly left: delete ours."""
     invalid: str | None = None
     """The spec cannot be actuated (the actuator refused it): the message for status."""
-    scale_to: int | None = field(default=None)
+    scale_to: int | None = None
     """Replicas to write through the referenced workload's ``/scale`` (None: none)."""
 
     @property
