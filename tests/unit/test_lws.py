@@ -275,15 +275,15 @@ def _owned(kind: str, owner: str = "big") -> dict[str, Any]:
 
 def test_switching_layout_removes_only_our_other_workload() -> None:
     kube = _FakeKube(_owned("Deployment"), None)
-    assert remove_stale(kube, "ns", "big", "LeaderWorkerSet") == "Deployment"  # type: ignore[arg-type]
+    assert remove_stale(kube, "ns", "big", "LeaderWorkerSet") == "Deployment"
     assert kube.deleted == ["Deployment"]
     foreign = _FakeKube(_owned("Deployment", owner="someone-else"), None)
-    assert remove_stale(foreign, "ns", "big", "LeaderWorkerSet") is None  # type: ignore[arg-type]
+    assert remove_stale(foreign, "ns", "big", "LeaderWorkerSet") is None
     assert foreign.deleted == []
     back = _FakeKube(None, _owned("LeaderWorkerSet"))
-    assert remove_stale(back, "ns", "big", "Deployment") == "LeaderWorkerSet"  # type: ignore[arg-type]
+    assert remove_stale(back, "ns", "big", "Deployment") == "LeaderWorkerSet"
     nothing = _FakeKube(None, None)
-    assert remove_stale(nothing, "ns", "big", "Deployment") is None  # type: ignore[arg-type]
+    assert remove_stale(nothing, "ns", "big", "Deployment") is None
 
 
 def test_lws_status_is_read_in_groups() -> None:

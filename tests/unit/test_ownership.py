@@ -32,7 +32,7 @@ FOREIGN_SERVICE = {
 def _run(kube: FakeKube) -> list[tuple[str, str, str]]:
     events: list[tuple[str, str, str]] = []
     reconcile(
-        kube,  # type: ignore[arg-type]
+        kube,
         kube.body,
         "2026-01-01T00:00:00Z",
         lambda *e: events.append(e),

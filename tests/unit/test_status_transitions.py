@@ -12,6 +12,7 @@ import pytest
 from tests.helpers import manifest
 from tokenscale.api.status import InferenceServiceStatus
 from tokenscale.controller.reconcile import MetricsView, reconcile
+from tokenscale.kube.scale import Resource
 from tokenscale.scaling import Snapshot
 
 NOW_S = 1_800_000_000.0
@@ -58,8 +59,40 @@ class FakeKube:
         self.objects[obj["kind"]] = copy.deepcopy(obj)
         return obj
 
+    def delete_leader_worker_set(self, ns: str, name: str) -> None:
+        self.objects.pop("LeaderWorkerSet", None)
+
+    def read_scaled_object(self, ns: str, name: str) -> None:
+        return None  # no KEDA ScaledObject exists in this stand-in
+
+    def read_inference_pool(self, ns: str, name: str) -> None:
+        return None  # nor an InferencePool
+
+    # the paths below (KEDA, workloadRef, least-busy pods first) need objects this stand-in
+    # never holds: a call is a test that took a path it did not mean to
+    def delete_scaled_object(self, ns: str, name: str) -> None:
+        raise AssertionError("no ScaledObject to delete in this stand-in")
+
+    def hand_over_replicas(self, workload: dict[str, Any], replicas: int) -> dict[str, Any]:
+        raise AssertionError("the KEDA hand-over is not on this stand-in's paths")
+
+    def annotate_pod(self, ns: str, name: str, annotations: dict[str, str]) -> None:
+        raise AssertionError("this stand-in lists no pods to annotate")
+
+    def scalable(self, api_version: str, kind: str) -> Resource | None:
+        raise AssertionError("spec.workloadRef is not on this stand-in's paths")
+
+    def read_object(self, where: Resource, ns: str, name: str) -> dict[str, Any] | None:
+        raise AssertionError("spec.workloadRef is not on this stand-in's paths")
+
+    def read_scale(self, where: Resource, ns: str, name: str) -> dict[str, Any] | None:
+        raise AssertionError("spec.workloadRef is not on this stand-in's paths")
+
+    def write_replicas(self, where: Resource, ns: str, name: str, n: int) -> None:
+        raise AssertionError("spec.workloadRef is not on this stand-in's paths")
+
     def replace_status(
-        self, ns: str, name: str, status: dict[str, Any], version: str | None = None
+        self, ns: str, name: str, status: dict[str, Any], resource_version: str | None = None
     ) -> dict[str, Any]:
         InferenceServiceStatus.model_validate(status)  # the typed model, whole
         self.body["status"] = copy.deepcopy(status)
@@ -70,7 +103,7 @@ class FakeKube:
         def emit(type_: str, reason: str, message: str) -> None:
             self.events.append((type_, reason, message))
 
-        reconcile(self, self.body, now, emit, metrics)  # type: ignore[arg-type]
+        reconcile(self, self.body, now, emit, metrics)
 
 
 def _body(**spec: Any) -> dict[str, Any]:

@@ -6,10 +6,12 @@ import json
 
 from tokenscale.api.errors import SpecError
 from tokenscale.api.inference_service import InferenceService
-from tokenscale.kube.client import Kube
+from tokenscale.controller.api import ConfigMapReader
 
 
-def with_hf_config(kube: Kube, namespace: str, service: InferenceService) -> InferenceService:
+def with_hf_config(
+    kube: ConfigMapReader, namespace: str, service: InferenceService
+) -> InferenceService:
     """``service`` with ``model.hfConfig`` read from the ConfigMap ``model.hfConfigRef`` names;
     unchanged without a ref. A missing ConfigMap or key, or content that is not a JSON object,
     is a :class:`SpecError` naming the ref and the fix."""

@@ -2,6 +2,7 @@
 decision by them (the pure bound: ``scaling/quota.py``)."""
 
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any, Protocol
 
 from tokenscale.api.inference_service import InferenceServiceSpec
@@ -63,6 +64,45 @@ def held_gpus(pods: list[dict[str, Any]]) -> dict[str, int]:
     return held
 
 
+@dataclass(frozen=True)
+class QuotaSeen:
+    """The namespace's GPU quotas and the GPUs this service's pods hold, as read."""
+
+    quotas: list[GpuQuota]
+    held: dict[str, int]
+
+
+def read_quota(
+    kube: QuotaReader, namespace: str, name: str, room: Mapping[str, int] | None = None
+) -> QuotaSeen | None:
+    """The quota figures a bound needs (None: no GPU quota and no exhausted variant, so nothing
+    bounds the decision and the pods are not listed)."""
+    quotas = gpu_quotas(kube.list_resource_quotas(namespace))
+    if not quotas and not room:
+        return None
+    held = held_gpus(kube.list_pods(namespace, selector_string(name)))
+    if quotas:
+        # the figures read after the pods: a pod created between the two reads is then in
+        # ``used`` and not in ``held`` (room under-counted until the next reconcile), never in
+        # ``held`` and not in ``used`` (room counted twice)
+        quotas = gpu_quotas(kube.list_resource_quotas(namespace))
+    return QuotaSeen(quotas, held)
+
+
+def bound_seen(
+    seen: QuotaSeen | None,
+    spec: InferenceServiceSpec,
+    plan: Plan,
+    replicas: int,
+    room: Mapping[str, int] | None = None,
+) -> QuotaBound:
+    """``replicas`` of ``plan`` within what ``seen`` leaves this service (pure)."""
+    if seen is None:
+        return QuotaBound(replicas, None, None)
+    resource = "" if plan.mix is not None else resolve_gpu(spec).resource_name
+    return bound_by_quota(plan, replicas, seen.quotas, seen.held, resource, room)
+
+
 def quota_bound(
     kube: QuotaReader,
     namespace: str,
@@ -74,14 +114,4 @@ def quota_bound(
 ) -> QuotaBound:
     """``replicas`` of ``plan`` within what the namespace's GPU quotas leave this service (and,
     for a mix, within ``room[variant]``: what an exhausted variant may run)."""
-    quotas = gpu_quotas(kube.list_resource_quotas(namespace))
-    if not quotas and not room:
-        return QuotaBound(replicas, None, None)
-    held = held_gpus(kube.list_pods(namespace, selector_string(name)))
-    if quotas:
-        # the figures read after the pods: a pod created between the two reads is then in
-        # ``used`` and not in ``held`` (room under-counted until the next reconcile), never in
-        # ``held`` and not in ``used`` (room counted twice)
-        quotas = gpu_quotas(kube.list_resource_quotas(namespace))
-    resource = "" if plan.mix is not None else resolve_gpu(spec).resource_name
-    return bound_by_quota(plan, replicas, quotas, held, resource, room)
+    return bound_seen(read_quota(kube, namespace, name, room), spec, plan, replicas, room)

@@ -1,16 +1,18 @@
 """One level-triggered, idempotent reconcile of one InferenceService.
 
-parse → plan → decide → render → apply what drifted → report. It re-reads the world every
-time and never branches on what changed in the event that woke it. Bad or infeasible input
-sets ``PlanFeasible=False`` (a Warning event only when that verdict changes: no storm) and
-leaves the Deployment alone.
+observe → desire → act → status. :func:`observe` makes every read (the spec and its plan, the
+status, the workload as found, quota and pods; ``controller/observation.py``);
+:func:`~tokenscale.controller.desire.desire` decides, renders and picks what the actuator
+writes, with no I/O; :func:`act` applies what drifted, scales through ``/scale``, deletes what
+the spec dropped and emits the events; the status is derived from the three
+(:func:`~tokenscale.controller.desire.settled_status`) and written whole. It re-reads the world
+every time and never branches on what changed in the event that woke it. Bad or infeasible
+input sets ``PlanFeasible=False`` (a Warning event only when that verdict changes: no storm)
+and leaves the Deployment alone.
 
-Deciding goes through :class:`~tokenscale.scaling.stepper.Stepper`: the engine runs once per
-metrics read (the observation), whatever woke the reconcile; a reconcile on an observation
-already decided on (an owned Deployment's event, a spec update, a retry) renders and applies
-the decision stored in status. The memory read from status is judged first
-(``scaling/memory.py``) and an engine decision is held within one step of the workload's
-actual replicas.
+Deciding goes through :class:`~tokenscale.scaling.stepper.Stepper` (``controller/desire.py``):
+a reconcile on an observation already decided on (an owned Deployment's event, a spec update, a
+retry) renders and applies the decision stored in status.
 """
 
 import dataclasses
@@ -24,12 +26,22 @@ from kubernetes.client.exceptions import ApiException
 from tokenscale.api.errors import SpecError
 from tokenscale.api.inference_service import InferenceService
 from tokenscale.api.profile import parse_profile
-from tokenscale.api.status import Condition, DecisionStatus, InferenceServiceStatus
+from tokenscale.api.status import InferenceServiceStatus
 from tokenscale.controller.actuation import REPLICAS_WRITER_ANNOTATION as REPLICAS_WRITER
-from tokenscale.controller.actuation import Actuator, Desired, actuator_for, handed_over
+from tokenscale.controller.actuation import Actuator, handed_over
+from tokenscale.controller.api import ConfigMapReader, KubeApi
+from tokenscale.controller.desire import (
+    Desire,
+    desire,
+    layout,
+    rejected_status,
+    rejection_is_news,
+    settled_status,
+)
 from tokenscale.controller.graceful import DELETION_COST, deletion_costs
 from tokenscale.controller.lead_time import lead_time_s
 from tokenscale.controller.model_config_ref import with_hf_config
+from tokenscale.controller.observation import MetricsView, Observation
 from tokenscale.controller.ownership import REASON as NAME_CONFLICT
 from tokenscale.controller.ownership import (
     NameConflict,
@@ -43,11 +55,8 @@ from tokenscale.controller.ownership import (
     unapplied_status,
 )
 from tokenscale.controller.plans import PLANS
-from tokenscale.controller.quota import quota_bound
-from tokenscale.controller.readiness import production_ready_condition
+from tokenscale.controller.quota import read_quota
 from tokenscale.controller.roles import (
-    RolesMade,
-    decide_roles_for,
     is_disaggregated,
     observed_roles,
     read_roles,
@@ -56,27 +65,16 @@ from tokenscale.controller.roles import (
 )
 from tokenscale.controller.status import (
     Observed,
-    condition,
-    decision_status,
-    deployment_condition,
-    live_status,
-    memory_of,
-    metrics_condition,
     plan_summary,
     read_status,
-    ready_condition,
-    rfc3339,
     status_document,
-    ttft_display,
 )
 from tokenscale.controller.variants import (
-    exhausted_condition,
     observe_variants,
     remove_old_variants,
     remove_single_workload,
     room_of,
     stock_marks,
-    variant_statuses,
 )
 from tokenscale.controller.workload import (
     DEPLOYMENT,
@@ -90,75 +88,30 @@ from tokenscale.controller.workload import (
 from tokenscale.controller.workload_ref import (
     Found,
     find,
-    matches_condition,
     plan_is_split,
 )
-from tokenscale.kube.client import FIELD_MANAGER, Kube
+from tokenscale.kube.client import FIELD_MANAGER
 from tokenscale.kube.drift import differences, managed_by
 from tokenscale.kube.inference_pool import InferencePoolNotInstalledError
 from tokenscale.kube.keda import KedaNotInstalledError
 from tokenscale.kube.lws import KIND as LWS_KIND
 from tokenscale.kube.lws import LwsNotInstalledError
-from tokenscale.metrics.demand import Demand
 from tokenscale.planning import Plan
 from tokenscale.planning.speculative import with_measured_acceptance
-from tokenscale.render import Owner, child_name, render_bundle, selector_string
+from tokenscale.render import child_name, selector_string
 from tokenscale.render.inference_pool import KIND as INFERENCE_POOL
 from tokenscale.render.keda import KIND as SCALED_OBJECT
 from tokenscale.render.labels import CONFIG_HASH_ANNOTATION
 from tokenscale.render.variants import variant_workload_name
-from tokenscale.scaling import Decision, ScalingState, Snapshot, decide_plan_only
-from tokenscale.scaling.cause import Cause
-from tokenscale.scaling.memory import limited, trusted
-from tokenscale.scaling.quota import QuotaBound
-from tokenscale.scaling.schedule import scheduled_spec, widest_spec
-from tokenscale.scaling.stepper import Observation, Stepper
+from tokenscale.scaling import Decision
+
+__all__ = ["EventSink", "MetricsView", "Outcome", "act", "observe", "reconcile", "with_profile"]
 
 log = logging.getLogger(__name__)
 
 
 class EventSink(Protocol):
     def __call__(self, type_: str, reason: str, message: str) -> None: ...
-
-
-@dataclass(frozen=True)
-class MetricsView:
-    """Live metrics for one service this cycle (None everywhere: no Prometheus configured)."""
-
-    snapshot: Snapshot | None
-    source_error: str | None
-    now_s: float
-    interval_s: float
-    """The configured time between metrics reads (``--interval``)."""
-    read_at_s: float | None = None
-    """When the fleet read that produced ``snapshot`` ran (None: no read yet). The
-    observation's time: the engine decides once per read."""
-    stale_after_s: float = 120.0
-    running_by_pod: Mapping[str, float] | None = None
-    """Running requests per pod (None: unknown), to pick the pods a scale-down removes."""
-    time_scale: float = 1.0
-    """Engine seconds per wall second: ``now_s``, ``read_at_s`` and ``interval_s`` are on the
-    engine's clock, and the pods' measured lead time (wall) is multiplied by this."""
-
-    demand: Demand | None = None
-    """Demand in front of the engines (``metrics/demand.py``; None: nothing to read)."""
-
-    @property
-    def observation(self) -> Observation | None:
-        if self.read_at_s is None:
-            return None
-        snapshot = self.snapshot
-        if snapshot is None:
-            why = self.source_error or "no vLLM series for this service in Prometheus"
-            snapshot = Snapshot(at=self.read_at_s, replicas_reporting=0, problems=[why])
-        if self.demand is not None:
-            snapshot = snapshot.model_copy(
-                update={
-                    **self.demand.fields(),
-                    "problems": [*snapshot.problems, *self.demand.problems],
-                }
-            )
-        return Observation(at_s=self.read_at_s, snapshot=snapshot)
 
 
 @dataclass
@@ -190,7 +143,7 @@ class Outcome:
 
 
 def _reject(
-    kube: Kube,
+    kube: KubeApi,
     body: Mapping[str, Any],
     reason: str,
     message: str,
@@ -205,143 +158,20 @@ def _reject(
     outcome = Outcome(feasible=False)
     status, _ = read_status(body.get("status"))
     previous = status.conditions
-    old = next((c for c in previous if c.type == "PlanFeasible"), None)
-    if old is None or old.status != "False" or old.message != message:
+    if rejection_is_news(previous, message):
         emit("Warning", reason, message)
         outcome.events.append(("Warning", reason, message))
     workload = read_workload(kube, ns, child_name(name))
     # a workload of that name that is not ours says nothing about this InferenceService
     observed = observe_workload(workload if workload and is_ours(workload, meta["uid"]) else None)
-    summary = (
-        plan_summary(plan, service.spec.slo.ttft_p99_seconds, service.spec.slo.tpot_p99_seconds)
-        if plan is not None and plan.replicas is not None and service is not None
-        else None
-    )
-    new_status = InferenceServiceStatus(
-        observed_generation=gen,
-        replicas=observed.replicas if observed else 0,
-        ready_replicas=observed.ready_replicas if observed else 0,
-        selector=selector_string(name),
-        conditions=[
-            ready_condition(previous, False, observed, now, gen),
-            condition(previous, "PlanFeasible", "False", reason, message, now, gen),
-            deployment_condition(previous, observed, now, gen),
-            # no decision is made for a spec that cannot be served: nothing rests on metrics
-            condition(
-                previous,
-                "MetricsAvailable",
-                "Unknown",
-                "NotEvaluated",
-                "no decision while the spec cannot be served",
-                now,
-                gen,
-            ),
-        ],
-        plan=summary,
-        # the engine's memory outlives a bad spec; the decision and live numbers do not
-        decided_replicas=status.decided_replicas,
-        scaling=status.scaling,
-        last_scale_time=status.last_scale_time,
-        ttft_p99=ttft_display(None, summary),
-    )
+    new_status = rejected_status(status, reason, message, observed, plan, service, name, now, gen)
     _write_status(kube, body, new_status)
     return outcome
 
 
-def _carry(
-    previous: list[Condition],
-    ctype: str,
-    now: str,
-    gen: int | None,
-    why: str = "the plan is not feasible",
-) -> Condition:
-    """The condition as the last reconcile left it (``Unknown``, ``why``, when there is none)."""
-    old = next((c for c in previous if c.type == ctype), None)
-    if old is not None:
-        return old
-    return condition(previous, ctype, "Unknown", "NotEvaluated", why, now, gen)
-
-
-@dataclass(frozen=True)
-class _Decided:
-    decision: Decision
-    status: DecisionStatus | None
-    state: ScalingState | None
-    decided: bool
-    problems: list[str]
-    on_observation: bool = True
-    """The decision was made on this reconcile's metrics (False: stored or re-bounded; the
-    MetricsAvailable condition then stays as the last observation left it)."""
-
-
-def _decide(
-    service: InferenceService,
-    plan: Plan,
-    old: InferenceServiceStatus,
-    metrics: MetricsView | None,
-    lead_time: float | None,
-    live_replicas: int | None,
-) -> _Decided:
-    """Plan-only without a metrics source; otherwise one step of the shared stepper on the
-    judged memory: a new decision on a new observation, else the stored one."""
-    spec = service.spec
-    if metrics is None:
-        d = decide_plan_only(plan, spec.scaling.replicas)
-        return _Decided(d, decision_status(d), None, True, [])
-    # the memory is judged against every bound the schedule allows, the step against today's
-    memory, problems = trusted(memory_of(old), widest_spec(spec), metrics.now_s, live_replicas)
-    stored = old.decision is not None and old.scaling is not None and not problems
-    if memory.decided_replicas != old.decided_replicas:
-        stored = False  # the workload is not where the memory says: decide from the workload
-    stepper = Stepper(spec, plan, metrics.interval_s, metrics.stale_after_s)
-    step = stepper.step(memory, metrics.observation, metrics.now_s, lead_time, stored=stored)
-    if step.decision is None:  # already decided on this observation: the stored decision
-        assert old.decision is not None
-        stored_decision = _stored(old.decision, step.state)
-        return _Decided(stored_decision, old.decision, step.state, False, [], False)
-    d = step.decision
-    if d.source in ("metrics", "hold") and d.cause is not Cause.SCALE_TO_ZERO:
-        # an engine decision moves the workload at most one step (its memory is status); the
-        # idle window's zero is the one exception: it goes from any count at once
-        held = limited(d.replicas, live_replicas, scheduled_spec(spec, metrics.now_s))
-        if held != d.replicas:
-            why = f"{d.why}; limited to one step from the workload's {live_replicas} replicas"
-            d = d.model_copy(
-                update={
-                    "replicas": held,
-                    "why": why,
-                    "reason": f"{d.reason}; limited to {held}, one step from the workload's "
-                    f"{live_replicas} replicas",
-                    "state": d.state.model_copy(update={"decided_replicas": held}),
-                }
-            )
-    observed = d.state.observed_at_s
-    status = decision_status(d, observed)
-    return _Decided(d, status, d.state, True, problems, step.engine_ran)
-
-
-def _stored(status: DecisionStatus, state: ScalingState) -> Decision:
-    """The stored decision as the engine's type, for rendering and the operator's metrics."""
-    replicas = state.decided_replicas if state.decided_replicas is not None else status.replicas
-    try:
-        cause = Cause(status.cause) if status.cause is not None else Cause.STEADY
-    except ValueError:
-        cause = Cause.STEADY
-    source = status.source if status.source in ("plan", "pin", "metrics", "hold") else "metrics"
-    return Decision(
-        replicas=replicas,
-        reason=status.reason,
-        cause=cause,
-        why=status.reason,
-        source=source,
-        model_replicas=status.model_replicas,
-        metrics_available=source != "hold",
-        metrics_reason="ok" if source != "hold" else status.reason,
-        state=state,
-    )
-
-
-def with_profile(kube: Kube, namespace: str, service: InferenceService) -> InferenceService:
+def with_profile(
+    kube: ConfigMapReader, namespace: str, service: InferenceService
+) -> InferenceService:
     """Inline the bench profile a ``spec.profileRef`` names (the only ConfigMap read)."""
     ref = service.spec.profile_ref
     if ref is None:
@@ -364,13 +194,55 @@ def with_profile(kube: Kube, namespace: str, service: InferenceService) -> Infer
 
 
 def reconcile(
-    kube: Kube,
+    kube: KubeApi,
     body: Mapping[str, Any],
     now: str,
     emit: EventSink,
     metrics: MetricsView | None = None,
 ) -> Outcome:
-    """Bring the owned objects of ``body`` to the rendered state and write its status."""
+    """Bring the owned objects of ``body`` to the rendered state and write its status:
+    :func:`observe`, :func:`~tokenscale.controller.desire.desire` (pure), :func:`act`, then
+    the status :func:`~tokenscale.controller.desire.settled_status` derives."""
+    seen = observe(kube, body, now, emit, metrics)
+    if isinstance(seen, Outcome):  # the spec or its target cannot be served: said in status
+        return seen
+    wanted = desire(seen)
+    outcome = Outcome(
+        feasible=True,
+        replicas=wanted.decision.replicas,
+        plan=seen.plan,
+        decision=wanted.decision,
+        decided=wanted.made.decided,
+        previous_decision=seen.status.decided_replicas,
+        live_replicas=seen.live_replicas,
+        memory_problems=wanted.memory_problems,
+    )
+    for problem in outcome.memory_problems:
+        log.warning("%s/%s: %s", seen.namespace, seen.name, problem)
+    if wanted.invalid is not None:
+        return _reject(
+            kube, body, "InvalidSpec", wanted.invalid, now, emit, seen.plan, seen.service
+        )
+    acted = act(kube, body, seen, wanted, emit, outcome)
+    if isinstance(acted, Outcome):  # an API the objects need is not installed
+        return acted
+    observed, role_lives = acted
+    outcome.observed = observed
+    outcome.ready_replicas = observed.ready_replicas if observed else 0
+    _write_status(kube, body, settled_status(seen, wanted, observed, role_lives))
+    return outcome
+
+
+def observe(
+    kube: KubeApi,
+    body: Mapping[str, Any],
+    now: str,
+    emit: EventSink,
+    metrics: MetricsView | None,
+) -> Observation | Outcome:
+    """Every read one reconcile makes before it decides. A spec that cannot be served (invalid,
+    infeasible, or a referenced workload that cannot be scaled) is said in status here, and
+    the :class:`Outcome` of that is returned instead."""
     meta = body["metadata"]
     ns, name, uid, gen = meta["namespace"], meta["name"], meta["uid"], meta.get("generation")
     try:
@@ -392,7 +264,6 @@ def reconcile(
         )
 
     status, problems = read_status(body.get("status"))
-    previous = status.conditions
     ref = service.spec.workload_ref
     found = None
     if ref is not None:
@@ -423,63 +294,71 @@ def reconcile(
         was, live_replicas = mixed, None if mixed is None else mixed.replicas
     if found is not None and found.replicas is not None:
         live_replicas = found.replicas  # what /scale says
-    roles: RolesMade | None = None
     role_lives: dict[str, dict[str, Any] | None] = {}
-    if is_disaggregated(plan):  # each role on its own signals (controller/roles.py)
+    live_by_role: dict[str, int | None] = {}
+    if is_disaggregated(plan):
         role_lives = read_roles(kube, ns, name, plan)
         live_by_role = {
             role: None if seen is None else seen.replicas
             for role, seen in observed_roles(role_lives, plan).items()
         }
-        roles = decide_roles_for(service, plan, status, metrics, lead_time, live_by_role)
-        made = _Decided(
-            roles.combined, None, None, roles.decided, roles.problems, roles.on_observation
-        )
-    else:
-        made = _decide(service, plan, status, metrics, lead_time, live_replicas)
-    decision = made.decision
     marks = stock_marks(kube, ns, name, status, now) if plan.mix is not None else {}
-    bound = (
-        QuotaBound(decision.replicas, roles.counts, None)  # GPU quotas: not per role yet
-        if roles is not None
-        else quota_bound(kube, ns, name, service.spec, plan, decision.replicas, room_of(marks))
-    )
-    bundle = render_bundle(
-        name, ns, service.spec, plan, bound.replicas, Owner(name, uid), bound.counts
-    )
-    outcome = Outcome(
-        feasible=True,
-        replicas=decision.replicas,
+    quota = None if is_disaggregated(plan) else read_quota(kube, ns, name, room_of(marks))
+    return Observation(
+        name=name,
+        namespace=ns,
+        uid=uid,
+        generation=gen,
+        now=now,
+        service=service,
         plan=plan,
-        decision=decision,
-        decided=made.decided,
-        previous_decision=status.decided_replicas,
+        status=status,
+        status_problems=problems,
+        found=found,
+        selector=pods,
+        lead_time_s=lead_time,
+        workload_kind=workload_kind,
+        workload_now=workload_now,
+        was=was,
         live_replicas=live_replicas,
-        memory_problems=problems + made.problems,
+        role_lives=role_lives,
+        live_by_role=live_by_role,
+        marks=marks,
+        quota=quota,
+        metrics=metrics,
     )
-    for problem in outcome.memory_problems:
-        log.warning("%s/%s: %s", ns, name, problem)
-    actuator = actuator_for(service.spec)
-    target = None if ref is None else {"apiVersion": ref.api_version, "kind": ref.kind,
-                                       "name": ref.name}  # fmt: skip
-    wanted = Desired(
-        name, ns, service.spec, bundle, decision, made.decided, status.decided_replicas,
-        live_replicas, target,
-    )  # fmt: skip
-    try:
-        objects = actuator.objects(wanted)
-    except SpecError as err:
-        return _reject(kube, body, "InvalidSpec", str(err), now, emit, plan, service)
-    if actuator.mode != "keda" and (ref is not None or handed_over(workload_now)):
+
+
+def act(
+    kube: KubeApi,
+    body: Mapping[str, Any],
+    seen: Observation,
+    wanted: Desire,
+    emit: EventSink,
+    outcome: Outcome,
+) -> tuple[Observed | None, dict[str, dict[str, Any] | None]] | Outcome:
+    """Write what ``wanted`` says through its actuator: drop a ScaledObject left from keda
+    mode, apply what drifted (never what is not ours), scale a referenced workload through
+    ``/scale``, delete workloads the spec no longer renders; one event per reason. The
+    workload as left (the variants or roles as one) and each role's workload as applied; an
+    :class:`Outcome` when nothing could be applied (a name taken, an API not installed)."""
+    ns, name, uid, now = seen.namespace, seen.name, seen.uid, seen.now
+    service, plan, status, metrics = seen.service, seen.plan, seen.status, seen.metrics
+    ref, found, workload_kind = service.spec.workload_ref, seen.found, seen.workload_kind
+    decision, roles, actuator = wanted.decision, wanted.roles, wanted.actuator
+    objects = wanted.objects
+    role_lives = dict(seen.role_lives)
+    was = seen.was
+    if wanted.drop_scaled_object:
         _drop_scaled_object(kube, ns, child_name(name), uid)
-    for type_, reason, message in actuator.events(wanted):
+    for type_, reason, message in wanted.events:
         emit(type_, reason, message)
         outcome.events.append((type_, reason, message))
     live_workload = None
     live_variants: list[dict[str, Any] | None] = []
     # one read per object; the workload was read already, before deciding
     lives = [
-        workload_now
+        seen.workload_now
         if obj["kind"] == workload_kind
         and obj["metadata"]["name"] == (ref.name if ref is not None else child_name(name))
         else role_lives[role_of(obj) or ""]
@@ -547,14 +426,14 @@ def reconcile(
             if replaced is not None:
                 message = (
                     f"Replaced {replaced} {child} by {kind} {child}: a replica now spans "
-                    f"{plan.nodes_per_replica} node(s) ({_layout(plan)})"
+                    f"{plan.nodes_per_replica} node(s) ({layout(plan)})"
                 )
                 emit("Normal", "WorkloadReplaced", message)
                 outcome.events.append(("Normal", "WorkloadReplaced", message))
     _announce_created(outcome, emit)
 
     if found is not None and found.where is not None and ref is not None:
-        was = _scale_through(kube, ns, ref.name, found, wanted, actuator, metrics, emit, outcome)
+        was = _scale_through(kube, ns, ref.name, found, wanted, metrics, emit, outcome)
     # advisory, or a referenced workload: the workload as found (and scaled)
     observed = observe_workload(live_workload) if objects and found is None else was
     if (plan.mix is not None or roles is not None) and objects:
@@ -569,79 +448,11 @@ def reconcile(
             message = f"Deleted Deployment {child}: its GPU variant is no longer in spec.hardware"
             emit("Normal", "WorkloadRemoved", message)
             outcome.events.append(("Normal", "WorkloadRemoved", message))
-    outcome.observed = observed
-    outcome.ready_replicas = observed.ready_replicas if observed else 0
-    moved = live_replicas is not None and live_replicas != decision.replicas
-    if roles is not None:
-        moved = any(n is not None and n != roles.counts[role] for role, n in live_by_role.items())
-    scaled = actuator.writes_replicas and moved
-    summary = plan_summary(
-        plan, service.spec.slo.ttft_p99_seconds, service.spec.slo.tpot_p99_seconds
-    )
-    live_snap = None if metrics is None else _live_snapshot(metrics)
-    now_live = (
-        live_status(live_snap, rfc3339(metrics.read_at_s or metrics.now_s))
-        if metrics is not None and live_snap is not None
-        else None
-    )
-    new_status = InferenceServiceStatus(
-        observed_generation=gen,
-        replicas=decision.replicas,
-        decided_replicas=decision.replicas,
-        ready_replicas=observed.ready_replicas if observed else 0,
-        available_replicas=observed.available_replicas if observed else 0,
-        selector=pods,
-        tensor_parallel_size=plan.tensor_parallel_size,
-        plan=summary,
-        decision=made.status,
-        diagnosis=decision.diagnosis if made.decided else status.diagnosis,
-        conditions=[
-            ready_condition(previous, True, observed, now, gen),
-            condition(
-                previous,
-                "PlanFeasible",
-                "True" if plan.feasible and bound.limited is None else "False",
-                ("Planned" if plan.feasible else "BelowNeed")
-                if bound.limited is None
-                else bound.reason,
-                f"{plan.sized.total} × {_layout(plan)} planned: "
-                f"{plan.binding_constraint} binds"
-                + ("" if plan.feasible else "; " + "; ".join(plan.infeasible_reasons))
-                + ("" if bound.limited is None else "; " + bound.limited),
-                now,
-                gen,
-            ),
-            deployment_condition(previous, observed, now, gen),
-            (
-                metrics_condition(previous, now, gen, None if metrics is None else decision)
-                if made.on_observation
-                else _carry(previous, "MetricsAvailable", now, gen, "no metrics read yet")
-            ),
-            production_ready_condition(
-                previous,
-                service.spec,
-                plan,
-                bundle.objects,
-                None if metrics is None else metrics.snapshot,
-                now,
-                gen,
-            ),
-            *([exhausted_condition(previous, marks, now, gen)] if plan.mix is not None else []),
-            *([matches_condition(previous, found, bundle, service, now, gen)] if found else []),
-        ],
-        variants=variant_statuses(plan, bound.counts, marks),
-        roles=None if roles is None else roles.status(observed_roles(role_lives, plan), plan),
-        last_scale_time=now if scaled else (status.last_scale_time or now),
-        scaling=made.state,  # its decidedReplicas is the top-level one (excluded here)
-        live=now_live,
-        ttft_p99=ttft_display(now_live, summary),
-    )
-    _write_status(kube, body, new_status)
-    return outcome
+    return observed, role_lives
 
 
 def _hand_over(
-    kube: Kube,
+    kube: KubeApi,
     obj: dict[str, Any],
     live: dict[str, Any] | None,
     replicas: int,
@@ -666,7 +477,7 @@ def _hand_over(
 
 
 def _target_problem(
-    kube: Kube,
+    kube: KubeApi,
     body: Mapping[str, Any],
     found: Found,
     plan: Plan,
@@ -705,12 +516,11 @@ def _target_problem(
 
 
 def _scale_through(
-    kube: Kube,
+    kube: KubeApi,
     ns: str,
     target: str,
     found: Found,
-    wanted: Desired,
-    actuator: Actuator,
+    desire: Desire,
     metrics: MetricsView | None,
     emit: EventSink,
     outcome: Outcome,
@@ -719,7 +529,7 @@ def _scale_through(
     when it differs from the decision (least-busy pods marked first on a scale-down). The
     workload as found, with the replicas written."""
     was = None if found.object is None else observe_workload(found.object)
-    to = actuator.through_scale(wanted)
+    to, wanted = desire.scale_to, desire.wanted
     live = wanted.live_replicas
     if to is None or to == live or found.where is None:
         return was
@@ -745,7 +555,7 @@ def _scale_through(
     return None if was is None else dataclasses.replace(was, replicas=to)
 
 
-def _drop_scaled_object(kube: Kube, ns: str, child: str, uid: str) -> None:
+def _drop_scaled_object(kube: KubeApi, ns: str, child: str, uid: str) -> None:
     """Out of keda mode: our ScaledObject goes (KEDA would keep scaling from the metric that
     advisory mode still exports, or fight direct mode's writes); someone else's stays."""
     found = kube.read_scaled_object(ns, child)
@@ -753,16 +563,7 @@ def _drop_scaled_object(kube: Kube, ns: str, child: str, uid: str) -> None:
         kube.delete_scaled_object(ns, child)
 
 
-def _live_snapshot(metrics: MetricsView) -> Snapshot | None:
-    """What status.live shows: the engines' snapshot with the demand in front of them (at zero
-    replicas, the demand alone); None when neither was read."""
-    obs = metrics.observation if metrics.demand is not None else None
-    if obs is not None and obs.snapshot is not None:
-        return obs.snapshot
-    return metrics.snapshot
-
-
-def _read_live(kube: Kube, ns: str, obj: dict[str, Any]) -> dict[str, Any] | None:
+def _read_live(kube: KubeApi, ns: str, obj: dict[str, Any]) -> dict[str, Any] | None:
     kind = obj["kind"]
     if kind == SCALED_OBJECT:  # only with actuation keda
         return kube.read_scaled_object(ns, obj["metadata"]["name"])
@@ -776,7 +577,7 @@ def _read_live(kube: Kube, ns: str, obj: dict[str, Any]) -> dict[str, Any] | Non
 
 
 def _name_conflict(
-    kube: Kube,
+    kube: KubeApi,
     body: Mapping[str, Any],
     taken: list[NameConflict],
     plan: Plan,
@@ -805,7 +606,7 @@ def _name_conflict(
 
 
 def _apply_refused(
-    kube: Kube,
+    kube: KubeApi,
     body: Mapping[str, Any],
     kind: str,
     child: str,
@@ -837,18 +638,8 @@ def _apply_refused(
     _write_status(kube, body, new_status)
 
 
-def _layout(plan: Plan) -> str:
-    parts = [f"TP {plan.tensor_parallel_size}"]
-    if plan.pipeline_parallel_size > 1:
-        parts.append(f"PP {plan.pipeline_parallel_size}")
-    if plan.data_parallel_size > 1:
-        parts.append(f"DP {plan.data_parallel_size}")
-    text = " × ".join(parts) + (" with expert parallel" if plan.expert_parallel else "")
-    return text + (f" on {plan.nodes_per_replica} nodes" if plan.nodes_per_replica > 1 else "")
-
-
 def _least_work_first(
-    kube: Kube,
+    kube: KubeApi,
     ns: str,
     name: str,
     desired: dict[str, Any],
@@ -873,7 +664,7 @@ def _least_work_first(
     )
 
 
-def _write_status(kube: Kube, body: Mapping[str, Any], new: InferenceServiceStatus) -> None:
+def _write_status(kube: KubeApi, body: Mapping[str, Any], new: InferenceServiceStatus) -> None:
     """Replace the status whole when it differs from the one read. The write carries the
     resourceVersion read; on 409 Conflict ``Kube.replace_status`` re-reads the version and
     writes the same status again (the operator is the status' only writer: whatever another

@@ -11,15 +11,15 @@ from collections.abc import Callable
 from typing import Any
 
 from tokenscale.api.inference_service import API_GROUP, KIND
+from tokenscale.controller.api import WorkloadOps, WorkloadReader
 from tokenscale.controller.status import Observed, observe_deployment
-from tokenscale.kube.client import Kube
 from tokenscale.kube.lws import KIND as LWS_KIND
 
 DEPLOYMENT = "Deployment"
 WORKLOAD_KINDS = (DEPLOYMENT, LWS_KIND)
 
 
-def reader(kube: Kube, kind: str) -> Callable[[str, str], dict[str, Any] | None]:
+def reader(kube: WorkloadReader, kind: str) -> Callable[[str, str], dict[str, Any] | None]:
     return kube.read_leader_worker_set if kind == LWS_KIND else kube.read_deployment
 
 
@@ -44,7 +44,7 @@ def observe_workload(live: dict[str, Any] | None) -> Observed | None:
     )
 
 
-def read_workload(kube: Kube, namespace: str, name: str) -> dict[str, Any] | None:
+def read_workload(kube: WorkloadReader, namespace: str, name: str) -> dict[str, Any] | None:
     """Whichever workload exists (the Deployment first), for status when nothing is applied."""
     live = kube.read_deployment(namespace, name)
     if live is not None:
@@ -69,7 +69,7 @@ def stale_kind(wanted: str) -> str:
 
 
 def remove_stale(
-    kube: Kube,
+    kube: WorkloadOps,
     namespace: str,
     name: str,
     wanted: str,

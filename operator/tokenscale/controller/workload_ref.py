@@ -14,8 +14,8 @@ from typing import Any
 
 from tokenscale.api.inference_service import InferenceService
 from tokenscale.api.status import Condition
+from tokenscale.controller.api import ScaleApi
 from tokenscale.controller.status import condition
-from tokenscale.kube.client import Kube
 from tokenscale.kube.scale import Resource
 from tokenscale.planning import Plan
 from tokenscale.planning.inputs import resolve_gpu
@@ -46,7 +46,7 @@ class Found:
     reason: str | None = None
 
 
-def find(kube: Kube, namespace: str, api_version: str, kind: str, name: str) -> Found:
+def find(kube: ScaleApi, namespace: str, api_version: str, kind: str, name: str) -> Found:
     """Discovery, the object, then its Scale; the first that fails is the problem."""
     what = f"{kind} {namespace}/{name} ({api_version})"
     where = kube.scalable(api_version, kind)

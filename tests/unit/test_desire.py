@@ -1,0 +1,118 @@
+"""``desire()`` is a pure function of one observation; the reconcile is observe → desire → act.
+
+The observation is read by ``observe`` from the in-memory API stand-in of
+test_status_transitions (the same reads the real API server serves in tests/integration).
+"""
+
+import copy
+import dataclasses
+from typing import Any
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from tests.unit.test_status_transitions import FakeKube, _body, _metrics
+from tokenscale.controller.desire import Desire, desire, settled_status
+from tokenscale.controller.observation import Observation
+from tokenscale.controller.reconcile import observe, reconcile
+from tokenscale.controller.status import status_document
+from tokenscale.controller.workload import observe_workload
+from tokenscale.scaling import Snapshot
+
+NOW = "2026-01-01T00:00:00Z"
+
+snapshots = st.builds(
+    lambda running, waiting, kv, ttft: Snapshot(
+        at=0.0,
+        replicas_reporting=1,
+        running=running,
+        waiting=waiting,
+        kv_usage_max=kv,
+        ttft_p99_s=ttft,
+    ),
+    st.integers(0, 400),
+    st.integers(0, 200),
+    st.floats(0.0, 1.0),
+    st.floats(0.05, 5.0),
+)
+
+
+def _events() -> tuple[list[tuple[str, str, str]], Any]:
+    seen: list[tuple[str, str, str]] = []
+    return seen, lambda *e: seen.append(e)
+
+
+def _observed(kube: FakeKube, snapshot: Snapshot, live: int) -> Observation:
+    """A service reconciled once, its Deployment then scaled to ``live`` by someone else,
+    observed on a new metrics read."""
+    kube.run(_metrics(snapshot))
+    kube.objects["Deployment"]["spec"]["replicas"] = live
+    writes, objects = kube.status_writes, copy.deepcopy(kube.objects)
+    events, emit = _events()
+    seen = observe(kube, kube.body, NOW, emit, _metrics(snapshot))
+    assert isinstance(seen, Observation)
+    # observing writes nothing and says nothing
+    assert (kube.status_writes, kube.objects, events) == (writes, objects, [])
+    return seen
+
+
+def _what(d: Desire) -> tuple[Any, ...]:
+    return (d.decision, d.objects, d.events, d.invalid, d.scale_to, d.drop_scaled_object)
+
+
+@settings(max_examples=25, deadline=None)
+@given(snapshot=snapshots, live=st.integers(0, 12))
+def test_desire_is_deterministic_and_leaves_the_observation_as_it_was(
+    snapshot: Snapshot, live: int
+) -> None:
+    seen = _observed(FakeKube(_body()), snapshot, live)
+    before = copy.deepcopy(seen)
+    first, second = desire(seen), desire(seen)
+    assert _what(first) == _what(second)
+    assert seen == before
+    assert _what(desire(before)) == _what(first)  # a copy of the observation: the same desire
+
+
+@settings(max_examples=15, deadline=None)
+@given(snapshot=snapshots, live=st.integers(0, 12), minutes=st.integers(1, 59))
+def test_the_clock_of_the_conditions_changes_no_object_and_no_decision(
+    snapshot: Snapshot, live: int, minutes: int
+) -> None:
+    """``Observation.now`` stamps conditions and the last scale time only."""
+    seen = _observed(FakeKube(_body()), snapshot, live)
+    later = dataclasses.replace(seen, now=f"2026-01-01T00:{minutes:02d}:00Z")
+    assert _what(desire(later)) == _what(desire(seen))
+
+
+@settings(max_examples=15, deadline=None)
+@given(snapshot=snapshots, live=st.integers(0, 12))
+def test_reconcile_writes_the_status_desire_settles_on(snapshot: Snapshot, live: int) -> None:
+    """The status reconcile writes is ``settled_status`` of the observation it read, the
+    desire, and the Deployment as the apply left it."""
+    kube = FakeKube(_body())
+    seen = _observed(kube, snapshot, live)
+    wanted = desire(seen)
+    assert seen.metrics is not None
+    reconcile(kube, kube.body, NOW, _events()[1], seen.metrics)
+    after = observe_workload({**kube.objects["Deployment"], "kind": "Deployment"})
+    expected = status_document(settled_status(seen, wanted, after, {}))
+    assert kube.body["status"] == expected
+    # and what it applied is what desire said: the rendered Deployment, replicas included
+    rendered = next(o for o in wanted.objects if o["kind"] == "Deployment")
+    assert kube.objects["Deployment"]["spec"]["replicas"] == rendered["spec"]["replicas"]
+
+
+def test_advisory_desires_no_object_and_recommends_once() -> None:
+    kube = FakeKube(_body(scaling={"actuation": "advisory"}))
+    first = observe(kube, kube.body, NOW, _events()[1], None)
+    assert isinstance(first, Observation)
+    wanted = desire(first)
+    assert (wanted.objects, wanted.scale_to, wanted.actuator.mode) == ([], None, "advisory")
+    n = wanted.decision.replicas
+    assert [e[:2] for e in wanted.events] == [("Normal", "Recommended")]
+    assert wanted.events[0][2].startswith(f"Recommended {n}: ")
+    kube.run(None)
+    assert "Deployment" not in kube.objects
+    again = observe(kube, kube.body, NOW, _events()[1], None)
+    assert isinstance(again, Observation)
+    assert desire(again).events == []  # the same recommendation is not repeated
