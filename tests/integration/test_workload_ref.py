@@ -153,3 +153,57 @@ def test_a_missing_target_is_a_condition_then_found_when_created(
 
     wait_for(found, 60, "the target found and scaled to 2")
     assert ready_reason() != "TargetMissing"
+
+
+def test_the_plan_is_made_at_the_layout_the_deployment_runs(
+    objects: Objects, namespace: str, start_operator: Callable[..., Process]
+) -> None:
+    """Their Deployment runs TP 2 on 2 GPUs with its own batch limits; the spec plans TP 1.
+    tokenscale plans at TP 2 with their limits, and the condition names each difference."""
+    deployment = _their_deployment(replicas=1)
+    engine = deployment["spec"]["template"]["spec"]["containers"][0]
+    engine["args"] = [
+        "meta-llama/Llama-3.1-8B-Instruct",
+        "--tensor-parallel-size=2",
+        "--max-num-seqs",
+        "48",
+        "--max-num-batched-tokens=4096",
+        "--max-model-len",
+        "8192",
+    ]
+    engine["resources"] = {"limits": {"nvidia.com/gpu": "2"}}
+    objects.apps.create_namespaced_deployment(namespace, deployment)
+    before = _snapshot(objects)
+    op = start_operator(namespace)
+    objects.create(_named("layout", workloadRef=REF, scaling={"minReplicas": 2}))
+
+    def planned() -> bool:
+        _alive(op)
+        plan = ((objects.get("layout") or {}).get("status") or {}).get("plan") or {}
+        return "layout" in (plan.get("sources") or {})
+
+    wait_for(planned, 60, "a plan made at the running layout")
+    plan = objects.get("layout")["status"]["plan"]
+    assert plan["tensorParallelSize"] == 2  # the spec says 1
+    assert plan["maxModelLen"] == 8192
+    assert plan["maxConcurrencyPerReplica"] <= 48
+    assert plan["gpusTotal"] == plan["replicas"] * 2
+    said = plan["sources"]["layout"]
+    assert f"Deployment {namespace}/their-vllm" in said
+    for adopted in (
+        "--tensor-parallel-size 2",
+        "--max-num-seqs 48",
+        "--max-num-batched-tokens 4096",
+        "--max-model-len 8192",
+    ):
+        assert adopted in said, said
+    match = objects.condition("layout", "WorkloadMatchesSpec") or {}
+    assert (match.get("status"), match.get("reason")) == ("False", "Differs"), match
+    message = match["message"]
+    assert "--tensor-parallel-size: runs 2, the spec plans 1" in message
+    assert "--max-num-seqs: runs 48, the spec plans" in message
+    assert "--max-num-batched-tokens: runs 4096, the spec plans" in message
+    assert "--max-model-len: runs 8192, the spec plans 16384" in message
+    assert "gpus: runs 2, the spec plans 1" in message
+    wait_for(lambda: _snapshot(objects)["replicas"] == 2, 60, "their Deployment at 2")
+    assert _snapshot(objects) == {**before, "replicas": 2}  # the template untouched

@@ -63,6 +63,7 @@ from tokenscale.controller.roles import (
     role_events,
     role_of,
 )
+from tokenscale.controller.running_layout import at_running_layout, noted, read_running
 from tokenscale.controller.status import (
     Observed,
     plan_summary,
@@ -250,12 +251,14 @@ def observe(
         # two decimals: the plan (and its memo) moves with the measured rate, not its noise
         raw = None if measured is None else measured.spec_decode_acceptance_rate
         rate = None if raw is None else round(raw, 2)
+        running = read_running(kube, ns, dict(body))  # spec.workloadRef: plan at what runs
         service, plan = PLANS.planned(
             body,
             lambda parsed: with_hf_config(kube, ns, with_profile(kube, ns, parsed)),
-            lambda spec: with_measured_acceptance(spec, rate),
-            "" if rate is None else f"acceptance={rate:.2f}",
+            lambda spec: at_running_layout(with_measured_acceptance(spec, rate), running)[0],
+            ("" if rate is None else f"acceptance={rate:.2f}") + (running.key if running else ""),
         )
+        plan = noted(plan, running, service.spec)
     except SpecError as err:
         return _reject(kube, body, "InvalidSpec", str(err), now, emit)
     if plan.replicas is None:  # nothing can serve; a bound shortfall still deploys, flagged

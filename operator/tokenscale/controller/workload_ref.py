@@ -9,17 +9,19 @@ pipeline parallel sizes, ``--max-model-len``, ``--max-num-seqs``,
 ``--max-num-batched-tokens`` and the GPUs per pod.
 """
 
+import threading
+from collections import OrderedDict
 from dataclasses import dataclass
 from typing import Any
 
-from tokenscale.api.inference_service import InferenceService
+from tokenscale.api.inference_service import InferenceService, InferenceServiceSpec
 from tokenscale.api.status import Condition
 from tokenscale.controller.api import ScaleApi
 from tokenscale.controller.status import condition
 from tokenscale.kube.scale import Resource
-from tokenscale.planning import Plan
+from tokenscale.planning import Plan, plan_service
 from tokenscale.planning.inputs import resolve_gpu
-from tokenscale.render.bundle import RenderedBundle
+from tokenscale.render.bundle import RenderedBundle, render_bundle
 
 COMPARED = (
     "--model",
@@ -156,6 +158,30 @@ def plan_is_split(plan: Plan) -> bool:
     return d is not None and d.enabled
 
 
+_SPEC_TEMPLATES: OrderedDict[str, dict[str, Any] | None] = OrderedDict()
+_SPEC_TEMPLATES_LOCK = threading.Lock()
+SPEC_TEMPLATES_SIZE = 256
+
+
+def spec_template(spec: InferenceServiceSpec, name: str) -> dict[str, Any] | None:
+    """The pod template tokenscale renders for the spec *as written* (its own plan, not the
+    running layout's); None when that plan cannot serve. Remembered per spec (256 specs)."""
+    key = name + "\n" + spec.model_dump_json()
+    with _SPEC_TEMPLATES_LOCK:
+        if key in _SPEC_TEMPLATES:
+            _SPEC_TEMPLATES.move_to_end(key)
+            return _SPEC_TEMPLATES[key]
+    plan = plan_service(spec, name)
+    template = None
+    if plan.replicas is not None and plan.mix is None and not plan_is_split(plan):
+        template = pod_template(render_bundle(name, "default", spec, plan, 1).workload)
+    with _SPEC_TEMPLATES_LOCK:
+        _SPEC_TEMPLATES[key] = template
+        while len(_SPEC_TEMPLATES) > SPEC_TEMPLATES_SIZE:
+            _SPEC_TEMPLATES.popitem(last=False)
+    return template
+
+
 def matches_condition(
     previous: list[Condition],
     found: Found,
@@ -164,11 +190,12 @@ def matches_condition(
     now: str,
     gen: int | None,
 ) -> Condition:
-    """``WorkloadMatchesSpec``: True when the referenced pod template runs what the spec plans,
+    """``WorkloadMatchesSpec``: True when the referenced pod template runs what the spec as
+    written plans (:func:`spec_template`; ``bundle``'s template when that plan cannot serve),
     False naming each difference, Unknown when no ``vllm serve`` container is found."""
     resource = resolve_gpu(service.spec).resource_name
     theirs = pod_template(found.object or {})
-    ours = pod_template(bundle.workload)
+    ours = spec_template(service.spec, service.metadata.name) or pod_template(bundle.workload)
     running = None if theirs is None else engine_settings(theirs, resource)
     planned = None if ours is None else engine_settings(ours, resource)
     if running is None or planned is None:
@@ -184,7 +211,13 @@ def matches_condition(
     diff = differences(running, planned)
     if diff:
         return condition(
-            previous, "WorkloadMatchesSpec", "False", "Differs", "; ".join(diff), now, gen
+            previous,
+            "WorkloadMatchesSpec",
+            "False",
+            "Differs",
+            "; ".join(diff) + " (planned at the running layout: status.plan.sources.layout)",
+            now,
+            gen,
         )
     return condition(
         previous,
