@@ -22,8 +22,8 @@ from typing import Any
 from tokenscale.api.base import MAX_TOKENS
 from tokenscale.api.hardware import TP_CHOICES
 from tokenscale.api.inference_service import InferenceServiceSpec
+from tokenscale.controller.api import ScaleApi
 from tokenscale.controller.workload_ref import engine_settings, find, pod_template
-from tokenscale.kube.client import Kube
 from tokenscale.planning import Plan
 
 SOURCE_KEY = "layout"
@@ -120,7 +120,7 @@ def noted(plan: Plan, running: Running | None, spec: InferenceServiceSpec) -> Pl
     return plan.model_copy(update={"sources": {**plan.sources, SOURCE_KEY: said}})
 
 
-def read_running(kube: Kube, namespace: str, body: dict[str, Any]) -> Running | None:
+def read_running(kube: ScaleApi, namespace: str, body: dict[str, Any]) -> Running | None:
     """The referenced pod template's engine settings, for a body with ``spec.workloadRef``;
     None without one, or when the object is not found or runs no ``vllm serve``."""
     spec = body.get("spec") or {}
