@@ -38,6 +38,7 @@ def _metrics(objects: Objects) -> str | None:
     return (objects.condition("test", "MetricsAvailable") or {}).get("status")
 
 
+@pytest.mark.slow  # two metric windows of idleness and an outage, ≈60 s: `pytest -m slow`
 def test_an_idle_service_falls_to_min_replicas_and_a_silent_one_holds(
     cluster: Cluster, objects: Objects, namespace: str, tmp_path: Path
 ) -> None:

@@ -200,6 +200,7 @@ def _simulated(service: PlaygroundService, trace: Trace) -> tuple[list[float], l
     return ttft, tpot
 
 
+@pytest.mark.slow  # a playground run beside a simulation, ≈50 s: `pytest -m slow`
 def test_twin_latency_matches_the_simulator_within_10_percent(
     service: PlaygroundService,
 ) -> None:

@@ -38,7 +38,7 @@ from tokenscale.scaling.need import (
     observed_workload,
     profile_calibration,
 )
-from tokenscale.scaling.policy import SCALE_DOWN_STEP_S, bounded, transition
+from tokenscale.scaling.policy import SCALE_DOWN_STEP_S, bounded, hold_blind, transition
 from tokenscale.scaling.signals import (
     LATENCY_SIGNALS,
     LOAD_SIGNALS,
@@ -116,18 +116,7 @@ def decide(inp: EngineInput) -> Decision:
             f"metrics unavailable ({blind}): holding {held} (last decision {current}, "
             f"forecast floor {floor_blind}); never scaling down blind"
         )
-        return Decision(
-            replicas=held,
-            source="hold",
-            reason=why,
-            cause=Cause.BLIND,
-            why=why,
-            metrics_available=False,
-            metrics_reason=blind,
-            state=state.model_copy(
-                update={"decided_replicas": held, "low_since_s": None, "pressure_since_s": None}
-            ),
-        )
+        return hold_blind(state, held, why, blind)
     assert snap is not None
     dt = max(0.0, inp.interval_s)
     # the need: the model re-planned at the observed workload and calibration, timed as the

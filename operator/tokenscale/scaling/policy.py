@@ -19,7 +19,7 @@ from typing import Any
 
 from tokenscale.api.inference_service import InferenceServiceSpec
 from tokenscale.scaling.cause import Cause
-from tokenscale.scaling.decision import Signal
+from tokenscale.scaling.decision import Decision, Signal
 from tokenscale.scaling.state import ScalingState
 
 SCALE_DOWN_STEP_S = 120.0
@@ -48,6 +48,23 @@ class Transition:
 def bounded(replicas: int, spec: InferenceServiceSpec) -> int:
     s = spec.scaling
     return min(max(replicas, s.min_replicas), s.max_replicas)
+
+
+def hold_blind(state: ScalingState, held: int, why: str, blind: str) -> Decision:
+    """Hold ``held`` replicas on no usable metrics (``blind`` says why): never a step down
+    blind; the pressure and low-load timers start again when the metrics come back."""
+    return Decision(
+        replicas=held,
+        source="hold",
+        reason=why,
+        cause=Cause.BLIND,
+        why=why,
+        metrics_available=False,
+        metrics_reason=blind,
+        state=state.model_copy(
+            update={"decided_replicas": held, "low_since_s": None, "pressure_since_s": None}
+        ),
+    )
 
 
 def transition(

@@ -54,7 +54,7 @@ from tokenscale.scaling.buckets import BOUNDS, bucket_range, reads_low
 from tokenscale.scaling.cause import Cause
 from tokenscale.scaling.decision import Decision, Signal
 from tokenscale.scaling.forecast import outlook, update
-from tokenscale.scaling.policy import bounded, transition
+from tokenscale.scaling.policy import bounded, hold_blind, transition
 from tokenscale.scaling.role_calibration import role_calibration
 from tokenscale.scaling.signals import MAX_LATENCY_RATIO, MAX_LOAD_RATIO, PEAK_HALF_LIFE_WINDOWS
 from tokenscale.scaling.snapshot import Snapshot
@@ -300,18 +300,7 @@ def decide_role(
             f"{role} metrics unavailable ({blind}): holding {held} (last decision {current}, "
             f"planned {planned}); never scaling down blind"
         )
-        return Decision(
-            replicas=held,
-            source="hold",
-            reason=why,
-            cause=Cause.BLIND,
-            why=why,
-            metrics_available=False,
-            metrics_reason=blind,
-            state=state.model_copy(
-                update={"decided_replicas": held, "low_since_s": None, "pressure_since_s": None}
-            ),
-        )
+        return hold_blind(state, held, why, blind)
     assert snap is not None
     sigs = role_signals(role, snap, spec, plan)
     # the role's engines against its own timing model: one factor per role, in its own memory
