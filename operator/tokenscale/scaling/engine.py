@@ -44,6 +44,7 @@ from tokenscale.scaling.signals import (
     LOAD_SIGNALS,
     MAX_LATENCY_RATIO,
     MAX_LOAD_RATIO,
+    blindness,
     peak_load,
     signals,
     slo_headroom,
@@ -106,7 +107,7 @@ def decide(inp: EngineInput) -> Decision:
             state=state.model_copy(update={"decided_replicas": pin}),
         )
     snap = inp.snapshot
-    blind = _blindness(snap, now, inp.stale_after_s)
+    blind = blindness(snap, now, inp.stale_after_s)
     if blind is not None:
         # minReplicas 0: the count follows demand (a wake-up asks for the queued work only),
         # so the forecast is no floor for it; it still never goes down blind
@@ -201,16 +202,3 @@ def decide(inp: EngineInput) -> Decision:
         outlook=look,
         state=new_state,
     )
-
-
-def _blindness(snap: Snapshot | None, now: float, stale_after_s: float) -> str | None:
-    if snap is None:
-        return "no snapshot from the metrics source"
-    if not snap.core_signals_present:
-        why = "; ".join(snap.problems[:3]) or "no vLLM series for this service"
-        return f"core signals missing: {why}"
-    if snap.newest_sample_age_s is not None and snap.newest_sample_age_s > stale_after_s:
-        return f"samples are {snap.newest_sample_age_s:.0f} s old (> {stale_after_s:.0f} s)"
-    if now - snap.at > stale_after_s:
-        return f"snapshot taken {now - snap.at:.0f} s ago"
-    return None

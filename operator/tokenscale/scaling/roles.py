@@ -56,7 +56,12 @@ from tokenscale.scaling.decision import Decision, Signal
 from tokenscale.scaling.forecast import outlook, update
 from tokenscale.scaling.policy import bounded, hold_blind, transition
 from tokenscale.scaling.role_calibration import role_calibration
-from tokenscale.scaling.signals import MAX_LATENCY_RATIO, MAX_LOAD_RATIO, PEAK_HALF_LIFE_WINDOWS
+from tokenscale.scaling.signals import (
+    MAX_LATENCY_RATIO,
+    MAX_LOAD_RATIO,
+    PEAK_HALF_LIFE_WINDOWS,
+    blindness,
+)
 from tokenscale.scaling.snapshot import Snapshot
 from tokenscale.scaling.state import ScalingState
 from tokenscale.scaling.traffic import idle_floor, is_idle
@@ -246,20 +251,6 @@ def _peak(
     return max(now_load, faded)
 
 
-def blindness(snap: Snapshot | None, now: float, stale_after_s: float) -> str | None:
-    """Why a role's snapshot cannot be decided on (None: it can)."""
-    if snap is None:
-        return "no metrics for this role"
-    if not snap.core_signals_present:
-        why = "; ".join(snap.problems[:3]) or "no vLLM series for this role"
-        return f"core signals missing: {why}"
-    if snap.newest_sample_age_s is not None and snap.newest_sample_age_s > stale_after_s:
-        return f"samples are {snap.newest_sample_age_s:.0f} s old (> {stale_after_s:.0f} s)"
-    if now - snap.at > stale_after_s:
-        return f"snapshot taken {now - snap.at:.0f} s ago"
-    return None
-
-
 def decide_role(
     role: str,
     spec: InferenceServiceSpec,
@@ -293,7 +284,7 @@ def decide_role(
             metrics_available=snap is not None,
             state=state.model_copy(update={"decided_replicas": pin}),
         )
-    blind = blindness(snap, now, stale_after_s)
+    blind = blindness(snap, now, stale_after_s, f"the {role} role")
     if blind is not None:
         held = bounded(max(current, planned), spec)
         why = (

@@ -170,3 +170,21 @@ def peak_load(
     half_life = max(60.0, PEAK_HALF_LIFE_WINDOWS * policy.scale_down_stabilization_seconds)
     faded = state.peak_load * math.pow(0.5, max(0.0, now - state.peak_at_s) / half_life)
     return max(now_load, faded)
+
+
+def blindness(
+    snap: Snapshot | None, now: float, stale_after_s: float, subject: str = "this service"
+) -> str | None:
+    """Why ``snap`` cannot be decided on (None: it can): no snapshot, the core vLLM series
+    missing, or samples older than ``stale_after_s``. ``subject`` names what it is of (the
+    service, or one prefill/decode role) in the reason."""
+    if snap is None:
+        return f"no metrics for {subject}"
+    if not snap.core_signals_present:
+        why = "; ".join(snap.problems[:3]) or f"no vLLM series for {subject}"
+        return f"core signals missing: {why}"
+    if snap.newest_sample_age_s is not None and snap.newest_sample_age_s > stale_after_s:
+        return f"samples are {snap.newest_sample_age_s:.0f} s old (> {stale_after_s:.0f} s)"
+    if now - snap.at > stale_after_s:
+        return f"snapshot taken {now - snap.at:.0f} s ago"
+    return None

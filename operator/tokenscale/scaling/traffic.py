@@ -7,7 +7,7 @@ quantiles come back empty (Prometheus' NaN). That emptiness is a consequence of 
 not a missing signal: the latency signals read as low and the model needs only the floor.
 
 **Blind** is different: no engine reports, the counter has no series at all (``None``), or
-the samples are stale — the engine then holds (``engine._blindness``).
+the samples are stale — the engine then holds (``signals.blindness``).
 """
 
 from tokenscale.api.inference_service import InferenceServiceSpec
