@@ -251,7 +251,8 @@ def observe(
         # two decimals: the plan (and its memo) moves with the measured rate, not its noise
         raw = None if measured is None else measured.spec_decode_acceptance_rate
         rate = None if raw is None else round(raw, 2)
-        running = read_running(kube, ns, dict(body))  # spec.workloadRef: plan at what runs
+        # spec.workloadRef: plan at what runs (and scale through what was found there)
+        running, found_ref = read_running(kube, ns, dict(body))
         service, plan = PLANS.planned(
             body,
             lambda parsed: with_hf_config(kube, ns, with_profile(kube, ns, parsed)),
@@ -274,7 +275,7 @@ def observe(
             why = "spec.workloadRef: scales one workload; this spec plans several (GPU variants "
             why += "or prefill/decode roles): remove workloadRef or those sections"
             return _reject(kube, body, "InvalidSpec", why, now, emit, plan, service)
-        found = find(kube, ns, ref.api_version, ref.kind, ref.name)
+        found = found_ref or find(kube, ns, ref.api_version, ref.kind, ref.name)
         if found.problem is not None:
             return _target_problem(kube, body, found, plan, service, now, emit)
     pods = found.selector if found is not None and found.selector else selector_string(name)

@@ -23,7 +23,7 @@ from tokenscale.api.base import MAX_TOKENS
 from tokenscale.api.hardware import TP_CHOICES
 from tokenscale.api.inference_service import InferenceServiceSpec
 from tokenscale.controller.api import ScaleApi
-from tokenscale.controller.workload_ref import engine_settings, find, pod_template
+from tokenscale.controller.workload_ref import Found, engine_settings, find, pod_template
 from tokenscale.planning import Plan
 
 SOURCE_KEY = "layout"
@@ -120,25 +120,28 @@ def noted(plan: Plan, running: Running | None, spec: InferenceServiceSpec) -> Pl
     return plan.model_copy(update={"sources": {**plan.sources, SOURCE_KEY: said}})
 
 
-def read_running(kube: ScaleApi, namespace: str, body: dict[str, Any]) -> Running | None:
-    """The referenced pod template's engine settings, for a body with ``spec.workloadRef``;
-    None without one, or when the object is not found or runs no ``vllm serve``."""
+def read_running(
+    kube: ScaleApi, namespace: str, body: dict[str, Any]
+) -> tuple[Running | None, Found | None]:
+    """The referenced pod template's engine settings, for a body with ``spec.workloadRef``
+    (None without one, or when the object is not found or runs no ``vllm serve``), and what
+    was found there (the reconcile scales through it: one lookup per reconcile, not two)."""
     spec = body.get("spec") or {}
     ref = spec.get("workloadRef") if isinstance(spec, dict) else None
     if not isinstance(ref, dict):
-        return None
+        return None, None
     api_version, kind, name = ref.get("apiVersion"), ref.get("kind"), ref.get("name")
     if not (isinstance(api_version, str) and isinstance(kind, str) and isinstance(name, str)):
-        return None  # the parser names the field
+        return None, None  # the parser names the field
     found = find(kube, namespace, api_version, kind, name)
     template = None if found.object is None else pod_template(found.object)
     if template is None:
-        return None
+        return None, found
     gpu = _gpu_resource(spec)
     settings = engine_settings(template, gpu)
     if settings is None:
-        return None
-    return Running(f"{kind} {namespace}/{name}", settings)
+        return None, found
+    return Running(f"{kind} {namespace}/{name}", settings), found
 
 
 def _gpu_resource(spec: dict[str, Any]) -> str:
