@@ -22,4 +22,13 @@ echo "== helm (real binary for the chart tests; cached)"
 bash scripts/helm-bin.sh
 echo "== test control plane (kube-apiserver, etcd, kube-controller-manager; cached)"
 bash scripts/kube-test-env.sh
-echo "== pytest";        python -m pytest "$@"
+if [ "$#" -gt 0 ]; then
+  echo "== pytest $*"; exec python -m pytest "$@"
+fi
+# The unit suite is CPU-bound and independent: two workers. The integration suite runs alone and
+# in order: its tests time a real control plane and Prometheus, and a second worker's servers
+# would share the two cores (and could take a port a stopped server just freed).
+rc=0
+echo "== pytest tests/unit (2 workers)"; python -m pytest -n 2 --durations=15 tests/unit || rc=$?
+echo "== pytest tests/integration";      python -m pytest --durations=25 tests/integration || rc=$?
+exit "$rc"

@@ -4,6 +4,7 @@ import os
 from collections.abc import Callable, Iterator
 
 import pytest
+from hypothesis import settings
 
 # The tests never reach the Hugging Face Hub: a model name the catalog does not know is looked up
 # in the local cache only (tests that need a cache point HF_HUB_CACHE at their own directory).
@@ -11,6 +12,11 @@ os.environ["HF_HUB_OFFLINE"] = "1"
 
 from tests.support.openai_server import OpenAIServer, ServerKnobs
 from tokenscale.playground.processes import free_port
+
+# No per-example deadline: the unit suite runs on two workers sharing two cores, where a wall-clock
+# limit measures the neighbour, not the code (timings live in benchmarks/, not in tests).
+settings.register_profile("suite", deadline=None)
+settings.load_profile("suite")
 
 
 @pytest.fixture

@@ -265,6 +265,7 @@ def test_back_to_one_gpu_type_deletes_the_variants_deployments(
     assert objects.get(NAME)["status"].get("variants", []) == []
 
 
+@pytest.mark.slow  # ≈55 s of metric-driven steps: `pytest -m slow`
 def test_a_mix_scales_on_metrics_cheapest_capacity_up_dearest_down(
     objects: Objects,
     namespace: str,

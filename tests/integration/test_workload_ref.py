@@ -152,7 +152,8 @@ def test_a_missing_target_is_a_condition_then_found_when_created(
         return _snapshot(objects)["replicas"] == 2
 
     wait_for(found, 60, "the target found and scaled to 2")
-    assert ready_reason() != "TargetMissing"
+    # the status is written after the scale (observe → desire → act → status)
+    wait_for(lambda: ready_reason() != "TargetMissing", 30, "Ready no longer TargetMissing")
 
 
 def test_the_plan_is_made_at_the_layout_the_deployment_runs(
