@@ -345,7 +345,8 @@ def best_static_mix(
 ) -> ScaledMixRun | None:
     """The cheapest fixed fleet (ready from the start) whose replay meets the SLOs for at
     least ``target`` of requests: for every count of every variant but the last (within
-    ``max_replicas``), the fewest of the last (bisection; attainment grows with it), skipping
+    ``max_replicas``), the fewest of the last (doubling from below, then bisection; attainment
+    grows with it), skipping
     prefixes already dearer than the best found. Cost is price-weighted GPU-hours (GPU-hours
     when a variant has no price). None when no fleet within the bounds meets ``target``."""
     names = [e.name for e in engines]
@@ -375,11 +376,14 @@ def best_static_mix(
         fixed_cost = sum(price[n] * c for n, c in head.items())
         if fixed_cost >= best_cost:
             continue
-        lo = 0 if any(head.values()) else 1
-        hi = max_replicas.get(last, 0)
-        if hi < lo:
+        lo, most = (0 if any(head.values()) else 1), max_replicas.get(last, 0)
+        if most < lo:
             continue
-        found = replay({**head, last: hi})
+        # doubling from below (a fleet that misses gives up early), then bisection
+        hi, found = lo, replay({**head, last: lo})
+        while found.slo_attainment < target and hi < most:
+            lo, hi = hi + 1, min(most, max(1, 2 * hi))
+            found = replay({**head, last: hi})
         if found.slo_attainment < target:
             continue
         while lo < hi:
