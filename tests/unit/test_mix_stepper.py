@@ -14,11 +14,20 @@ from hypothesis import strategies as st
 from tests.helpers import ROOT
 from tokenscale.api.inference_service import InferenceServiceSpec
 from tokenscale.api.manifest import parse_manifests
+from tokenscale.controller.quota import QuotaSeen, bound_seen
 from tokenscale.planning import Plan, plan_service
 from tokenscale.scaling import Snapshot
 from tokenscale.scaling.mix_stepper import MixState, MixStepper
+from tokenscale.scaling.quota import GpuQuota
+from tokenscale.scaling.state import ScalingState
 from tokenscale.scaling.stepper import Observation, Stepper
-from tokenscale.scaling.stockout import STOCKOUT_GRACE_S, STOCKOUT_RETRY_S, VariantPod
+from tokenscale.scaling.stockout import (
+    STOCKOUT_GRACE_S,
+    STOCKOUT_RETRY_S,
+    Exhausted,
+    VariantPod,
+    room_of,
+)
 
 MIXED = ROOT / "deploy" / "examples" / "variants" / "llama-3.1-8b-h100-l40s.yaml"
 H100, L40S = "h100-sxm-80gb", "l40s-48gb"
@@ -223,3 +232,35 @@ def test_the_mix_stepper_refuses_a_one_gpu_plan() -> None:
     stepper = MixStepper(Stepper(spec, plan_service(spec, "one"), 15.0))
     with pytest.raises(ValueError, match="mix plan"):
         stepper.step(stepper.initial(), None, [], 0.0)
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    total=st.integers(0, 30),
+    h100_placed=st.integers(0, 4),
+    quota_gpus=st.one_of(st.none(), st.integers(0, 30)),
+)
+def test_the_split_is_the_one_the_reconcile_writes(
+    total: int, h100_placed: int, quota_gpus: int | None
+) -> None:
+    """For the same total, exhausted marks and GPU quota, the mix stepper's split is the
+    reconcile's (``controller/quota.bound_seen`` with ``room_of`` of its marks)."""
+    spec, plan = PLANS[True]
+    marks = {H100: Exhausted(H100, h100_placed, 2, 0.0, "stuck")}
+    quotas = (
+        []
+        if quota_gpus is None
+        else [GpuQuota("gpus", {"requests.nvidia.com/gpu": quota_gpus}, {})]
+    )
+    pinned = spec.model_copy(
+        update={
+            "scaling": spec.scaling.model_copy(
+                update={"replicas": total, "max_replicas": 40, "min_replicas": 0}
+            )
+        }
+    )
+    stepper = MixStepper(Stepper(pinned, plan, 15.0))
+    pods = [VariantPod(H100, None)] * h100_placed
+    step = stepper.step(MixState(ScalingState(), marks), None, pods, 1.0, quotas=quotas, held={})
+    live = bound_seen(QuotaSeen(quotas, {}), pinned, plan, total, room_of(marks))
+    assert step.bound == live
