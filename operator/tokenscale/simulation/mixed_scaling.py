@@ -80,6 +80,7 @@ class MixTokenscale:
         self.stepper = MixStepper(Stepper(spec, plan, interval_s, stale_after_s), grace_s, retry_s)
         self.state: MixState = self.stepper.initial()
         self.last_reason = ""
+        self._decided = ""
         self.marked: list[tuple[float, str, str]] = []
         """(when, variant, reason) of every exhausted mark made."""
 
@@ -100,9 +101,9 @@ class MixTokenscale:
             if name not in before or before[name].since_s != m.since_s:
                 self.marked.append((now, name, m.reason))
         if step.decision is not None:
-            self.last_reason = step.decision.reason
-        if step.bound.limited is not None:
-            self.last_reason += f"; {step.bound.limited}"
+            self._decided = step.decision.reason
+        limited = step.bound.limited
+        self.last_reason = self._decided + ("" if limited is None else f"; {limited}")
         return step.counts
 
 
