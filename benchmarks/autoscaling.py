@@ -45,7 +45,11 @@ before the issue-19 levers were tuned and never run while tuning them: a stairca
 fall (code completion on A100, 24 → 6 RPS over 30 minutes). docs/performance.md reports them
 apart from the suite.
 
-    python benchmarks/autoscaling.py [--suite dev|held-out] [--grid ci|cross|full]
+Mixed fleets (``--suite mixed``, ``benchmarks/autoscaling_mixed.py``): an H100 + L40S mix
+scaled by the operator's mix policy, and the same with the H100 out of stock mid-trace,
+against the best single-variant autoscaled fleet and the best static mix in GPU cost.
+
+    python benchmarks/autoscaling.py [--suite dev|held-out|mixed] [--grid ci|cross|full]
         [--shapes bursty step ...] [--markdown results.md]
 """
 
@@ -548,15 +552,23 @@ def main(argv: Sequence[str] | None = None) -> None:
     ap.add_argument("--grid", choices=tuple(GRIDS), default="full")
     ap.add_argument(
         "--suite",
-        choices=tuple(SUITES),
+        choices=(*SUITES, "mixed"),
         default="dev",
-        help="dev: the shapes the policy was tuned on; held-out: ones it never saw.",
+        help="dev: the shapes the policy was tuned on; held-out: ones it never saw; mixed: "
+        "an H100 + L40S mix, and the H100 out of stock mid-trace (benchmarks/"
+        "autoscaling_mixed.py; --markdown only).",
     )
     ap.add_argument("--shapes", nargs="+", choices=[e.name for e in (*SUITE, *HELD_OUT)])
     ap.add_argument("--markdown", type=Path, help="Also write the table here.")
     ap.add_argument("--jsonl", type=Path, help="Append each finished case here.")
     ap.add_argument("--from-jsonl", type=Path, help="Only print the table of these cases.")
     args = ap.parse_args(argv)
+    if args.suite == "mixed":
+        sys.path.insert(0, str(ROOT))  # run as a script: benchmarks/ is first on the path
+        from benchmarks.autoscaling_mixed import main as mixed_main  # noqa: PLC0415
+
+        mixed_main(args.markdown)
+        return
     entries = (
         [e for e in (*SUITE, *HELD_OUT) if e.name in args.shapes]
         if args.shapes

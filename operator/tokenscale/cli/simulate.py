@@ -188,6 +188,15 @@ def simulate_command(
             "retry-storm, long-burst. The report compares the run with and without them.",
         ),
     ] = None,
+    stockout: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--stockout",
+            help="A spec with spec.hardware.variants: VARIANT@MM:SS[-MM:SS] (repeatable): from "
+            "then (until then) no new replica of that variant can be placed; its new pods stay "
+            "Pending, as in a stockout of that GPU type.",
+        ),
+    ] = None,
     architectures: Annotated[
         bool,
         typer.Option(
@@ -270,13 +279,32 @@ def simulate_command(
             warn(note)
         check_span(cut.trace, time_scale)
         scaled = scale_trace(cut.trace, time_scale, rate_scale, seed)
-        if isvc.spec.hardware.variants is not None:  # several GPU types: fixed mixed fleets
-            from tokenscale.cli.simulate_mix import mixed_runs, print_mixed  # noqa: PLC0415
+        if isvc.spec.hardware.variants is not None:  # several GPU types: mixed fleets
+            from tokenscale.cli.simulate_mix import (  # noqa: PLC0415
+                autoscaled_runs,
+                mixed_runs,
+                parse_stockout,
+                print_mixed,
+            )
 
+            try:
+                outs = [parse_stockout(text, _moment) for text in stockout or []]
+            except ValueError as exc:
+                raise bad_input(str(exc)) from exc
             runs = mixed_runs(isvc, scaled, mismatch)
+            scaled_runs = (
+                autoscaled_runs(isvc, scaled, mismatch, cold_start, scrape_interval, interval, outs)
+                if policy in (PolicyChoice.tokenscale, PolicyChoice.all)
+                else []
+            )
             title = f"{isvc.metadata.name}: {trace.name}, {len(scaled.requests):,} requests"
-            print_mixed(runs, output == TableOrJson.json, title)
+            print_mixed(runs, output == TableOrJson.json, title, scaled_runs)
             return
+        if stockout:
+            raise bad_input(
+                "--stockout applies to a spec with spec.hardware.variants (several GPU types); "
+                f"{file} has one GPU type: drop --stockout"
+            )
         if architectures:
             from tokenscale.cli.simulate_pd import print_comparison, scaled_pools  # noqa: PLC0415
             from tokenscale.simulation.disaggregated import compare  # noqa: PLC0415

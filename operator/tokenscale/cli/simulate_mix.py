@@ -1,7 +1,10 @@
 """``tokenscale simulate`` on a spec with ``spec.hardware.variants``: the planner's mix and each
-variant alone, as fixed fleets replayed against the trace (``simulation/mixed.py``)."""
+variant alone, as fixed fleets replayed against the trace (``simulation/mixed.py``), then the
+mix autoscaled by the operator's mix policy and each variant alone autoscaled
+(``simulation/mixed_scaling.py``), under any ``--stockout``."""
 
 import json
+from collections.abc import Callable, Sequence
 from dataclasses import asdict
 
 from rich.console import Console
@@ -10,6 +13,14 @@ from rich.table import Table
 from tokenscale.api.inference_service import InferenceService
 from tokenscale.planning import plan_service
 from tokenscale.simulation.mixed import MixedRun, SimRouting, mix_engines, replay_mix
+from tokenscale.simulation.mixed_fleet import GpuStockout
+from tokenscale.simulation.mixed_scaling import (
+    MixScaleOptions,
+    MixTokenscale,
+    ScaledMixRun,
+    VariantTokenscale,
+    replay_scaled_mix,
+)
 from tokenscale.simulation.run import SimulationError
 from tokenscale.simulation.trace import Trace
 
@@ -38,9 +49,78 @@ def mixed_runs(isvc: InferenceService, trace: Trace, mismatch: float) -> list[tu
     return runs
 
 
-def print_mixed(runs: list[tuple[str, MixedRun]], as_json: bool, title: str) -> None:
+def parse_stockout(text: str, moment: Callable[[str, str], float]) -> GpuStockout:
+    """``VARIANT@MM:SS[-MM:SS]`` → a stockout of that variant from (until) then; ``moment``
+    reads one time (exits 2 on a bad one)."""
+    variant, at, when = text.partition("@")
+    if not at or not variant or not when:
+        raise ValueError(
+            f"--stockout {text!r}: use VARIANT@MM:SS or VARIANT@MM:SS-MM:SS "
+            "(e.g. h100-sxm-80gb@10:00)"
+        )
+    start, dash, end = when.partition("-")
+    from_s = moment(start, "--stockout")
+    until_s = moment(end, "--stockout") if dash else float("inf")
+    if until_s <= from_s:
+        raise ValueError(f"--stockout {text!r}: the end must come after the start")
+    return GpuStockout(variant, from_s, until_s)
+
+
+def autoscaled_runs(
+    isvc: InferenceService,
+    trace: Trace,
+    mismatch: float,
+    cold_start_s: float,
+    scrape_interval_s: float,
+    interval_s: float,
+    stockouts: Sequence[GpuStockout],
+) -> list[tuple[str, ScaledMixRun]]:
+    """The mix scaled by the operator's mix policy, then each variant alone scaled by the
+    shared stepper, from the plan's counts, under ``stockouts``."""
+    spec = isvc.spec
+    plan = plan_service(spec, isvc.metadata.name)
+    engines = mix_engines(spec, plan, trace.block_tokens, mismatch)
+    names = [e.name for e in engines]
+    for s in stockouts:
+        if s.variant not in names:
+            raise ValueError(
+                f"--stockout {s.variant}@…: no variant of the plan is named {s.variant!r}; "
+                f"use one of {', '.join(names)}"
+            )
+    routing: SimRouting = "least-loaded" if spec.gateway.load_aware else "round-robin"
+    opts = MixScaleOptions(
+        cold_start_s=cold_start_s,
+        scrape_interval_s=scrape_interval_s,
+        decision_interval_s=interval_s,
+    )
+    ours = MixTokenscale(spec, plan, interval_s)
+    runs = [
+        (
+            "tokenscale (mix)",
+            replay_scaled_mix(engines, trace, spec, ours, routing, opts, stockouts),
+        )
+    ]
+    for e in engines:
+        alone = VariantTokenscale(spec, plan, e.name, interval_s)
+        runs.append(
+            (
+                f"tokenscale, {e.name} alone",
+                replay_scaled_mix(engines, trace, spec, alone, routing, opts, stockouts),
+            )
+        )
+    return runs
+
+
+def print_mixed(
+    runs: list[tuple[str, MixedRun]],
+    as_json: bool,
+    title: str,
+    scaled: Sequence[tuple[str, ScaledMixRun]] = (),
+) -> None:
     if as_json:
-        print(json.dumps([{"fleet": label, **asdict(r)} for label, r in runs], indent=2))
+        rows = [{"fleet": label, **asdict(r)} for label, r in runs]
+        rows += [{"fleet": label, **asdict(r)} for label, r in scaled]
+        print(json.dumps(rows, indent=2))
         return
     t = Table(title=title, title_justify="left")
     for col in (
@@ -70,3 +150,32 @@ def print_mixed(runs: list[tuple[str, MixedRun]], as_json: bool, title: str) -> 
             "—" if r.cost_per_hour is None else f"{r.cost_per_hour:,.2f}",
         )
     Console(width=180).print(t)
+    if scaled:
+        Console(width=180).print(_scaled_table(scaled, f"{title}: autoscaled"))
+
+
+def _scaled_table(scaled: Sequence[tuple[str, ScaledMixRun]], title: str) -> Table:
+    t = Table(title=title, title_justify="left")
+    for col in (
+        "fleet",
+        "peak replicas",
+        "attainment",
+        "TTFT P99 s",
+        "TPOT P99 ms",
+        "GPU-hours",
+        "cost",
+        "exhausted",
+    ):
+        t.add_column(col)
+    for label, r in scaled:
+        t.add_row(
+            label,
+            " + ".join(f"{n} × {name}" for name, n in r.replicas_max.items() if n),
+            f"{r.slo_attainment:.2%}",
+            f"{r.ttft_p99_s:.2f}",
+            f"{r.tpot_p99_s * 1e3:.1f}",
+            f"{r.gpu_hours:.2f}",
+            "—" if r.cost is None else f"{r.cost:,.2f}",
+            "; ".join(f"{v} at {t_s:,.0f} s" for t_s, v, _ in r.marked) or "—",
+        )
+    return t

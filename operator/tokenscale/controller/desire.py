@@ -46,7 +46,6 @@ from tokenscale.controller.status import (
 )
 from tokenscale.controller.variants import (
     exhausted_condition,
-    room_of,
     variant_statuses,
 )
 from tokenscale.controller.workload_ref import matches_condition
@@ -59,6 +58,7 @@ from tokenscale.scaling.memory import limited, trusted
 from tokenscale.scaling.quota import QuotaBound
 from tokenscale.scaling.schedule import scheduled_spec, widest_spec
 from tokenscale.scaling.stepper import Stepper
+from tokenscale.scaling.stockout import room_of
 
 
 def _carry(

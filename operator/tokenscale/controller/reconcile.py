@@ -74,7 +74,6 @@ from tokenscale.controller.variants import (
     observe_variants,
     remove_old_variants,
     remove_single_workload,
-    room_of,
     stock_marks,
 )
 from tokenscale.controller.workload import (
@@ -105,6 +104,7 @@ from tokenscale.render.keda import KIND as SCALED_OBJECT
 from tokenscale.render.labels import CONFIG_HASH_ANNOTATION
 from tokenscale.render.variants import variant_workload_name
 from tokenscale.scaling import Decision
+from tokenscale.scaling.stockout import room_of
 
 __all__ = ["EventSink", "MetricsView", "Outcome", "act", "observe", "reconcile", "with_profile"]
 

@@ -151,11 +151,6 @@ def stock_marks(
     return exhausted_variants(pods, now_s, previous_marks(status))
 
 
-def room_of(marks: Mapping[str, Exhausted]) -> dict[str, int]:
-    """An exhausted variant keeps what it has placed and takes no more."""
-    return {v: m.placed for v, m in marks.items()}
-
-
 def variant_statuses(
     plan: Plan, counts: Mapping[str, int] | None, marks: Mapping[str, Exhausted]
 ) -> list[VariantStatus]:

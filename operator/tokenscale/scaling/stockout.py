@@ -68,3 +68,9 @@ def exhausted_variants(
             )
             out[variant] = Exhausted(variant, placed, len(stuck), now_s, reason)
     return out
+
+
+def room_of(marks: Mapping[str, Exhausted]) -> dict[str, int]:
+    """An exhausted variant keeps what it has placed and takes no more: ``{variant: placed}``,
+    the most each marked variant may run (``scaling/variant_order.mix_counts``' ``room``)."""
+    return {v: m.placed for v, m in marks.items()}

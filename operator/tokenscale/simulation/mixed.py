@@ -19,7 +19,7 @@ trace ends (a replica taken away stops counting when it is taken).
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import Literal, Protocol, TypeVar
 
 from tokenscale.api.inference_service import InferenceServiceSpec
 from tokenscale.api.slo import Slo
@@ -124,14 +124,26 @@ def _meets(o: Outcome, slo: Slo) -> bool:
     )
 
 
-class _Router:
+class Routed(Protocol):
+    """A replica the router may pick: its variant's index and its engine."""
+
+    variant: int
+    replica: Replica
+
+
+R = TypeVar("R", bound=Routed)
+
+
+class Router:
+    """Picks the replica an arrival goes to (module docstring's routing)."""
+
     def __init__(self, engines: Sequence[VariantEngine], routing: SimRouting) -> None:
         self.engines = engines
         self.routing = routing
         self.turn = 0
 
-    def pick(self, members: list[_Member], now: float) -> _Member | None:
-        ready = [m for m in members if m.ready_at_s <= now and m.gone_s > now]
+    def choose(self, ready: Sequence[R]) -> R | None:
+        """One of the ``ready`` replicas (None when there is none)."""
         if not ready:
             return None
         if self.routing == "round-robin":
@@ -139,6 +151,9 @@ class _Router:
             self.turn += 1
             return chosen
         return min(ready, key=lambda m: m.replica.load / self.engines[m.variant].cfg.max_num_seqs)
+
+    def pick(self, members: list[_Member], now: float) -> _Member | None:
+        return self.choose([m for m in members if m.ready_at_s <= now and m.gone_s > now])
 
 
 def replay_mix(
@@ -157,7 +172,7 @@ def replay_mix(
         for i, e in enumerate(engines)
         for _ in range(counts[i])
     ]
-    router = _Router(engines, routing)
+    router = Router(engines, routing)
     by_name = {e.name: i for i, e in enumerate(engines)}
     rejected = 0
     pending: list[SimRequest] = []
