@@ -13,7 +13,8 @@ minute by minute. The desired replicas are the last decision made on an observat
 before the minute's end (as the simulator's timeline has a point per decision); the ready ones
 the monitor's last sample. ``pods``: each pod's start (the observation that asked for it, the
 Deployment's write, the runner noticing it, Ready, the first scrape; modelled seconds since the
-load's start).
+load's start). A prefill/decode service adds ``roles``: each role's most ready replicas
+(``replicas_max``) and its desired and ready counts per modelled minute (``timeline``).
 """
 
 import math
@@ -46,7 +47,7 @@ def summary_json(r: PlaygroundResult) -> dict[str, Any]:
     minutes = with_decisions(
         per_minute(r.timeline, r.load_duration_s), r.decisions, r.load_duration_s
     )
-    return {
+    out = {
         "service": r.service,
         "speed": r.speed,
         "trace": r.trace,
@@ -78,6 +79,27 @@ def summary_json(r: PlaygroundResult) -> dict[str, Any]:
         "timeline": [m.model_dump() for m in minutes],
         "pods": [asdict(p) for p in r.pods],
     }
+    if r.role_timeline:
+        out["roles"] = role_summary(r)
+    return out
+
+
+def role_summary(r: PlaygroundResult) -> dict[str, Any]:
+    """Each role's most ready replicas and, per modelled minute of the load, its desired and
+    ready counts at the minute's last sample."""
+    roles = sorted({role for _, frames in r.role_timeline for role in frames})
+    out: dict[str, Any] = {}
+    for role in roles:
+        samples = [(t, f[role]) for t, f in r.role_timeline if role in f]
+        minutes: dict[int, dict[str, Any]] = {}
+        for t, f in samples:
+            if 0 <= t <= r.load_duration_s + MINUTE_S:
+                minutes[int(t // MINUTE_S)] = {"desired": f.desired, "ready": f.ready}
+        out[role] = {
+            "replicas_max": max((f.ready for _, f in samples), default=0),
+            "timeline": [{"minute": m, **v} for m, v in sorted(minutes.items())],
+        }
+    return out
 
 
 def with_decisions(
