@@ -327,6 +327,12 @@ def playground_command(
     except SpecError as err:
         fail_invalid(err, path)
         return
+    if service.disaggregated and load is LoadShape.idle_burst:
+        raise bad_input(
+            f"--load idle-burst with {path}: a prefill/decode service cannot sleep at zero "
+            "replicas (its wake-up source, an InferencePool, is not rendered for a P/D pair); "
+            "use --load step, ramp or burst"
+        )
     if service.disaggregated and trace is None and load is None:
         load = LoadShape.step  # a disaggregated service exists for its long prompts: its own
     zero_note = ""
