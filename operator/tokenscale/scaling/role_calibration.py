@@ -16,10 +16,10 @@ The one-pool engine's rule (``scaling/need.py``: predicted ÷ observed, bounded 
   to itself: a prompt that waited for a busy engine is admitted into the leftover token budget
   of the step that finishes the prompt ahead, and the prompt behind it into the leftover of
   its own last step, so each shared step's time counts in both phases. In the simulator at
-  engines exactly as modelled the phase read 1.07× the lone prefill with a queue mean 10 % of
-  it, and 1.4× at a queue of 45 % (×4 step, ``benchmarks/pd_scaling.py``), which read as
-  engines 30 % slow; an idle engine's phase is the prompt's own. The instantaneous waiting
-  gauge does not tell: it read 0–1 per engine through that step.
+  engines exactly as modelled the phase read 1.06× its unshared value with a queue mean 10 % of
+  the predicted prefill, and 1.29× at 44 % (×4 step, ``benchmarks/pd_scaling.py``), which read
+  as engines up to 27 % slow; with no queue the phase is the prompt's own. The instantaneous
+  waiting gauge does not tell: it read 0–1 per engine through that step.
 
 A factor below 1 says the engines are slower than modelled: the role's per-replica rate is
 multiplied by it (``scaling/roles.py``). ``spec.scaling.policy.calibrate: false`` keeps 1.
