@@ -8,6 +8,8 @@ from tokenscale.cli.app import app
 from tokenscale.playground.engine import ModelClock, Stream, TwinEngine, prompt_blocks
 from tokenscale.playground.load import shaped_trace, shared_prefix_prompt
 from tokenscale.playground.service import PD_SPEC, default_spec_path, load_service, spec_mix
+from tokenscale.playground.session import PlaygroundResult, RoleFrame
+from tokenscale.playground.summary import gpu_hours_until, role_summary
 from tokenscale.simulation.replica import SimRequest
 from tokenscale.simulation.trace import TraceRequest, window_rates
 
@@ -118,3 +120,16 @@ def test_an_aborted_request_frees_its_kv_blocks() -> None:
     assert engine.replica.free_blocks == service.engine.kv_blocks
     assert engine.replica.idle
     assert engine.aborted == 1
+
+
+def test_a_pd_runs_gpu_hours_count_each_role_at_its_gpus() -> None:
+    """Each role's ready and starting replicas at that role's GPUs per replica (a prefill pool
+    at TP 2 beside a decode pool at TP 1), each sample's counts held until the next."""
+    r = PlaygroundResult("s", 20.0, "t", 0, 0, 0, 0, 0, 0, 0, 0, 0, [], [], None, None, [], [])
+    r.role_timeline = [
+        (0.0, {"prefill": RoleFrame(1, 1, 0), "decode": RoleFrame(2, 2, 0)}),
+        (3600.0, {"prefill": RoleFrame(2, 1, 1), "decode": RoleFrame(2, 2, 0)}),
+    ]
+    r.role_gpus = {"prefill": 2, "decode": 1}
+    assert gpu_hours_until(r, 1800.0) == pytest.approx(0.5 * (2 * 2 + 2 * 1))
+    assert role_summary(r)["prefill"]["replicas_max"] == 1

@@ -180,6 +180,8 @@ class PlaygroundResult:
     """Every pod the runner started, in the order it did."""
     role_timeline: list[tuple[float, dict[str, RoleFrame]]] = field(default_factory=list)
     """A prefill/decode service: each role's counts, once a second (modelled time)."""
+    role_gpus: dict[str, int] = field(default_factory=dict)
+    """A prefill/decode service: GPUs per replica of each role."""
     engine_slo_attainment: float | None = None
     """The share of requests sent that the twins' engines finished within the SLO by their
     modelled latencies (what the simulator counts, and what the twins' histograms hold),
@@ -443,6 +445,7 @@ class Playground:
             self.ports += runner.ports_used
         result = self._result(stats, samples, gpu_seconds)
         result.role_timeline = role_samples
+        result.role_gpus = dict(svc.role_gpus)
         if svc.disaggregated:  # a decode engine's latencies count from its KV's arrival only
             result.engine_slo_attainment = None
         return result

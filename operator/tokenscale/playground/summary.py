@@ -29,7 +29,19 @@ from tokenscale.simulation.minutes import MINUTE_S, MinutePoint, per_minute
 
 def gpu_hours_until(r: PlaygroundResult, until_s: float) -> float:
     """GPU-hours held (starting and ready replicas) from the load's start to ``until_s``,
-    from the timeline's samples (each sample's count held until the next)."""
+    from the timeline's samples (each sample's count held until the next); a prefill/decode
+    service's from each role's samples at its role's GPUs per replica."""
+    if r.role_timeline:
+        gpu_s = 0.0
+        for (t0, _), (t1, frames) in pairwise(r.role_timeline):
+            lo, hi = t0, min(t1, until_s)
+            if hi > lo:
+                held = sum(
+                    (f.ready + f.starting) * r.role_gpus.get(role, r.gpus_per_replica)
+                    for role, f in frames.items()
+                )
+                gpu_s += held * (hi - lo)
+        return gpu_s / 3600.0
     seconds = 0.0
     for a, b in pairwise(r.timeline):
         lo, hi = a.t_s, min(b.t_s, until_s)
