@@ -17,6 +17,12 @@ Figures are reported, not asserted (``tests/unit/test_pd_scaled_sim.py`` asserts
 behaviour).
 
     python benchmarks/pd_scaling.py [--base 5] [--hold 300] [--after 600] [--json]
+
+``--playground HIGH`` replays instead what ``tokenscale playground --pd --high-rps HIGH`` plays:
+the bundled P/D spec (Llama-3.1-8B on L4, ``data/playground/llama-3.1-8b-l4-pd.yaml``), its
+step load (15 minutes, the middle third at HIGH RPS, else half the spec's mean, the spec's own
+lengths, seed 0) and the playground's 60-s cold start: the simulator's side of the
+playground's P/D runs.
 """
 
 import argparse
@@ -31,7 +37,7 @@ from tokenscale.scaling.roles import pools
 from tokenscale.simulation.capacity import meets_slo
 from tokenscale.simulation.disaggregated import engines, fewest_disaggregated, replay_disaggregated
 from tokenscale.simulation.disaggregated_scaling import replay_scaled
-from tokenscale.simulation.trace import percentile
+from tokenscale.simulation.trace import Trace, percentile
 from tokenscale.simulation.workloads import LONG_PROMPT, step
 
 
@@ -55,22 +61,51 @@ def spec() -> InferenceService:
     )
 
 
+def playground_case(high_rps: float) -> tuple[InferenceService, Trace]:
+    """The playground's P/D spec and the step load ``tokenscale playground --pd`` plays."""
+    from tokenscale.playground.load import shaped_trace  # noqa: PLC0415
+    from tokenscale.playground.service import (  # noqa: PLC0415
+        PD_SPEC,
+        default_spec_path,
+        load_service,
+        spec_mix,
+    )
+
+    text = default_spec_path(PD_SPEC).read_text()
+    service = load_service(text, PD_SPEC)
+    svc = InferenceService.model_validate(service.manifest)
+    low = svc.spec.workload.rps.mean / 2
+    return svc, shaped_trace("step", 900.0, low, high_rps, mix=spec_mix(service))
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--base", type=float, default=5.0, help="RPS before and after the step")
     parser.add_argument("--hold", type=float, default=300.0, help="seconds at 4 × base")
     parser.add_argument("--after", type=float, default=600.0, help="seconds back at base")
     parser.add_argument("--json", action="store_true")
+    parser.add_argument(
+        "--playground",
+        type=float,
+        default=None,
+        metavar="HIGH",
+        help="the playground's P/D spec and step load to HIGH RPS (module docstring)",
+    )
     args = parser.parse_args()
     started = time.monotonic()
-    svc = spec()
-    plan = plan_service(svc.spec, "pd")
+    cold_start = 120.0
+    if args.playground is None:
+        svc = spec()
+        trace = step(args.base, LONG_PROMPT, 4.0, 120.0, args.hold, args.after, seed=1)
+    else:
+        svc, trace = playground_case(args.playground)
+        cold_start = 60.0
+    plan = plan_service(svc.spec, svc.metadata.name)
     _, prefill, decode = pools(plan)
     e = engines(svc.spec, plan)
-    trace = step(args.base, LONG_PROMPT, 4.0, 120.0, args.hold, args.after, seed=1)
     span_h = (trace.requests[-1].arrival_s if trace.requests else 0.0) / 3600.0
     rows: list[dict[str, Any]] = []
-    run = replay_scaled(svc.spec, plan, e, trace)
+    run = replay_scaled(svc.spec, plan, e, trace, cold_start_s=cold_start)
     peak = max(((c.prefill, c.decode) for c in run.decisions), default=(0, 0), key=sum)
     rows.append(
         {
@@ -109,7 +144,7 @@ def main() -> None:
         json.dump({"requests": len(trace.requests), "rows": rows, "seconds": took}, sys.stdout)
         print()
         return
-    print(f"{len(trace.requests)} requests, {args.base:g} → {4 * args.base:g} RPS step")
+    print(f"{len(trace.requests)} requests, {trace.source}")
     print("| fleet | prefill | decode | GPU-hours | TTFT P99 s | TPOT P99 s | SLO met |")
     print("|---|---|---|---|---|---|---|")
     for r in rows:

@@ -72,6 +72,44 @@ def test_the_engine_clock_runs_time_scale_times_the_wall_clock() -> None:
     assert view.now_s >= view.read_at_s
 
 
+class _RolesStub(PrometheusSource):
+    """A prefill/decode service's snapshot: each role's own, stamped at the wall read time."""
+
+    def snapshots(self, namespaces: list[str] | None, now_s: float) -> dict[Any, Snapshot]:
+        roles = {
+            role: Snapshot(at=now_s, replicas_reporting=1, newest_sample_age_s=0.5)
+            for role in ("prefill", "decode")
+        }
+        snap = Snapshot(at=now_s, replicas_reporting=1, newest_sample_age_s=0.5, roles=roles)
+        return {("ns", "svc"): snap}
+
+    def running_by_pod(self, namespaces: list[str] | None) -> dict[Any, dict[str, float]]:
+        return {}
+
+
+def test_each_roles_snapshot_is_on_the_engine_clock_too() -> None:
+    """Under ``--time-scale`` a role's snapshot read at the wall time looked minutes stale on
+    the engine's clock (ahead of the wall by ``(scale − 1) × elapsed``), so both P/D roles held
+    blind in the playground."""
+    fleet = FleetMetrics(
+        _RolesStub(PrometheusConfig(url="http://x")),
+        None,
+        60.0,
+        Telemetry(),
+        interval_s=15.0,
+        time_scale=20.0,
+        origin_s=1000.0,
+    )
+    fleet.refresh()
+    view = fleet.view(("ns", "svc"))
+    assert view is not None
+    assert view.snapshot is not None
+    for role in ("prefill", "decode"):
+        snap = view.snapshot.roles[role]
+        assert snap.at == view.read_at_s
+        assert snap.newest_sample_age_s == 10.0  # 0.5 wall s × 20
+
+
 def test_at_time_scale_one_the_engine_clock_is_the_wall_clock() -> None:
     fleet = FleetMetrics(None, None, 60.0, Telemetry(), interval_s=15.0)
     assert fleet.engine_time(1234.5) == 1234.5

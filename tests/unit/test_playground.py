@@ -7,7 +7,9 @@ from typer.testing import CliRunner
 from tokenscale.cli.app import app
 from tokenscale.playground.engine import ModelClock, Stream, TwinEngine, prompt_blocks
 from tokenscale.playground.load import shaped_trace, shared_prefix_prompt
-from tokenscale.playground.service import default_spec_path, load_service
+from tokenscale.playground.service import PD_SPEC, default_spec_path, load_service, spec_mix
+from tokenscale.playground.session import PlaygroundResult, RoleFrame
+from tokenscale.playground.summary import gpu_hours_until, role_summary
 from tokenscale.simulation.replica import SimRequest
 from tokenscale.simulation.trace import TraceRequest, window_rates
 
@@ -74,6 +76,25 @@ def test_the_command_rejects_bad_inputs() -> None:
     assert bad_moment.exit_code == 2
     kept = runner.invoke(app, ["playground", "--fault", "replica-loss@1:00", "--keep"])
     assert kept.exit_code == 2
+    two_specs = runner.invoke(app, ["playground", "--pd", "--spec", "x.yaml"])
+    assert two_specs.exit_code == 2
+    assert "--pd" in two_specs.output
+    pd_to_zero = runner.invoke(app, ["playground", "--pd", "--load", "idle-burst"])
+    assert pd_to_zero.exit_code == 2
+    assert "idle-burst" in pd_to_zero.output
+
+
+def test_a_pd_service_gets_a_step_load_of_its_own_lengths() -> None:
+    """The bundled P/D spec plans two pools; its synthetic load draws the spec's long prompts
+    (the one-pool loads' chat lengths would never load its prefill pool)."""
+    service = load_service(default_spec_path(PD_SPEC).read_text(), "pd")
+    assert service.disaggregated
+    trace = shaped_trace("step", 900.0, 0.5, 3.0, seed=1, mix=spec_mix(service))
+    chat = shaped_trace("step", 900.0, 0.5, 3.0, seed=1)
+    mean_in = sum(r.input_tokens for r in trace.requests) / len(trace.requests)
+    chat_in = sum(r.input_tokens for r in chat.requests) / len(chat.requests)
+    assert mean_in == pytest.approx(service.spec.workload.input_tokens.mean, rel=0.15)
+    assert chat_in < mean_in / 3
 
 
 def test_shared_prefix_blocks_reach_the_twins_prefix_cache() -> None:
@@ -99,3 +120,16 @@ def test_an_aborted_request_frees_its_kv_blocks() -> None:
     assert engine.replica.free_blocks == service.engine.kv_blocks
     assert engine.replica.idle
     assert engine.aborted == 1
+
+
+def test_a_pd_runs_gpu_hours_count_each_role_at_its_gpus() -> None:
+    """Each role's ready and starting replicas at that role's GPUs per replica (a prefill pool
+    at TP 2 beside a decode pool at TP 1), each sample's counts held until the next."""
+    r = PlaygroundResult("s", 20.0, "t", 0, 0, 0, 0, 0, 0, 0, 0, 0, [], [], None, None, [], [])
+    r.role_timeline = [
+        (0.0, {"prefill": RoleFrame(1, 1, 0), "decode": RoleFrame(2, 2, 0)}),
+        (3600.0, {"prefill": RoleFrame(2, 1, 1), "decode": RoleFrame(2, 2, 0)}),
+    ]
+    r.role_gpus = {"prefill": 2, "decode": 1}
+    assert gpu_hours_until(r, 1800.0) == pytest.approx(0.5 * (2 * 2 + 2 * 1))
+    assert role_summary(r)["prefill"]["replicas_max"] == 1

@@ -6,6 +6,7 @@ import math
 import os
 from typing import Any
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -20,6 +21,7 @@ from tokenscale.scaling.roles import (
     decide_roles,
     flow_floor,
     pools,
+    prefill_waiting_watermarks,
     role_signals,
 )
 from tokenscale.scaling.snapshot import Snapshot
@@ -88,11 +90,12 @@ def test_the_plan_runs_two_pools_at_ratio_one() -> None:
 
 def test_prefill_scales_on_its_own_queue_and_prompt_load_while_decode_holds() -> None:
     stepper = Stepper(SPEC, PLAN, 15.0)
-    # prompts pile up at the prefill pool: 3 waiting per engine; the engines prefill 1.2× the
-    # prompt tokens/s planned (past the planned utilisation) and finish 20 prompts/s
+    # prompts pile up at the prefill pool: 5 waiting per engine (over the 4 the plan's queue
+    # allowance holds at ρ 0.8); the engines prefill 1.2× the prompt tokens/s planned (past the
+    # planned utilisation) and finish 20 prompts/s
     _, prefill_pool, _ = pools(PLAN)
     tps = 1.2 * prefill_pool.rps_per_replica * PROMPT * 4
-    prefill = _snap(1000.0, 4, 20.0, waiting=12.0, prompt_tps=tps)
+    prefill = _snap(1000.0, 4, 20.0, waiting=20.0, prompt_tps=tps)
     decode = _snap(1000.0, 4, 10.0)  # the decode pool sees what already got through
     step = stepper.step_roles(_states(4, 4), _both(1000.0, prefill, decode), 1000.0)
     assert step.decision is not None
@@ -105,6 +108,29 @@ def test_prefill_scales_on_its_own_queue_and_prompt_load_while_decode_holds() ->
     }
     assert d.replicas == 4, d.reason  # within the band: the decode pool keeps its count
     assert step.decision.coordination.startswith("within band")
+
+
+def test_the_queue_the_prefill_plan_allows_is_not_pressure() -> None:
+    """The prefill plan runs an engine at ρ = 0.8 and its TTFT allows a queue of ρ/(1 − ρ) = 4
+    mean prefills: 3 prompts waiting per engine is the planned operating point, not pressure
+    (the one-pool default watermark of 2 read it as high and the playground's prefill pool
+    flapped 3 → 2 → 4 → 3). 5 per engine is over it; a higher watermark from the spec wins."""
+    _, prefill_pool, _ = pools(PLAN)
+    assert prefill_pool.operating_point == pytest.approx(0.8)
+    assert prefill_waiting_watermarks(SPEC, prefill_pool.operating_point) == pytest.approx(
+        (4.0, 1.0)
+    )
+
+    def level(spec: InferenceServiceSpec, waiting: float) -> str:
+        snap = _snap(1000.0, 4, 10.0, waiting=waiting)
+        sigs = {s.name: s for s in role_signals("prefill", snap, spec, plan_service(spec))}
+        return sigs["waiting_per_replica"].level
+
+    assert level(SPEC, 12.0) == "normal"
+    assert level(SPEC, 20.0) == "high"
+    higher = _spec(policy={"waitingPerReplicaHigh": 6.0})
+    assert prefill_waiting_watermarks(higher, 0.8) == pytest.approx((6.0, 0.5))
+    assert level(higher, 20.0) == "normal"
 
 
 def test_decode_scales_on_kv_and_tpot_while_prefill_holds() -> None:

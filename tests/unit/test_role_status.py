@@ -47,7 +47,7 @@ def test_no_metrics_source_runs_each_role_at_its_planned_count() -> None:
 
 
 def test_memory_round_trips_and_an_observation_is_decided_once() -> None:
-    obs = _both(1000.0, _snap(1000.0, 4, 10.0, waiting=12.0), _snap(1000.0, 4, 10.0))
+    obs = _both(1000.0, _snap(1000.0, 4, 10.0, waiting=20.0), _snap(1000.0, 4, 10.0))
     live = {"prefill": 4, "decode": 4}
     first = decide_roles_for(SERVICE, PLAN, InferenceServiceStatus(), View(obs, 1000.0), None, live)
     assert first.decided
@@ -64,7 +64,7 @@ def test_memory_round_trips_and_an_observation_is_decided_once() -> None:
     assert again.counts == first.counts
     assert again.problems == []
     # a newer observation decides again, from the memory read back
-    newer = _both(1015.0, _snap(1015.0, 4, 10.0, waiting=12.0), _snap(1015.0, 4, 10.0))
+    newer = _both(1015.0, _snap(1015.0, 4, 10.0, waiting=20.0), _snap(1015.0, 4, 10.0))
     third = decide_roles_for(SERVICE, PLAN, back, View(newer, 1015.0), None, moved)
     assert third.decided
     assert third.decisions["prefill"].state.observed_at_s == 1015.0

@@ -97,6 +97,10 @@ def summary_table(r: PlaygroundResult) -> Table:
     ]
     from tokenscale.playground.summary import wake_ttfts  # noqa: PLC0415
 
+    for role in ("prefill", "decode"):  # a prefill/decode service: each role's most ready
+        counts = [f[role].ready for _, f in r.role_timeline if role in f]
+        if counts:
+            rows.append((f"{role} replicas max (ready)", str(max(counts))))
     wakes = wake_ttfts(r)
     if wakes:  # the first request of each stretch at zero replicas waited for a woken one
         rows.append(("woken from zero: first TTFT", ", ".join(f"{w:.0f} s" for w in wakes)))
@@ -199,6 +203,14 @@ def playground_command(
         Path | None,
         typer.Option("--spec", help="InferenceService YAML (default: a small Llama-8B on L4)."),
     ] = None,
+    pd: Annotated[
+        bool,
+        typer.Option(
+            "--pd",
+            help="The bundled prefill/decode service (Llama-3.1-8B on L4, long prompts, "
+            "twins per role behind a P/D router) under a step load of its own lengths.",
+        ),
+    ] = False,
     trace: Annotated[
         Path | None,
         typer.Option("--trace", help="Azure CSV or Mooncake JSONL (default: the bundled one)."),
@@ -275,10 +287,12 @@ def playground_command(
 
     from tokenscale.playground.load import shaped_trace  # noqa: PLC0415
     from tokenscale.playground.service import (  # noqa: PLC0415
+        PD_SPEC,
         InfeasiblePlanError,
         default_spec_path,
         load_service,
         scale_to_zero,
+        spec_mix,
     )
     from tokenscale.playground.session import Playground, PlaygroundOptions  # noqa: PLC0415
     from tokenscale.playground.summary import summary_json  # noqa: PLC0415
@@ -302,7 +316,9 @@ def playground_command(
         )
     if rate_scale is not None and not rate_scale > 0:
         raise bad_input(f"--rate-scale {rate_scale:g}: use a value > 0")
-    path = spec or default_spec_path()
+    if pd and spec is not None:
+        raise bad_input("--pd and --spec are exclusive: --pd runs the bundled P/D spec")
+    path = spec or (default_spec_path(PD_SPEC) if pd else default_spec_path())
     try:
         service = load_service(read_input(path), str(path))
     except InfeasiblePlanError as err:  # valid, but nothing can serve it: exit 1, as `plan`
@@ -311,6 +327,14 @@ def playground_command(
     except SpecError as err:
         fail_invalid(err, path)
         return
+    if service.disaggregated and load is LoadShape.idle_burst:
+        raise bad_input(
+            f"--load idle-burst with {path}: a prefill/decode service cannot sleep at zero "
+            "replicas (its wake-up source, an InferencePool, is not rendered for a P/D pair); "
+            "use --load step, ramp or burst"
+        )
+    if service.disaggregated and trace is None and load is None:
+        load = LoadShape.step  # a disaggregated service exists for its long prompts: its own
     zero_note = ""
     if load is LoadShape.idle_burst:
         service, zero_note = scale_to_zero(service, str(path))
@@ -323,6 +347,8 @@ def playground_command(
                 duration or 900.0,
                 low_rps if low_rps is not None else w.rps.mean / 2,
                 high_rps if high_rps is not None else 3 * peak,
+                # a P/D service's load has its own lengths (its reason to exist: long prompts)
+                mix=spec_mix(service) if service.disaggregated else None,
             )
         else:
             source = trace or bundled_trace(AZURE_CONVERSATION)

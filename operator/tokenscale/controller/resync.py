@@ -204,15 +204,20 @@ class FleetMetrics:
     def _on_engine_clock(
         self, snapshots: dict[tuple[str, str], Snapshot], read_at: float
     ) -> dict[tuple[str, str], Snapshot]:
-        """Each snapshot stamped with the engine's read time, its sample age in engine seconds."""
+        """Each snapshot stamped with the engine's read time, its sample age in engine seconds
+        (a prefill/decode service's role snapshots too)."""
         if self.time_scale == 1.0:
             return snapshots
-        out: dict[tuple[str, str], Snapshot] = {}
-        for k, s in snapshots.items():
+
+        def stamped(s: Snapshot) -> Snapshot:
             age = s.newest_sample_age_s
             scaled = None if age is None else age * self.time_scale
-            out[k] = s.model_copy(update={"at": read_at, "newest_sample_age_s": scaled})
-        return out
+            roles = {role: stamped(r) for role, r in s.roles.items()}
+            return s.model_copy(
+                update={"at": read_at, "newest_sample_age_s": scaled, "roles": roles}
+            )
+
+        return {k: stamped(s) for k, s in snapshots.items()}
 
     def view(self, key: tuple[str, str], demand: DemandQuery | None = None) -> MetricsView | None:
         """The metrics of InferenceService ``key`` (namespace, metadata.name), found by the

@@ -105,11 +105,27 @@ class TwinEngine:
         self.aborted = 0
 
     def submit(
-        self, input_tokens: int, output_tokens: int, prefix_blocks: tuple[int, ...] = ()
+        self,
+        input_tokens: int,
+        output_tokens: int,
+        prefix_blocks: tuple[int, ...] = (),
+        remote: bool = False,
+        arrival_s: float | None = None,
     ) -> Stream:
+        """A request enters the engine now; ``remote``: its prompt's KV came from a prefill
+        engine (admitted as computed, as the simulator's decode engines admit it);
+        ``arrival_s``: when it reached the server, if before now (modelled seconds; its
+        latencies count from then)."""
         now = self.clock.now()
         self.replica.run_until(now)
-        req = SimRequest(now, max(1, input_tokens), max(1, output_tokens), prefix_blocks)
+        arrived = now if arrival_s is None else min(arrival_s, now)
+        req = SimRequest(
+            arrived,
+            max(1, input_tokens),
+            max(1, output_tokens),
+            prefix_blocks,
+            remote_tokens=max(1, input_tokens) if remote else 0,
+        )
         self.replica.add(req, now)
         stream = Stream(req)
         self.streams.add(stream)

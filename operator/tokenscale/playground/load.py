@@ -12,6 +12,7 @@ import asyncio
 import random
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Protocol
 
 import aiohttp
 
@@ -19,10 +20,24 @@ from tokenscale.bench.client import Endpoint, stream_one
 from tokenscale.playground.twin import Twin
 from tokenscale.simulation import Trace, synthetic_trace
 from tokenscale.simulation.trace import TraceRequest
+from tokenscale.simulation.workloads import TokenMix
 
 LOAD_SHAPES = ("step", "ramp", "burst", "idle-burst")
 #: Attempts per request when clients retry (``replay(retry_after_s=…)``).
 MAX_ATTEMPTS = 4
+
+
+class Served(Protocol):
+    """Where a client sends a request (a twin, or the prefill/decode proxy)."""
+
+    @property
+    def url(self) -> str: ...
+
+
+class Picker(Protocol):
+    """What the load asks for a server for each request (waiting while there is none)."""
+
+    async def pick(self) -> Served: ...
 
 
 class Router:
@@ -75,7 +90,7 @@ class LoadStats:
 
 async def replay(
     trace: Trace,
-    router: Router,
+    router: Picker,
     speed: float,
     model: str,
     max_model_len: int,
@@ -145,13 +160,18 @@ def shared_prefix_prompt(r: TraceRequest, tag: int, block_tokens: int) -> str:
 
 
 def shaped_trace(
-    shape: str, duration_s: float, low_rps: float, high_rps: float, seed: int = 0
+    shape: str,
+    duration_s: float,
+    low_rps: float,
+    high_rps: float,
+    seed: int = 0,
+    mix: TokenMix | None = None,
 ) -> Trace:
     """A synthetic load: ``step`` (low, high for the middle third, low), ``ramp`` (low → high
     → low, a triangle), ``burst`` (low with three short bursts at high) or ``idle-burst``
     (bursts at high from 35 % to 45 % and from 85 % to 95 % of the span, nothing else; re-based
     like every synthetic load, so it opens with the first burst: a service that sleeps at zero
-    replicas between them and wakes); chat-like lengths."""
+    replicas between them and wakes); chat-like lengths, or ``mix``'s."""
     third = duration_s / 3.0
 
     def step(t: float) -> float:
@@ -183,9 +203,13 @@ def shaped_trace(
         raise ValueError(f"--load {shape!r}: choose one of {', '.join(LOAD_SHAPES)}")
 
     def n_in(rng: random.Random) -> int:
+        if mix is not None:
+            return mix.draw(rng)[0]
         return int(rng.lognormvariate(6.4, 0.6))  # median ≈ 600 tokens
 
     def n_out(rng: random.Random) -> int:
+        if mix is not None:
+            return mix.draw(rng)[1]
         return int(rng.lognormvariate(4.9, 0.5))  # median ≈ 130 tokens
 
     trace = synthetic_trace(duration_s, shapes[shape], n_in, n_out, seed=seed)

@@ -17,6 +17,12 @@ through the controller manager; the twin joins the router and its metrics answer
 carry the ``namespace`` / ``inferenceservice`` labels). A pod that goes (pods never scheduled
 are deleted at once) leaves the router and stops answering scrapes at once; its twin finishes
 the requests it holds, as vLLM drains on SIGTERM, then stops.
+
+A prefill/decode service's pods carry their role (``llm-d.ai/role``): a pod's twin models its
+role's engine (a decode twin also the KV transfer), joins its role's router, and takes a port
+slot of its role, whose target carries the ``role`` label the chart's PodMonitor copies from
+that pod label. Each role's Deployment writes and decisions (``status.roles``) are matched on
+their own for the cold start's time base.
 """
 
 import asyncio
@@ -47,6 +53,7 @@ from tokenscale.playground.start_clock import (
 )
 from tokenscale.playground.twin import Twin
 from tokenscale.playground.watch import ApiWatch
+from tokenscale.render.disaggregated import LLMD_ROLE_LABEL
 from tokenscale.render.labels import INFERENCE_SERVICE_LABEL
 from tokenscale.render.names import label_value
 
@@ -71,6 +78,8 @@ class PodTwin:
     """The observation of the decision behind ``asked`` (None: not known, or yet)."""
     ready_at: float | None = None
     """When the twin began serving."""
+    role: str | None = None
+    """The pod's prefill/decode role (None: one pool)."""
 
 
 @dataclass(frozen=True)
@@ -102,6 +111,7 @@ class PodRunner:
         poll_s: float = 1.0,
         publishing: bool = True,
         engine_origin_s: float | None = None,
+        role_routers: dict[str, Router] | None = None,
     ) -> None:
         self.core = core
         self.namespace = namespace
@@ -111,6 +121,8 @@ class PodRunner:
         self.clock = clock
         self.driver = driver
         self.router = router
+        self.role_routers = role_routers or {}
+        """A prefill/decode service: each role's router (its twins join it at Ready)."""
         self.prometheus = prometheus
         self.cold_start_wall_s = cold_start_s / clock.speed
         self.note = note
@@ -119,23 +131,34 @@ class PodRunner:
         self._draining: set[asyncio.Task[None]] = set()
         self._draining_twins: set[Twin] = set()
         self.ports_used: list[int] = []
-        self.slots = [free_port() for _ in range(2 * service.spec.scaling.max_replicas)]
-        """The ports always in Prometheus' targets (from :meth:`run`'s start)."""
-        self._free_slots = list(self.slots)
+        roles: list[str | None] = list(service.roles) if service.disaggregated else [None]
+        per_role = 2 * service.spec.scaling.max_replicas
+        self._slot_role: dict[int, str | None] = {
+            free_port(): role for role in roles for _ in range(per_role)
+        }
+        self.slots = list(self._slot_role)
+        """The ports always in Prometheus' targets (from :meth:`run`'s start), per role."""
+        self._free_slots: dict[str | None, list[int]] = {
+            role: [p for p, r in self._slot_role.items() if r == role] for role in roles
+        }
         self.apps = client.AppsV1Api(core.api_client)
         self.custom = client.CustomObjectsApi(core.api_client)
         self.engine_origin_s = engine_origin_s
         self._wake: asyncio.Event | None = None
         self._noticed: dict[str, float] = {}
         """Pods the watch reported and no list returned yet, by name: when it did."""
-        self._asks: deque[Write] = deque()
-        """One entry per replica a Deployment's write added that no new pod took yet."""
+        self._noticed_role: dict[str, str | None] = {}
+        self._asks: dict[str | None, deque[Write]] = {}
+        """Per role: one entry per replica a Deployment's write added that no new pod took
+        yet."""
         self._replicas: dict[str, int] = {}
-        self._last_write: float | None = None
+        self._last_write: dict[str | None, float] = {}
         self.writes: list[Write] = []
         """Every change of a Deployment's ``spec.replicas`` seen."""
         self.decided: list[Decided] = []
         """Every decision the InferenceService's status reported, by its observation."""
+        self.role_decided: dict[str, list[Decided]] = {}
+        """A prefill/decode service: each role's decisions (``status.roles``)."""
         self.reports: list[Report] = []
         """The same decisions as the status wrote them."""
         self.gone: list[PodTwin] = []
@@ -152,10 +175,25 @@ class PodRunner:
     def twins(self) -> list[Twin]:
         return [p.twin for p in self.pods.values() if p.ready]
 
+    def counts(self, role: str) -> tuple[int, int]:
+        """(ready, starting) pods of ``role``."""
+        pods = [p for p in self.pods.values() if p.role == role]
+        ready = sum(1 for p in pods if p.ready)
+        return ready, len(pods) - ready
+
+    def gpus(self) -> int:
+        """GPUs the pods hold now (ready and starting), each at its role's GPUs per replica."""
+        per = self.service.role_gpus
+        one = self.service.plan.gpus_per_replica
+        return sum(per.get(p.role, one) if p.role else one for p in self.pods.values())
+
+    def _router(self, role: str | None) -> Router:
+        return self.role_routers[role] if role is not None else self.router
+
     async def run(self) -> None:
-        for port in self.slots:  # discovered long before any twin answers on them
+        for port, role in self._slot_role.items():  # discovered long before any twin answers
             self.prometheus.add_target(
-                f"127.0.0.1:{port}", self.namespace, label_value(self.service.name)
+                f"127.0.0.1:{port}", self.namespace, label_value(self.service.name), role=role
             )
         self._wake = asyncio.Event()
         selector = f"{INFERENCE_SERVICE_LABEL}={self.service.name}"
@@ -213,7 +251,8 @@ class PodRunner:
     def ready_due(self, pt: PodTwin) -> float:
         """When the pod's twin is Ready: a cold start after its start (:mod:`.start_clock`)."""
         if pt.observed is None and pt.asked is not None:
-            pt.observed = asking_observation(self.decided, pt.asked)
+            decided = self.decided if pt.role is None else self.role_decided.get(pt.role, [])
+            pt.observed = asking_observation(decided, pt.asked)
         return cold_start_begins(pt.noticed, pt.observed, self.clock.speed) + self.cold_start_wall_s
 
     def _wakeup(self) -> None:
@@ -223,6 +262,7 @@ class PodRunner:
     def _pod_event(self, kind: str, pod: Any, at: float) -> None:
         if kind == "ADDED":
             self._noticed.setdefault(pod.metadata.name, at)
+            self._noticed_role[pod.metadata.name] = _role_of(pod)
         elif kind == "DELETED":
             self._noticed.pop(pod.metadata.name, None)
         self._wakeup()
@@ -237,19 +277,25 @@ class PodRunner:
         self._replicas[name] = replicas
         if replicas == before:
             return
-        write = Write(at, replicas, self._last_write)
-        self._last_write = at
+        role = _role_of(deployment)
+        write = Write(at, replicas, self._last_write.get(role))
+        self._last_write[role] = at
         self.writes.append(write)
         # the pods this count asks for beyond those the runner has or has heard of (none when
         # the watch opens on a Deployment whose pods exist already); fewer withdraw the newest
-        have = len(self.pods) + sum(1 for n in self._noticed if n not in self.pods)
+        have = sum(1 for p in self.pods.values() if p.role == role) + sum(
+            1 for n in self._noticed if n not in self.pods and self._noticed_role.get(n) == role
+        )
         wanted = max(0, replicas - have)
-        while len(self._asks) > wanted:
-            self._asks.pop()
-        self._asks.extend([write] * (wanted - len(self._asks)))
+        asks = self._asks.setdefault(role, deque())
+        while len(asks) > wanted:
+            asks.pop()
+        asks.extend([write] * (wanted - len(asks)))
 
     def _service_event(self, kind: str, body: Any, at: float) -> None:
         status = body.get("status") or {}
+        if kind != "DELETED":
+            self._role_event(status)
         observed = (status.get("scaling") or {}).get("observedAtSeconds")
         replicas = status.get("replicas")
         if kind == "DELETED" or observed is None or replicas is None:
@@ -269,6 +315,22 @@ class PodRunner:
         self.decided.append(Decided(self._wall(float(observed)), int(replicas)))
         self._wakeup()
 
+    def _role_event(self, status: dict[str, Any]) -> None:
+        """Each role's new decision in ``status.roles`` (its own memory's observation)."""
+        for role, entry in (status.get("roles") or {}).items():
+            if not isinstance(entry, dict) or role not in self.role_routers:
+                continue
+            observed = (entry.get("scaling") or {}).get("observedAtSeconds")
+            replicas = entry.get("replicas")
+            if observed is None or replicas is None:
+                continue
+            seen = self.role_decided.setdefault(role, [])
+            wall = self._wall(float(observed))
+            if seen and seen[-1].observed_s >= wall - 1e-6:
+                continue
+            seen.append(Decided(wall, int(replicas)))
+            self._wakeup()
+
     def _wall(self, engine_s: float) -> float:
         """An engine-clock time (the operator's ``--time-scale`` clock) on ``time.monotonic()``."""
         assert self.engine_origin_s is not None
@@ -284,37 +346,46 @@ class PodRunner:
             p.metadata.name for p in listed.items if p.metadata.deletion_timestamp is None
         }
         created = {p.metadata.name: p.metadata.creation_timestamp for p in listed.items}
+        roles = {p.metadata.name: _role_of(p) for p in listed.items}
         for name in sorted(live - self.pods.keys(), key=lambda n: self._noticed.get(n, math.inf)):
             noticed = self._noticed.pop(name, time.monotonic())
-            await self._start(name, noticed)
+            self._noticed_role.pop(name, None)
+            role = roles.get(name)
+            await self._start(name, noticed, role)
             pt = self.pods[name]
             pt.created = created.get(name)
-            pt.asked = self._asks.popleft() if self._asks else None
+            asks = self._asks.get(role)
+            pt.asked = asks.popleft() if asks else None
         self._serve_due(live)
         for name in sorted(self.pods.keys() - live):
             self._gone(self.pods.pop(name))
         for pt in [p for p in self.pods.values() if p.ready and not p.reported]:
             await self._report_ready(pt)
 
-    async def _start(self, pod: str, noticed: float) -> None:
-        engine = TwinEngine(self.service.engine, self.clock, self.driver.kick)
-        port = self._free_slots.pop(0) if self._free_slots else free_port()
-        twin = Twin(engine, self.service.identity, port)
+    async def _start(self, pod: str, noticed: float, role: str | None = None) -> None:
+        role = role if role in self.role_routers else None
+        cfg = self.service.roles[role] if role is not None else self.service.engine
+        engine = TwinEngine(cfg, self.clock, self.driver.kick)
+        transfer = self.service.transfer_s if role == "decode" else None
+        free = self._free_slots.get(role, [])
+        port = free.pop(0) if free else free_port()
+        twin = Twin(engine, self.service.identity, port, transfer)
         twin.exposed = False  # not scraped while the pod starts
         try:
             await twin.start()
         except OSError:  # the port was taken meanwhile: the slot goes, a port of its own
             if port in self.slots:  # (a target from Ready, as beyond the slots)
                 self.slots.remove(port)
+                self._slot_role.pop(port, None)
                 self.prometheus.remove_target(f"127.0.0.1:{port}")
             log.warning("pod runner: port %d taken; %s gets another", port, pod)
             port = free_port()
-            twin = Twin(engine, self.service.identity, port)
+            twin = Twin(engine, self.service.identity, port, transfer)
             twin.exposed = False
             await twin.start()
         self.ports_used.append(port)
         self.driver.engines.add(engine)
-        self.pods[pod] = PodTwin(pod, twin, noticed)
+        self.pods[pod] = PodTwin(pod, twin, noticed, role=role)
         self.note(f"pod {pod}: twin on :{port}, starting")
 
     def _serve_due(self, live: set[str]) -> None:
@@ -329,7 +400,7 @@ class PodRunner:
         pt.ready = True
         pt.ready_at = time.monotonic()
         pt.twin.exposed = self.publishing
-        self.router.add(pt.twin)
+        self._router(pt.role).add(pt.twin)
         if self.publishing and pt.twin.port not in self.slots:
             self._add_target(pt)
         self.note(f"pod {pt.pod}: Ready")
@@ -377,11 +448,13 @@ class PodRunner:
                     self._add_target(pt)
 
     def _add_target(self, pt: PodTwin) -> None:
-        self.prometheus.add_target(pt.twin.target, self.namespace, label_value(self.service.name))
+        self.prometheus.add_target(
+            pt.twin.target, self.namespace, label_value(self.service.name), role=pt.role
+        )
 
     def _gone(self, pt: PodTwin) -> None:
         self.gone.append(pt)
-        self.router.remove(pt.twin)
+        self._router(pt.role).remove(pt.twin)
         pt.twin.exposed = False
         if pt.twin.port not in self.slots:
             self.prometheus.remove_target(pt.twin.target)
@@ -398,8 +471,8 @@ class PodRunner:
         await twin.stop()
         self.driver.engines.discard(twin.engine)
         self._draining_twins.discard(twin)
-        if twin.port in self.slots:
-            self._free_slots.append(twin.port)
+        if twin.port in self._slot_role:
+            self._free_slots[self._slot_role[twin.port]].append(twin.port)
 
     async def kill_busiest(self) -> str:
         """Replica loss: the ready pod holding the most requests loses its process (the twin is
@@ -412,7 +485,7 @@ class PodRunner:
         victim = max(ready, key=lambda p: p.twin.in_flight)
         del self.pods[victim.pod]
         self.gone.append(victim)
-        self.router.remove(victim.twin)
+        self._router(victim.role).remove(victim.twin)
         self.prometheus.remove_target(victim.twin.target)
         cut = await victim.twin.kill()
         self.driver.engines.discard(victim.twin.engine)
@@ -443,8 +516,15 @@ class PodRunner:
             self.driver.engines.discard(twin.engine)
         self._draining_twins.clear()
         for pt in self.pods.values():
-            self.router.remove(pt.twin)
+            self._router(pt.role).remove(pt.twin)
             self.prometheus.remove_target(pt.twin.target)
             await pt.twin.stop()
             self.driver.engines.discard(pt.twin.engine)
         self.pods.clear()
+
+
+def _role_of(obj: Any) -> str | None:
+    """A pod's or Deployment's ``llm-d.ai/role`` label (None: none, one pool)."""
+    labels = obj.metadata.labels or {}
+    role = labels.get(LLMD_ROLE_LABEL)
+    return str(role) if role else None

@@ -1,10 +1,16 @@
 """The InferenceService a playground runs: its manifest, the engine its twins model, and the
 manifest as applied (its time settings in modelled seconds: the operator's engine runs on the
 playground's modelled clock).
+
+A prefill/decode service (``spec.serving.disaggregation`` planned on) has an engine per role
+(each role's layout, flags and KV pool: ``simulation.disaggregated.engines``) and the modelled KV
+transfer between them (the plan's fabric: latency + KV bytes per token × tokens held ÷
+bandwidth), which the decode twins wait before admitting a prompt's KV.
 """
 
 import copy
-from dataclasses import dataclass
+from collections.abc import Callable
+from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
 from typing import Any
@@ -16,14 +22,32 @@ from tokenscale.api.inference_service import InferenceServiceSpec
 from tokenscale.api.manifest import parse_manifests
 from tokenscale.planning import Plan, plan_service
 from tokenscale.playground.engine import TwinIdentity
+from tokenscale.simulation.disaggregated import engines
 from tokenscale.simulation.replica import ReplicaConfig, replica_config
 from tokenscale.simulation.trace import MOONCAKE_BLOCK_TOKENS
+from tokenscale.simulation.workloads import TokenMix
 
 DEFAULT_SPEC = "llama-3.1-8b-l4.yaml"
+PD_SPEC = "llama-3.1-8b-l4-pd.yaml"
+"""``--pd``: the bundled prefill/decode example."""
 
 
-def default_spec_path() -> Path:
-    return Path(str(resources.files("tokenscale") / "data" / "playground" / DEFAULT_SPEC))
+def default_spec_path(name: str = DEFAULT_SPEC) -> Path:
+    return Path(str(resources.files("tokenscale") / "data" / "playground" / name))
+
+
+def spec_mix(service: "PlaygroundService") -> TokenMix:
+    """The spec's prompt and answer lengths (lognormal from each mean and P99) for a synthetic
+    load, capped at the model's context."""
+    w = service.spec.workload
+    return TokenMix(
+        service.name,
+        w.input_tokens.mean,
+        max(w.input_tokens.p99_or_mean, w.input_tokens.mean),
+        w.output_tokens.mean,
+        max(w.output_tokens.p99_or_mean, w.output_tokens.mean),
+        max_total=service.identity.max_model_len,
+    )
 
 
 @dataclass(frozen=True)
@@ -35,6 +59,17 @@ class PlaygroundService:
     plan: Plan
     engine: ReplicaConfig
     identity: TwinIdentity
+    roles: dict[str, ReplicaConfig] = field(default_factory=dict)
+    """A prefill/decode service: each role's engine (``prefill``, ``decode``); empty for one
+    pool."""
+    role_gpus: dict[str, int] = field(default_factory=dict)
+    """GPUs per replica of each role."""
+    transfer_s: Callable[[int], float] | None = None
+    """A prompt's modelled KV transfer from a prefill to a decode engine (modelled seconds)."""
+
+    @property
+    def disaggregated(self) -> bool:
+        return bool(self.roles)
 
     def applied_manifest(self, namespace: str) -> dict[str, Any]:
         """The manifest for the API server, in this namespace. Its windows are left in modelled
@@ -64,12 +99,24 @@ def load_service(text: str, source: str) -> PlaygroundService:
         )
     hw = svc.spec.hardware.model_copy(update={"tensor_parallel_size": plan.tensor_parallel_size})
     spec = svc.spec.model_copy(update={"hardware": hw})
+    roles: dict[str, ReplicaConfig] = {}
+    role_gpus: dict[str, int] = {}
+    transfer: Callable[[int], float] | None = None
+    d = plan.disaggregation
+    if d is not None and d.enabled:
+        pair = engines(spec, plan)
+        roles = {"prefill": pair.prefill, "decode": pair.decode}
+        role_gpus = {"prefill": pair.prefill_gpus, "decode": pair.decode_gpus}
+        transfer = pair.transfer_s
     return PlaygroundService(
         name=svc.metadata.name,
         manifest=manifest,
         spec=spec,
         plan=plan,
         engine=replica_config(spec, plan, MOONCAKE_BLOCK_TOKENS),
+        roles=roles,
+        role_gpus=role_gpus,
+        transfer_s=transfer,
         identity=TwinIdentity(
             model=spec.model.name,
             max_model_len=plan.max_model_len,

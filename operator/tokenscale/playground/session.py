@@ -16,6 +16,11 @@ engine runs on a clock ``speed`` times the wall clock (``--time-scale``), so the
 time constants, the service's stabilization windows and the pods' measured lead time are
 modelled seconds, as in the simulator.
 
+A prefill/decode service (``PlaygroundService.disaggregated``) runs twins per role behind the
+prefill/decode proxy (:mod:`.pd_router`): the load goes to the proxy, which sends each prompt to
+a prefill twin and its decode to a decode twin after the modelled KV transfer; the frames and
+the result carry each role's counts (``status.roles``) and GPUs count per role.
+
 Stopping (:meth:`Playground.stop`, also on Ctrl-C): twins, operator, Prometheus, then the
 controller manager, the API server and etcd, in that order. With ``keep`` the processes stay up
 and ``stop.sh`` in the work directory stops them.
@@ -40,7 +45,8 @@ from tokenscale.playground.cluster import BUILD_MINUTES, Cluster, kube_binaries_
 from tokenscale.playground.engine import ModelClock, TwinDriver
 from tokenscale.playground.faults import FAULT_EVENT, inject_fleet_faults
 from tokenscale.playground.gateway import GatewayTwin
-from tokenscale.playground.load import LoadStats, Outcome, Router, replay
+from tokenscale.playground.load import LoadStats, Outcome, Picker, Router, replay
+from tokenscale.playground.pd_router import ROLES, RolesRouter
 from tokenscale.playground.processes import Process, free_port
 from tokenscale.playground.prometheus import PrometheusServer, scrape_interval_wall_s
 from tokenscale.playground.runner import PodRunner
@@ -101,6 +107,17 @@ class Frame:
     done: int = 0
     attainment: float | None = None
     events: list[ScaleEvent] = field(default_factory=list)
+    roles: dict[str, "RoleFrame"] = field(default_factory=dict)
+    """A prefill/decode service: each role's counts."""
+
+
+@dataclass(frozen=True)
+class RoleFrame:
+    """One role of a prefill/decode service at one moment."""
+
+    desired: int | None
+    ready: int
+    starting: int
 
 
 @dataclass(frozen=True)
@@ -161,6 +178,10 @@ class PlaygroundResult:
     """Every engine decision, by its observation's time."""
     pods: list[PodTiming] = field(default_factory=list)
     """Every pod the runner started, in the order it did."""
+    role_timeline: list[tuple[float, dict[str, RoleFrame]]] = field(default_factory=list)
+    """A prefill/decode service: each role's counts, once a second (modelled time)."""
+    role_gpus: dict[str, int] = field(default_factory=dict)
+    """A prefill/decode service: GPUs per replica of each role."""
     engine_slo_attainment: float | None = None
     """The share of requests sent that the twins' engines finished within the SLO by their
     modelled latencies (what the simulator counts, and what the twins' histograms hold),
@@ -295,6 +316,12 @@ class Playground:
         driver = TwinDriver(clock)
         driver.start()
         router = Router()
+        roles: RolesRouter | None = None
+        if svc.disaggregated:  # the load goes through the prefill/decode proxy
+            roles = await RolesRouter(free_port()).start()
+            self.ports.append(roles.port)
+            self.note(f"prefill/decode router at {roles.url}")
+        picker: Picker = router if roles is None else roles
         runner = PodRunner(
             core,
             NAMESPACE,
@@ -307,10 +334,12 @@ class Playground:
             self.note,
             publishing=False,
             engine_origin_s=self.time_origin,
+            role_routers=None if roles is None else roles.pools,
         )
         self.runner = runner
         stats = LoadStats()
         samples: list[TimelinePoint] = []
+        role_samples: list[tuple[float, dict[str, RoleFrame]]] = []
         gpu_seconds = 0.0
         tasks: list[asyncio.Task[Any]] = [asyncio.get_running_loop().create_task(runner.run())]
         gateway: GatewayTwin | None = None
@@ -344,7 +373,7 @@ class Playground:
             load = asyncio.get_running_loop().create_task(
                 replay(
                     opts.trace,
-                    router,
+                    picker,
                     opts.speed,
                     svc.identity.model,
                     svc.identity.max_model_len,
@@ -372,7 +401,9 @@ class Playground:
                 t = load_clock.now()
                 frame = await self._observe(custom, core, t, stats)
                 dt = max(t - last_t, 1e-9)
-                gpu_seconds += (frame.ready + frame.starting) * svc.plan.gpus_per_replica * dt
+                gpu_seconds += runner.gpus() * dt
+                if frame.roles:
+                    role_samples.append((t, dict(frame.roles)))
                 samples.append(
                     TimelinePoint(
                         t_s=t,
@@ -408,9 +439,16 @@ class Playground:
             await runner.stop()
             if gateway is not None:
                 await gateway.stop()
+            if roles is not None:
+                await roles.stop()
             await driver.stop()
             self.ports += runner.ports_used
-        return self._result(stats, samples, gpu_seconds)
+        result = self._result(stats, samples, gpu_seconds)
+        result.role_timeline = role_samples
+        result.role_gpus = dict(svc.role_gpus)
+        if svc.disaggregated:  # a decode engine's latencies count from its KV's arrival only
+            result.engine_slo_attainment = None
+        return result
 
     def _fault_event(self, t: float, message: str) -> None:
         self.events.append(ScaleEvent(t, FAULT_EVENT, message))
@@ -448,6 +486,16 @@ class Playground:
             frame.ttft_p99_s = live.get("ttftP99Seconds")
             frame.tpot_p99_s = live.get("tpotP99Seconds")
             frame.decision = (status.get("decision") or {}).get("reason", "")
+            if svc.disaggregated:
+                of = status.get("roles") or {}
+                frame.roles = {
+                    role: RoleFrame((of.get(role) or {}).get("replicas"), *runner.counts(role))
+                    for role in ROLES
+                }
+                frame.decision = " · ".join(
+                    f"{role}: {((of.get(role) or {}).get('decision') or {}).get('reason', '–')}"
+                    for role in ROLES
+                )
             listed: Any = await asyncio.to_thread(core.list_namespaced_event, NAMESPACE)
             for e in sorted(listed.items, key=lambda e: e.metadata.creation_timestamp):
                 if e.involved_object.name != svc.name or e.reason != "Scaled":

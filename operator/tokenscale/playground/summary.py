@@ -13,7 +13,8 @@ minute by minute. The desired replicas are the last decision made on an observat
 before the minute's end (as the simulator's timeline has a point per decision); the ready ones
 the monitor's last sample. ``pods``: each pod's start (the observation that asked for it, the
 Deployment's write, the runner noticing it, Ready, the first scrape; modelled seconds since the
-load's start).
+load's start). A prefill/decode service adds ``roles``: each role's most ready replicas
+(``replicas_max``) and its desired and ready counts per modelled minute (``timeline``).
 """
 
 import math
@@ -28,7 +29,19 @@ from tokenscale.simulation.minutes import MINUTE_S, MinutePoint, per_minute
 
 def gpu_hours_until(r: PlaygroundResult, until_s: float) -> float:
     """GPU-hours held (starting and ready replicas) from the load's start to ``until_s``,
-    from the timeline's samples (each sample's count held until the next)."""
+    from the timeline's samples (each sample's count held until the next); a prefill/decode
+    service's from each role's samples at its role's GPUs per replica."""
+    if r.role_timeline:
+        gpu_s = 0.0
+        for (t0, _), (t1, frames) in pairwise(r.role_timeline):
+            lo, hi = t0, min(t1, until_s)
+            if hi > lo:
+                held = sum(
+                    (f.ready + f.starting) * r.role_gpus.get(role, r.gpus_per_replica)
+                    for role, f in frames.items()
+                )
+                gpu_s += held * (hi - lo)
+        return gpu_s / 3600.0
     seconds = 0.0
     for a, b in pairwise(r.timeline):
         lo, hi = a.t_s, min(b.t_s, until_s)
@@ -46,7 +59,7 @@ def summary_json(r: PlaygroundResult) -> dict[str, Any]:
     minutes = with_decisions(
         per_minute(r.timeline, r.load_duration_s), r.decisions, r.load_duration_s
     )
-    return {
+    out = {
         "service": r.service,
         "speed": r.speed,
         "trace": r.trace,
@@ -78,6 +91,27 @@ def summary_json(r: PlaygroundResult) -> dict[str, Any]:
         "timeline": [m.model_dump() for m in minutes],
         "pods": [asdict(p) for p in r.pods],
     }
+    if r.role_timeline:
+        out["roles"] = role_summary(r)
+    return out
+
+
+def role_summary(r: PlaygroundResult) -> dict[str, Any]:
+    """Each role's most ready replicas and, per modelled minute of the load, its desired and
+    ready counts at the minute's last sample."""
+    roles = sorted({role for _, frames in r.role_timeline for role in frames})
+    out: dict[str, Any] = {}
+    for role in roles:
+        samples = [(t, f[role]) for t, f in r.role_timeline if role in f]
+        minutes: dict[int, dict[str, Any]] = {}
+        for t, f in samples:
+            if 0 <= t <= r.load_duration_s + MINUTE_S:
+                minutes[int(t // MINUTE_S)] = {"desired": f.desired, "ready": f.ready}
+        out[role] = {
+            "replicas_max": max((f.ready for _, f in samples), default=0),
+            "timeline": [{"minute": m, **v} for m, v in sorted(minutes.items())],
+        }
+    return out
 
 
 def with_decisions(

@@ -6,11 +6,19 @@ Tokens are whitespace-separated words (``/tokenize`` counts them); a prompt give
 token ids counts its ids. The prefix cache sees the prompt's full blocks (chained hashes, as
 vLLM keys them), so prompts that share leading blocks hit. A client that goes away aborts its
 request (its KV blocks are freed; ``finished_reason="abort"``).
+
+Prefill/decode (vLLM's KV-transfer API, as the NIXL connector and llm-d's routing sidecar use
+it): a request with ``kv_transfer_params: {"do_remote_decode": true}`` is a prefill (the client
+sends ``max_tokens: 1``) and its response carries the ``kv_transfer_params`` a decode engine
+pulls the KV with; a request with ``kv_transfer_params: {"do_remote_prefill": true, …}`` at a
+twin given a ``transfer_s`` waits the modelled KV transfer of its prompt (÷ speed) and is then
+admitted with the prompt's KV computed; its latencies count from its arrival.
 """
 
 import asyncio
 import json
 import time
+from collections.abc import Callable
 from typing import Any
 
 from aiohttp import web
@@ -33,10 +41,18 @@ def _count_tokens(prompt: object) -> int:
 class Twin:
     """One twin: its engine and its HTTP server on ``127.0.0.1:port``."""
 
-    def __init__(self, engine: TwinEngine, ident: TwinIdentity, port: int) -> None:
+    def __init__(
+        self,
+        engine: TwinEngine,
+        ident: TwinIdentity,
+        port: int,
+        transfer_s: Callable[[int], float] | None = None,
+    ) -> None:
         self.engine = engine
         self.ident = ident
         self.port = port
+        self.transfer_s = transfer_s
+        """A decode twin's modelled KV transfer of a prompt (modelled seconds; None: none)."""
         self.in_flight = 0
         self.requests = 0
         self.exposed = True
@@ -145,8 +161,16 @@ class Twin:
         if handler is not None:
             self._handlers.add(handler)
         try:
+            kv = body.get("kv_transfer_params")
+            kv = kv if isinstance(kv, dict) else {}
+            remote = bool(kv.get("do_remote_prefill")) and self.transfer_s is not None
+            arrived = self.engine.clock.now()
+            if remote and self.transfer_s is not None:  # the decode engine pulls the KV
+                await asyncio.sleep(self.transfer_s(prompt_tokens) / self.engine.clock.speed)
             blocks = prompt_blocks(tokens, self.engine.cfg.prefix_block_tokens)
-            stream = self.engine.submit(prompt_tokens, max_tokens, blocks)
+            stream = self.engine.submit(
+                prompt_tokens, max_tokens, blocks, remote=remote, arrival_s=arrived
+            )
             rid, created = f"cmpl-{self.port}-{self.requests}", int(time.time())
             if body.get("stream"):
                 return await self._stream(request, body, stream, rid, created, prompt_tokens)
@@ -169,6 +193,7 @@ class Twin:
                     "model": body.get("model") or self.ident.model,
                     "choices": [choice],
                     "usage": _usage(prompt_tokens, max_tokens),
+                    "kv_transfer_params": self._produced(kv, prompt_tokens),
                 }
             )
         finally:
@@ -177,6 +202,21 @@ class Twin:
                 self._connections.discard(transport)
             if handler is not None:
                 self._handlers.discard(handler)
+
+    def _produced(self, kv: dict[str, Any], prompt_tokens: int) -> dict[str, Any] | None:
+        """What a prefill engine returns for its decode engine to pull the KV with (vLLM's NIXL
+        connector's fields); None when the request asked for no remote decode."""
+        if not kv.get("do_remote_decode"):
+            return None
+        blocks = -(-prompt_tokens // self.engine.cfg.block_size)
+        return {
+            "do_remote_prefill": True,
+            "do_remote_decode": False,
+            "remote_engine_id": f"twin-{self.port}",
+            "remote_block_ids": list(range(blocks)),
+            "remote_host": "127.0.0.1",
+            "remote_port": self.port,
+        }
 
     async def _stream(
         self,

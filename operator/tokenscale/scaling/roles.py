@@ -6,7 +6,9 @@ that keeps their ratio useful.
 - ``prefill_ttft_p99_s``: the prefill pool's TTFT P99 (queue + prefill, as vLLM measures it on
   the prefill engine; no transfer) against the TTFT SLO **minus the planned P99 KV transfer**
   (the part of the TTFT budget the prefill pool has);
-- ``waiting_per_replica``: prompts waiting at the prefill pool, per reporting engine;
+- ``waiting_per_replica``: prompts waiting at the prefill pool, per reporting engine, high at
+  the larger of ``waitingPerReplicaHigh`` and the queue the plan's TTFT already allows
+  (:func:`prefill_waiting_watermarks`);
 - ``prompt_load``: prompt tokens/s over the pool's planned capacity (``rps_per_replica`` ×
   planned mean prompt, per reporting engine), high at 1 (the plan's operating utilisation).
 
@@ -149,6 +151,24 @@ def _signal(
     )
 
 
+def prefill_waiting_watermarks(
+    spec: InferenceServiceSpec, utilization: float
+) -> tuple[float, float]:
+    """(high, low) prompts waiting per prefill engine. The plan runs a prefill engine at
+    ``utilization`` ρ and its TTFT estimate allows a queue of ``ρ / (1 − ρ)`` mean prefills
+    (``planning/disaggregation.py``, the M/M/1 allowance): 4 prompts at the usual ρ = 0.8, where
+    the one-pool default of 2 reads the planned operating point as pressure. So the high
+    watermark is the larger of ``waitingPerReplicaHigh`` and that allowance, and the low one is
+    ``waitingPerReplicaLow`` scaled by the same factor."""
+    policy = spec.scaling.policy
+    high, low = policy.waiting_per_replica_high, policy.waiting_per_replica_low
+    rho = min(max(utilization, 0.0), 0.99)
+    planned = rho / (1.0 - rho)
+    if planned <= high:
+        return high, low
+    return planned, low * planned / high
+
+
 def role_signals(role: str, snap: Snapshot, spec: InferenceServiceSpec, plan: Plan) -> list[Signal]:
     """The role's pressure signals (see the module docstring)."""
     d, prefill, decode = pools(plan)
@@ -168,17 +188,8 @@ def role_signals(role: str, snap: Snapshot, spec: InferenceServiceSpec, plan: Pl
                     "prefill_ttft_p99_s", snap.ttft_p99_s, budget, budget * low_ratio, n, True, idle
                 )
             )
-        out.append(
-            _signal(
-                "waiting_per_replica",
-                waiting,
-                policy.waiting_per_replica_high,
-                policy.waiting_per_replica_low,
-                n,
-                False,
-                idle,
-            )
-        )
+        w_high, w_low = prefill_waiting_watermarks(spec, prefill.operating_point)
+        out.append(_signal("waiting_per_replica", waiting, w_high, w_low, n, False, idle))
         capacity = prefill.rps_per_replica * spec.workload.input_tokens.mean * n
         load = None if snap.prompt_tps is None or capacity <= 0 else snap.prompt_tps / capacity
         low = PROMPT_LOAD_HIGH * policy.kv_low_watermark / policy.kv_high_watermark

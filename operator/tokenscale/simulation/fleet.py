@@ -100,7 +100,7 @@ class Fleet:
     def route(self, req: SimRequest, now: float) -> None:
         best: Member | None = None
         for m in self.members:
-            if m.phase == "ready" and (best is None or m.replica.load < best.replica.load):
+            if m.phase == "ready" and (best is None or _busier(best.replica, m.replica, now)):
                 best = m
         if best is None:
             self.pending.append(req)
@@ -141,3 +141,12 @@ class Fleet:
 
     def in_flight(self) -> int:
         return len(self.pending) + sum(m.replica.load for m in self.members)
+
+
+def _busier(a: Replica, b: Replica, now: float) -> bool:
+    """Whether the router prefers ``b`` to ``a``: fewer requests waiting and running, and on a
+    tie the engine that is free now (a step still in flight at ``now`` keeps an engine busy
+    although the requests it finishes have already left its queues)."""
+    if b.load != a.load:
+        return b.load < a.load
+    return a.clock > now >= b.clock
