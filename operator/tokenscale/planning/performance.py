@@ -20,8 +20,7 @@ requests per second and emits ``λ·out`` output tokens per second.
 
 import math
 from dataclasses import dataclass
-from functools import cached_property, lru_cache
-from statistics import NormalDist
+from functools import cached_property
 
 from tokenscale.api.assumptions import Assumptions
 from tokenscale.api.hardware import GpuSpec
@@ -46,10 +45,6 @@ WEIGHT_ONLY_DECODE_BANDWIDTH_EFFICIENCY = 0.45
 #: Bytes per parameter of the embedding and LM-head matrices: quantized checkpoints
 #: (AWQ, GPTQ, FP8) keep them in 16 bits.
 EMBEDDING_BYTES_PER_PARAM = 2.0
-
-#: Quantiles of the answer-length distribution the TPOT tail is taken over
-#: (:meth:`PerfModel.answer_lengths`).
-ANSWER_QUANTILES = 32
 
 
 def peak_flops(gpu: GpuSpec, dtype: WeightDtype) -> tuple[float, str]:
@@ -95,9 +90,6 @@ class PerfModel:
     prefix_cache_hit_rate: float
     tail_input_tokens: float = 0.0
     """The P99 prompt (0: the mean), for the chunk a tail request shares its steps with."""
-    tail_output_tokens: float = 0.0
-    """The P99 answer (0, or not above the mean: every answer at the mean), for the spread of
-    answer lengths behind the TPOT tail (:meth:`answer_lengths`)."""
     weight_read_efficiency: float = 1.0
     """Fraction of the decode bandwidth at which the weights are read (weight-only INT4 kernels:
     ``WEIGHT_ONLY_DECODE_BANDWIDTH_EFFICIENCY``); KV reads are not affected."""
@@ -291,17 +283,14 @@ class PerfModel:
         Poisson around B, so its steps take ``t_step(B + z·√B)``. And the prefill chunks its
         steps share: the mean adds ``(B − 1)·t_prefill/out`` per token (module docstring), paid
         as whole chunks of ``c`` seconds (a P99 prompt capped by the chunk budget) landing on a
-        share ``p = (B − 1)·t_prefill/(out·c)`` of the steps. Over its ``k`` intervals the share
-        it sees is binomial, its variance doubled because the arrivals that bring the chunks
-        also raise the batch (the same correlation as the Poisson form this replaces, which it
-        equals when a chunk is a whole prompt and p is small): ``p + y·√(2p(1−p))`` with
-        ``y = z/√k`` for answers of one length. Answers vary in length and the short ones see
-        the widest shares, so the percentile is taken over the mixture of answer lengths
-        (:meth:`answer_lengths`): ``y`` solves ``mean_j Q(y·√k_j) = tail``
-        (:meth:`_share_spread`). It pays ``c·min(1, share)`` per token: short answers beside
-        long prompts see whole chunks (the chunk budget bounds the tail), long answers see the
-        mean. The share is at least the part of its decode a tail request spends in a prefill
-        backlog (:meth:`_backlog_share`).
+        share ``p = (B − 1)·t_prefill/(out·c)`` of the steps. Over its ``k = out − 1`` intervals
+        the share it sees is binomial, its variance doubled because the arrivals that bring the
+        chunks also raise the batch (the same correlation as the Poisson form this replaces,
+        which it equals when a chunk is a whole prompt and p is small), so at the percentile it
+        pays ``c·min(1, p + z·√(2p(1−p)/k))`` per token: short answers beside long prompts see
+        whole chunks (the chunk budget bounds the tail), long answers see the mean. The share is
+        at least the part of its decode a tail request spends in a prefill backlog
+        (:meth:`_backlog_share`).
         """
         b_z = batch + z * math.sqrt(max(batch, 0.0))
         out = max(self.mean_output_tokens, 1.0)
@@ -310,41 +299,28 @@ class PerfModel:
         if mean_interference <= 0.0 or c <= 0.0:
             return self.step_seconds(b_z) + mean_interference
         p = min(1.0, mean_interference / c)
-        share = min(1.0, p + self._share_spread(z) * math.sqrt(2.0 * p * (1.0 - p)))
-        share = max(share, self._backlog_share(batch, z))
+        k = max(out - 1.0, 1.0)
+        share = min(1.0, p + z * math.sqrt(2.0 * p * (1.0 - p) / k))
+        share = max(share, self._backlog_share(batch, k, z))
         return self.step_seconds(b_z) + max(mean_interference, c * share)
 
-    @cached_property
-    def answer_lengths(self) -> tuple[float, ...]:
-        """Answer lengths standing for the answer-length distribution, equally weighted
-        (:func:`answer_lengths`)."""
-        return answer_lengths(self.mean_output_tokens, self.tail_output_tokens)
-
-    def _share_spread(self, z: float) -> float:
-        """``y`` with ``mean_j Q(y·√k_j) = tail`` over the answer lengths' intervals ``k_j``
-        (:func:`share_spread`)."""
-        return share_spread(self.mean_output_tokens, self.tail_output_tokens, z)
-
-    def _backlog_share(self, batch: float, z: float) -> float:
+    def _backlog_share(self, batch: float, intervals: float, z: float) -> float:
         """The share of a tail request's decode steps taken inside a prefill backlog, where
-        every step carries a full chunk (``F = t_step + c`` seconds). In an M/M/1 queue at
+        every step carries a full chunk (``t_step + c`` seconds). In an M/M/1 queue at
         utilisation ρ with service time s the busy period still ahead of a random moment
         outlasts ``t`` with probability about ``ρ·exp(−t(1−√ρ)²/s)`` (the busy period's decay
-        rate); an answer of ``k`` intervals inside one for ``t`` seconds spends ``t/(F·k)`` of
-        its steps there. Over the answer lengths the share at the percentile (a share ``tail``
-        above it) is ``x = g·s/(F(1−√ρ)²)`` with ``mean_j ρ·exp(−g·k_j) = tail``; for one
-        length ``g = ln(ρ/tail)/k``. Near full prefill utilisation the backlogs outlast short
-        answers, and their TPOT tail is a whole chunk per token however rare chunks are on
-        average."""
-        tail = _normal_tail(z)
+        rate); the request at the percentile (a share ``tail`` above it) decodes inside one for
+        ``t = s·ln(ρ/tail)/(1−√ρ)²`` seconds, ``t / (t_step + c)`` of its ``intervals`` steps.
+        Near full prefill utilisation the backlogs outlast short answers, and their TPOT tail is
+        a whole chunk per token however rare chunks are on average."""
+        tail = 0.5 * math.erfc(z / math.sqrt(2.0))
         rho = self.prefill_utilization(batch)
         if rho <= tail:
             return 0.0
-        ks = _intervals(self.mean_output_tokens, self.tail_output_tokens)
-        g = _decay_root(ks, tail / rho)
         s = self.prefill_service_seconds(batch)
+        covered = s * math.log(rho / tail) / (1.0 - math.sqrt(rho)) ** 2
         full_step = self.step_seconds(batch) + self.tail_chunk_seconds
-        return min(1.0, g * s / (1.0 - math.sqrt(rho)) ** 2 / full_step)
+        return min(1.0, covered / full_step / max(intervals, 1.0))
 
     @cached_property
     def weight_floor_seconds(self) -> float:
@@ -472,79 +448,6 @@ class PerfModel:
         tokens *= 1.0 - self.prefix_cache_hit_rate
         cap = self.max_num_batched_tokens if self.chunked_prefill else tokens
         return self.chunk_seconds(min(tokens, float(cap)))
-
-
-@lru_cache(maxsize=256)
-def answer_lengths(mean_tokens: float, p99_tokens: float) -> tuple[float, ...]:
-    """Answer lengths standing for the answer-length distribution, equally weighted: the mean
-    alone, or with a P99 above it ``ANSWER_QUANTILES`` quantiles of the lognormal with that
-    mean and P99 (``P99/mean = exp(2.326σ − σ²/2)``, the smaller root)."""
-    mean = max(mean_tokens, 1.0)
-    if p99_tokens <= mean:
-        return (mean,)
-    b = 2.326
-    sigma = b - math.sqrt(max(b * b - 2.0 * math.log(p99_tokens / mean), 0.0))
-    mu = math.log(mean) - sigma * sigma / 2.0
-    normal = NormalDist()
-    return tuple(
-        max(1.0, math.exp(mu + sigma * normal.inv_cdf((j + 0.5) / ANSWER_QUANTILES)))
-        for j in range(ANSWER_QUANTILES)
-    )
-
-
-@lru_cache(maxsize=256)
-def _intervals(mean_tokens: float, p99_tokens: float) -> tuple[float, ...]:
-    """Decode intervals of each answer length (the first token is the prefill's)."""
-    return tuple(max(n - 1.0, 1.0) for n in answer_lengths(mean_tokens, p99_tokens))
-
-
-@lru_cache(maxsize=256)
-def share_spread(mean_tokens: float, p99_tokens: float, z: float) -> float:
-    """``y`` with ``mean_j Q(y·√k_j) = tail`` over the answer lengths' decode intervals ``k_j``
-    (``Q`` the normal tail, ``tail`` the share above ``z``): the percentile of a binomial
-    chunk share ``p`` over the mixture of answer lengths is ``p + y·√(2p(1−p))``. One length:
-    ``y = z/√k``."""
-    ks = _intervals(mean_tokens, p99_tokens)
-    if len(ks) == 1:
-        return z / math.sqrt(ks[0])
-    tail = _normal_tail(z)
-    lo, hi = 0.0, z  # at y = z every term is at most Q(z) = tail (k ≥ 1)
-    for _ in range(50):
-        mid = (lo + hi) / 2.0
-        if sum(_normal_tail(mid * math.sqrt(k)) for k in ks) / len(ks) > tail:
-            lo = mid
-        else:
-            hi = mid
-    return hi
-
-
-def _decay_root(ks: tuple[float, ...], q: float) -> float:
-    """``g`` with ``mean_j exp(−g·k_j) = q`` (0 < q < 1): ``ln(1/q)/k`` for one length; else
-    Newton's method on ``ln mean_j exp(−g·k_j) − ln q`` (convex and decreasing in g; its slope
-    is minus the exp-weighted mean of k) from Jensen's lower bound ``ln(1/q)/mean(k)``, so the
-    steps rise monotonically to the root."""
-    if len(ks) == 1:
-        return math.log(1.0 / q) / ks[0]
-    n, target = len(ks), math.log(q)
-    g = -target / (sum(ks) / n)
-    for _ in range(40):
-        total = weighted = 0.0
-        for k in ks:
-            t = math.exp(-g * k)
-            total += t
-            weighted += k * t
-        if total <= 0.0:
-            break
-        step = (math.log(total / n) - target) / (weighted / total)
-        g += step
-        if step <= 1e-6 * g:
-            break
-    return g
-
-
-def _normal_tail(x: float) -> float:
-    """The standard normal's upper tail ``P(Z > x)``."""
-    return 0.5 * math.erfc(x / math.sqrt(2.0))
 
 
 def weight_read_efficiency(dtype: WeightDtype) -> float:
