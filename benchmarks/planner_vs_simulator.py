@@ -9,13 +9,20 @@ simulator's bisection for the highest Poisson rate one simulated replica sustain
 drawn (seeded) from the shape's distributions. Target (issue: Planner v2, §6): within 10 % on
 every shape. The figures are reported, not asserted.
 
-    python benchmarks/planner_vs_simulator.py [--requests 1500] [--json]
+``--prompt-tail`` instead runs the lognormal prompt tail behind the choice of the forecast's
+batch (docs/planner.md, "The knee against the SLO batch"): Qwen2.5-32B on one A100 at TP 2 and
+TP 4 (1,000 / P99 4,000 prompt tokens, 250 / P99 750 out, TTFT 1 s, TPOT 50 ms), four seeded
+samples of 4,000 requests each (a lognormal's few prompts past its P99 differ from sample to
+sample), the planner at the SLO batch and at the knee against the simulator.
+
+    python benchmarks/planner_vs_simulator.py [--requests 1500] [--json] [--prompt-tail]
 """
 
 import argparse
 import json
 import math
 import random
+import statistics
 import sys
 import time
 from dataclasses import dataclass
@@ -140,11 +147,99 @@ def _hit_rate(pairs: list[tuple[int, int]], prefixes: list[tuple[int, ...]]) -> 
     return min(0.95, hit / max(sum(p[0] for p in pairs), 1))
 
 
+TAIL_SEEDS = (1, 2, 3, 7)
+TAIL_TPS = (2, 4)
+
+
+def _tail_spec_text(pairs: list[tuple[int, int]]) -> str:
+    ins = [p[0] for p in pairs]
+    outs = [p[1] for p in pairs]
+    return f"""
+apiVersion: tokenscale.io/v1alpha1
+kind: InferenceService
+metadata: {{name: tail}}
+spec:
+  model: {{name: Qwen/Qwen2.5-32B-Instruct, catalog: qwen2.5-32b}}
+  hardware: {{gpu: A100-SXM-80GB, tensorParallelSize: 1}}
+  workload:
+    rps: {{mean: 1}}
+    inputTokens: {_tokens(ins)}
+    outputTokens: {_tokens(outs)}
+    maxContextTokens: 32768
+  slo: {{ttftP99Seconds: 1.0, tpotP99Seconds: 0.05}}
+"""
+
+
+def prompt_tail(requests: int) -> list[dict[str, object]]:
+    """The prompt-tail rows (module docstring): one per (seed, TP)."""
+    rows: list[dict[str, object]] = []
+    for seed in TAIL_SEEDS:
+        rng = random.Random(seed)
+        pairs = [
+            (min(_lognormal(rng, 1000, 4000), 30000), _lognormal(rng, 250, 750))
+            for _ in range(4000)
+        ]
+        spec = parse_manifests(_tail_spec_text(pairs))[0].spec
+        r = resolve(spec, "tail")
+        for tp in TAIL_TPS:
+            plan = plan_at(r, Conditions(workload=spec.workload, knee="slo"), tp)
+            at_knee = plan_at(r, Conditions(workload=spec.workload, knee="knee"), tp)
+            cfg = replica_config(spec, plan, prefix_block_tokens=BLOCK)
+            sim = sustainable_rps(cfg, spec.slo, pairs, plan.rps_per_replica, requests, seed=1)
+            slo_rps = plan.design_rps / plan.sized.needed
+            knee_rps = at_knee.design_rps / at_knee.sized.needed
+            rows.append(
+                {
+                    "seed": seed,
+                    "tp": tp,
+                    "largest_prompt": max(p[0] for p in pairs),
+                    "slo_batch": plan.operating_batch,
+                    "planner_rps": round(slo_rps, 3),
+                    "knee_batch": at_knee.operating_batch,
+                    "planner_rps_at_knee": round(knee_rps, 3),
+                    "simulator_rps": round(sim, 3),
+                    "error": round(slo_rps / sim - 1.0, 3),
+                    "error_at_knee": round(knee_rps / sim - 1.0, 3),
+                }
+            )
+    return rows
+
+
+def _print_tail(rows: list[dict[str, object]]) -> None:
+    for r in rows:
+        print(
+            f"seed {r['seed']} TP {r['tp']} (largest prompt {r['largest_prompt']:,}): SLO batch "
+            f"{r['slo_batch']:.0f} {r['planner_rps']:.2f} req/s ({r['error']:+.1%}), knee "
+            f"{r['knee_batch']:.0f} {r['planner_rps_at_knee']:.2f} ({r['error_at_knee']:+.1%}); "
+            f"simulator {r['simulator_rps']:.2f}",
+            flush=True,
+        )
+    for tp in TAIL_TPS:
+        mine = [r for r in rows if r["tp"] == tp]
+        sim = statistics.fmean(float(str(r["simulator_rps"])) for r in mine)
+        slo = statistics.fmean(float(str(r["planner_rps"])) for r in mine)
+        knee = statistics.fmean(float(str(r["planner_rps_at_knee"])) for r in mine)
+        print(
+            f"TP {tp}, mean of {len(mine)} samples: simulator {sim:.2f} req/s, SLO batch "
+            f"{slo:.2f} ({slo / sim - 1.0:+.1%}), knee {knee:.2f} ({knee / sim - 1.0:+.1%})"
+        )
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--requests", type=int, default=1500, help="requests per bisection probe")
     ap.add_argument("--json", action="store_true")
+    ap.add_argument(
+        "--prompt-tail", action="store_true", help="the lognormal prompt-tail shape instead"
+    )
     args = ap.parse_args()
+    if args.prompt_tail:
+        tail = prompt_tail(args.requests)
+        if args.json:
+            print(json.dumps({"rows": tail}, indent=2))
+        else:
+            _print_tail(tail)
+        return 0
     rows = []
     for shape in SHAPES:
         started = time.perf_counter()
