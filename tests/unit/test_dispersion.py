@@ -10,6 +10,7 @@ from hypothesis import assume, given
 from hypothesis import strategies as st
 
 from tests.unit.test_engine import FAST, NOW, _spec, run, snap, snapshots
+from tokenscale.cli.simulate import explanation_text
 from tokenscale.scaling import ScalingState, Snapshot
 from tokenscale.scaling.dispersion import (
     MAX_DISPERSION_ROOM,
@@ -19,6 +20,7 @@ from tokenscale.scaling.dispersion import (
     room_for,
 )
 from tokenscale.simulation.observe import with_dispersion
+from tokenscale.simulation.result import Explanation
 
 means = st.floats(0.1, 5_000)
 
@@ -202,3 +204,11 @@ def test_only_the_range_is_counted_and_a_silent_counter_is_no_window() -> None:
     stale = _observed([(0.0, 0.0), (15.0, 5.0)], now=1000.0, range_s=300.0, lookback_s=300.0)
     assert stale.arrivals_per_window_mean is None
     assert stale.arrival_windows is None
+
+
+def test_simulate_explain_says_what_the_arrivals_asked_for() -> None:
+    d = run(sizing(True), snap(n=2, started_rps=40.0, **counts(80.0)), ScalingState())
+    text = explanation_text(
+        Explanation(t_s=90.0, replicas_ready=2, replicas_starting=0, snapshot=None, decision=d)
+    )
+    assert "  arrivals: ×1.94 · arrivals' index of dispersion 80.00" in text
