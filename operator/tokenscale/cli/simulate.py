@@ -499,6 +499,8 @@ def explanation_text(e: Explanation) -> str:
             f"  burst headroom: ×{look.burst_headroom:.2f} → the forecast asks for "
             f"{look.replicas if look.replicas is not None else '–'} replicas",
         ]
+    if d.dispersion is not None:
+        lines.append(f"  arrivals: ×{d.dispersion.room:.2f} · {d.dispersion.reason}")
     snap = e.snapshot
     if snap is not None:
         lines.append(

@@ -49,6 +49,9 @@ RANGES: dict[str, tuple[float, float]] = {
     "gateway_queued": (0.0, MAX_COUNT),
     "activation_demand": (0.0, MAX_COUNT),
     "pool_saturation": (0.0, MAX_SATURATION),
+    "arrivals_per_window_mean": (0.0, MAX_COUNT),
+    "arrivals_per_window_allan": (0.0, MAX_COUNT * MAX_COUNT),
+    "arrival_windows": (0.0, MAX_COUNT),
 }
 """Closed ranges by Snapshot field (latencies, the ``*_s`` fields: ``[0, MAX_LATENCY_S]``)."""
 

@@ -72,9 +72,21 @@ FIELDS = {
     "prefix_hit_rate": "prefix_cache_hit_rate",
     "preemptions": "preemptions_per_s",
     "spec_decode_acceptance": "spec_decode_acceptance_rate",
+    "arrivals_mean": "arrivals_per_window_mean",
+    "arrivals_allan": "arrivals_per_window_allan",
+    "arrival_windows": "arrival_windows",
 }
-#: Fields only some engines have (speculative decoding): their absence is not a problem.
-OPTIONAL_FIELDS = frozenset({"spec_decode_acceptance_rate"})
+#: Fields only some engines have (speculative decoding), or that need history a young service
+#: lacks (the arrival counts: scaling/dispersion.py says why they are not used): their absence
+#: is not a problem.
+OPTIONAL_FIELDS = frozenset(
+    {
+        "spec_decode_acceptance_rate",
+        "arrivals_per_window_mean",
+        "arrivals_per_window_allan",
+        "arrival_windows",
+    }
+)
 
 
 """The query-error ``kind`` of a sample whose value is not finite or not plausible."""

@@ -26,6 +26,10 @@ class QueryConfig:
     role_label: str = "role"
     gauge_window: str = "1m"
     rate_window: str = "2m"
+    count_window: str = "15s"
+    """One arrival count of the dispersion statistic (scaling/dispersion.py: COUNT_WINDOW_S)."""
+    dispersion_range: str = "30m"
+    """The counts' history (scaling/dispersion.py: DISPERSION_RANGE_S)."""
     pool_label: str = "inference_pool"
     """The endpoint picker's label naming the InferencePool on its flow-control metrics."""
 
@@ -97,7 +101,60 @@ def queries(cfg: QueryConfig, namespaces: list[str] | None) -> dict[str, str]:
         "spec_decode_acceptance": f"{rate(v.SPEC_DECODE_NUM_ACCEPTED_TOKENS)} / "
         f"{rate(v.SPEC_DECODE_NUM_DRAFT_TOKENS)}",
         "newest_sample": f"max by ({g}) (timestamp({v.NUM_REQUESTS_RUNNING}{s}))",
+        **arrival_count_queries(cfg, namespaces),
     }
+
+
+def arrival_count_queries(cfg: QueryConfig, namespaces: list[str] | None) -> dict[str, str]:
+    """The arrivals' dispersion at scrape resolution (``scaling/dispersion.py``): requests
+    reaching their first token counted per ``count_window`` at steps of ``count_window`` over
+    ``dispersion_range`` (a subquery). A window's count is each engine's counter increase over
+    the window (``x - x offset w``, never below 0: a restarted engine's reset counts nothing,
+    an engine younger than the window is left out), summed per service; the Allan term is the
+    squared difference of two successive windows' counts. Three answers: the windows' mean
+    count, the Allan variance (half the mean squared difference) and how many differences it
+    averages."""
+    s = selector(cfg, namespaces)
+    g = f"{cfg.namespace_label}, {cfg.service_label}, {cfg.role_label}"
+    w, r = cfg.count_window, cfg.dispersion_range
+    x = f"{v.TIME_TO_FIRST_TOKEN}_count{s}"
+
+    step = _seconds(w)
+
+    def count(ago_s: int) -> str:
+        now = x if ago_s == 0 else f"{x} offset {ago_s}s"
+        return f"sum by ({g}) (clamp_min({now} - {x} offset {ago_s + step}s, 0))"
+
+    window, previous = count(0), count(step)
+    return {
+        "arrivals_mean": f"avg_over_time(({window})[{r}:{w}])",
+        "arrivals_allan": f"avg_over_time((({window} - {previous}) ^ 2)[{r}:{w}]) / 2",
+        "arrival_windows": f"count_over_time(({window} - {previous})[{r}:{w}])",
+    }
+
+
+_UNITS_S = {"ms": 0.001, "s": 1, "m": 60, "h": 3600, "d": 86400, "w": 604800, "y": 31536000}
+
+
+def _seconds(duration: str) -> int:
+    """A PromQL duration (``15s``, ``1m30s``) in whole seconds (at least 1)."""
+    total, number = 0.0, ""
+    i = 0
+    while i < len(duration):
+        c = duration[i]
+        if c.isdigit():
+            number += c
+            i += 1
+            continue
+        unit = "ms" if duration.startswith("ms", i) else c
+        if unit not in _UNITS_S or not number:
+            raise ValueError(f"not a PromQL duration: {duration!r}")
+        total += int(number) * _UNITS_S[unit]
+        number = ""
+        i += len(unit)
+    if number:
+        raise ValueError(f"not a PromQL duration: {duration!r} (a number without its unit)")
+    return max(1, round(total))
 
 
 #: The endpoint picker's flow-control gauges, newest name first: llm-d's router exports the

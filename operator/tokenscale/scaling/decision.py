@@ -12,6 +12,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from tokenscale.planning.result import Plan
 from tokenscale.scaling.cause import Cause
+from tokenscale.scaling.dispersion import Dispersion
 from tokenscale.scaling.forecast import Outlook
 from tokenscale.scaling.state import ScalingState
 
@@ -52,6 +53,9 @@ class Decision(BaseModel):
     metrics_reason: str = "no metrics source"
     outlook: Outlook | None = None
     """The forecast one lead time ahead and the burst headroom (None when blind or pinned)."""
+    dispersion: Dispersion | None = None
+    """The arrivals' index of dispersion and the room it asked for (None when blind or
+    pinned)."""
     state: ScalingState = Field(default_factory=ScalingState)
 
 

@@ -3,9 +3,10 @@
 Three parts, one module each, composed here:
 
 - **The model's need** (``scaling/need.py``): re-plan with the observed workload and the
-  calibrated engines, sized at the SLO batch; × the **SLO headroom** learned from breaches
-  (``scaling/headroom.py``); raised to the arrival rate expected one lead time ahead
-  (``scaling/forecast.py``); an idle service needs only ``idle_floor``.
+  calibrated engines, sized at the SLO batch; × the larger of the **SLO headroom** learned from
+  breaches (``scaling/headroom.py``) and the room the **arrivals' dispersion** asks for
+  (``scaling/dispersion.py``: 1 for Poisson arrivals); raised to the arrival rate expected one
+  lead time ahead (``scaling/forecast.py``); an idle service needs only ``idle_floor``.
 - **The signals** (``scaling/signals.py``): KV usage, waiting per replica, TTFT and TPOT P99
   against their watermarks, each with the replicas it asks for.
 - **The policy** (``scaling/policy.py``): fast up, careful down, else hold — a transition with
@@ -28,6 +29,7 @@ from tokenscale.planning.planner import as_planned
 from tokenscale.scaling.cause import Cause
 from tokenscale.scaling.decision import Decision
 from tokenscale.scaling.diagnosis import diagnose
+from tokenscale.scaling.dispersion import dispersion_of
 from tokenscale.scaling.forecast import DEFAULT_LEAD_TIME_S, Outlook, outlook, update
 from tokenscale.scaling.headroom import backlog_of
 from tokenscale.scaling.need import (
@@ -144,12 +146,18 @@ def decide(inp: EngineInput) -> Decision:
     # the signals
     sigs = signals(snap, spec, policy, backlog)
     slo_room, raised_at = slo_headroom(state, sigs, now)
+    # the arrivals' dispersion: room for the count they actually bring (1: Poisson, as planned)
+    spread = dispersion_of(snap, policy.dispersion_sizing)
+    room = max(slo_room, spread.room)
+    binding: str = live.binding_constraint
+    if spread.room > slo_room:
+        binding = f"{binding}; ×{spread.room:.2f}: {spread.reason}"
     base = live.replicas.with_redundancy if live.replicas is not None else floor
-    model = bounded(math.ceil(base * slo_room - 1e-9), spec)
+    model = bounded(math.ceil(base * room - 1e-9), spec)
     mixed: MixNeed | None = None
     if forecast.mix is not None and live.replicas is not None:
         # the need in the primary's replicas, carried by the mix split in the scale order
-        mixed = mix_total(forecast, base * slo_room)
+        mixed = mix_total(forecast, base * room)
         model = bounded(mixed.total, spec)
     if is_idle(snap) and policy.workload_source != "forecast":
         model = idle_floor(spec)  # no traffic is a fact: the forecast is not a floor for it
@@ -162,7 +170,7 @@ def decide(inp: EngineInput) -> Decision:
             snap.arrival_rps,
             inp.lead_time_s,
             dt,
-            None if per_replica is None else per_replica / slo_room,
+            None if per_replica is None else per_replica / room,
         )
         ahead = look.replicas
         if ahead is not None and forecast.mix is not None:
@@ -171,7 +179,7 @@ def decide(inp: EngineInput) -> Decision:
             model = bounded(ahead, spec)  # the load expected one lead time ahead
     peak = peak_load(state, sigs, snap.replicas_reporting, now, policy)
     # the policy
-    step = transition(spec, state, current, model, live.binding_constraint, sigs, peak, now)
+    step = transition(spec, state, current, model, binding, sigs, peak, now)
     new_state = state.model_copy(
         update={
             "calibration": factor,
@@ -200,5 +208,6 @@ def decide(inp: EngineInput) -> Decision:
         metrics_available=True,
         metrics_reason="ok",
         outlook=look,
+        dispersion=spread,
         state=new_state,
     )

@@ -46,6 +46,19 @@ class Snapshot(BaseModel):
         description="Output length of the requests that finished in the window "
         "(rate(_sum) / rate(_count) of vllm:request_generation_tokens).",
     )
+    arrivals_per_window_mean: float | None = Field(
+        default=None,
+        description="Requests reaching their first token per 15-s window, the mean over the "
+        "last 30 min (scaling/dispersion.py).",
+    )
+    arrivals_per_window_allan: float | None = Field(
+        default=None,
+        description="Those windows' Allan variance: half the mean squared difference of "
+        "successive windows' counts.",
+    )
+    arrival_windows: float | None = Field(
+        default=None, description="How many successive differences the Allan variance averages."
+    )
     prompt_tps: float | None = None
     generation_tps: float | None = None
     prefix_cache_hit_rate: float | None = None

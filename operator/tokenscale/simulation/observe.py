@@ -12,10 +12,13 @@ live. Too few samples, no observations or no engine give ``None`` with the reaso
 ``problems``, as the real source does for an empty result or NaN.
 """
 
+import math
+from bisect import bisect_right
 from collections.abc import Sequence
 from dataclasses import dataclass
 
 from tokenscale.api.inference_service import InferenceServiceSpec
+from tokenscale.scaling.dispersion import COUNT_WINDOW_S, DISPERSION_RANGE_S
 from tokenscale.scaling.snapshot import Snapshot
 from tokenscale.simulation.histogram import histogram_quantile
 from tokenscale.simulation.recorder import Recorder
@@ -34,6 +37,10 @@ class Scrape:
     held: int = 0
     """Requests the gateway holds because no replica is ready (what the endpoint picker's
     flow-control queue, or an activator's pending count, reads)."""
+
+
+LOOKBACK_S = 300.0
+"""Prometheus' lookback for an instant selector: a sample older than this is no value."""
 
 
 def scrape(
@@ -148,6 +155,59 @@ def snapshot_at(
         preemptions_per_s=rate("preemptions"),
         newest_sample_age_s=now - last.at,
         problems=problems,
+    )
+
+
+def with_dispersion(
+    snap: Snapshot | None,
+    counts: Sequence[tuple[float, float]],
+    now: float,
+    step_s: float = COUNT_WINDOW_S,
+    range_s: float = DISPERSION_RANGE_S,
+    lookback_s: float = LOOKBACK_S,
+) -> Snapshot | None:
+    """``snap`` with the arrival counts' mean, Allan variance and number of differences
+    (``scaling/dispersion.py``), from ``counts``: (scrape time, requests that reached their
+    first token so far) of each scrape that found an engine, oldest first. As the operator's
+    subquery (``metrics/promql.py``) evaluates them: at steps that are multiples of ``step_s``
+    inside ``(now − range_s, now]``, the counter is its newest sample at or before the step
+    (within the ``lookback_s`` Prometheus allows an instant selector); a window's count is its
+    increase over the step before (never below 0), and a difference is two successive windows'.
+    Unchanged (None fields) when no window has a count."""
+    if snap is None or not counts:
+        return snap
+    times = [c[0] for c in counts]
+
+    def counter(at: float) -> float | None:
+        k = bisect_right(times, at + 1e-9) - 1
+        if k < 0 or at - times[k] > lookback_s:
+            return None
+        return counts[k][1]
+
+    last = math.floor(now / step_s + 1e-9) * step_s
+    steps = [last - j * step_s for j in range(int(range_s // step_s))]
+    steps = [t for t in reversed(steps) if t > now - range_s]
+
+    def window(at: float) -> float | None:
+        end, start = counter(at), counter(at - step_s)
+        return None if end is None or start is None else max(0.0, end - start)
+
+    windows = [window(t) for t in steps]
+    seen = [w for w in windows if w is not None]
+    if not seen:
+        return snap
+    diffs: list[float] = []
+    previous = window(steps[0] - step_s)  # the first step's own "offset 15s" window
+    for w in windows:
+        if previous is not None and w is not None:
+            diffs.append((w - previous) ** 2)
+        previous = w
+    return snap.model_copy(
+        update={
+            "arrivals_per_window_mean": sum(seen) / len(seen),
+            "arrivals_per_window_allan": sum(diffs) / len(diffs) / 2.0 if diffs else None,
+            "arrival_windows": float(len(diffs)),
+        }
     )
 
 

@@ -22,6 +22,13 @@ class TimelinePoint(_Frozen):
     tpot_p99_s: float | None
     reason: str = Field(default="", description="The policy's reason for this decision")
     why: str = Field(default="", description="Its numbers alone (what the plot annotates)")
+    dispersion_index: float | None = Field(
+        default=None,
+        description="The arrivals' index of dispersion the policy saw (scaling/dispersion.py)",
+    )
+    dispersion_room: float | None = Field(
+        default=None, description="The room it asked for (1: Poisson sizing)"
+    )
 
 
 class Explanation(_Frozen):

@@ -20,6 +20,7 @@ from tokenscale.api.slo import Slo
 from tokenscale.api.workload import Workload
 from tokenscale.planning import Conditions, layout_of, plan_at, plan_service, resolve
 from tokenscale.planning.pricing import Pricing
+from tokenscale.scaling.dispersion import COUNT_WINDOW_S, DISPERSION_RANGE_S
 from tokenscale.scaling.snapshot import Snapshot
 from tokenscale.simulation.capacity import (
     lead_time_gpu_hours,
@@ -30,7 +31,7 @@ from tokenscale.simulation.capacity import (
 from tokenscale.simulation.errors import TraceError
 from tokenscale.simulation.faults import Fault, make_fleet
 from tokenscale.simulation.fleet import Fleet
-from tokenscale.simulation.observe import Scrape, snapshot_at, with_demand
+from tokenscale.simulation.observe import Scrape, snapshot_at, with_demand, with_dispersion
 from tokenscale.simulation.policies import (
     HpaPolicy,
     LeadTimeOraclePolicy,
@@ -437,6 +438,10 @@ def _replay(
     scrapes: deque[Scrape] = deque(
         maxlen=math.ceil(max(opts.rate_window_s, opts.gauge_window_s) / opts.scrape_interval_s) + 2
     )
+    # the first-token counter at each scrape that found an engine: the arrivals' dispersion
+    counted: deque[tuple[float, float]] = deque(
+        maxlen=math.ceil((DISPERSION_RANGE_S + 2 * COUNT_WINDOW_S) / opts.scrape_interval_s) + 2
+    )
     arrivals, end_t = trace.requests, trace.duration_s
     counts = _Counts(replicas_max=fleet.active)
     timeline: list[TimelinePoint] = []
@@ -460,10 +465,13 @@ def _replay(
             arrivals_since += 1
         if t >= t_scrape:
             scrapes.append(fleet.scrape(t))
+            if scrapes[-1].waiting:
+                counted.append((t, float(sum(scrapes[-1].buckets["ttft"]))))
             t_scrape += opts.scrape_interval_s
         if t >= t_decide:
             snap = snapshot_at(scrapes, t, rec, opts.gauge_window_s, opts.rate_window_s)
             snap = with_demand(snap, scrapes, t, setup.spec, opts.gauge_window_s)
+            snap = with_dispersion(snap, counted, t)
             if isinstance(policy, TokenscalePolicy):
                 policy.lead_time_s = fleet.lead_time_s()
             delta = fleet.set_target(policy.decide(t, snap, fleet.target), t)
@@ -534,6 +542,8 @@ def meets(o: Outcome, slo: Slo) -> bool:
 
 
 def _point(fleet: Fleet, t: float, rps: float, s: Snapshot | None, policy: Policy) -> TimelinePoint:
+    last = policy.last if isinstance(policy, TokenscalePolicy) else None
+    spread = None if last is None else last.dispersion
     engines = [m.replica for m in fleet.members if m.phase != "starting"]
     return TimelinePoint(
         t_s=t,
@@ -547,6 +557,8 @@ def _point(fleet: Fleet, t: float, rps: float, s: Snapshot | None, policy: Polic
         tpot_p99_s=s.tpot_p99_s if s else None,
         reason=policy.last_reason,
         why=policy.last_why,
+        dispersion_index=None if spread is None else spread.index,
+        dispersion_room=None if spread is None else spread.room,
     )
 
 
