@@ -71,7 +71,7 @@ def test_the_promql_counts_equal_the_simulators_over_the_same_samples(
     assert got["arrivals_allan"] / got["arrivals_mean"] > 1.0
     # and the source puts them into the service's snapshot
     source = PrometheusSource(PrometheusConfig(url=prometheus.url, query=CFG))
-    snap = source.snapshots([ns], time.time()).get((ns, "svc"))
+    snap = source.snapshots([ns], time.time(), dispersion=True).get((ns, "svc"))
     assert snap is not None
     assert snap.arrival_windows == RANGE_S / STEP_S
     assert snap.arrivals_per_window_mean is not None

@@ -138,8 +138,12 @@ class _Recorder(PrometheusSource):
     def __init__(self) -> None:
         super().__init__(PrometheusConfig(url="http://127.0.0.1:9"))
         self.asked: list[set[tuple[str, str]]] = []
+        self.dispersion: list[bool] = []
 
-    def snapshots(self, namespaces: list[str] | None, now_s: float) -> dict[Any, Any]:
+    def snapshots(
+        self, namespaces: list[str] | None, now_s: float, dispersion: bool = False
+    ) -> dict[Any, Any]:
+        self.dispersion.append(dispersion)
         return {}
 
     def running_by_pod(self, namespaces: list[str] | None) -> dict[Any, dict[str, float]]:
@@ -172,3 +176,44 @@ def test_the_fleet_reads_the_demand_of_services_reconciled_lately_only(
     clock[0] += resync.FORGET_AFTER_INTERVALS * 15.0 + 1  # the service was deleted
     fleet.refresh()
     assert source.asked[-1] == set()
+
+
+def test_the_dispersion_subqueries_are_read_only_while_a_service_sizes_for_them(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Three 30-minute subqueries per fleet read: asked for only while a service reconciled
+    lately has ``dispersionSizing`` on, and forgotten like a demand source."""
+    from tokenscale.controller import resync  # noqa: PLC0415
+    from tokenscale.controller.telemetry import Telemetry  # noqa: PLC0415
+
+    source = _Recorder()
+    fleet = resync.FleetMetrics(source, None, 60.0, Telemetry(), interval_s=15.0)
+    clock = [1000.0]
+    monkeypatch.setattr(resync.time, "time", lambda: clock[0])
+    on = {"spec": {"scaling": {"policy": {"dispersionSizing": True}}}}
+    off = {"spec": {"scaling": {"policy": {"dispersionSizing": False}}}}
+    assert resync.dispersion_wanted(on)
+    assert not resync.dispersion_wanted(off)
+    assert not resync.dispersion_wanted({"spec": {"scaling": None}})
+    fleet.view((NS, "plain"), None, resync.dispersion_wanted(off))
+    fleet.refresh()
+    assert source.dispersion[-1] is False
+    fleet.view(KEY, None, resync.dispersion_wanted(on))
+    fleet.refresh()
+    assert source.dispersion[-1] is True
+    fleet.view(KEY, None, False)  # turned off
+    fleet.refresh()
+    assert source.dispersion[-1] is False
+    fleet.view(KEY, None, True)
+    clock[0] += resync.FORGET_AFTER_INTERVALS * 15.0 + 1  # the service was deleted
+    fleet.refresh()
+    assert source.dispersion[-1] is False
+
+
+def test_the_fleet_read_has_the_dispersion_subqueries_only_when_asked() -> None:
+    from tokenscale.metrics.promql import QueryConfig, queries  # noqa: PLC0415
+
+    plain, with_counts = queries(QueryConfig(), None), queries(QueryConfig(), None, True)
+    added = set(with_counts) - set(plain)
+    assert added == {"arrivals_mean", "arrivals_allan", "arrival_windows"}
+    assert all(":15s])" in with_counts[k] for k in added)

@@ -41,7 +41,9 @@ def test_starts_stay_on_the_grid_and_are_never_in_the_past(
 class _Stub(PrometheusSource):
     """A source answering one service's snapshot, its newest sample 0.5 wall s old."""
 
-    def snapshots(self, namespaces: list[str] | None, now_s: float) -> dict[Any, Snapshot]:
+    def snapshots(
+        self, namespaces: list[str] | None, now_s: float, dispersion: bool = False
+    ) -> dict[Any, Snapshot]:
         snap = Snapshot(at=now_s, replicas_reporting=1, newest_sample_age_s=0.5)
         return {("ns", "svc"): snap}
 
@@ -75,7 +77,9 @@ def test_the_engine_clock_runs_time_scale_times_the_wall_clock() -> None:
 class _RolesStub(PrometheusSource):
     """A prefill/decode service's snapshot: each role's own, stamped at the wall read time."""
 
-    def snapshots(self, namespaces: list[str] | None, now_s: float) -> dict[Any, Snapshot]:
+    def snapshots(
+        self, namespaces: list[str] | None, now_s: float, dispersion: bool = False
+    ) -> dict[Any, Snapshot]:
         roles = {
             role: Snapshot(at=now_s, replicas_reporting=1, newest_sample_age_s=0.5)
             for role in ("prefill", "decode")

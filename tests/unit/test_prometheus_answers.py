@@ -185,7 +185,9 @@ def test_the_fleet_read_counts_answers_and_values_by_kind(standin: PrometheusSta
 
 def test_a_source_that_raises_leaves_the_fleet_holding() -> None:
     class Broken(PrometheusSource):
-        def snapshots(self, namespaces: list[str] | None, now_s: float) -> dict[Any, Snapshot]:
+        def snapshots(
+            self, namespaces: list[str] | None, now_s: float, dispersion: bool = False
+        ) -> dict[Any, Snapshot]:
             raise KeyError("data")
 
     telemetry = Telemetry()

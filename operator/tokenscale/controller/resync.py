@@ -153,6 +153,10 @@ class FleetMetrics:
     reconcile found them, with its wall time: the next read reads their demand. An entry no
     reconcile renewed for :data:`FORGET_AFTER_INTERVALS` intervals (a deleted service) goes."""
     demands: dict[tuple[str, str], Demand] = field(default_factory=dict)
+    dispersion_wanted: dict[tuple[str, str], float] = field(default_factory=dict)
+    """Services sized for their arrivals' dispersion (``dispersionSizing``), with the wall time
+    of their last reconcile: while there is one, the fleet read includes the dispersion
+    subqueries; forgotten like ``wanted``."""
     _wanted_lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
     def refresh(self) -> None:
@@ -165,7 +169,11 @@ class FleetMetrics:
         read_at = round(self.engine_time(wall), 3)
         try:
             snapshots = self._on_engine_clock(
-                self.source.snapshots(self.namespaces, read_at if self.time_scale == 1 else wall),
+                self.source.snapshots(
+                    self.namespaces,
+                    read_at if self.time_scale == 1 else wall,
+                    dispersion=self._dispersion_wanted(wall),
+                ),
                 read_at,
             )
             running = self.source.running_by_pod(self.namespaces)
@@ -197,6 +205,14 @@ class FleetMetrics:
                 del self.wanted[key]
             return {k: q for k, (q, _) in self.wanted.items()}
 
+    def _dispersion_wanted(self, wall_s: float) -> bool:
+        """Whether a service renewed recently is sized for its arrivals' dispersion."""
+        horizon = FORGET_AFTER_INTERVALS * self.interval_s / max(self.time_scale, 1e-9)
+        with self._wanted_lock:
+            for key in [k for k, t in self.dispersion_wanted.items() if wall_s - t > horizon]:
+                del self.dispersion_wanted[key]
+            return bool(self.dispersion_wanted)
+
     def engine_time(self, wall_s: float) -> float:
         """The engine's clock at wall time ``wall_s`` (the wall clock when ``time_scale`` is 1)."""
         return self.origin_s + (wall_s - self.origin_s) * self.time_scale
@@ -219,12 +235,18 @@ class FleetMetrics:
 
         return {k: stamped(s) for k, s in snapshots.items()}
 
-    def view(self, key: tuple[str, str], demand: DemandQuery | None = None) -> MetricsView | None:
+    def view(
+        self,
+        key: tuple[str, str],
+        demand: DemandQuery | None = None,
+        dispersion: bool = False,
+    ) -> MetricsView | None:
         """The metrics of InferenceService ``key`` (namespace, metadata.name), found by the
         label its pods carry (``render/labels.py``: the name, or the derived value when the
         name is not a valid label value), which the PodMonitor copies into the series.
         ``demand``: what the service reads in front of its engines, read from the next cycle
-        on (None: nothing; forgets it)."""
+        on (None: nothing; forgets it). ``dispersion``: the service is sized for its arrivals'
+        dispersion, read from the next cycle on (False: forgets it)."""
         if self.source is None:
             return None
         with self._wanted_lock:
@@ -232,6 +254,10 @@ class FleetMetrics:
                 self.wanted.pop(key, None)
             else:
                 self.wanted[key] = (demand, time.time())
+            if dispersion:
+                self.dispersion_wanted[key] = time.time()
+            else:
+                self.dispersion_wanted.pop(key, None)
         ns, name = key
         series_key = (ns, label_value(name))
         snapshot = self.snapshots.get(series_key)
@@ -272,6 +298,13 @@ def demand_query(body: dict[str, Any]) -> DemandQuery | None:
     if pool is None and not query:
         return None
     return DemandQuery(pool=pool, activation=str(query) if query else None)
+
+
+def dispersion_wanted(body: dict[str, Any]) -> bool:
+    """Whether the service, as stored, sizes for its arrivals' dispersion."""
+    scaling = (body.get("spec") or {}).get("scaling")
+    policy = scaling.get("policy") if isinstance(scaling, dict) else None
+    return isinstance(policy, dict) and policy.get("dispersionSizing") is True
 
 
 @dataclass(frozen=True)
@@ -484,7 +517,7 @@ class Reconciler:
         started = time.perf_counter()
         if isinstance(self.kube, CachedKube):
             self.kube.written.pop(key, None)
-        view = self.metrics.view(key, demand_query(body))
+        view = self.metrics.view(key, demand_query(body), dispersion_wanted(body))
         try:
             outcome = reconcile(self.kube, body, now_stamp(), emitter(self.kube, body), view)
         except ApiException as exc:

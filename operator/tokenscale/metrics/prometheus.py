@@ -168,7 +168,11 @@ class PrometheusSource:
             return _Result(name, None, judged_answer)
         return _Result(name, judged_answer)
 
-    def snapshots(self, namespaces: list[str] | None, now_s: float) -> dict[ServiceKey, Snapshot]:
+    def snapshots(
+        self, namespaces: list[str] | None, now_s: float, dispersion: bool = False
+    ) -> dict[ServiceKey, Snapshot]:
+        """Every service's snapshot from one fleet read (``dispersion``: with the arrivals'
+        dispersion, :func:`~tokenscale.metrics.promql.queries`)."""
         with requests.Session() as session:
             session.verify = self.cfg.ca_file or self.cfg.verify_tls
             try:
@@ -177,7 +181,7 @@ class PrometheusSource:
                 self.last_error = f"cannot read the bearer token: {exc}"
                 self.last_errors = [QueryError("*", QueryErrorKind.OTHER, self.last_error)]
                 return {}
-            plan = queries(self.cfg.query, namespaces)
+            plan = queries(self.cfg.query, namespaces, dispersion)
             results = list(
                 self._pool.map(lambda kv: self._run(session, headers, *kv), plan.items())
             )
@@ -299,6 +303,8 @@ def _assemble(
             implausible.append(QueryError(target, QueryErrorKind.VALUE, f"{where}: {problem}"))
 
     for name, target in FIELDS.items():
+        if name not in by_name:  # not asked this read (the dispersion counts: ``queries``)
+            continue
         for series in by_name[name].series or []:
             key = _key(series.labels, cfg)
             if key is None:

@@ -1,7 +1,9 @@
 """Every PromQL query the operator runs, in one place (vLLM 0.33 names; legacy fallbacks).
 
 Queries are fleet-wide and grouped ``by (<namespace label>, <service label>, <role label>)``
-so one evaluation cycle costs the same ~20 queries for 1 or 1,000 InferenceServices. The role
+so one evaluation cycle costs the same 29 queries for 1 or 1,000 InferenceServices
+(``queries`` and the per-pod running read; 3 more while a service sizes for its arrivals'
+dispersion, plus ``gateway_queries`` for the demand). The role
 label (``role``, which the PodMonitor copies from the pod label ``llm-d.ai/role``) is absent on
 a one-pool service's series (one group) and splits a prefill/decode service in two groups.
 Gauges are read with ``last_over_time(…[gauge window])`` (a missed scrape is not a gap); rates
@@ -41,7 +43,12 @@ def selector(cfg: QueryConfig, namespaces: list[str] | None) -> str:
     return "{" + ",".join(parts) + "}"
 
 
-def queries(cfg: QueryConfig, namespaces: list[str] | None) -> dict[str, str]:
+def queries(
+    cfg: QueryConfig, namespaces: list[str] | None, dispersion: bool = False
+) -> dict[str, str]:
+    """The fleet read, one query per signal for every service at once. ``dispersion``: also
+    the arrivals' dispersion (:func:`arrival_count_queries`, three 30-minute subqueries), read
+    only while some service turns ``spec.scaling.policy.dispersionSizing`` on."""
     s = selector(cfg, namespaces)
     g = f"{cfg.namespace_label}, {cfg.service_label}, {cfg.role_label}"
     gw, rw = cfg.gauge_window, cfg.rate_window
@@ -101,7 +108,7 @@ def queries(cfg: QueryConfig, namespaces: list[str] | None) -> dict[str, str]:
         "spec_decode_acceptance": f"{rate(v.SPEC_DECODE_NUM_ACCEPTED_TOKENS)} / "
         f"{rate(v.SPEC_DECODE_NUM_DRAFT_TOKENS)}",
         "newest_sample": f"max by ({g}) (timestamp({v.NUM_REQUESTS_RUNNING}{s}))",
-        **arrival_count_queries(cfg, namespaces),
+        **(arrival_count_queries(cfg, namespaces) if dispersion else {}),
     }
 
 

@@ -34,7 +34,9 @@ class QueryError:
 
 
 class MetricsSource(Protocol):
-    def snapshots(self, namespaces: list[str] | None, now_s: float) -> dict[ServiceKey, Snapshot]:
+    def snapshots(
+        self, namespaces: list[str] | None, now_s: float, dispersion: bool = False
+    ) -> dict[ServiceKey, Snapshot]:
         """One snapshot per InferenceService that has any vLLM series (None: all namespaces).
 
         Never raises for a backend failure: each snapshot says in ``problems`` what was
