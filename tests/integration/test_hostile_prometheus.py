@@ -21,21 +21,27 @@ from tokenscale.render.names import label_value
 pytestmark = pytest.mark.integration
 LONG = "chat-assistant-for-the-customer-support-team-llama-8b-instruct-v2"
 MALFORMED = {
-    "ttft_p50": {"status": "error", "errorType": "execution", "error": "query timed out"},
-    "queue_p99": {"status": "success", "data": {"resultType": "vector", "result": None}},
-    "e2e_p99": {"status": "success", "data": {"resultType": "scalar", "result": [1, "2"]}},
-    "itl_p99": {
+    "tpot_buckets": {"status": "error", "errorType": "execution", "error": "query timed out"},
+    "queue_buckets": {"status": "success", "data": {"resultType": "vector", "result": None}},
+    "e2e_buckets": {"status": "success", "data": {"resultType": "scalar", "result": [1, "2"]}},
+    "itl_buckets": {
         "status": "success",
         "data": {"resultType": "vector", "result": [{"metric": None, "value": [1, "1"]}]},
     },
 }
-HEALTHY = {"replicas": "1", "waiting": "0", "running": "2", "kv_max": "0.5", "ttft_p99": "0.3"}
-ABSURD = {
+HEALTHY: dict[str, str | dict[str, str]] = {
+    "replicas": "1",
+    "waiting": "0",
+    "running": "2",
+    "kv_max": "0.5",
+    "ttft_buckets": {"0.25": "0", "0.5": "2", "+Inf": "2"},  # bucket (le) → rate
+}
+ABSURD: dict[str, str | dict[str, str]] = {
     "replicas": "1e30",
     "waiting": "-3",
     "running": "2",
     "kv_max": "-1",
-    "ttft_p99": "-3",
+    "ttft_buckets": {"0.25": "-3", "0.5": "2", "+Inf": "2"},
     "request_rate": "1e308",
 }
 
@@ -46,7 +52,12 @@ def _answers(namespace: str) -> dict[str, Any]:
     for service, values in (("good", HEALTHY), (label_value(LONG), HEALTHY), ("bad", ABSURD)):
         labels = {"namespace": namespace, "inferenceservice": service}
         for name, value in values.items():
-            rows.setdefault(q[name], []).append((labels, value))
+            if isinstance(value, dict):
+                rows.setdefault(q[name], []).extend(
+                    ({**labels, "le": le}, rate) for le, rate in value.items()
+                )
+            else:
+                rows.setdefault(q[name], []).append((labels, value))
         rows.setdefault(q["cache_info"], []).append(
             (
                 {**labels, "instance": "a", "num_gpu_blocks": "Inf" if service == "bad" else "900"},
@@ -75,7 +86,7 @@ def _answers(namespace: str) -> dict[str, Any]:
     }
     for name, body in MALFORMED.items():
         answers[q[name]] = body
-    answers[running_per_pod(QueryConfig(), [namespace])] = MALFORMED["e2e_p99"]
+    answers[running_per_pod(QueryConfig(), [namespace])] = MALFORMED["e2e_buckets"]
     return answers
 
 
