@@ -387,16 +387,21 @@ def _histograms(
     buckets' rates. A sample whose ``le`` Prometheus could not read is left out, as
     ``histogram_quantile`` leaves it out."""
     out: dict[_GroupKey, list[tuple[float, float]] | str] = {}
-    for sample in series:
-        key = _key(sample.labels, cfg)
-        le = sample.labels.get("le")
-        bound = le_bound(le)
-        if key is None or bound is None:
+    bounds: dict[str | None, float | None] = {}  # a fleet's answer spells ~20 bounds
+    ns_label, svc_label, role_label = cfg.namespace_label, cfg.service_label, cfg.role_label
+    for labels, raw in series:  # _key inlined: ~100,000 samples a cycle
+        ns, svc, le = labels.get(ns_label), labels.get(svc_label), labels.get("le")
+        if le in bounds:
+            bound = bounds[le]
+        else:
+            bound = bounds[le] = le_bound(le)
+        if not ns or not svc or bound is None:
             continue
+        key = (ns, svc, labels.get(role_label, ""))
         got = out.setdefault(key, [])
         if isinstance(got, str):
             continue
-        raw, rate = sample.value, math.nan
+        rate = math.nan
         if isinstance(raw, list) and len(raw) == 2 and isinstance(raw[1], str):
             with contextlib.suppress(ValueError):  # the common case, without a problem built
                 rate = float(raw[1])
