@@ -22,9 +22,9 @@ pytestmark = pytest.mark.integration
 LONG = "chat-assistant-for-the-customer-support-team-llama-8b-instruct-v2"
 MALFORMED = {
     "tpot_buckets": {"status": "error", "errorType": "execution", "error": "query timed out"},
-    "queue_buckets": {"status": "success", "data": {"resultType": "vector", "result": None}},
-    "e2e_buckets": {"status": "success", "data": {"resultType": "scalar", "result": [1, "2"]}},
-    "itl_buckets": {
+    "queue_p99": {"status": "success", "data": {"resultType": "vector", "result": None}},
+    "e2e_p99": {"status": "success", "data": {"resultType": "scalar", "result": [1, "2"]}},
+    "itl_p99": {
         "status": "success",
         "data": {"resultType": "vector", "result": [{"metric": None, "value": [1, "1"]}]},
     },
@@ -86,7 +86,7 @@ def _answers(namespace: str) -> dict[str, Any]:
     }
     for name, body in MALFORMED.items():
         answers[q[name]] = body
-    answers[running_per_pod(QueryConfig(), [namespace])] = MALFORMED["e2e_buckets"]
+    answers[running_per_pod(QueryConfig(), [namespace])] = MALFORMED["e2e_p99"]
     return answers
 
 

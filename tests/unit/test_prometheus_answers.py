@@ -127,6 +127,8 @@ def test_every_query_malformed_still_returns(standin: PrometheusStandIn) -> None
         ("kv_max", "1.5", "kv_usage_max"),
         ("kv_max", "-1", "kv_usage_max"),
         ("waiting", "-3", "waiting"),
+        ("e2e_p99", "-3", "e2e_p99_s"),
+        ("itl_p99", "+Inf", "itl_p99_s"),
         ("request_rate", "1e308", "request_rate_rps"),
         ("request_rate", "1e400", "request_rate_rps"),
         ("running", "many", "running"),
@@ -175,13 +177,14 @@ def test_a_quantile_beyond_any_latency_is_a_problem(standin: PrometheusStandIn) 
     latency, so it is left unknown and counted, like any implausible value."""
     standin.answers = {
         **_healthy(),
-        Q["e2e_buckets"]: _buckets(**{"1": "0", "1e9": "3", "inf": "3"}),
+        Q["tpot_buckets"]: _buckets(**{"0.01": "0", "1e9": "3", "inf": "3"}),
     }
     source, snaps = _read(standin)
     snap = snaps[(NS, SVC)]
-    assert snap.e2e_p99_s is None
-    assert any(p.startswith("e2e_p99_s:") and "plausible" in p for p in snap.problems)
-    assert [p.kind for p in source.last_errors] == ["value"]
+    assert snap.tpot_p99_s is None
+    assert snap.tpot_p50_s is None
+    assert any(p.startswith("tpot_p99_s:") and "plausible" in p for p in snap.problems)
+    assert [p.kind for p in source.last_errors] == ["value", "value"]
 
 
 def test_a_histogram_without_observations_is_named_not_counted(
@@ -192,13 +195,13 @@ def test_a_histogram_without_observations_is_named_not_counted(
     standin.answers = {
         **_healthy(),
         Q["ttft_buckets"]: _buckets(**{"0.1": "0", "inf": "0"}),
-        Q["queue_buckets"]: _buckets(**{"0.1": "1", "0.5": "2"}),
+        Q["tpot_buckets"]: _buckets(**{"0.01": "1", "0.025": "2"}),
     }
     source, snaps = _read(standin)
     snap = snaps[(NS, SVC)]
     assert snap.ttft_p99_s is None
     assert "ttft_p99_s: NaN (no observations in the window)" in snap.problems
-    assert "queue_p99_s: NaN (no +Inf bucket)" in snap.problems
+    assert "tpot_p99_s: NaN (no +Inf bucket)" in snap.problems
     assert source.last_errors == []
 
 

@@ -4,10 +4,10 @@ Policy, like KEDA's Prometheus scaler, on purpose for each case:
 - no series for a query → that field is None, ``problems`` says "no series";
 - ``NaN`` (an empty rate window, 0/0; a histogram without observations in the window) → None,
   with the reason;
-- a latency histogram whose bucket rate is not a finite number in range → every quantile of
-  that service's histogram is None, with the reason, counted once as a query error of kind
-  ``value``; its quantiles are computed from its bucket rates as Prometheus'
-  ``histogram_quantile`` would (``metrics/quantile.py``);
+- a latency histogram read as bucket rates (TTFT, TPOT) whose bucket rate is not a finite
+  number in range → every quantile of that service's histogram is None, with the reason,
+  counted once as a query error of kind ``value``; its quantiles are computed from its
+  bucket rates as Prometheus' ``histogram_quantile`` would (``metrics/quantile.py``);
 - ``±Inf``, a number that cannot be read, or a value outside the field's range
   (``metrics/bounds.py``: a usage outside [0, 1], a negative count, a rate of 1e308) → None,
   with the reason, counted as a query error of kind ``value``;
@@ -64,6 +64,9 @@ FIELDS = {
     "tpot_mean": "tpot_mean_s",
     "ttft_mean": "ttft_mean_s",
     "queue_mean": "queue_mean_s",
+    "itl_p99": "itl_p99_s",
+    "e2e_p99": "e2e_p99_s",
+    "queue_p99": "queue_p99_s",
     "request_rate": "request_rate_rps",
     "started_rate": "started_rps",
     "output_tokens_mean": "output_tokens_mean",
@@ -73,17 +76,15 @@ FIELDS = {
     "preemptions": "preemptions_per_s",
     "spec_decode_acceptance": "spec_decode_acceptance_rate",
 }
-#: Each latency quantile: (the bucket-rate query of its histogram, q). One query per histogram
-#: serves all of its quantiles (``metrics/quantile.py`` computes them as Prometheus would).
+#: The latency quantiles computed in the operator: (the bucket-rate query of their histogram,
+#: q). One query per histogram serves all of its quantiles (``metrics/quantile.py`` computes
+#: them as Prometheus would); a histogram read at one quantile is a ``FIELDS`` query.
 QUANTILES: dict[str, tuple[str, float]] = {
     "ttft_p50_s": ("ttft_buckets", 0.5),
     "ttft_p95_s": ("ttft_buckets", 0.95),
     "ttft_p99_s": ("ttft_buckets", 0.99),
-    "itl_p99_s": ("itl_buckets", 0.99),
     "tpot_p50_s": ("tpot_buckets", 0.5),
     "tpot_p99_s": ("tpot_buckets", 0.99),
-    "e2e_p99_s": ("e2e_buckets", 0.99),
-    "queue_p99_s": ("queue_buckets", 0.99),
 }
 #: Fields only some engines have (speculative decoding): their absence is not a problem.
 OPTIONAL_FIELDS = frozenset({"spec_decode_acceptance_rate"})

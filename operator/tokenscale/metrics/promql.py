@@ -8,12 +8,14 @@ Gauges are read with ``last_over_time(…[gauge window])`` (a missed scrape is n
 and bucket rates over the rate window. Renamed metrics fall back with ``or``:
 ``vllm:gpu_cache_usage_perc`` (before 0.12) and ``vllm:time_per_output_token_seconds`` (before
 0.13; per group: ``or on (<group labels>)``, so one service never mixes the two).
-Latency histograms are read once each, as bucket rates
-``sum by (<group labels>, le) (rate(…_bucket[w]))``; their quantiles (vLLM's dashboard's
-``histogram_quantile(q, sum by (le) (rate(…_bucket[w])))``) are computed from those in the
-operator by Prometheus' own rule (``metrics/quantile.py``): one evaluation of each histogram
-for the fleet instead of one per quantile. The metric names come from
-``catalog/vllm_metrics.py``.
+Quantiles follow vLLM's own dashboard: ``histogram_quantile(q, sum by (le)
+(rate(…_bucket[w])))``. A histogram read at several quantiles (TTFT P50/P95/P99, TPOT
+P50/P99) is asked for once, as bucket rates ``sum by (<group labels>, le)
+(rate(…_bucket[w]))``, and its quantiles are computed from those in the operator by
+Prometheus' own rule (``metrics/quantile.py``): one evaluation of the histogram for the fleet
+instead of one per quantile. A histogram read at one quantile (ITL, E2E and queue-time P99)
+is left to ``histogram_quantile``: the same one evaluation, and one series per service to
+send instead of one per bucket. The metric names come from ``catalog/vllm_metrics.py``.
 """
 
 from dataclasses import dataclass
@@ -55,6 +57,9 @@ def queries(cfg: QueryConfig, namespaces: list[str] | None) -> dict[str, str]:
     def buckets(metric: str) -> str:
         return f"sum by ({g}, le) (rate({metric}_bucket{s}[{rw}]))"
 
+    def quantile(q: float, metric: str) -> str:
+        return f"histogram_quantile({q}, {buckets(metric)})"
+
     kv_new, kv_old = v.KV_CACHE_USAGE, v.KV_CACHE_USAGE_LEGACY
     tpot_new = v.REQUEST_TIME_PER_OUTPUT_TOKEN
     tpot_old = v.TIME_PER_OUTPUT_TOKEN_LEGACY
@@ -73,12 +78,14 @@ def queries(cfg: QueryConfig, namespaces: list[str] | None) -> dict[str, str]:
             f"max by ({g}, {cfg.instance_label}) (last_over_time({kv_old}{s}[{gw}]))"
         ),
         "cache_info": f"last_over_time({v.CACHE_CONFIG_INFO}{s}[{gw}])",
-        # bucket rates: the quantiles are computed from them (metrics/quantile.py)
+        # several quantiles of one histogram: its bucket rates, read once; the quantiles are
+        # computed from them in the operator (metrics/quantile.py)
         "ttft_buckets": buckets(v.TIME_TO_FIRST_TOKEN),
-        "itl_buckets": buckets(v.INTER_TOKEN_LATENCY),
         "tpot_buckets": f"{buckets(tpot_new)} or on ({g}) {buckets(tpot_old)}",
-        "e2e_buckets": buckets(v.E2E_REQUEST_LATENCY),
-        "queue_buckets": buckets(v.REQUEST_QUEUE_TIME),
+        # one quantile of a histogram: Prometheus answers it (one series per service, not ~20)
+        "itl_p99": quantile(0.99, v.INTER_TOKEN_LATENCY),
+        "e2e_p99": quantile(0.99, v.E2E_REQUEST_LATENCY),
+        "queue_p99": quantile(0.99, v.REQUEST_QUEUE_TIME),
         # exact, not bucketed: what calibration compares with the model
         "tpot_mean": f"{rate(tpot_new + '_sum')} / {rate(tpot_new + '_count')}",
         # TTFT = queue + prefill phase: their exact means calibrate prefill
