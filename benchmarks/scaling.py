@@ -2,8 +2,7 @@
 InferenceServices against a real Prometheus (target < 5 s at 1,000).
 
 Run: ``python benchmarks/scaling.py [--services 200] [--cycles 5] [--per-query]``. The cycle
-is what the operator does every interval: one fleet-wide read of ~25 PromQL queries (each
-latency histogram read once, as bucket rates, its quantiles computed in the operator), then
+is what the operator does every interval: one fleet-wide read of ~27 PromQL queries, then
 per service the
 parse and plan (through the operator's plan memo, controller/plans.py: planned once per
 distinct spec) and the engine's decision. For comparison the same cycle is also timed with a

@@ -21,7 +21,7 @@ from tokenscale.render.names import label_value
 pytestmark = pytest.mark.integration
 LONG = "chat-assistant-for-the-customer-support-team-llama-8b-instruct-v2"
 MALFORMED = {
-    "tpot_buckets": {"status": "error", "errorType": "execution", "error": "query timed out"},
+    "ttft_p50": {"status": "error", "errorType": "execution", "error": "query timed out"},
     "queue_p99": {"status": "success", "data": {"resultType": "vector", "result": None}},
     "e2e_p99": {"status": "success", "data": {"resultType": "scalar", "result": [1, "2"]}},
     "itl_p99": {
@@ -29,19 +29,13 @@ MALFORMED = {
         "data": {"resultType": "vector", "result": [{"metric": None, "value": [1, "1"]}]},
     },
 }
-HEALTHY: dict[str, str | dict[str, str]] = {
-    "replicas": "1",
-    "waiting": "0",
-    "running": "2",
-    "kv_max": "0.5",
-    "ttft_buckets": {"0.25": "0", "0.5": "2", "+Inf": "2"},  # bucket (le) → rate
-}
-ABSURD: dict[str, str | dict[str, str]] = {
+HEALTHY = {"replicas": "1", "waiting": "0", "running": "2", "kv_max": "0.5", "ttft_p99": "0.3"}
+ABSURD = {
     "replicas": "1e30",
     "waiting": "-3",
     "running": "2",
     "kv_max": "-1",
-    "ttft_buckets": {"0.25": "-3", "0.5": "2", "+Inf": "2"},
+    "ttft_p99": "-3",
     "request_rate": "1e308",
 }
 
@@ -52,12 +46,7 @@ def _answers(namespace: str) -> dict[str, Any]:
     for service, values in (("good", HEALTHY), (label_value(LONG), HEALTHY), ("bad", ABSURD)):
         labels = {"namespace": namespace, "inferenceservice": service}
         for name, value in values.items():
-            if isinstance(value, dict):
-                rows.setdefault(q[name], []).extend(
-                    ({**labels, "le": le}, rate) for le, rate in value.items()
-                )
-            else:
-                rows.setdefault(q[name], []).append((labels, value))
+            rows.setdefault(q[name], []).append((labels, value))
         rows.setdefault(q["cache_info"], []).append(
             (
                 {**labels, "instance": "a", "num_gpu_blocks": "Inf" if service == "bad" else "900"},

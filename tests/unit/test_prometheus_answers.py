@@ -33,17 +33,6 @@ def _labels(svc: str = SVC, **extra: str) -> dict[str, str]:
     return {"namespace": NS, "inferenceservice": svc, **extra}
 
 
-def _buckets(svc: str = SVC, **rates: str) -> dict[str, Any]:
-    """A bucket-rate answer: ``le`` (``inf`` for ``+Inf``) → rate."""
-    return vector(
-        *((_labels(svc, le="+Inf" if le == "inf" else le), rate) for le, rate in rates.items())
-    )
-
-
-TTFT_IN_QUARTER_TO_HALF = {"0.1": "0", "0.25": "0", "0.5": "4", "inf": "4"}
-"""Every first token in (0.25, 0.5] s: a quantile q reads 0.25 + q × 0.25."""
-
-
 def _healthy(svc: str = SVC) -> dict[str, Any]:
     """A service with two engines, a short queue and half-full KV caches."""
     return {
@@ -51,7 +40,7 @@ def _healthy(svc: str = SVC) -> dict[str, Any]:
         Q["waiting"]: vector((_labels(svc), "1")),
         Q["running"]: vector((_labels(svc), "8")),
         Q["kv_max"]: vector((_labels(svc), "0.5")),
-        Q["ttft_buckets"]: _buckets(svc, **TTFT_IN_QUARTER_TO_HALF),
+        Q["ttft_p99"]: vector((_labels(svc), "0.3")),
         Q["request_rate"]: vector((_labels(svc), "4")),
         Q["cache_info"]: vector(
             (_labels(svc, instance="a", num_gpu_blocks="1000"), "1"),
@@ -78,8 +67,6 @@ def test_a_well_formed_answer_is_read(standin: PrometheusStandIn) -> None:
     snap = snaps[(NS, SVC)]
     assert (snap.replicas_reporting, snap.waiting, snap.kv_usage_max) == (2, 1.0, 0.5)
     assert snap.kv_blocks_total == 1000
-    assert snap.ttft_p99_s == pytest.approx(0.25 + 0.99 * 0.25)
-    assert snap.ttft_p50_s == pytest.approx(0.25 + 0.5 * 0.25)
     assert source.last_errors == []
 
 
@@ -127,8 +114,8 @@ def test_every_query_malformed_still_returns(standin: PrometheusStandIn) -> None
         ("kv_max", "1.5", "kv_usage_max"),
         ("kv_max", "-1", "kv_usage_max"),
         ("waiting", "-3", "waiting"),
-        ("e2e_p99", "-3", "e2e_p99_s"),
-        ("itl_p99", "+Inf", "itl_p99_s"),
+        ("ttft_p99", "-3", "ttft_p99_s"),
+        ("ttft_p99", "+Inf", "ttft_p99_s"),
         ("request_rate", "1e308", "request_rate_rps"),
         ("request_rate", "1e400", "request_rate_rps"),
         ("running", "many", "running"),
@@ -148,61 +135,6 @@ def test_an_absurd_value_is_a_problem_not_a_signal(
         assert getattr(snap, field) is None
     assert any(p.startswith(f"{field}:") for p in snap.problems), snap.problems
     assert [p.kind for p in source.last_errors] == ["value"]
-
-
-@pytest.mark.parametrize("rate", ["-3", "+Inf", "1e400", "NaN", "many"])
-def test_an_absurd_bucket_rate_leaves_its_histograms_quantiles_unknown(
-    standin: PrometheusStandIn, rate: str
-) -> None:
-    """One unreadable bucket makes every quantile of that service's histogram unknown, each
-    with the reason, counted once; its other histograms and the other fields still count."""
-    standin.answers = {
-        **_healthy(),
-        Q["ttft_buckets"]: _buckets(**{**TTFT_IN_QUARTER_TO_HALF, "0.25": rate}),
-        Q["tpot_buckets"]: _buckets(**{"0.01": "0", "0.025": "2", "inf": "2"}),
-    }
-    source, snaps = _read(standin)
-    snap = snaps[(NS, SVC)]
-    for field in ("ttft_p50_s", "ttft_p95_s", "ttft_p99_s"):
-        assert getattr(snap, field) is None
-        assert any(p.startswith(f"{field}: bucket le=0.25") for p in snap.problems), snap.problems
-    assert snap.tpot_p99_s == pytest.approx(0.01 + 0.99 * 0.015)
-    assert snap.kv_usage_max == 0.5
-    assert [p.kind for p in source.last_errors] == ["value"]
-    assert "ttft_buckets" in source.last_errors[0].message
-
-
-def test_a_quantile_beyond_any_latency_is_a_problem(standin: PrometheusStandIn) -> None:
-    """Bounds an exporter made up (1e9 s): the interpolated quantile is not a plausible
-    latency, so it is left unknown and counted, like any implausible value."""
-    standin.answers = {
-        **_healthy(),
-        Q["tpot_buckets"]: _buckets(**{"0.01": "0", "1e9": "3", "inf": "3"}),
-    }
-    source, snaps = _read(standin)
-    snap = snaps[(NS, SVC)]
-    assert snap.tpot_p99_s is None
-    assert snap.tpot_p50_s is None
-    assert any(p.startswith("tpot_p99_s:") and "plausible" in p for p in snap.problems)
-    assert [p.kind for p in source.last_errors] == ["value", "value"]
-
-
-def test_a_histogram_without_observations_is_named_not_counted(
-    standin: PrometheusStandIn,
-) -> None:
-    """Zero in every bucket (no request finished in the window) is Prometheus' NaN: routine,
-    said in the problems, not a query error; no ``+Inf`` bucket likewise."""
-    standin.answers = {
-        **_healthy(),
-        Q["ttft_buckets"]: _buckets(**{"0.1": "0", "inf": "0"}),
-        Q["tpot_buckets"]: _buckets(**{"0.01": "1", "0.025": "2"}),
-    }
-    source, snaps = _read(standin)
-    snap = snaps[(NS, SVC)]
-    assert snap.ttft_p99_s is None
-    assert "ttft_p99_s: NaN (no observations in the window)" in snap.problems
-    assert "tpot_p99_s: NaN (no +Inf bucket)" in snap.problems
-    assert source.last_errors == []
 
 
 @pytest.mark.parametrize("blocks", ["Inf", "1e400", "-5", "nan", "lots"])
@@ -333,8 +265,8 @@ def test_every_field_read_has_a_plausible_range() -> None:
     """A field without a range would raise out of the fleet read (the speculative acceptance
     rate did: every service lost its metrics once a speculating engine reported)."""
     from tokenscale.metrics.bounds import value_range  # noqa: PLC0415
-    from tokenscale.metrics.prometheus import FIELDS, QUANTILES  # noqa: PLC0415
+    from tokenscale.metrics.prometheus import FIELDS  # noqa: PLC0415
 
-    for target in [*FIELDS.values(), *QUANTILES, "histogram_bucket_rate"]:
+    for target in FIELDS.values():
         low, high = value_range(target)
         assert low <= high

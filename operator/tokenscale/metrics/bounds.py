@@ -49,11 +49,8 @@ RANGES: dict[str, tuple[float, float]] = {
     "gateway_queued": (0.0, MAX_COUNT),
     "activation_demand": (0.0, MAX_COUNT),
     "pool_saturation": (0.0, MAX_SATURATION),
-    "histogram_bucket_rate": (0.0, MAX_TOKENS_PER_S),
 }
-"""Closed ranges by Snapshot field (latencies, the ``*_s`` fields: ``[0, MAX_LATENCY_S]``);
-``histogram_bucket_rate`` is one latency bucket's observations per second (the inter-token
-latency's count a token each, hence the token rate's bound)."""
+"""Closed ranges by Snapshot field (latencies, the ``*_s`` fields: ``[0, MAX_LATENCY_S]``)."""
 
 
 def value_range(field: str) -> tuple[float, float]:

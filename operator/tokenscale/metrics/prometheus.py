@@ -2,12 +2,7 @@
 
 Policy, like KEDA's Prometheus scaler, on purpose for each case:
 - no series for a query → that field is None, ``problems`` says "no series";
-- ``NaN`` (an empty rate window, 0/0; a histogram without observations in the window) → None,
-  with the reason;
-- a latency histogram read as bucket rates (TTFT, TPOT) whose bucket rate is not a finite
-  number in range → every quantile of that service's histogram is None, with the reason,
-  counted once as a query error of kind ``value``; its quantiles are computed from its
-  bucket rates as Prometheus' ``histogram_quantile`` would (``metrics/quantile.py``);
+- ``NaN`` (an empty rate window, 0/0) → None, with the reason;
 - ``±Inf``, a number that cannot be read, or a value outside the field's range
   (``metrics/bounds.py``: a usage outside [0, 1], a negative count, a rate of 1e308) → None,
   with the reason, counted as a query error of kind ``value``;
@@ -23,9 +18,7 @@ Nothing a server sends raises out of :meth:`PrometheusSource.snapshots`. All que
 cycle run concurrently on a bounded pool.
 """
 
-import contextlib
 import logging
-import math
 from collections import defaultdict
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -35,7 +28,7 @@ from typing import Any
 import requests
 
 from tokenscale.metrics.answers import Sample, judge_vector
-from tokenscale.metrics.bounds import in_range, judged, parse_number, sample_value, value_range
+from tokenscale.metrics.bounds import in_range, judged, parse_number, sample_value
 from tokenscale.metrics.demand import (
     Demand,
     DemandQuery,
@@ -50,7 +43,6 @@ from tokenscale.metrics.promql import (
     queries,
     running_per_pod,
 )
-from tokenscale.metrics.quantile import envelope, le_bound, quantile
 from tokenscale.metrics.source import QueryError, QueryErrorKind, ServiceKey
 from tokenscale.scaling.snapshot import Snapshot
 
@@ -61,10 +53,15 @@ FIELDS = {
     "running": "running",
     "kv_max": "kv_usage_max",
     "kv_mean": "kv_usage_mean",
+    "ttft_p50": "ttft_p50_s",
+    "ttft_p95": "ttft_p95_s",
+    "ttft_p99": "ttft_p99_s",
+    "itl_p99": "itl_p99_s",
+    "tpot_p50": "tpot_p50_s",
+    "tpot_p99": "tpot_p99_s",
     "tpot_mean": "tpot_mean_s",
     "ttft_mean": "ttft_mean_s",
     "queue_mean": "queue_mean_s",
-    "itl_p99": "itl_p99_s",
     "e2e_p99": "e2e_p99_s",
     "queue_p99": "queue_p99_s",
     "request_rate": "request_rate_rps",
@@ -75,16 +72,6 @@ FIELDS = {
     "prefix_hit_rate": "prefix_cache_hit_rate",
     "preemptions": "preemptions_per_s",
     "spec_decode_acceptance": "spec_decode_acceptance_rate",
-}
-#: The latency quantiles computed in the operator: (the bucket-rate query of their histogram,
-#: q). One query per histogram serves all of its quantiles (``metrics/quantile.py`` computes
-#: them as Prometheus would); a histogram read at one quantile is a ``FIELDS`` query.
-QUANTILES: dict[str, tuple[str, float]] = {
-    "ttft_p50_s": ("ttft_buckets", 0.5),
-    "ttft_p95_s": ("ttft_buckets", 0.95),
-    "ttft_p99_s": ("ttft_buckets", 0.99),
-    "tpot_p50_s": ("tpot_buckets", 0.5),
-    "tpot_p99_s": ("tpot_buckets", 0.99),
 }
 #: Fields only some engines have (speculative decoding): their absence is not a problem.
 OPTIONAL_FIELDS = frozenset({"spec_decode_acceptance_rate"})
@@ -309,23 +296,6 @@ def _assemble(
                 note(key, target, problem)
             else:
                 values[key][target] = value
-    for name, wanted in _quantiles_by_histogram().items():
-        for key, buckets in _histograms(by_name[name].series or [], cfg).items():
-            if isinstance(buckets, str):  # a bucket that is not a plausible rate
-                where = f"{key[0]}/{key[1]}{'/' + key[2] if key[2] else ''} {name}"
-                implausible.append(QueryError(name, QueryErrorKind.VALUE, f"{where}: {buckets}"))
-                problems[key].extend(f"{target}: {buckets}" for target, _ in wanted)
-                continue
-            env = envelope(buckets)
-            for target, q in wanted:
-                if isinstance(env, str):
-                    problems[key].append(f"{target}: NaN ({env})")
-                    continue
-                value, problem = in_range(target, quantile(q, env))
-                if problem:
-                    note(key, target, problem)
-                else:
-                    values[key][target] = value
     counts: dict[_GroupKey, int] = {}
     for series in by_name["replicas"].series or []:
         key = _key(series.labels, cfg)
@@ -348,7 +318,7 @@ def _assemble(
     out: dict[_GroupKey, Snapshot] = {}
     for key in set(counts) | set(values) | set(problems):
         fields = dict(values.get(key, {}))
-        for name, target in _SOURCES:
+        for name, target in FIELDS.items():
             if target in OPTIONAL_FIELDS and target not in fields:
                 continue
             if target not in fields and not any(p.startswith(f"{target}:") for p in problems[key]):
@@ -365,55 +335,6 @@ def _assemble(
             **fields,
         )
     return _by_service(out), implausible
-
-
-_SOURCES = [*FIELDS.items(), *((name, target) for target, (name, _) in QUANTILES.items())]
-"""(query, field) for every field a query fills."""
-
-
-def _quantiles_by_histogram() -> dict[str, list[tuple[str, float]]]:
-    out: dict[str, list[tuple[str, float]]] = defaultdict(list)
-    for target, (name, q) in QUANTILES.items():
-        out[name].append((target, q))
-    return out
-
-
-_BUCKET_RATE_MAX = value_range("histogram_bucket_rate")[1]
-
-
-def _histograms(
-    series: list[Sample], cfg: QueryConfig
-) -> dict[_GroupKey, list[tuple[float, float]] | str]:
-    """Each group's ``(upper bound, bucket rate)`` pairs, or what is wrong with one of its
-    buckets' rates. A sample whose ``le`` Prometheus could not read is left out, as
-    ``histogram_quantile`` leaves it out."""
-    out: dict[_GroupKey, list[tuple[float, float]] | str] = {}
-    bounds: dict[str | None, float | None] = {}  # a fleet's answer spells ~20 bounds
-    ns_label, svc_label, role_label = cfg.namespace_label, cfg.service_label, cfg.role_label
-    for labels, raw in series:  # _key inlined: ~100,000 samples a cycle
-        ns, svc, le = labels.get(ns_label), labels.get(svc_label), labels.get("le")
-        if le in bounds:
-            bound = bounds[le]
-        else:
-            bound = bounds[le] = le_bound(le)
-        if not ns or not svc or bound is None:
-            continue
-        key = (ns, svc, labels.get(role_label, ""))
-        got = out.setdefault(key, [])
-        if isinstance(got, str):
-            continue
-        rate = math.nan
-        if isinstance(raw, list) and len(raw) == 2 and isinstance(raw[1], str):
-            with contextlib.suppress(ValueError):  # the common case, without a problem built
-                rate = float(raw[1])
-        if not 0.0 <= rate <= _BUCKET_RATE_MAX:
-            value, problem = judged("histogram_bucket_rate", raw)
-            if value is None or problem:
-                out[key] = f"bucket le={le}: {problem}"
-                continue
-            rate = value
-        got.append((bound, rate))
-    return out
 
 
 def _kv_blocks(

@@ -5,17 +5,11 @@ so one evaluation cycle costs the same ~20 queries for 1 or 1,000 InferenceServi
 label (``role``, which the PodMonitor copies from the pod label ``llm-d.ai/role``) is absent on
 a one-pool service's series (one group) and splits a prefill/decode service in two groups.
 Gauges are read with ``last_over_time(…[gauge window])`` (a missed scrape is not a gap); rates
-and bucket rates over the rate window. Renamed metrics fall back with ``or``:
+and quantiles over the rate window. Renamed metrics fall back with ``or``:
 ``vllm:gpu_cache_usage_perc`` (before 0.12) and ``vllm:time_per_output_token_seconds`` (before
-0.13; per group: ``or on (<group labels>)``, so one service never mixes the two).
-Quantiles follow vLLM's own dashboard: ``histogram_quantile(q, sum by (le)
-(rate(…_bucket[w])))``. A histogram read at several quantiles (TTFT P50/P95/P99, TPOT
-P50/P99) is asked for once, as bucket rates ``sum by (<group labels>, le)
-(rate(…_bucket[w]))``, and its quantiles are computed from those in the operator by
-Prometheus' own rule (``metrics/quantile.py``): one evaluation of the histogram for the fleet
-instead of one per quantile. A histogram read at one quantile (ITL, E2E and queue-time P99)
-is left to ``histogram_quantile``: the same one evaluation, and one series per service to
-send instead of one per bucket. The metric names come from ``catalog/vllm_metrics.py``.
+0.13). Quantiles follow vLLM's own dashboard:
+``histogram_quantile(q, sum by (le) (rate(…_bucket[w])))``. The metric names
+come from ``catalog/vllm_metrics.py``.
 """
 
 from dataclasses import dataclass
@@ -54,11 +48,8 @@ def queries(cfg: QueryConfig, namespaces: list[str] | None) -> dict[str, str]:
     def rate(metric: str) -> str:
         return f"sum by ({g}) (rate({metric}{s}[{rw}]))"
 
-    def buckets(metric: str) -> str:
-        return f"sum by ({g}, le) (rate({metric}_bucket{s}[{rw}]))"
-
     def quantile(q: float, metric: str) -> str:
-        return f"histogram_quantile({q}, {buckets(metric)})"
+        return f"histogram_quantile({q}, sum by ({g}, le) (rate({metric}_bucket{s}[{rw}])))"
 
     kv_new, kv_old = v.KV_CACHE_USAGE, v.KV_CACHE_USAGE_LEGACY
     tpot_new = v.REQUEST_TIME_PER_OUTPUT_TOKEN
@@ -78,14 +69,12 @@ def queries(cfg: QueryConfig, namespaces: list[str] | None) -> dict[str, str]:
             f"max by ({g}, {cfg.instance_label}) (last_over_time({kv_old}{s}[{gw}]))"
         ),
         "cache_info": f"last_over_time({v.CACHE_CONFIG_INFO}{s}[{gw}])",
-        # several quantiles of one histogram: its bucket rates, read once; the quantiles are
-        # computed from them in the operator (metrics/quantile.py)
-        "ttft_buckets": buckets(v.TIME_TO_FIRST_TOKEN),
-        "tpot_buckets": f"{buckets(tpot_new)} or on ({g}) {buckets(tpot_old)}",
-        # one quantile of a histogram: Prometheus answers it (one series per service, not ~20)
+        "ttft_p50": quantile(0.5, v.TIME_TO_FIRST_TOKEN),
+        "ttft_p95": quantile(0.95, v.TIME_TO_FIRST_TOKEN),
+        "ttft_p99": quantile(0.99, v.TIME_TO_FIRST_TOKEN),
         "itl_p99": quantile(0.99, v.INTER_TOKEN_LATENCY),
-        "e2e_p99": quantile(0.99, v.E2E_REQUEST_LATENCY),
-        "queue_p99": quantile(0.99, v.REQUEST_QUEUE_TIME),
+        "tpot_p50": f"{quantile(0.5, tpot_new)} or {quantile(0.5, tpot_old)}",
+        "tpot_p99": f"{quantile(0.99, tpot_new)} or {quantile(0.99, tpot_old)}",
         # exact, not bucketed: what calibration compares with the model
         "tpot_mean": f"{rate(tpot_new + '_sum')} / {rate(tpot_new + '_count')}",
         # TTFT = queue + prefill phase: their exact means calibrate prefill
@@ -93,6 +82,8 @@ def queries(cfg: QueryConfig, namespaces: list[str] | None) -> dict[str, str]:
         f"{rate(v.TIME_TO_FIRST_TOKEN + '_count')}",
         "queue_mean": f"{rate(v.REQUEST_QUEUE_TIME + '_sum')} / "
         f"{rate(v.REQUEST_QUEUE_TIME + '_count')}",
+        "e2e_p99": quantile(0.99, v.E2E_REQUEST_LATENCY),
+        "queue_p99": quantile(0.99, v.REQUEST_QUEUE_TIME),
         "request_rate": rate(v.REQUEST_SUCCESS),
         # requests reaching their first token: arrivals without the E2E lag of finishing
         "started_rate": rate(v.TIME_TO_FIRST_TOKEN + "_count"),
