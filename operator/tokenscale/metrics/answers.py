@@ -16,7 +16,8 @@ from tokenscale.metrics.source import QueryError, QueryErrorKind
 
 
 class Sample(NamedTuple):
-    """One element of a vector (a tuple: a fleet's histogram answer holds ~100,000 of them)."""
+    """One element of a vector (a tuple, cheap to make: a fleet read makes one per series of
+    every answer, tens of thousands a cycle at 1,000 services)."""
 
     labels: dict[str, str]
     """Only the labels whose value is a string (read-only: shared with the parsed answer)."""
@@ -55,7 +56,7 @@ def judge_vector(name: str, body: Any) -> list[Sample] | QueryError:
         if not isinstance(metric, dict):
             return _answer(name, f"{name}: sample {i} has no label map (metric {_short(metric)})")
         labels: dict[str, str] = metric
-        for value in metric.values():  # JSON keys are strings; values may be anything
+        for value in metric.values():  # keys parsed from JSON are strings; values may be anything
             if not isinstance(value, str):
                 labels = {k: v for k, v in metric.items() if isinstance(v, str)}
                 break
