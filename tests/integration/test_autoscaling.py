@@ -84,9 +84,14 @@ def test_kv_pressure_scales_up_and_relief_scales_down_after_the_window(
 
     pod.set_state(running=40, waiting=0, kv_usage=0.95)  # KV pressure on the one replica
     wait_for(lambda: _replicas(objects) == 2, 60, "scaled up to 2")
+    # the event is posted after the replicas are written (act: writes, then events)
+    wait_for(
+        lambda: any(e.reason == "Scaled" for e in objects.events("test")),
+        30,
+        "the Scaled event",
+    )
     scaled = [e for e in objects.events("test") if e.reason == "Scaled"]
-    assert scaled, op.tail()
-    assert scaled[-1].message.startswith("Scaled 1→2: kv_usage 0.95")
+    assert scaled[-1].message.startswith("Scaled 1→2: kv_usage 0.95"), op.tail()
     # the event and the replicas are written before the status in the same reconcile
     wait_for(
         lambda: (objects.get("test")["status"].get("live") or {}).get("kvUsage") == 0.95,
