@@ -264,7 +264,7 @@ def test_deployment_events_between_two_reads_re_apply_the_stored_decision(
     pod.set_state(running=4, waiting=0, kv_usage=0.3)
     pod.set_load(Load(rps=1, ttft_s=0.2, tpot_s=0.02))
     port = free_port()
-    interval = 40.0
+    interval = 30.0
     op = start_metrics_operator(
         namespace, prometheus.url, "--metrics-port", str(port), interval_s=interval
     )

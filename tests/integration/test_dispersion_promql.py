@@ -18,9 +18,9 @@ from tokenscale.scaling import Snapshot
 from tokenscale.simulation.observe import with_dispersion
 
 pytestmark = pytest.mark.integration
-# 2-s counts over 20 s at the fixture's 1-s scrapes: seconds of data, not half an hour
-CFG = QueryConfig(gauge_window="10s", rate_window="15s", count_window="2s", dispersion_range="20s")
-STEP_S, RANGE_S = 2.0, 20.0
+# 2-s counts over 10 s at the fixture's 1-s scrapes: seconds of data, not half an hour
+CFG = QueryConfig(gauge_window="10s", rate_window="15s", count_window="2s", dispersion_range="10s")
+STEP_S, RANGE_S = 2.0, 10.0
 COUNTER = "vllm:time_to_first_token_seconds_count"
 
 
@@ -38,7 +38,8 @@ def test_the_promql_counts_equal_the_simulators_over_the_same_samples(
     ns = f"d-{uuid.uuid4().hex[:6]}"
     engine = emulators(ns, "svc")
     engine.set_load(Load(rps=6, prompt_tokens=100, generation_tokens=10, ttft_s=0.1, tpot_s=0.01))
-    history = f'count_over_time({COUNTER}{{namespace="{ns}"}}[40s]) >= 30'
+    # the range and the two windows before it (14 s), with a few scrapes to spare
+    history = f'count_over_time({COUNTER}{{namespace="{ns}"}}[18s]) >= 17'
     bursts = 0
 
     def long_enough() -> bool:
@@ -49,7 +50,7 @@ def test_the_promql_counts_equal_the_simulators_over_the_same_samples(
         bursts += 1
         return len(prometheus.query(history)) == 1
 
-    wait_for(long_enough, 90, f"40 s of scrapes of {ns}", interval_s=3.0)
+    wait_for(long_enough, 90, f"18 s of scrapes of {ns}", interval_s=3.0)
     at = math.floor(time.time()) - 0.5  # between two steps: no sample or step on an edge
     answers = {
         name: _at(prometheus, promql, at)
@@ -67,7 +68,7 @@ def test_the_promql_counts_equal_the_simulators_over_the_same_samples(
     assert got["arrivals_mean"] == pytest.approx(mirror.arrivals_per_window_mean, rel=1e-9)
     assert got["arrivals_allan"] == pytest.approx(mirror.arrivals_per_window_allan, rel=1e-9)
     # the bursts on a steady load: more dispersed than Poisson, as the engine reads it
-    assert bursts >= 10
+    assert bursts >= 5
     assert got["arrivals_allan"] / got["arrivals_mean"] > 1.0
     # and the source puts them into the service's snapshot
     source = PrometheusSource(PrometheusConfig(url=prometheus.url, query=CFG))
