@@ -148,15 +148,15 @@ class FleetMetrics:
     read_at_s: float | None = None
     """When the last fleet read ran: the time of the observation every service's engine
     decides on once (None: no read yet)."""
-    wanted: dict[tuple[str, str], tuple[DemandQuery, float]] = field(default_factory=dict)
-    """Services with a demand source (an InferencePool, an activation query), as their last
-    reconcile found them, with its wall time: the next read reads their demand. An entry no
-    reconcile renewed for :data:`FORGET_AFTER_INTERVALS` intervals (a deleted service) goes."""
+    wanted: dict[tuple[str, str], tuple[DemandQuery | None, bool, float]] = field(
+        default_factory=dict
+    )
+    """What the next read reads beyond the engines' series, per service as its last reconcile
+    found it: its demand source (an InferencePool, an activation query; None: none), whether it
+    is sized for its arrivals' dispersion (then the fleet read includes the dispersion
+    subqueries), and the reconcile's wall time. An entry no reconcile renewed for
+    :data:`FORGET_AFTER_INTERVALS` intervals (a deleted service) goes."""
     demands: dict[tuple[str, str], Demand] = field(default_factory=dict)
-    dispersion_wanted: dict[tuple[str, str], float] = field(default_factory=dict)
-    """Services sized for their arrivals' dispersion (``dispersionSizing``), with the wall time
-    of their last reconcile: while there is one, the fleet read includes the dispersion
-    subqueries; forgotten like ``wanted``."""
     _wanted_lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
     def refresh(self) -> None:
@@ -172,14 +172,15 @@ class FleetMetrics:
                 self.source.snapshots(
                     self.namespaces,
                     read_at if self.time_scale == 1 else wall,
-                    dispersion=self._dispersion_wanted(wall),
+                    dispersion=any(d for _, d in self._renewed(wall).values()),
                 ),
                 read_at,
             )
             running = self.source.running_by_pod(self.namespaces)
             error = self.source.last_error
             errors = list(self.source.last_errors)
-            demands, demand_errors = self.source.demand(self._still_wanted(wall), self.namespaces)
+            demand = {k: q for k, (q, _) in self._renewed(wall).items() if q is not None}
+            demands, demand_errors = self.source.demand(demand, self.namespaces)
             errors += demand_errors
         except Exception as exc:  # a bug in reading must not stop the fleet's reconciles
             log.exception("metrics: the fleet read failed")
@@ -197,21 +198,13 @@ class FleetMetrics:
         )
         self.telemetry.record_query_errors(errors)
 
-    def _still_wanted(self, wall_s: float) -> dict[tuple[str, str], DemandQuery]:
-        """The demand sources renewed recently (older ones are forgotten)."""
+    def _renewed(self, wall_s: float) -> dict[tuple[str, str], tuple[DemandQuery | None, bool]]:
+        """What the services renewed recently want read (older entries are forgotten)."""
         horizon = FORGET_AFTER_INTERVALS * self.interval_s / max(self.time_scale, 1e-9)
         with self._wanted_lock:
-            for key in [k for k, (_, t) in self.wanted.items() if wall_s - t > horizon]:
+            for key in [k for k, (*_, t) in self.wanted.items() if wall_s - t > horizon]:
                 del self.wanted[key]
-            return {k: q for k, (q, _) in self.wanted.items()}
-
-    def _dispersion_wanted(self, wall_s: float) -> bool:
-        """Whether a service renewed recently is sized for its arrivals' dispersion."""
-        horizon = FORGET_AFTER_INTERVALS * self.interval_s / max(self.time_scale, 1e-9)
-        with self._wanted_lock:
-            for key in [k for k, t in self.dispersion_wanted.items() if wall_s - t > horizon]:
-                del self.dispersion_wanted[key]
-            return bool(self.dispersion_wanted)
+            return {k: (q, d) for k, (q, d, _) in self.wanted.items()}
 
     def engine_time(self, wall_s: float) -> float:
         """The engine's clock at wall time ``wall_s`` (the wall clock when ``time_scale`` is 1)."""
@@ -250,14 +243,10 @@ class FleetMetrics:
         if self.source is None:
             return None
         with self._wanted_lock:
-            if demand is None:
+            if demand is None and not dispersion:
                 self.wanted.pop(key, None)
             else:
-                self.wanted[key] = (demand, time.time())
-            if dispersion:
-                self.dispersion_wanted[key] = time.time()
-            else:
-                self.dispersion_wanted.pop(key, None)
+                self.wanted[key] = (demand, dispersion, time.time())
         ns, name = key
         series_key = (ns, label_value(name))
         snapshot = self.snapshots.get(series_key)

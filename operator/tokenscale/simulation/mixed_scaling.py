@@ -359,9 +359,17 @@ def best_static_mix(
     best_cost = math.inf
     last = names[-1]
 
+    # a probe gives up once it cannot reach ``target``: more misses than (1 − target) × requests
+    allowed_misses = math.floor((1.0 - target) * len(trace.requests))
+
     def replay(counts: dict[str, int]) -> ScaledMixRun:
         return replay_scaled_mix(
-            engines, trace, spec, StaticMix(counts, "best static mix"), routing
+            engines,
+            trace,
+            spec,
+            StaticMix(counts, "best static mix"),
+            routing,
+            give_up_misses=allowed_misses,
         )
 
     def prefixes(k: int) -> list[dict[str, int]]:
