@@ -25,10 +25,11 @@ bash scripts/kube-test-env.sh
 if [ "$#" -gt 0 ]; then
   echo "== pytest $*"; exec python -m pytest "$@"
 fi
-# The unit suite is CPU-bound and independent: two workers. The integration suite runs alone and
-# in order: its tests time a real control plane and Prometheus, and a second worker's servers
-# would share the two cores (and could take a port a stopped server just freed).
+# Both suites run on two workers. The unit suite is CPU-bound and independent. The integration
+# suite mostly waits on real servers; each worker starts its own control plane and Prometheus,
+# takes whole files (their module fixtures are shared) and picks its servers' ports from its own
+# range (tests/conftest.py), so a server one test stops and restarts keeps its port.
 rc=0
-echo "== pytest tests/unit (2 workers)"; python -m pytest -n 2 --durations=15 tests/unit || rc=$?
-echo "== pytest tests/integration";      python -m pytest --durations=25 tests/integration || rc=$?
+echo "== pytest tests/unit (2 workers)";        python -m pytest -n 2 --durations=15 tests/unit || rc=$?
+echo "== pytest tests/integration (2 workers)"; python -m pytest -n 2 --dist loadfile --durations=25 tests/integration || rc=$?
 exit "$rc"

@@ -13,11 +13,55 @@ import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
+PORT_RANGE_ENV = "TOKENSCALE_PORT_RANGE"
+_handed_out: set[int] = set()
+
+
+def _bindable(port: int) -> bool:
+    with contextlib.closing(socket.socket(socket.AF_INET, socket.SOCK_STREAM)) as s:
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            s.bind(("127.0.0.1", port))
+        except OSError:
+            return False
+        return True
+
+
+def port_range(text: str) -> range:
+    """``"LOW-HIGH"`` (inclusive, 1024–65535) as a range; ValueError naming the variable."""
+    low_s, sep, high_s = text.partition("-")
+    try:
+        low, high = int(low_s), int(high_s)
+    except ValueError:
+        low, high = 0, 0
+    if not sep or not 1024 <= low <= high <= 65535:
+        raise ValueError(f"{PORT_RANGE_ENV}={text!r}: expected LOW-HIGH within 1024-65535")
+    return range(low, high + 1)
+
 
 def free_port() -> int:
-    with contextlib.closing(socket.socket(socket.AF_INET, socket.SOCK_STREAM)) as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
+    """A TCP port free on 127.0.0.1 now, never one this process handed out before.
+
+    With ``TOKENSCALE_PORT_RANGE=LOW-HIGH`` the port comes from that range (in order, from a
+    point set by the process id), else the OS picks one. Parallel test workers each get their own
+    range (tests/conftest.py): a server one worker stops and restarts on its port cannot lose it
+    to a server another worker starts, which an OS-picked port allows.
+    """
+    text = os.environ.get(PORT_RANGE_ENV)
+    if not text:
+        with contextlib.closing(socket.socket(socket.AF_INET, socket.SOCK_STREAM)) as s:
+            s.bind(("127.0.0.1", 0))
+            port = int(s.getsockname()[1])
+        _handed_out.add(port)
+        return port
+    ports = port_range(text)
+    start = os.getpid() % len(ports)
+    for i in range(len(ports)):
+        port = ports[(start + i) % len(ports)]
+        if port not in _handed_out and _bindable(port):
+            _handed_out.add(port)
+            return port
+    raise RuntimeError(f"{PORT_RANGE_ENV}={text}: no free port left")
 
 
 def port_in_use(port: int) -> bool:
