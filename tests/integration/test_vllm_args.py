@@ -12,7 +12,7 @@ import json
 
 import pytest
 
-from tests.support.vllm_args import CommandLine, command_lines, parse_in_vllm
+from tests.support.vllm_args import CommandLine, Verdict, command_lines, parse_in_vllm
 from tests.support.vllm_cpu import vllm_python
 
 pytestmark = [pytest.mark.vllm_args, pytest.mark.integration]
@@ -46,7 +46,7 @@ BAD: dict[str, tuple[tuple[str, ...], str]] = {
 
 
 @pytest.fixture(scope="module")
-def verdicts() -> tuple[list[CommandLine], list[str | None]]:
+def verdicts() -> tuple[list[CommandLine], list[Verdict]]:
     """(every rendered command line then the BAD ones, vLLM's answer for each)."""
     python = vllm_python()
     if python is None:
@@ -57,7 +57,7 @@ def verdicts() -> tuple[list[CommandLine], list[str | None]]:
 
 
 def test_the_collection_covers_every_kind_of_command_line(
-    verdicts: tuple[list[CommandLine], list[str | None]],
+    verdicts: tuple[list[CommandLine], list[Verdict]],
 ) -> None:
     lines, _ = verdicts
     argvs = [line.argv for line in lines]
@@ -77,19 +77,33 @@ def test_the_collection_covers_every_kind_of_command_line(
 
 
 def test_vllm_accepts_every_rendered_command_line(
-    verdicts: tuple[list[CommandLine], list[str | None]],
+    verdicts: tuple[list[CommandLine], list[Verdict]],
 ) -> None:
     lines, answers = verdicts
     pairs = zip(lines, answers[: len(lines)], strict=True)
-    refused = [f"{line.where}: {answer}" for line, answer in pairs if answer]
+    refused = [f"{line.where}: {v.error}" for line, v in pairs if v.error]
     assert not refused, f"vLLM refused {len(refused)} of {len(lines)}:\n" + "\n".join(refused)
 
 
 @pytest.mark.parametrize("case", sorted(BAD))
 def test_vllm_refuses_a_bad_command_line(
-    verdicts: tuple[list[CommandLine], list[str | None]], case: str
+    verdicts: tuple[list[CommandLine], list[Verdict]], case: str
 ) -> None:
     lines, answers = verdicts
-    answer = dict(zip(BAD, answers[len(lines) :], strict=True))[case]
+    answer = dict(zip(BAD, answers[len(lines) :], strict=True))[case].error
     assert answer is not None, f"vLLM accepted {BAD[case][0]}"
     assert BAD[case][1] in answer, answer
+
+
+def test_vllm_runs_lws_workers_headless_and_serves_the_api_everywhere_else(
+    verdicts: tuple[list[CommandLine], list[Verdict]],
+) -> None:
+    """The launcher is chosen by vLLM's own ``ServeSubcommand.cmd`` (its launchers replaced by
+    recorders): a worker must not start an API server, a leader or a Deployment must."""
+    lines, answers = verdicts
+    for line, v in zip(lines, answers[: len(lines)], strict=True):
+        worker = line.container.split()[1:2] == ["worker"]
+        if worker:
+            assert v.launch == "headless", (line.where, v)
+        else:
+            assert v.launch in ("api server", "multi api server"), (line.where, v)

@@ -19,7 +19,8 @@ executable named ``vllm`` first on ``PATH`` that prints the argv it was given (t
 no engine can start here, only its argument list is wanted).
 
 ``parse_in_vllm(python, lines)`` runs ``PARSER_SCRIPT`` once in a Python that imports vLLM and
-returns vLLM's complaint per command line (None where it accepted it).
+returns vLLM's verdict per command line: its complaint (None where it accepted it) and
+the launcher ``vllm serve`` chose for it.
 """
 
 import json
@@ -224,8 +225,19 @@ def command_lines() -> list[CommandLine]:
     return golden_lines() + example_lines() + fixture_lines()
 
 
-def parse_in_vllm(python: str, lines: list[CommandLine]) -> list[str | None]:
-    """vLLM's complaint about each command line (None: accepted), from one subprocess."""
+@dataclass(frozen=True)
+class Verdict:
+    """What vLLM made of one command line."""
+
+    error: str | None
+    """Why it refused it (None: accepted)."""
+    launch: str | None
+    """The launcher ``vllm serve`` chose: ``api server``, ``multi api server``, ``headless``
+    or ``dp supervisor`` (None when refused before launching)."""
+
+
+def parse_in_vllm(python: str, lines: list[CommandLine]) -> list[Verdict]:
+    """vLLM's verdict on each command line, from one subprocess."""
     payload = json.dumps([list(line.argv) for line in lines])
     # HF_HUB_OFFLINE=1 would make EngineArgs look the model up in the local HF cache
     env = {**os.environ, "VLLM_LOGGING_LEVEL": "ERROR", "HF_HUB_OFFLINE": "0"}
@@ -240,17 +252,18 @@ def parse_in_vllm(python: str, lines: list[CommandLine]) -> list[str | None]:
     )
     if out.returncode != 0:
         raise RuntimeError(f"the parser script failed:\n{out.stderr[-4000:]}")
-    answers: list[str | None] = json.loads(out.stdout.strip().splitlines()[-1])
+    answers = json.loads(out.stdout.strip().splitlines()[-1])
     assert len(answers) == len(lines)
-    return answers
+    return [Verdict(error, launch) for error, launch in answers]
 
 
 PARSER_SCRIPT = r"""
 # Runs in the Python that imports vLLM. Reads a JSON list of argvs (what follows `vllm serve`)
-# on stdin; prints a JSON list: per argv, None or what vLLM said about it. The parser is built
-# as vLLM's `vllm` console script builds it (vllm/entrypoints/cli/main.py main(): a
-# FlexibleArgumentParser with subparsers dest="subparser", ServeSubcommand.subparser_init, which
-# calls make_arg_parser of vllm/entrypoints/launchers/cli_args.py in 0.32), then per argv:
+# on stdin; prints a JSON list: per argv, [None or what vLLM said about it, the launcher its
+# ServeSubcommand.cmd chose]. The parser is built as vLLM's `vllm` console script builds it
+# (vllm/entrypoints/cli/main.py main(): a FlexibleArgumentParser with subparsers
+# dest="subparser", ServeSubcommand.subparser_init, which calls make_arg_parser of
+# vllm/entrypoints/launchers/cli_args.py in 0.32), then per argv:
 # parse_args(["serve", *argv]); ServeSubcommand.validate (validate_parsed_serve_args);
 # ServeSubcommand.cmd with its four launchers replaced by recorders (its own pre-launch checks:
 # --headless with --api-server-count, one data-parallel load-balancing mode);
@@ -341,8 +354,9 @@ def check(argv):
 answers = []
 for argv in json.load(sys.stdin):
     try:
-        answers.append(check(argv))
+        error = check(argv)
     except Exception as exc:
-        answers.append(f"{type(exc).__name__}: {exc}")
+        error = f"{type(exc).__name__}: {exc}"
+    answers.append([error, launched[0] if len(launched) == 1 else None])
 print(json.dumps(answers))
 """
