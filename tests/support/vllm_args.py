@@ -23,6 +23,7 @@ returns vLLM's verdict per command line: its complaint (None where it accepted i
 the launcher ``vllm serve`` chose for it.
 """
 
+import functools
 import json
 import os
 import re
@@ -78,8 +79,10 @@ def k8s_expand(text: str, env: dict[str, str]) -> str:
     return _REF.sub(sub, text)
 
 
+@functools.cache
 def _echo_dir() -> Path:
-    """A folder holding an executable ``vllm`` that prints its arguments NUL-separated."""
+    """A folder holding an executable ``vllm`` that prints its arguments NUL-separated (one per
+    process)."""
     folder = Path(tempfile.mkdtemp(prefix="vllm-echo-"))
     echo = folder / "vllm"
     echo.write_text("#!/bin/sh\nprintf '%s\\0' \"$@\"\n")
