@@ -212,7 +212,8 @@ def test_expert_parallel_layout_wiring() -> None:
     assert "--data-parallel-start-rank $((LWS_WORKER_INDEX * 8))" in worker["command"][2]
     assert '"$@"' in worker["command"][2]
     wf = _flags(worker)
-    assert wf["--data-parallel-address"] == "${LWS_LEADER_ADDRESS}"
+    # Kubernetes expands $(VAR) in args; "$@" hands the shell's words to vLLM unexpanded
+    assert wf["--data-parallel-address"] == "$(LWS_LEADER_ADDRESS)"
     assert "--headless" in wf
     assert worker["resources"]["limits"]["nvidia.com/gpu"] == "8"
 

@@ -220,7 +220,7 @@ class ModelSpec(ApiModel):
 
     name: str = Field(
         min_length=1,
-        description="Served model name / HF repo id passed to vLLM as --model.",
+        description="Served model name / HF repo id: the model vLLM serves (vllm serve NAME).",
     )
     catalog: str | None = Field(
         default=None, description="Built-in architecture key (see `tokenscale catalog`)."

@@ -50,10 +50,11 @@ def speculative_config(spec: InferenceServiceSpec, plan: Plan) -> str | None:
 
 
 def engine_args(spec: InferenceServiceSpec, plan: Plan) -> list[str]:
-    """Flags in a fixed order (so the config hash is stable), then ``serving.extraArgs``."""
+    """The model as ``vllm serve``'s positional ``model_tag`` (vLLM 0.32 warns that ``--model``
+    "will be removed in a future version"), flags in a fixed order (so the config hash is
+    stable), then ``serving.extraArgs``."""
     s = spec.serving
     args = [
-        "--model",
         spec.model.name,
         "--served-model-name",
         spec.model.name,

@@ -81,9 +81,9 @@ def _role_template(template: dict[str, Any], plan: Plan, leader: bool) -> dict[s
     flags, shell_tail = _launch_flags(plan, leader)
     args = [*container["args"], *flags]
     if shell_tail is not None:
-        # sh expands $((…)); "$@" keeps every other argument exactly as rendered
+        # sh expands $((…)); "$@" passes every other argument as Kubernetes expanded it (its
+        # $(LWS_LEADER_ADDRESS) included: the shell does not expand the words of "$@" again)
         container["command"] = ["/bin/sh", "-c", f'exec vllm serve "$@" {shell_tail}', "vllm"]
-        args = [a.replace("$(LWS_LEADER_ADDRESS)", "${LWS_LEADER_ADDRESS}") for a in args]
     container["args"] = args
     if not leader:
         # no API on a worker: no port, probes or drain hook (the leader drains the group)
