@@ -419,3 +419,35 @@ def test_the_flow_floor_counts_prompts_queued_at_both_pools() -> None:
     assert flow_floor(prefill, rate, decode, 75.0) == math.ceil((0.6 + 45.0 / 75.0) / rate)
     assert flow_floor(prefill, rate, decode, 75.0) > flow_floor(prefill, rate)
     assert flow_floor(None, rate, None, 75.0) == 0
+
+
+def test_a_backlogged_prefill_pool_raises_decode_in_the_same_decision() -> None:
+    """The playground's step as the first observation after it sees it: 25 prompts waiting at
+    the one prefill engine (over its 4), the decode pool calm and its arrivals still the quiet
+    rate's. Prefill goes 1 → 2 on its queue, and decode is raised at once to what 2 prefill
+    engines at their planned rate feed (2 × 1.85 ÷ 0.68 → 6), not a cold start later when
+    their output reaches it; without the queue decode holds the plan's 2."""
+    spec = _l4_playground_spec()
+    plan = plan_service(spec)
+    _, prefill_pool, decode_pool = pools(plan)
+    stepper = Stepper(spec, plan, 15.0)
+    calm: dict[str, Any] = {"running": 4.0, "kv_usage_max": 0.3, "tpot_p99_s": 0.07}
+    lengths: dict[str, Any] = {"prompt_tps": 0.6 * 3000, "output_tokens_mean": 150.0}
+    for waiting, want in ((25.0, True), (0.0, False)):
+        prefill = _snap(1000.0, 1, 0.6, waiting=waiting, running=1.0, **lengths)
+        decode = _snap(1000.0, 2, 0.6, **calm, prompt_tps=0.6 * 3000)
+        step = stepper.step_roles(_states(1, 2), _both(1000.0, prefill, decode), 1000.0)
+        assert step.decision is not None
+        p, d = step.decision.prefill, step.decision.decode
+        if want:
+            assert p.replicas == 2, p.reason
+            fed = math.ceil(
+                2
+                * binding_rps_per_replica(prefill_pool, spec)
+                / binding_rps_per_replica(decode_pool, spec)
+                - 1e-9
+            )
+            assert d.replicas == min(fed, spec.scaling.max_replicas) > 2, d.reason
+            assert "prefill backlogged" in d.reason
+        else:
+            assert (p.replicas, d.replicas) == (1, 2), (p.reason, d.reason)

@@ -40,7 +40,9 @@ policy as one pool (``scaling/policy.py``: fast up, careful down, hold) with its
    (prompts finished at the prefill pool per second) plus the prompts queued at both pools
    spread over one lead time and interval, ÷ a decode replica's rate: a decode scale-down never
    leaves prefilled prompts nowhere to go, and a step that fills the prefill queue raises decode
-   before the prefill pool's output rate (a rate over minutes) has caught up.
+   before the prefill pool's output rate (a rate over minutes) has caught up. While prompts
+   wait at the prefill pool over its high watermark, decode is decided after prefill and
+   carries what the prefill pool's new count prefills flat out (:func:`backlog_floor`).
 2. *Band*: with ``r`` the plan's prefill ÷ decode ratio, each role's model is floored by the
    other's count so that ``r / 2 ≤ prefill ÷ decode ≤ r × 2``; after both transitions the
    lagging role is raised at once (cause ``Ratio``) until the band holds. The rule only
@@ -423,6 +425,33 @@ def flow_floor(
     return math.ceil(out / decode_rate_per_replica - 1e-9)
 
 
+def backlog_floor(
+    spec: InferenceServiceSpec,
+    plan: Plan,
+    prefill_snap: Snapshot | None,
+    prefill_state: ScalingState,
+    prefill_replicas: int,
+    decode_rate_per_replica: float,
+) -> int:
+    """Decode replicas that carry what a backlogged prefill pool is about to send: while
+    prompts wait at the prefill pool over its high watermark (:func:`prefill_waiting_watermarks`),
+    each of its ``prefill_replicas`` engines (the count just decided) prefills at its planned
+    rate until the queue is gone, and every prompt it finishes goes to decode. So decode needs
+    ``ceil(prefill_replicas × prefill rate ÷ decode rate)`` now, not once the prefill pool's
+    output (a rate over the last minutes) has caught up: a step that fills the prefill queue
+    does not find the decode pool a second cold start behind. 0 without a backlog."""
+    if prefill_snap is None or prefill_snap.waiting is None or decode_rate_per_replica <= 0:
+        return 0
+    reporting = prefill_snap.replicas_reporting
+    _, prefill, _ = pools(plan)
+    high, _ = prefill_waiting_watermarks(spec, prefill.operating_point)
+    if reporting <= 0 or prefill_snap.waiting / reporting < high:
+        return 0
+    factor = 1.0 if prefill_state.peak_at_s is None else prefill_state.prefill_calibration
+    rate = role_rate_per_replica("prefill", prefill_snap, spec, plan, factor)
+    return math.ceil(prefill_replicas * rate / decode_rate_per_replica - 1e-9)
+
+
 def coordinate(
     prefill: int, decode: int, ratio: float | None, spec: InferenceServiceSpec
 ) -> tuple[int, int, str]:
@@ -495,22 +524,26 @@ def decide_roles(
             flow,
             f"prefill output and queued prompts: {flow} decode replicas carry them",
         )
+    args = (now, interval_s, lead_time_s, stale_after_s)
+    prefill_snap = snaps.get("prefill")
     one = {
-        role: decide_role(
-            role,
-            spec,
-            plan,
-            snaps.get(role),
-            states[role],
-            now,
-            interval_s,
-            lead_time_s,
-            stale_after_s,
-            p_floor if role == "prefill" else d_floor,
-            p_why if role == "prefill" else d_why,
+        "prefill": decide_role(
+            "prefill", spec, plan, prefill_snap, states["prefill"], *args, p_floor, p_why
         )
-        for role in ROLES
     }
+    # decided after prefill: a backlogged prefill pool's new count is decode's next input
+    backed = backlog_floor(
+        spec, plan, prefill_snap, states["prefill"], one["prefill"].replicas, rate_d
+    )
+    if backed > d_floor:
+        d_floor, d_why = (
+            backed,
+            f"prefill backlogged: {one['prefill'].replicas} prefill engines at their planned rate "
+            f"feed {backed} decode replicas",
+        )
+    one["decode"] = decide_role(
+        "decode", spec, plan, snaps.get("decode"), states["decode"], *args, d_floor, d_why
+    )
     pinned = spec.scaling.replicas is not None
     if pinned:
         return RolesDecision(
