@@ -19,6 +19,7 @@ Figures are reported, not asserted (``tests/unit/test_pd_scaled_sim.py`` asserts
 behaviour).
 
     python benchmarks/pd_scaling.py [--base 5] [--hold 300] [--after 600] [--json]
+        [--workload-source max|observed|forecast]
 
 ``--playground HIGH`` replays instead what ``tokenscale playground --pd --high-rps HIGH`` plays:
 the bundled P/D spec (Llama-3.1-8B on L4, ``data/playground/llama-3.1-8b-l4-pd.yaml``), its
@@ -88,6 +89,12 @@ def main() -> None:
     parser.add_argument("--after", type=float, default=600.0, help="seconds back at base")
     parser.add_argument("--json", action="store_true")
     parser.add_argument(
+        "--workload-source",
+        choices=("max", "observed", "forecast"),
+        default=None,
+        help="spec.scaling.policy.workloadSource for the scaled fleet (default: the spec's)",
+    )
+    parser.add_argument(
         "--playground",
         type=float,
         default=None,
@@ -103,6 +110,12 @@ def main() -> None:
     else:
         svc, trace = playground_case(args.playground)
         cold_start = 60.0
+    if args.workload_source is not None:
+        policy = svc.spec.scaling.policy.model_copy(
+            update={"workload_source": args.workload_source}
+        )
+        scaling = svc.spec.scaling.model_copy(update={"policy": policy})
+        svc = svc.model_copy(update={"spec": svc.spec.model_copy(update={"scaling": scaling})})
     plan = plan_service(svc.spec, svc.metadata.name)
     _, prefill, decode = pools(plan)
     e = engines(svc.spec, plan)
