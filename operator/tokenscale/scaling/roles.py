@@ -42,7 +42,8 @@ policy as one pool (``scaling/policy.py``: fast up, careful down, hold) with its
    leaves prefilled prompts nowhere to go, and a step that fills the prefill queue raises decode
    before the prefill pool's output rate (a rate over minutes) has caught up. While prompts
    wait at the prefill pool over its high watermark, decode is decided after prefill and
-   carries what the prefill pool's new count prefills flat out (:func:`backlog_floor`).
+   carries what the prefill pool's new count prefills at its planned rate, unless decode's KV
+   is under its low watermark (:func:`backlog_floor`).
 2. *Band*: with ``r`` the plan's prefill ÷ decode ratio, each role's model is floored by the
    other's count so that ``r / 2 ≤ prefill ÷ decode ≤ r × 2``; after both transitions the
    lagging role is raised at once (cause ``Ratio``) until the band holds. The rule only
@@ -432,6 +433,7 @@ def backlog_floor(
     prefill_state: ScalingState,
     prefill_replicas: int,
     decode_rate_per_replica: float,
+    decode_snap: Snapshot | None,
 ) -> int:
     """Decode replicas that carry what a backlogged prefill pool is about to send: while
     prompts wait at the prefill pool over its high watermark (:func:`prefill_waiting_watermarks`),
@@ -439,8 +441,13 @@ def backlog_floor(
     rate until the queue is gone, and every prompt it finishes goes to decode. So decode needs
     ``ceil(prefill_replicas × prefill rate ÷ decode rate)`` now, not once the prefill pool's
     output (a rate over the last minutes) has caught up: a step that fills the prefill queue
-    does not find the decode pool a second cold start behind. 0 without a backlog."""
+    does not find the decode pool a second cold start behind. 0 without a backlog, and 0 while
+    the decode pool's KV usage is under ``kvLowWatermark`` (or unread): a decode pool with that
+    much room takes the burst and its own signals follow."""
     if prefill_snap is None or prefill_snap.waiting is None or decode_rate_per_replica <= 0:
+        return 0
+    kv = None if decode_snap is None else decode_snap.kv_usage_max
+    if kv is None or kv < spec.scaling.policy.kv_low_watermark:
         return 0
     reporting = prefill_snap.replicas_reporting
     _, prefill, _ = pools(plan)
@@ -533,7 +540,7 @@ def decide_roles(
     }
     # decided after prefill: a backlogged prefill pool's new count is decode's next input
     backed = backlog_floor(
-        spec, plan, prefill_snap, states["prefill"], one["prefill"].replicas, rate_d
+        spec, plan, prefill_snap, states["prefill"], one["prefill"].replicas, rate_d, decode_snap
     )
     if backed > d_floor:
         d_floor, d_why = (
