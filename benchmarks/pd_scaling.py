@@ -12,11 +12,14 @@ Llama-3.1-8B on H100 SXM, long prompts (8,000 mean / 16,000 P99 in, 200 / 400 ou
 - **static smallest**: the smallest static pair meeting the SLO on this trace
   (``fewest_disaggregated``).
 
-GPU-hours count the whole replay (the scaled fleet's starting and draining replicas included).
+GPU-hours count the whole replay (the scaled fleet's starting and draining replicas included);
+attainment is the share of requests served within both latency SLOs (the playground's
+``slo_attainment``).
 Figures are reported, not asserted (``tests/unit/test_pd_scaled_sim.py`` asserts the policy's
 behaviour).
 
     python benchmarks/pd_scaling.py [--base 5] [--hold 300] [--after 600] [--json]
+        [--workload-source max|observed|forecast]
 
 ``--playground HIGH`` replays instead what ``tokenscale playground --pd --high-rps HIGH`` plays:
 the bundled P/D spec (Llama-3.1-8B on L4, ``data/playground/llama-3.1-8b-l4-pd.yaml``), its
@@ -37,6 +40,7 @@ from tokenscale.scaling.roles import pools
 from tokenscale.simulation.capacity import meets_slo
 from tokenscale.simulation.disaggregated import engines, fewest_disaggregated, replay_disaggregated
 from tokenscale.simulation.disaggregated_scaling import replay_scaled
+from tokenscale.simulation.run import meets
 from tokenscale.simulation.trace import Trace, percentile
 from tokenscale.simulation.workloads import LONG_PROMPT, step
 
@@ -85,6 +89,12 @@ def main() -> None:
     parser.add_argument("--after", type=float, default=600.0, help="seconds back at base")
     parser.add_argument("--json", action="store_true")
     parser.add_argument(
+        "--workload-source",
+        choices=("max", "observed", "forecast"),
+        default=None,
+        help="spec.scaling.policy.workloadSource for the scaled fleet (default: the spec's)",
+    )
+    parser.add_argument(
         "--playground",
         type=float,
         default=None,
@@ -100,6 +110,12 @@ def main() -> None:
     else:
         svc, trace = playground_case(args.playground)
         cold_start = 60.0
+    if args.workload_source is not None:
+        policy = svc.spec.scaling.policy.model_copy(
+            update={"workload_source": args.workload_source}
+        )
+        scaling = svc.spec.scaling.model_copy(update={"policy": policy})
+        svc = svc.model_copy(update={"spec": svc.spec.model_copy(update={"scaling": scaling})})
     plan = plan_service(svc.spec, svc.metadata.name)
     _, prefill, decode = pools(plan)
     e = engines(svc.spec, plan)
@@ -116,6 +132,7 @@ def main() -> None:
             "ttft_p99_s": round(run.ttft_p99_s, 3),
             "tpot_p99_s": round(run.tpot_p99_s, 4),
             "meets_slo": run.meets_slo,
+            "slo_attainment": round(run.slo_attainment, 3),
         }
     )
     static = [(prefill.replicas, decode.replicas, "static plan")]
@@ -137,6 +154,9 @@ def main() -> None:
                     percentile([o.tpot_s for o in outs if o.output_tokens > 1], 0.99), 4
                 ),
                 "meets_slo": meets_slo(rec, svc.spec.slo),
+                "slo_attainment": round(
+                    sum(1 for o in outs if meets(o, svc.spec.slo)) / max(len(trace.requests), 1), 3
+                ),
             }
         )
     took = time.monotonic() - started
@@ -145,12 +165,15 @@ def main() -> None:
         print()
         return
     print(f"{len(trace.requests)} requests, {trace.source}")
-    print("| fleet | prefill | decode | GPU-hours | TTFT P99 s | TPOT P99 s | SLO met |")
-    print("|---|---|---|---|---|---|---|")
+    print(
+        "| fleet | prefill | decode | GPU-hours | TTFT P99 s | TPOT P99 s | SLO met | attainment |"
+    )
+    print("|---|---|---|---|---|---|---|---|")
     for r in rows:
         print(
             f"| {r['fleet']} | {r['prefill']} | {r['decode']} | {r['gpu_hours']} | "
-            f"{r['ttft_p99_s']} | {r['tpot_p99_s']} | {'yes' if r['meets_slo'] else 'no'} |"
+            f"{r['ttft_p99_s']} | {r['tpot_p99_s']} | {'yes' if r['meets_slo'] else 'no'} | "
+            f"{r['slo_attainment']:.1%} |"
         )
     print(f"({took:.0f} s)")
 

@@ -5,13 +5,17 @@ the ratio band, and every request is served."""
 import itertools
 
 from tests.unit.test_disaggregated_sim import LONG
+from tokenscale.api.inference_service import InferenceService, InferenceServiceSpec
 from tokenscale.planning import plan_service
+from tokenscale.playground.load import shaped_trace
+from tokenscale.playground.service import PD_SPEC, default_spec_path, load_service, spec_mix
 from tokenscale.scaling.roles import band, pools
 from tokenscale.simulation.disaggregated import engines
 from tokenscale.simulation.disaggregated_scaling import replay_scaled
 from tokenscale.simulation.fleet import Fleet
 from tokenscale.simulation.recorder import Recorder
 from tokenscale.simulation.replica import SimRequest
+from tokenscale.simulation.trace import Trace
 from tokenscale.simulation.workloads import LONG_PROMPT, steady, step
 
 
@@ -81,3 +85,57 @@ def test_the_router_sends_a_prompt_to_an_engine_that_is_free_now() -> None:
     fleet.route(SimRequest(0.01, 8000, 1), 0.01)
     assert second.load == 1
     assert first.load == 0
+
+
+def _playground_step(high_rps: float) -> tuple[InferenceServiceSpec, Trace]:
+    """The playground's P/D spec (Llama-3.1-8B on L4, planned 1 prefill + 2 decode for 1 RPS)
+    and the step load ``tokenscale playground --pd --high-rps HIGH`` plays: half the spec's
+    mean, HIGH for the middle third of 15 minutes, the spec's own lengths."""
+    text = default_spec_path(PD_SPEC).read_text()
+    service = load_service(text, PD_SPEC)
+    svc = InferenceService.model_validate(service.manifest)
+    low = svc.spec.workload.rps.mean / 2
+    return svc.spec, shaped_trace("step", 900.0, low, high_rps, mix=spec_mix(service))
+
+
+def test_a_step_back_to_the_specs_rate_finds_both_pools_at_the_plan() -> None:
+    """The quiet first third (0.25 RPS) does not take either pool below the plan's counts for
+    the spec's 1 RPS (``workloadSource: max``, the default: the forecast is a floor, as for
+    one pool), so the step to 1 RPS meets the SLO with a 60-s cold start as the static plan
+    does. Before: the decode pool went 2 → 1 in the quiet spell (its model needed 1 at the
+    batch's 1.01 RPS per replica, where the plan's KV binds at 0.68) and the step found it a
+    cold start behind: TTFT P99 20.6 s, 91 % of requests within the SLO."""
+    spec, trace = _playground_step(1.0)
+    plan = plan_service(spec)
+    _, prefill, decode = pools(plan)
+    assert (prefill.replicas, decode.replicas) == (1, 2)
+    run = replay_scaled(spec, plan, engines(spec, plan), trace, cold_start_s=60.0)
+    assert run.served == run.requests
+    assert min(c.decode for c in run.decisions) >= decode.replicas
+    assert min(c.prefill for c in run.decisions) >= prefill.replicas
+    assert run.meets_slo, run.ttft_p99_s
+    assert run.slo_attainment >= 0.99
+
+
+def test_under_workload_source_observed_a_quiet_spell_scales_below_the_plan() -> None:
+    """The old behaviour stays one setting away: ``workloadSource: observed`` sizes each role
+    on what the metrics show, and the quiet 0.25 RPS takes the decode pool to 1."""
+    spec, trace = _playground_step(1.0)
+    observed = spec.model_copy(
+        update={
+            "scaling": spec.scaling.model_copy(
+                update={
+                    "policy": spec.scaling.policy.model_copy(update={"workload_source": "observed"})
+                }
+            )
+        }
+    )
+    plan = plan_service(observed)
+    quiet = [
+        c
+        for c in replay_scaled(
+            observed, plan, engines(observed, plan), trace, cold_start_s=60.0
+        ).decisions
+        if c.at_s < 280.0
+    ]
+    assert min(c.decode for c in quiet) == 1

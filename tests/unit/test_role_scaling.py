@@ -17,6 +17,7 @@ from tokenscale.scaling.cause import Cause
 from tokenscale.scaling.roles import (
     RATIO_SLACK,
     band,
+    binding_rps_per_replica,
     coordinate,
     decide_roles,
     flow_floor,
@@ -178,8 +179,10 @@ def test_a_latency_bucket_straddling_the_slo_moves_nothing() -> None:
 
 def test_a_decode_scale_down_never_leaves_prefill_output_nowhere_to_go() -> None:
     """Every decode signal low for longer than the window, but the prefill pool finishes
-    prompts at a rate 4 decode replicas are needed for: decode stays at 4."""
-    spec = _spec(policy={"scaleDownStabilizationSeconds": 60})
+    prompts at a rate 4 decode replicas are needed for: decode stays at 4. (Sized on what the
+    metrics show, ``workloadSource: observed``: under the default the plan's 4 at the spec's
+    rate is a floor of its own.)"""
+    spec = _spec(policy={"scaleDownStabilizationSeconds": 60, "workloadSource": "observed"})
     plan = plan_service(spec)
     _, _, decode_pool = pools(plan)
     out_rps = 3.5 * decode_pool.rps_per_replica
@@ -209,9 +212,13 @@ def test_a_decode_scale_down_never_leaves_prefill_output_nowhere_to_go() -> None
 
 def test_the_band_raises_the_lagging_role_when_the_other_jumps() -> None:
     """Prefill under heavy pressure jumps by up to maxScaleUpStep; the decode pool, calm on its
-    own signals, is raised at once so that prefill ÷ decode stays ≤ 2 × the plan's ratio."""
-    stepper = Stepper(SPEC, PLAN, 15.0)
-    _, prefill_pool, _ = pools(PLAN)
+    own signals, is raised at once so that prefill ÷ decode stays ≤ 2 × the plan's ratio.
+    (``workloadSource: observed``: under the default the plan's 4 at the spec's rate would
+    raise decode on its own.)"""
+    spec = _spec(policy={"workloadSource": "observed"})
+    plan = plan_service(spec)
+    stepper = Stepper(spec, plan, 15.0)
+    _, prefill_pool, _ = pools(plan)
     tps = 3.0 * prefill_pool.rps_per_replica * PROMPT * 2
     prefill = _snap(1000.0, 2, 10.0, waiting=40.0, prompt_tps=tps)
     decode = _snap(1000.0, 2, 2.0)
@@ -324,3 +331,125 @@ def test_a_bucketed_tpot_reads_low_when_its_bucket_may_be() -> None:
     )
     assert tpot.level == "low"
     assert "bucket (0.01, 0.025]" in tpot.reason
+
+
+def _l4_playground_spec() -> InferenceServiceSpec:
+    """The playground's P/D example: Llama-3.1-8B on L4, 3,000-token prompts, 1 RPS peak;
+    its decode pool is bound by its KV, not by its batch's rate."""
+    return make_spec(
+        hardware={"gpu": "L4-24GB", "tensorParallelSize": 1},
+        workload={
+            "rps": {"mean": 0.5, "peak": 1.0},
+            "inputTokens": {"mean": 3000, "p95": 6000, "p99": 8000},
+            "outputTokens": {"mean": 150, "p95": 400, "p99": 600},
+            "maxContextTokens": 16384,
+        },
+        slo={"ttftP99Seconds": 4.0, "tpotP99Seconds": 0.10},
+        serving={"disaggregation": "on"},
+        scaling={"minReplicas": 1, "maxReplicas": 6},
+    )
+
+
+def test_a_role_carries_the_rate_of_its_binding_constraint() -> None:
+    """The L4 plan runs 2 decode replicas for 1 RPS because the KV binds (1.46 needed), while
+    the decode batch's own rate is 1.01 RPS per replica: the policy sizes decode at 1 ÷ 1.46 =
+    0.68 per replica (at 1.01, one replica 'carried' the spec's rate, and a quiet spell took the
+    pool to 1). Prefill is bound by its throughput: its rate is the plan's."""
+    spec = _l4_playground_spec()
+    plan = plan_service(spec)
+    _, prefill, decode = pools(plan)
+    assert decode.binding_constraint == "kv"
+    assert decode.replicas == 2
+    rate = binding_rps_per_replica(decode, spec)
+    assert rate == pytest.approx(1.0 / decode.replicas_needed)
+    assert rate < 0.75 * decode.rps_per_replica
+    assert binding_rps_per_replica(prefill, spec) == pytest.approx(prefill.rps_per_replica)
+
+
+def test_the_forecast_is_a_floor_for_each_role_under_workload_source_max() -> None:
+    """A long quiet spell (a quarter of the spec's rate, every signal low): under the default
+    ``workloadSource: max`` each role holds the plan's count for the spec's rate, as one pool
+    holds its forecast; under ``observed`` decode steps down to what the quiet rate needs."""
+    for source, floor in (("max", True), ("observed", False)):
+        spec = _l4_playground_spec()
+        policy = spec.scaling.policy.model_copy(
+            update={"workload_source": source, "scale_down_stabilization_seconds": 60}
+        )
+        spec = spec.model_copy(
+            update={"scaling": spec.scaling.model_copy(update={"policy": policy})}
+        )
+        plan = plan_service(spec)
+        stepper = Stepper(spec, plan, 15.0)
+        states = _states(1, 2)
+        quiet: dict[str, Any] = {
+            "running": 1.0,
+            "kv_usage_max": 0.05,
+            "ttft_p99_s": 0.4,
+            "tpot_p99_s": 0.05,
+            "prompt_tps": 0.25 * 3000,
+            "output_tokens_mean": 150.0,
+        }
+        counts = []
+        for k in range(20):
+            t = 1000.0 + 15.0 * k
+            obs = _both(
+                t,
+                _snap(t, 1, 0.25, **quiet),
+                _snap(t, states["decode"].decided_replicas or 1, 0.25, **quiet),
+            )
+            step = stepper.step_roles(states, obs, t)
+            assert step.decision is not None
+            states = step.states
+            counts.append((step.decision.prefill.replicas, step.decision.decode.replicas))
+        if floor:
+            assert set(counts) == {(1, 2)}, counts
+        else:
+            assert counts[-1] == (1, 1), counts
+
+
+def test_the_flow_floor_counts_prompts_queued_at_both_pools() -> None:
+    """The decode pool must carry, besides the prefill pool's output, every prompt waiting at
+    the prefill pool and every prefilled prompt waiting for decode KV: within the horizon they
+    all reach it. A step that fills both queues raises the floor before the prefill pool's
+    output (a rate over minutes) has risen."""
+    rate = 0.7
+    prefill = _snap(0.0, 1, 0.6, waiting=25.0)
+    decode = _snap(0.0, 2, 0.6, waiting=20.0)
+    assert flow_floor(prefill, rate) == 1
+    assert flow_floor(prefill, rate, decode, 75.0) == math.ceil((0.6 + 45.0 / 75.0) / rate)
+    assert flow_floor(prefill, rate, decode, 75.0) > flow_floor(prefill, rate)
+    assert flow_floor(None, rate, None, 75.0) == 0
+
+
+def test_a_backlogged_prefill_pool_raises_decode_in_the_same_decision() -> None:
+    """The playground's step as the first observation after it sees it (the simulator's
+    readings at 315 s): 25 prompts waiting at the one prefill engine (over its 4), decode's KV
+    at 0.81 (over its 0.6 low watermark, under its 0.9 high one) and its arrivals still the quiet
+    rate's. Prefill goes 1 → 2 on its queue, and decode is raised at once to what 2 prefill
+    engines at their planned rate feed (2 × 1.85 ÷ 0.68 → 6), not a cold start later when
+    their output reaches it. Without the queue, or with decode's KV under its low watermark (room
+    for the burst), decode holds the plan's 2."""
+    spec = _l4_playground_spec()
+    plan = plan_service(spec)
+    _, prefill_pool, decode_pool = pools(plan)
+    stepper = Stepper(spec, plan, 15.0)
+    lengths: dict[str, Any] = {"prompt_tps": 0.6 * 3000, "output_tokens_mean": 150.0}
+    for waiting, kv, want in ((25.0, 0.81, True), (0.0, 0.81, False), (25.0, 0.3, False)):
+        prefill = _snap(1000.0, 1, 0.6, waiting=waiting, running=1.0, **lengths)
+        calm: dict[str, Any] = {"running": 12.0, "kv_usage_max": kv, "tpot_p99_s": 0.07}
+        decode = _snap(1000.0, 2, 0.6, **calm, prompt_tps=0.6 * 3000)
+        step = stepper.step_roles(_states(1, 2), _both(1000.0, prefill, decode), 1000.0)
+        assert step.decision is not None
+        p, d = step.decision.prefill, step.decision.decode
+        if want:
+            assert p.replicas == 2, p.reason
+            fed = math.ceil(
+                2
+                * binding_rps_per_replica(prefill_pool, spec)
+                / binding_rps_per_replica(decode_pool, spec)
+                - 1e-9
+            )
+            assert d.replicas == min(fed, spec.scaling.max_replicas) > 2, d.reason
+            assert "prefill backlogged" in d.reason
+        else:
+            assert d.replicas == 2, (p.reason, d.reason)

@@ -22,18 +22,28 @@ role (×2 cap for load, ×1.2 for latency: ``scaling/signals.py``'s rule).
 
 **The model's need per role**: the role's arrival rate (requests reaching their first token on
 that pool), smoothed and projected one lead time ahead (``scaling/forecast.py``, the pods'
-measured lead time), over the role's per-replica rate from the plan rescaled to the observed
+measured lead time), over the role's per-replica rate — the plan's at the pool's binding
+constraint (:func:`binding_rps_per_replica`: the design rate ÷ the replicas the pool needs, so
+a KV-bound decode pool is not sized at its batch's higher rate), rescaled to the observed
 lengths (prefill: planned ÷ observed mean prompt; decode: planned ÷ observed mean output) and
-× the role's calibration (``scaling/role_calibration.py``), with ``spec.scaling.redundancy``.
-Decode also needs ``ceil(running ÷ planned batch)``. Each role then goes through the same
+× the role's calibration (``scaling/role_calibration.py``) — with ``spec.scaling.redundancy``.
+Decode also needs ``ceil(running ÷ planned batch)``. ``workloadSource`` applies as for one pool
+(``scaling/need.py``): under ``max`` (the default) and ``forecast`` the spec's design rate is a
+floor under each role's need and an observed length shorter than the spec's does not raise the
+per-replica rate; ``observed`` sizes on the metrics alone. Each role then goes through the same
 policy as one pool (``scaling/policy.py``: fast up, careful down, hold) with its own memory
 (one :class:`ScalingState` per role).
 
 **Coordination** (:func:`coordinate`; ``RATIO_SLACK`` = 2):
 
 1. *Flow*: the decode model never needs fewer replicas than carry the prefill pool's output
-   (prompts finished at the prefill pool per second ÷ a decode replica's rate): a decode
-   scale-down never leaves prefilled prompts nowhere to go.
+   (prompts finished at the prefill pool per second) plus the prompts queued at both pools
+   spread over one lead time and interval, ÷ a decode replica's rate: a decode scale-down never
+   leaves prefilled prompts nowhere to go, and a step that fills the prefill queue raises decode
+   before the prefill pool's output rate (a rate over minutes) has caught up. While prompts
+   wait at the prefill pool over its high watermark, decode is decided after prefill and
+   carries what the prefill pool's new count prefills at its planned rate, unless decode's KV
+   is under its low watermark (:func:`backlog_floor`).
 2. *Band*: with ``r`` the plan's prefill ÷ decode ratio, each role's model is floored by the
    other's count so that ``r / 2 ≤ prefill ÷ decode ≤ r × 2``; after both transitions the
    lagging role is raised at once (cause ``Ratio``) until the band holds. The rule only
@@ -55,7 +65,7 @@ from tokenscale.planning.result import Disaggregation, Plan, RolePool
 from tokenscale.scaling.buckets import BOUNDS, bucket_range, reads_low
 from tokenscale.scaling.cause import Cause
 from tokenscale.scaling.decision import Decision, Signal
-from tokenscale.scaling.forecast import outlook, update
+from tokenscale.scaling.forecast import DEFAULT_LEAD_TIME_S, outlook, update
 from tokenscale.scaling.policy import bounded, hold_blind, transition
 from tokenscale.scaling.role_calibration import role_calibration
 from tokenscale.scaling.signals import (
@@ -216,6 +226,20 @@ def role_signals(role: str, snap: Snapshot, spec: InferenceServiceSpec, plan: Pl
     return out
 
 
+def binding_rps_per_replica(pool: RolePool, spec: InferenceServiceSpec) -> float:
+    """A replica's requests/s at the plan's binding constraint: the design rate over the
+    replicas the pool needs (``replicas_needed``: the largest of its throughput, concurrency
+    and KV constraints), at most ``rps_per_replica`` (the operating point's own rate, which
+    is the throughput constraint's). A decode pool bound by its KV carries less than its
+    batch's rate: the L4 playground's plans 2 decode replicas for 1 RPS (needed 1.46, KV)
+    at 1.01 RPS per replica by the batch, 0.68 by the KV."""
+    rate = pool.rps_per_replica
+    design = spec.workload.rps.design_rps
+    if pool.replicas_needed > 0 and design > 0:
+        rate = min(rate, design / pool.replicas_needed)
+    return rate
+
+
 def role_rate_per_replica(
     role: str,
     snap: Snapshot,
@@ -223,18 +247,24 @@ def role_rate_per_replica(
     plan: Plan,
     calibration: float = 1.0,
 ) -> float:
-    """A replica's requests/s for ``role``: the plan's, rescaled to the observed mean prompt
-    (prefill) or answer (decode) where the snapshot has one, × the role's calibration
-    (``scaling/role_calibration.py``)."""
+    """A replica's requests/s for ``role``: the plan's at its binding constraint
+    (:func:`binding_rps_per_replica`), rescaled to the observed mean prompt (prefill) or answer
+    (decode) where the snapshot has one, × the role's calibration
+    (``scaling/role_calibration.py``). The observed length counts as ``workloadSource`` says,
+    as for one pool (``scaling/need.py``): ``observed`` as it is, ``max`` (the default) no
+    shorter than the spec's, ``forecast`` not at all."""
     _, prefill, decode = pools(plan)
     if role == "prefill":
         planned, observed = spec.workload.input_tokens.mean, snap.mean_input_tokens
-        rate = prefill.rps_per_replica
+        rate = binding_rps_per_replica(prefill, spec)
     else:
         planned, observed = spec.workload.output_tokens.mean, snap.mean_output_tokens
-        rate = decode.rps_per_replica
-    if observed is None or observed <= 0:
+        rate = binding_rps_per_replica(decode, spec)
+    source = spec.scaling.policy.workload_source
+    if observed is None or observed <= 0 or source == "forecast":
         return rate * calibration
+    if source == "max":
+        observed = max(observed, planned)
     return rate * planned / observed * calibration
 
 
@@ -324,8 +354,16 @@ def decide_role(
         concurrency = snap.running / max(decode.operating_point, 1.0)
         if concurrency > need:
             need, binding = concurrency, "decode concurrency"
+    source = spec.scaling.policy.workload_source
+    design = spec.workload.rps.design_rps
+    if source != "observed" and per_replica > 0 and design / per_replica > need:
+        # the forecast is a floor (workloadSource max or forecast), as for one pool
+        # (scaling/need.py): a quiet spell does not take the role below what the spec's rate
+        # needs, so a return to that rate does not find the role a cold start behind
+        need = design / per_replica
+        binding = f"{role} at the spec's {design:g} RPS (workloadSource {source})"
     model = bounded(_with_redundancy(need, spec), spec)
-    if is_idle(snap):
+    if is_idle(snap) and source != "forecast":
         model = idle_floor(spec)
     if floor > model:
         model, binding = bounded(floor, spec), floor_why
@@ -365,15 +403,60 @@ def band(ratio: float | None) -> tuple[float, float] | None:
     return ratio / RATIO_SLACK, ratio * RATIO_SLACK
 
 
-def flow_floor(prefill_snap: Snapshot | None, decode_rate_per_replica: float) -> int:
-    """Decode replicas that carry the prefill pool's output: prompts finished there per second
-    ÷ a decode replica's requests per second (0 when unknown)."""
-    if prefill_snap is None or decode_rate_per_replica <= 0:
+def flow_floor(
+    prefill_snap: Snapshot | None,
+    decode_rate_per_replica: float,
+    decode_snap: Snapshot | None = None,
+    horizon_s: float | None = None,
+) -> int:
+    """Decode replicas that carry the prefill pool's output (prompts finished there per
+    second) and, within ``horizon_s``, the prompts queued at both pools (waiting for a
+    prefill engine, or prefilled and waiting for decode KV): every one of them reaches the
+    decode pool, ÷ a decode replica's requests per second (0 when unknown)."""
+    if decode_rate_per_replica <= 0:
         return 0
-    out = prefill_snap.request_rate_rps
-    if out is None or out <= 0:
+    out = 0.0
+    if prefill_snap is not None and prefill_snap.request_rate_rps is not None:
+        out = max(prefill_snap.request_rate_rps, 0.0)
+    if horizon_s is not None and horizon_s > 0:
+        queued = sum(s.waiting or 0.0 for s in (prefill_snap, decode_snap) if s is not None)
+        out += queued / horizon_s
+    if out <= 0:
         return 0
     return math.ceil(out / decode_rate_per_replica - 1e-9)
+
+
+def backlog_floor(
+    spec: InferenceServiceSpec,
+    plan: Plan,
+    prefill_snap: Snapshot | None,
+    prefill_state: ScalingState,
+    prefill_replicas: int,
+    decode_rate_per_replica: float,
+    decode_snap: Snapshot | None,
+) -> int:
+    """Decode replicas that carry what a backlogged prefill pool is about to send: while
+    prompts wait at the prefill pool over its high watermark (:func:`prefill_waiting_watermarks`),
+    each of its ``prefill_replicas`` engines (the count just decided) prefills at its planned
+    rate until the queue is gone, and every prompt it finishes goes to decode. So decode needs
+    ``ceil(prefill_replicas × prefill rate ÷ decode rate)`` now, not once the prefill pool's
+    output (a rate over the last minutes) has caught up: a step that fills the prefill queue
+    does not find the decode pool a second cold start behind. 0 without a backlog, and 0 while
+    the decode pool's KV usage is under ``kvLowWatermark`` (or unread): a decode pool with that
+    much room takes the burst and its own signals follow."""
+    if prefill_snap is None or prefill_snap.waiting is None or decode_rate_per_replica <= 0:
+        return 0
+    kv = None if decode_snap is None else decode_snap.kv_usage_max
+    if kv is None or kv < spec.scaling.policy.kv_low_watermark:
+        return 0
+    reporting = prefill_snap.replicas_reporting
+    _, prefill, _ = pools(plan)
+    high, _ = prefill_waiting_watermarks(spec, prefill.operating_point)
+    if reporting <= 0 or prefill_snap.waiting / reporting < high:
+        return 0
+    factor = 1.0 if prefill_state.peak_at_s is None else prefill_state.prefill_calibration
+    rate = role_rate_per_replica("prefill", prefill_snap, spec, plan, factor)
+    return math.ceil(prefill_replicas * rate / decode_rate_per_replica - 1e-9)
 
 
 def coordinate(
@@ -438,28 +521,36 @@ def decide_roles(
     rate_d = (
         role_rate_per_replica("decode", decode_snap, spec, plan, states["decode"].calibration)
         if decode_snap is not None
-        else decode_pool.rps_per_replica
+        else binding_rps_per_replica(decode_pool, spec)
     )
 
-    flow = flow_floor(snaps.get("prefill"), rate_d)
+    lead = DEFAULT_LEAD_TIME_S if lead_time_s is None else max(0.0, lead_time_s)
+    flow = flow_floor(snaps.get("prefill"), rate_d, decode_snap, lead + max(0.0, interval_s))
     if flow > d_floor:
-        d_floor, d_why = flow, f"prefill output: {flow} decode replicas carry it"
-    one = {
-        role: decide_role(
-            role,
-            spec,
-            plan,
-            snaps.get(role),
-            states[role],
-            now,
-            interval_s,
-            lead_time_s,
-            stale_after_s,
-            p_floor if role == "prefill" else d_floor,
-            p_why if role == "prefill" else d_why,
+        d_floor, d_why = (
+            flow,
+            f"prefill output and queued prompts: {flow} decode replicas carry them",
         )
-        for role in ROLES
+    args = (now, interval_s, lead_time_s, stale_after_s)
+    prefill_snap = snaps.get("prefill")
+    one = {
+        "prefill": decide_role(
+            "prefill", spec, plan, prefill_snap, states["prefill"], *args, p_floor, p_why
+        )
     }
+    # decided after prefill: a backlogged prefill pool's new count is decode's next input
+    backed = backlog_floor(
+        spec, plan, prefill_snap, states["prefill"], one["prefill"].replicas, rate_d, decode_snap
+    )
+    if backed > d_floor:
+        d_floor, d_why = (
+            backed,
+            f"prefill backlogged: {one['prefill'].replicas} prefill engines at their planned rate "
+            f"feed {backed} decode replicas",
+        )
+    one["decode"] = decide_role(
+        "decode", spec, plan, snaps.get("decode"), states["decode"], *args, d_floor, d_why
+    )
     pinned = spec.scaling.replicas is not None
     if pinned:
         return RolesDecision(

@@ -28,6 +28,7 @@ from tokenscale.simulation.fleet import Fleet
 from tokenscale.simulation.observe import Scrape, snapshot_at
 from tokenscale.simulation.recorder import Recorder
 from tokenscale.simulation.replica import SimRequest
+from tokenscale.simulation.run import meets
 from tokenscale.simulation.trace import Trace, percentile
 
 #: After the last arrival, the replay runs on until every request is served, at most this long.
@@ -58,6 +59,9 @@ class ScaledRun:
     tpot_p99_s: float
     meets_slo: bool
     gpu_hours: float
+    slo_attainment: float = 1.0
+    """Requests served within every latency SLO (``simulation/run.py``'s ``meets``) ÷ the
+    trace's requests: the playground's ``slo_attainment``."""
     decisions: list[RoleCounts] = field(default_factory=list)
 
 
@@ -187,5 +191,8 @@ def replay_scaled(
         else math.nan,
         meets_slo=meets_slo(rec, spec.slo),
         gpu_hours=gpu_s / 3600.0,
+        slo_attainment=sum(1 for o in outs if meets(o, spec.slo)) / len(trace.requests)
+        if trace.requests
+        else 1.0,
         decisions=decisions,
     )
