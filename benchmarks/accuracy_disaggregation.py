@@ -11,12 +11,15 @@ Each entry is rebuilt as a spec (model, GPU, weight dtype, prompt and answer len
 - ``pd_ttft_s``: TTFT through an idle pair (``disaggregation.prefill_ttft_seconds`` at
   utilization 0: the prompt's prefill on the prefill replica + that transfer + one decode step
   at batch 1 + ``requestOverheadSeconds``);
+- ``pd_ttft_at_rate_s``: the same at the prefill replica's utilization under the measured rate
+  (``rps × mean prefill seconds``, the planner's own queue term); the row carries that
+  utilization, so an overloaded measurement shows whether the planner saw the overload too;
 - ``itl_ratio`` (not scored): the decode pool's step at the batch it settles at, over the
   aggregated replica's mean TPOT at its load (``at_load``).
 
-The error is ``estimate / measured − 1``; the median absolute error is printed per source and per
-split (``fit`` / ``held-out``). Nothing is fitted: the held-out third is kept for the refit that
-would follow.
+The error is ``estimate / measured − 1``; the median absolute error is printed per source, per
+split (``fit`` / ``held-out``), per kind, and per source and split together. Nothing is fitted:
+the held-out third is kept for the refit that would follow.
 """
 
 import argparse
@@ -40,6 +43,8 @@ DATA = Path(__file__).resolve().parent / "accuracy" / "disaggregation.yaml"
 
 
 def _spec(data: dict[str, Any], m: dict[str, Any], tp: int, rps: float) -> InferenceServiceSpec:
+    """The entry as a spec; ``layout.same_node: false`` caps ``gpusPerNode`` at one role's TP, so
+    the planner's pair crosses nodes as the measured one did."""
     name = m["model"]
     if name in data.get("models", {}):
         model: dict[str, Any] = {"name": name, "hfConfig": data["models"][name]["config"]}
@@ -55,6 +60,8 @@ def _spec(data: dict[str, Any], m: dict[str, Any], tp: int, rps: float) -> Infer
     model["weightDtype"] = m["weight_dtype"]
     gpu = m["gpu"]
     hardware: dict[str, Any] = {"tensorParallelSize": tp}
+    if m["layout"].get("same_node") is False:
+        hardware["gpusPerNode"] = tp
     if gpu in data.get("gpus", {}):
         hardware["gpuSpec"] = data["gpus"][gpu]["spec"]
     else:
@@ -87,14 +94,17 @@ def _transfer(spec: InferenceServiceSpec, tokens: float) -> float:
     )
 
 
-def _ttft(spec: InferenceServiceSpec, tokens: float) -> float:
+def _ttft(spec: InferenceServiceSpec, tokens: float, rps: float) -> tuple[float, float]:
+    """TTFT through the pair at ``rps`` (0: idle) and the prefill replica's utilization."""
     r = resolve(spec)
     c = forecast_conditions(r)
     tp = int(spec.hardware.tensor_parallel_size)  # type: ignore[arg-type]
     prefill, decode = role_engine(r, c, Layout(tp=tp))
-    return prefill_ttft_seconds(
-        prefill.perf, 0.0, tokens, _transfer(spec, tokens), decode.perf.step_seconds(1.0)
+    rho = rps * prefill.perf.mean_prefill_seconds
+    ttft = prefill_ttft_seconds(
+        prefill.perf, rho, tokens, _transfer(spec, tokens), decode.perf.step_seconds(1.0)
     )
+    return ttft, rho
 
 
 def _itl_ratio(data: dict[str, Any], m: dict[str, Any]) -> float:
@@ -130,14 +140,18 @@ def main() -> int:
     data = yaml.safe_load(DATA.read_text())
     rows: list[dict[str, Any]] = []
     for m in data["measurements"]:
+        utilization: float | None = None
         if m["kind"] == "itl_ratio":
             estimate = _itl_ratio(data, m)
         else:
-            spec = _spec(data, m, m["layout"]["prefill_tp"], 1.0)
+            rps = float(m.get("rps") or 0.0) if m["kind"] == "pd_ttft_at_rate_s" else 0.0
+            spec = _spec(data, m, m["layout"]["prefill_tp"], rps or 1.0)
             tokens = float(m["input_tokens"])
-            estimate = (
-                _transfer(spec, tokens) if m["kind"] == "kv_transfer_s" else _ttft(spec, tokens)
-            )
+            if m["kind"] == "kv_transfer_s":
+                estimate = _transfer(spec, tokens)
+            else:
+                estimate, rho = _ttft(spec, tokens, rps)
+                utilization = rho if m["kind"] == "pd_ttft_at_rate_s" else None
         rows.append(
             {
                 "id": m["id"],
@@ -148,6 +162,7 @@ def main() -> int:
                 "measured": m["value"],
                 "estimate": estimate,
                 "error": estimate / m["value"] - 1.0,
+                "prefill_utilization": utilization,
             }
         )
     if args.json:
@@ -155,6 +170,8 @@ def main() -> int:
         return 0
     for row in rows:
         flag = "" if row["scored"] else "  (not scored)"
+        if row["prefill_utilization"] is not None:
+            flag = f"  prefill utilization {row['prefill_utilization']:.2f}{flag}"
         print(
             f"{row['id']:42} {row['split']:8} measured {row['measured']:.5g}  estimate "
             f"{row['estimate']:.5g}  error {row['error']:+.1%}{flag}"
@@ -167,6 +184,14 @@ def main() -> int:
             print(
                 f"median |error| by {label} {value}: {statistics.median(errs):.1%} (n={len(errs)})"
             )
+    for source in sorted({r["source"] for r in scored}):
+        for split in ("fit", "held-out"):
+            errs = [abs(r["error"]) for r in scored if (r["source"], r["split"]) == (source, split)]
+            if errs:
+                print(
+                    f"median |error| {source} {split}: {statistics.median(errs):.1%} "
+                    f"(n={len(errs)})"
+                )
     return 0
 
 
