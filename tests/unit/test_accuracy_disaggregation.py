@@ -39,8 +39,7 @@ def test_a_third_is_held_out() -> None:
     later = [
         m
         for m in data["measurements"]
-        if m["source"] not in ("mooncake-vllm-pd", "mooncake-sglang-pd")
-        and m.get("scored", True)
+        if m["source"] not in ("mooncake-vllm-pd", "mooncake-sglang-pd") and m.get("scored", True)
     ]
     assert len(later) >= 3
     for i, m in enumerate(later, start=1):
