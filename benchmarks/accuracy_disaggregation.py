@@ -14,6 +14,8 @@ Each entry is rebuilt as a spec (model, GPU, weight dtype, prompt and answer len
 - ``pd_ttft_at_rate_s``: the same at the prefill replica's utilization under the measured rate
   (``rps × mean prefill seconds``, the planner's own queue term); the row carries that
   utilization, so an overloaded measurement shows whether the planner saw the overload too;
+- ``prefill_s`` / ``decode_step_s``: the prefill role's ``prefill_seconds`` of the prompt and
+  the decode role's ``step_seconds`` at the entry's ``batch`` (the phase models both pools run);
 - ``itl_ratio`` (not scored): the decode pool's step at the batch it settles at, over the
   aggregated replica's mean TPOT at its load (``at_load``).
 
@@ -107,6 +109,16 @@ def _ttft(spec: InferenceServiceSpec, tokens: float, rps: float) -> tuple[float,
     return ttft, rho
 
 
+def _phase(spec: InferenceServiceSpec, kind: str, tokens: float, batch: float) -> float:
+    """The prefill role's prefill of ``tokens`` or the decode role's step at ``batch``, s."""
+    r = resolve(spec)
+    tp = int(spec.hardware.tensor_parallel_size)  # type: ignore[arg-type]
+    prefill, decode = role_engine(r, forecast_conditions(r), Layout(tp=tp))
+    if kind == "prefill_s":
+        return prefill.perf.prefill_seconds(tokens)
+    return decode.perf.step_seconds(batch)
+
+
 def _itl_ratio(data: dict[str, Any], m: dict[str, Any]) -> float:
     lay, rps = m["layout"], float(m["rps"])
     agg_spec = _spec(data, m, lay["aggregated_tp"], rps)
@@ -149,9 +161,12 @@ def main() -> int:
             tokens = float(m["input_tokens"])
             if m["kind"] == "kv_transfer_s":
                 estimate = _transfer(spec, tokens)
+            elif m["kind"] in ("prefill_s", "decode_step_s"):
+                estimate = _phase(spec, m["kind"], tokens, float(m["batch"]))
             else:
                 estimate, rho = _ttft(spec, tokens, rps)
                 utilization = rho if m["kind"] == "pd_ttft_at_rate_s" else None
+        measured = m["value"] / 1000.0 if m["unit"] == "ms" else m["value"]
         rows.append(
             {
                 "id": m["id"],
@@ -159,9 +174,9 @@ def main() -> int:
                 "split": m["split"],
                 "source": m["source"],
                 "scored": m.get("scored", True),
-                "measured": m["value"],
+                "measured": measured,
                 "estimate": estimate,
-                "error": estimate / m["value"] - 1.0,
+                "error": estimate / measured - 1.0,
                 "prefill_utilization": utilization,
             }
         )

@@ -23,6 +23,9 @@ def test_every_entry_names_its_source_and_quotes_its_number() -> None:
             assert f"| {ms:.2f} |" in m["quote"] or f"**{ms:g}ms**" in m["quote"], m["id"]
             if m.get("scored") is False:
                 assert m["note"].startswith("Not scored: "), m["id"]
+        elif m["kind"] in ("prefill_s", "decode_step_s"):
+            assert m["unit"] == "ms", m["id"]
+            assert repr(float(m["value"])) in m["quote"], m["id"]
         else:
             assert "not vLLM" in m["note"], m["id"]
             assert m["scored"] is False, m["id"]
