@@ -10,7 +10,10 @@
 
 GPU-seconds accumulate for every replica that holds GPUs (starting, ready or draining).
 Each replica's creation→Ready time is recorded, as the operator measures it from its pods
-(``lead_time_s``: the median of the last few; None until one has started).
+(``lead_time_s``: the median of the last few). The launch fleet counts too
+(:func:`launch_lead_times`): on a cluster its pods were created one cold start before they
+served, and the operator reads that from them before any scale-up, so the simulated operator
+does as well (None only with no launch fleet and no replica started yet).
 """
 
 import statistics
@@ -27,6 +30,15 @@ Phase = Literal["starting", "ready", "draining"]
 
 
 LEAD_TIME_SAMPLES = 5
+
+
+def launch_lead_times(replicas: int, cold_start_s: float) -> list[float]:
+    """The lead times the launch fleet's pods show the operator from the first read: each
+    took the cold start from creation to Ready before the trace began (none without a cold
+    start: a replay with no cold start, such as the oracles', has nothing to measure)."""
+    if cold_start_s <= 0:
+        return []
+    return [cold_start_s] * min(max(replicas, 0), LEAD_TIME_SAMPLES)
 
 
 @dataclass(eq=False)
@@ -58,7 +70,9 @@ class Fleet:
         self.gpu_seconds = 0.0
         self._t = now
         self.target = initial_ready
-        self.lead_times_s: deque[float] = deque(maxlen=LEAD_TIME_SAMPLES)
+        self.lead_times_s: deque[float] = deque(
+            launch_lead_times(initial_ready, cold_start_s), maxlen=LEAD_TIME_SAMPLES
+        )
 
     # -- counts ---------------------------------------------------------------------------------
     @property

@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 from tokenscale.scaling.stockout import VariantPod
-from tokenscale.simulation.fleet import LEAD_TIME_SAMPLES
+from tokenscale.simulation.fleet import LEAD_TIME_SAMPLES, launch_lead_times
 from tokenscale.simulation.mixed import Router, SimRouting, VariantEngine
 from tokenscale.simulation.observe import Scrape, scrape
 from tokenscale.simulation.recorder import Recorder
@@ -91,7 +91,9 @@ class MixedFleet:
         self.gpu_seconds = [0.0 for _ in self.engines]
         self.rejected = 0
         self.routed = [0 for _ in self.engines]
-        self.lead_times_s: deque[float] = deque(maxlen=LEAD_TIME_SAMPLES)
+        self.lead_times_s: deque[float] = deque(
+            launch_lead_times(len(self.pods), cold_start_s), maxlen=LEAD_TIME_SAMPLES
+        )
         self._t = now
 
     # -- counts ---------------------------------------------------------------------------------
