@@ -1,0 +1,94 @@
+"""Hostile traces for ``tokenscale simulate``: every bad row is a ``TraceError`` naming the line
+and the field (exit 2 on the command line), never a traceback and never a replayed absurdity."""
+
+import json
+import math
+from pathlib import Path
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from typer.testing import CliRunner
+
+from tokenscale.api.base import MAX_TOKENS
+from tokenscale.cli.app import app
+from tokenscale.simulation.errors import TraceError
+from tokenscale.simulation.trace import parse_trace
+
+EXAMPLE = Path(__file__).parents[2] / "deploy" / "examples" / "llama-3.1-8b-l4.yaml"
+runner = CliRunner()
+
+
+def _line(**rec: object) -> str:
+    return json.dumps({"timestamp": 0, "input_length": 100, "output_length": 10} | rec)
+
+
+@pytest.mark.parametrize(
+    ("line", "words"),
+    [
+        ('{"timestamp": 0, "input_length": 1e400, "output_length": 5}', "input_length inf"),
+        ('{"timestamp": 0, "input_length": 5, "output_length": -Infinity}', "output_length -inf"),
+        ('{"timestamp": NaN, "input_length": 5, "output_length": 5}', "arrival nan"),
+        ('{"timestamp": 1e400, "input_length": 5, "output_length": 5}', "arrival inf"),
+        (_line(input_length=10 * MAX_TOKENS), "above 10,000,000 tokens"),
+        (_line(output_length=True), "output_length True is not a number"),
+        (_line(timestamp=[1]), "timestamp [1] is not a number"),
+        (_line(hash_ids="abc"), "hash_ids 'abc' is not a list"),
+        (_line(hash_ids=[1e400]), "line 1"),
+        ('"just a string"', "not an object"),
+    ],
+)
+def test_a_bad_mooncake_line_names_the_line_and_the_field(line: str, words: str) -> None:
+    with pytest.raises(TraceError, match="line 1") as info:
+        parse_trace(line, "mooncake", source="t.jsonl")
+    assert words in str(info.value)
+
+
+@pytest.mark.parametrize(
+    ("row", "words"),
+    [
+        ("0,inf,5", "in 'inf' is not a finite number"),
+        ("0,5,1e400", "out '1e400' is not a finite number"),
+        ("inf,5,5", "arrival 'inf' is not a finite time"),
+        ("nan,5,5", "arrival 'nan' is not a finite time"),
+        ("0,99999999999,5", "in '99999999999' is above 10,000,000 tokens"),
+    ],
+)
+def test_a_bad_csv_row_names_the_line_and_the_column(row: str, words: str) -> None:
+    with pytest.raises(TraceError, match="line 2") as info:
+        parse_trace(f"t,in,out\n{row}\n", "csv", {"arrival": "t", "input": "in", "output": "out"})
+    assert words in str(info.value)
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    st.dictionaries(
+        st.sampled_from(["timestamp", "input_length", "output_length", "hash_ids"]),
+        st.one_of(
+            st.none(),
+            st.booleans(),
+            st.integers(),
+            st.floats(allow_nan=True, allow_infinity=True),
+            st.text(max_size=5),
+            st.lists(st.integers(), max_size=3),
+            st.lists(st.text(max_size=2), max_size=2),
+        ),
+    )
+)
+def test_any_json_record_parses_or_is_a_trace_error(record: dict[str, object]) -> None:
+    try:
+        trace = parse_trace(json.dumps(record), "mooncake")
+    except TraceError:
+        return
+    request = trace.requests[0]
+    assert math.isfinite(request.arrival_s)
+    assert 0 <= request.input_tokens <= MAX_TOKENS
+    assert 0 <= request.output_tokens <= MAX_TOKENS
+
+
+def test_simulate_exits_2_on_an_infinite_length(tmp_path: Path) -> None:
+    trace = tmp_path / "t.jsonl"
+    trace.write_text('{"timestamp": 0, "input_length": 1e400, "output_length": 5}\n')
+    result = runner.invoke(app, ["simulate", str(EXAMPLE), "--trace", str(trace)])
+    assert result.exit_code == 2, result.output
+    assert "t.jsonl line 1: input_length inf is not a finite number" in result.output
