@@ -92,3 +92,21 @@ def test_simulate_exits_2_on_an_infinite_length(tmp_path: Path) -> None:
     result = runner.invoke(app, ["simulate", str(EXAMPLE), "--trace", str(trace)])
     assert result.exit_code == 2, result.output
     assert "t.jsonl line 1: input_length inf is not a finite number" in result.output
+
+
+def test_a_fault_after_the_last_request_exits_2(tmp_path: Path) -> None:
+    trace = tmp_path / "t.csv"
+    trace.write_text("t,in,out\n" + "".join(f"{k * 0.5},300,30\n" for k in range(100)))
+    args = [
+        "simulate",
+        str(EXAMPLE),
+        "--trace",
+        str(trace),
+        "--columns",
+        "arrival=t,input=in,output=out",
+    ]
+    late = runner.invoke(app, [*args, "--fault", "replica-loss@99:00:00"])
+    assert late.exit_code == 2, late.output
+    assert "--fault replica-loss@99:00:00: the replay's last request arrives at 0:50" in late.output
+    inside = runner.invoke(app, [*args, "--fault", "replica-loss@0:30", "-o", "json"])
+    assert inside.exit_code == 0, inside.output

@@ -279,6 +279,15 @@ def simulate_command(
             warn(note)
         check_span(cut.trace, time_scale)
         scaled = scale_trace(cut.trace, time_scale, rate_scale, seed)
+        late = [
+            text for f, text in zip(faults, fault or [], strict=True) if f.at_s > scaled.duration_s
+        ]
+        if late:
+            raise bad_input(
+                f"--fault {late[0]}: the replay's last request arrives at "
+                f"{_clock(scaled.duration_s)}; a fault after it drills nothing: "
+                f"use a moment from 0:00 to {_clock(scaled.duration_s)}"
+            )
         if isvc.spec.hardware.variants is not None:  # several GPU types: mixed fleets
             from tokenscale.cli.simulate_mix import (  # noqa: PLC0415
                 autoscaled_runs,
