@@ -110,3 +110,14 @@ def test_a_fault_after_the_last_request_exits_2(tmp_path: Path) -> None:
     assert "--fault replica-loss@99:00:00: the replay's last request arrives at 0:50" in late.output
     inside = runner.invoke(app, [*args, "--fault", "replica-loss@0:30", "-o", "json"])
     assert inside.exit_code == 0, inside.output
+
+
+@pytest.mark.parametrize("flag", ["--interval", "--scrape-interval"])
+@pytest.mark.parametrize("value", ["0.001", "0.5"])
+def test_a_sub_second_interval_exits_2_before_replaying(flag: str, value: str) -> None:
+    trace = EXAMPLE.parents[2] / "operator" / "tokenscale" / "data" / "traces"
+    result = runner.invoke(
+        app, ["simulate", str(EXAMPLE), "--trace", str(trace / "azure-2023-conv.csv"), flag, value]
+    )
+    assert result.exit_code == 2, result.output
+    assert f"{flag}: {float(value)} is below 1; use a value >= 1 and <= 3600" in result.output

@@ -149,8 +149,10 @@ def simulate_command(
         float, typer.Option(help="Real engine speed ÷ what the planner assumes (truth).")
     ] = 1.0,
     cold_start: Annotated[float, typer.Option(help="Seconds until a new replica serves.")] = 180.0,
-    scrape_interval: Annotated[float, typer.Option(help="Prometheus scrape, seconds.")] = 15.0,
-    interval: Annotated[float, typer.Option(help="Decision interval, seconds.")] = 15.0,
+    scrape_interval: Annotated[
+        float, typer.Option(help="Prometheus scrape, seconds (1–3600).")
+    ] = 15.0,
+    interval: Annotated[float, typer.Option(help="Decision interval, seconds (1–3600).")] = 15.0,
     queue_target: Annotated[float, typer.Option(help="queue-threshold target.")] = 2.0,
     kv_target: Annotated[float, typer.Option(help="kv-threshold target.")] = 0.7,
     seed: Annotated[int, typer.Option(help="Seed for rate scaling and probes.")] = 0,
@@ -228,8 +230,10 @@ def simulate_command(
     check_number("--rate-scale", rate_scale, above=0, maximum=1000)
     check_number("--mismatch", mismatch, above=0, maximum=100)
     check_number("--cold-start", cold_start, minimum=0, maximum=86_400)
-    check_number("--scrape-interval", scrape_interval, above=0, maximum=3600)
-    check_number("--interval", interval, above=0, maximum=3600)
+    # At least 1 s: the simulator decides (and scrapes) at every interval across the replay, so a
+    # 1 ms interval turns a day's trace into 86 million decisions; Prometheus scrapes no faster.
+    check_number("--scrape-interval", scrape_interval, minimum=1, maximum=3600)
+    check_number("--interval", interval, minimum=1, maximum=3600)
     check_number("--queue-target", queue_target, above=0, maximum=1e6)
     check_number("--kv-target", kv_target, above=0, maximum=1)
     if plot is not None and not plot.parent.is_dir():
