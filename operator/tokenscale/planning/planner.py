@@ -241,7 +241,7 @@ def _estimate(r: Resolved, c: Conditions, layout: Layout) -> _Estimate:
     tp, lanes = layout.tp, kv_lanes(layout)
     reasons: list[str] = []
     mismatch = name_mismatch_warning(spec)
-    warnings: list[str] = [mismatch] if mismatch else []
+    warnings: list[str] = [*model.notes, *([mismatch] if mismatch else [])]
     models: dict[int, PerfModel] = {}
 
     def perf_for(budget: int) -> PerfModel:
