@@ -283,14 +283,12 @@ def simulate_command(
             warn(note)
         check_span(cut.trace, time_scale)
         scaled = scale_trace(cut.trace, time_scale, rate_scale, seed)
-        late = [
-            text for f, text in zip(faults, fault or [], strict=True) if f.at_s > scaled.duration_s
-        ]
+        end_s = scaled.duration_s
+        late = [text for f, text in zip(faults, fault or [], strict=True) if f.at_s > end_s]
         if late:
             raise bad_input(
-                f"--fault {late[0]}: the replay's last request arrives at "
-                f"{_clock(scaled.duration_s)}; a fault after it drills nothing: "
-                f"use a moment from 0:00 to {_clock(scaled.duration_s)}"
+                f"--fault {late[0]}: the replay's last request arrives at {_clock(end_s)}; a "
+                f"fault after it drills nothing: use a moment from 0:00 to {_clock(end_s)}"
             )
         if isvc.spec.hardware.variants is not None:  # several GPU types: mixed fleets
             from tokenscale.cli.simulate_mix import (  # noqa: PLC0415
@@ -304,6 +302,13 @@ def simulate_command(
                 outs = [parse_stockout(text, _moment) for text in stockout or []]
             except ValueError as exc:
                 raise bad_input(str(exc)) from exc
+            late = [t for o, t in zip(outs, stockout or [], strict=True) if o.from_s > end_s]
+            if late:
+                raise bad_input(
+                    f"--stockout {late[0]}: the replay's last request arrives at "
+                    f"{_clock(end_s)}; a stockout after it changes nothing: use a moment from "
+                    f"0:00 to {_clock(end_s)}"
+                )
             runs = mixed_runs(isvc, scaled, mismatch)
             scaled_runs = (
                 autoscaled_runs(isvc, scaled, mismatch, cold_start, scrape_interval, interval, outs)
