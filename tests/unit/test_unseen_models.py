@@ -177,3 +177,25 @@ def test_any_config_plans_or_names_a_field(overrides: dict[str, Any]) -> None:
         return
     assert plan.params > 0
     assert plan.max_model_len >= 1
+
+
+@pytest.mark.parametrize(
+    ("patch", "path", "words"),
+    [
+        ({"layer_types": ["sliding_attention"] * 3}, "layer_types", "3 entries"),
+        ({"layer_types": "sliding_attention"}, "layer_types", "one attention type per layer"),
+        ({"layer_types": [1] * 36}, "layer_types", "36 entries"),
+        ({"layer_types": None, "sliding_window_pattern": 0}, "sliding_window_pattern", "range"),
+        ({"quantization_config": [1]}, "quantization_config", "is not a mapping"),
+    ],
+)
+def test_a_malformed_window_or_quantization_field_is_named(
+    patch: dict[str, Any], path: str, words: str
+) -> None:
+    """Before: a short or string ``layer_types`` windowed every layer (the KV of a long request
+    under-counted 20-fold), a list ``quantization_config`` was ignored."""
+    cfg = _config("gpt-oss-120b") | patch
+    with pytest.raises(SpecError) as info:
+        _plan(cfg)
+    assert [i.path for i in info.value.issues] == [f"spec.model.hfConfig.{path}"]
+    assert words in info.value.issues[0].message

@@ -86,11 +86,26 @@ def _sliding_window_layers(cfg: Mapping[str, Any], layers: int) -> tuple[int | N
         return None, None
     window = _int(raw, "sliding_window", minimum=1)
     layer_types = cfg.get("layer_types")
-    if isinstance(layer_types, list) and layer_types:
+    if layer_types is not None:
+        if (
+            not isinstance(layer_types, list)
+            or len(layer_types) != layers
+            or not all(isinstance(t, str) for t in layer_types)
+        ):
+            shape = (
+                f"{len(layer_types)} entries"
+                if isinstance(layer_types, list)
+                else repr(layer_types)
+            )
+            raise SpecError.single(
+                f"{_PATH}.layer_types",
+                f"{shape[:60]} for num_hidden_layers={layers}: give one attention type per "
+                "layer ('full_attention' or 'sliding_attention'), or leave layer_types out",
+            )
         return window, sum(1 for t in layer_types if t == "sliding_attention")
     pattern = cfg.get("sliding_window_pattern")
-    if isinstance(pattern, int) and not isinstance(pattern, bool) and pattern > 0:
-        return window, layers - layers // pattern
+    if pattern is not None:
+        return window, layers - layers // _int(pattern, "sliding_window_pattern", minimum=1)
     if cfg.get("model_type") == "gemma2":
         return window, layers // 2
     max_window_layers = cfg.get("max_window_layers")
@@ -225,6 +240,12 @@ def weight_dtype_from_hf_config(cfg: Mapping[str, Any]) -> WeightDtype | None:
     """
     c = _flatten(cfg)
     quant = c.get("quantization_config")
+    if quant is not None and not isinstance(quant, Mapping):
+        raise SpecError.single(
+            f"{_PATH}.quantization_config",
+            f"{quant!r:.60} is not a mapping; config.json holds one here (quant_method, bits …), "
+            "or leave it out for an unquantized checkpoint",
+        )
     if isinstance(quant, Mapping):
         method = str(quant.get("quant_method", "")).lower()
         if method in _FP8_METHODS or "fp8" in str(quant.get("fmt", "")).lower():
