@@ -172,3 +172,32 @@ def test_a_catalog_name_never_asks_the_hub(tmp_path: Path) -> None:
         yaml.safe_dump(manifest(model={"name": "Qwen/Qwen2.5-7B-Instruct", "catalog": None}))
     )
     assert inline_model_source(svc, None, tmp_path / "empty") is svc
+
+
+def test_simulate_and_check_read_the_file_as_plan_does(tmp_path: Path) -> None:
+    """Before: both said "'config.json' is a file only the command line reads" (exit 2)."""
+    shutil.copy(QWEN, tmp_path / "config.json")
+    by_file = _write(
+        tmp_path,
+        {"name": "Qwen/Qwen2.5-7B-Instruct", "catalog": None, "hfConfigFile": "config.json"},
+    )
+    trace = tmp_path / "t.csv"
+    trace.write_text("t,in,out\n" + "".join(f"{k},500,50\n" for k in range(20)))
+    columns = ["--columns", "arrival=t,input=in,output=out"]
+    simulated = _json(["simulate", str(by_file), "--trace", str(trace), *columns, "-o", "json"])
+    assert simulated["requests"] == 20
+    checked = runner.invoke(app, ["check", str(by_file), "-o", "json"])
+    assert "only the command line reads" not in checked.output
+    assert checked.exit_code in (0, 1), checked.output
+    missing = _write(
+        tmp_path,
+        {"name": "Qwen/Qwen2.5-7B-Instruct", "catalog": None, "hfConfigFile": "nope.json"},
+        "missing.yaml",
+    )
+    for command in (
+        ["simulate", str(missing), "--trace", str(trace), *columns],
+        ["check", str(missing)],
+    ):
+        result = runner.invoke(app, command)
+        assert result.exit_code == 2, result.output
+        assert "spec.model.hfConfigFile: cannot read" in result.output

@@ -9,7 +9,6 @@ Exit codes: 0 ok, 1 infeasible, 2 bad input (``field.path: what is wrong``, neve
 import enum
 import logging
 import re
-from collections.abc import Callable
 from pathlib import Path
 from typing import Annotated
 
@@ -20,14 +19,13 @@ from rich.table import Table
 
 from tokenscale import __version__
 from tokenscale.api.errors import SpecError
-from tokenscale.api.inference_service import InferenceService
 from tokenscale.api.k8s_names import is_dns1123_label
 from tokenscale.catalog import GPU_CATALOG, MODEL_CATALOG, count_params
 from tokenscale.cli.bench import bench_command
 from tokenscale.cli.check import check_command
 from tokenscale.cli.inputs import TableOrJson, bad_input, fail_invalid, read_input, warn
 from tokenscale.cli.mix_view import print_mix
-from tokenscale.cli.model_source import inline_model_source
+from tokenscale.cli.model_source import model_source_for
 from tokenscale.cli.plan_formats import compact_renderable, csv_report, markdown_report, short_line
 from tokenscale.cli.plan_view import curve_table, dumps, print_plans, sweep_table
 from tokenscale.cli.playground import playground_command
@@ -76,13 +74,6 @@ def _main(
     ] = False,
 ) -> None:
     """Size and scale vLLM inference fleets from first principles and live metrics."""
-
-
-def _model_source(file: Path) -> Callable[[InferenceService], InferenceService]:
-    """Inline a model's config.json from ``hfConfigFile`` (relative to the manifest) or the
-    Hugging Face Hub, before the planner sees the spec."""
-    base = None if str(file) == "-" else file.resolve().parent
-    return lambda service: inline_model_source(service, base)
 
 
 def _any_feasible(rows: list[SweepRow]) -> bool:
@@ -150,7 +141,7 @@ def plan(
     if top < 1:
         raise bad_input(f"--top {top}: show at least 1 row", fmt)
     try:
-        services = validate_manifests(read_input(file, fmt), _model_source(file))
+        services = validate_manifests(read_input(file, fmt), model_source_for(file))
         if not services:
             raise bad_input(f"no InferenceService in {file}", fmt)
         if do_sweep:
@@ -280,7 +271,7 @@ def render(
             "inferenceservice NAME -o jsonpath='{.metadata.uid}')"
         )
     try:
-        services = validate_manifests(read_input(file, output.value), _model_source(file))
+        services = validate_manifests(read_input(file, output.value), model_source_for(file))
         objects = []
         for s in services:
             p = plan_service(s.spec, s.metadata.name)

@@ -19,7 +19,6 @@ from rich.table import Table
 from rich.text import Text
 
 from tokenscale.api.errors import SpecError
-from tokenscale.api.manifest import parse_manifests
 from tokenscale.cli.inputs import (
     TableOrJson,
     bad_input,
@@ -28,6 +27,8 @@ from tokenscale.cli.inputs import (
     read_input,
     warn,
 )
+from tokenscale.cli.model_source import model_source_for
+from tokenscale.planning.validate import validate_manifests
 
 if TYPE_CHECKING:
     from tokenscale.simulation import PolicyName, Setup, SimResult
@@ -253,7 +254,7 @@ def simulate_command(
         )
     text, trace_text = read_input(file, fmt_out), read_input(trace, fmt_out)
     try:
-        services = parse_manifests(text)
+        services = validate_manifests(text, model_source_for(file))
     except SpecError as err:
         fail_invalid(err, file, fmt_out)
     if not services:
