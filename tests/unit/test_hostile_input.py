@@ -461,3 +461,14 @@ def test_render_writes_a_real_owner_uid(tmp_path: Path) -> None:
     code, out = _run(tmp_path, manifest(), "render", "--owner-uid", uid)
     assert code == 0, out
     assert f"uid: {uid}" in out
+
+
+def test_playground_spec_that_is_not_yaml_exits_2(tmp_path: Path) -> None:
+    """Before: the playground read the file with plain PyYAML first, so a tab was a traceback."""
+    f = tmp_path / "tabs.yaml"
+    f.write_text("apiVersion:\ttokenscale.io/v1alpha1\n")
+    result = runner.invoke(app, ["playground", "--spec", str(f)])
+    assert "Traceback" not in result.output
+    assert result.exception is None or isinstance(result.exception, SystemExit)
+    assert result.exit_code == 2, result.output
+    assert "(yaml): not YAML or JSON" in result.output

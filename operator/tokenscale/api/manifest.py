@@ -25,7 +25,8 @@ def _misspelt(doc: Any) -> str | None:
     kind, or a kind close to ``InferenceService``, is an error rather than silently skipped.
     """
     if not isinstance(doc, dict):
-        shape = f"a list of {len(doc)} items" if isinstance(doc, list) else repr(doc)[:40]
+        items = f"{len(doc)} item{'' if len(doc) == 1 else 's'}" if isinstance(doc, list) else ""
+        shape = f"a list of {items}" if isinstance(doc, list) else repr(doc)[:40]
         return (
             f"is {shape}, not a mapping; a manifest is a mapping of apiVersion, kind, "
             "metadata and spec"
