@@ -121,3 +121,22 @@ def test_a_sub_second_interval_exits_2_before_replaying(flag: str, value: str) -
     )
     assert result.exit_code == 2, result.output
     assert f"{flag}: {float(value)} is below 1; use a value >= 1 and <= 3600" in result.output
+
+
+@pytest.mark.parametrize(
+    "flag",
+    [
+        ["--explain", "99:99"],
+        ["--start", "0:75"],
+        ["--duration", "1:60:00"],
+        ["--fault", "replica-loss@0:99"],
+    ],
+)
+def test_a_moment_with_60_or_more_seconds_or_minutes_is_a_typo(flag: list[str]) -> None:
+    """Before: ``99:99`` read as 100 min 39 s."""
+    trace = (
+        EXAMPLE.parents[2] / "operator" / "tokenscale" / "data" / "traces" / "azure-2023-conv.csv"
+    )
+    result = runner.invoke(app, ["simulate", str(EXAMPLE), "--trace", str(trace), *flag])
+    assert result.exit_code == 2, result.output
+    assert "below 60" in result.output
