@@ -4,6 +4,7 @@ and the model cards, and every assumption the config forces is a plan warning.
 Fixtures: ``tests/fixtures/hf_configs`` (abridged transcriptions, see its README)."""
 
 import json
+import math
 from typing import Any
 
 import pytest
@@ -12,6 +13,7 @@ from hypothesis import strategies as st
 
 from tests.helpers import HF_CONFIGS, spec
 from tokenscale.api.errors import SpecError
+from tokenscale.catalog import GPU_CATALOG
 from tokenscale.planning import plan_service
 from tokenscale.planning.result import Plan
 
@@ -199,3 +201,63 @@ def test_a_malformed_window_or_quantization_field_is_named(
         _plan(cfg)
     assert [i.path for i in info.value.issues] == [f"spec.model.hfConfig.{path}"]
     assert words in info.value.issues[0].message
+
+
+_UNSEEN = [
+    "Llama-4-Scout-17B-16E-Instruct",
+    "gemma-3-27b-it",
+    "gpt-oss-120b",
+    "Qwen3-30B-A3B",
+    "Mixtral-8x22B-v0.1",
+    "Phi-3.5-MoE-instruct",
+    "Qwen2.5-72B-Instruct-AWQ",
+    "DeepSeek-V3",
+]
+
+
+@settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    name=st.sampled_from(_UNSEEN),
+    gpu=st.sampled_from(sorted(GPU_CATALOG)),
+    tp=st.sampled_from(["auto", 1, 2, 4, 8]),
+    kv=st.sampled_from(["auto", "fp8"]),
+    disaggregation=st.sampled_from(["off", "auto", "on"]),
+    rps=st.sampled_from([0.0, 0.01, 1.0, 50.0, 5000.0]),
+    prompt=st.sampled_from([1, 100, 4000, 100_000]),
+)
+def test_an_unseen_model_plans_anywhere_or_names_a_field(
+    name: str, gpu: str, tp: Any, kv: str, disaggregation: str, rps: float, prompt: int
+) -> None:
+    """Any unseen model on any GPU: a SpecError naming a ``spec.`` path, or a plan whose
+    figures are finite and whose feasible layouts fit the GPU's memory."""
+    doc_spec = spec(
+        model={
+            "name": "acme/unseen",
+            "catalog": None,
+            "hfConfig": _config(name),
+            "kvCacheDtype": kv,
+        },
+        hardware={"gpu": gpu, "tensorParallelSize": tp},
+        workload={
+            "rps": {"mean": rps},
+            "inputTokens": {"mean": prompt, "p99": prompt * 2},
+            "outputTokens": {"mean": 200, "p99": 800},
+            "maxContextTokens": None,
+        },
+        scaling={"minReplicas": 1, "maxReplicas": 500},
+        serving={"disaggregation": disaggregation},
+    )
+    paths: list[str] = []
+    try:
+        plan = plan_service(doc_spec)
+    except SpecError as err:
+        paths = [i.path for i in err.issues] or ["(none)"]
+    if paths:
+        assert all(path.startswith("spec.") for path in paths), paths
+        return
+    assert math.isfinite(plan.params)
+    assert math.isfinite(plan.weight_bytes)
+    if plan.feasible and plan.replicas is not None:
+        memory = plan.memory_per_gpu
+        assert memory.weights_bytes <= memory.gpu_total_bytes
+        assert 1 <= plan.replicas.total <= 500
