@@ -9,6 +9,7 @@ import sys
 from pathlib import Path
 
 import pytest
+import typer
 import yaml
 from typer.testing import CliRunner
 
@@ -16,6 +17,7 @@ from tests.helpers import HF_CONFIGS, ROOT, manifest
 from tokenscale.api.errors import SpecError
 from tokenscale.api.manifest import parse_manifests
 from tokenscale.cli.app import app
+from tokenscale.cli.bench_compare import load_plan
 from tokenscale.cli.model_source import ALTERNATIVES, hub_config, inline_model_source
 from tokenscale.planning import plan_service
 
@@ -201,3 +203,23 @@ def test_simulate_and_check_read_the_file_as_plan_does(tmp_path: Path) -> None:
         result = runner.invoke(app, command)
         assert result.exit_code == 2, result.output
         assert "spec.model.hfConfigFile: cannot read" in result.output
+
+
+def test_bench_plan_reads_the_file_as_plan_does(tmp_path: Path) -> None:
+    """``bench --plan FILE`` (checked before any request is sent) inlines hfConfigFile."""
+    shutil.copy(QWEN, tmp_path / "config.json")
+    by_file = _write(
+        tmp_path,
+        {"name": "Qwen/Qwen2.5-7B-Instruct", "catalog": None, "hfConfigFile": "config.json"},
+    )
+    put = load_plan(by_file)
+    assert put.spec.model.hf_config is not None
+    assert put.plan.params == _json(["plan", str(by_file), "-o", "json"])["params"]
+    missing = _write(
+        tmp_path,
+        {"name": "Qwen/Qwen2.5-7B-Instruct", "catalog": None, "hfConfigFile": "nope.json"},
+        "missing.yaml",
+    )
+    with pytest.raises(typer.Exit) as info:
+        load_plan(missing)
+    assert info.value.exit_code == 2
