@@ -453,7 +453,9 @@ def _plan_at(r: Resolved, conditions: Conditions, tp: int | Layout) -> Plan:
     w = conditions.workload
     measured = None
     if conditions.use_profile:
-        measured = measured_point(r.spec.profile, r.spec.slo, layout.tp, r.gpu_key, warnings)
+        measured = measured_point(
+            r.spec.profile, r.spec.slo, layout.tp, r.gpu_key, warnings, r.spec.model.name
+        )
     if measured is not None:
         mismatch = token_mismatch(measured, w.input_tokens.mean, w.output_tokens.mean)
         if mismatch:
