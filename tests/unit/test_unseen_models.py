@@ -261,3 +261,24 @@ def test_an_unseen_model_plans_anywhere_or_names_a_field(
         memory = plan.memory_per_gpu
         assert memory.weights_bytes <= memory.gpu_total_bytes
         assert 1 <= plan.replicas.total <= 500
+
+
+@pytest.mark.parametrize(
+    ("patch", "words"),
+    [
+        (
+            {"layer_types": ["linear_attention"] * 3 + ["full_attention"]},
+            "layer_types names linear_attention layers",
+        ),
+        ({"hybrid_override_pattern": "M-M*-M-"}, "state-space (Mamba) layers"),
+        ({"mamba_d_state": 128}, "state-space (Mamba) layers"),
+    ],
+)
+def test_layers_that_are_not_attention_are_a_stated_assumption(
+    patch: dict[str, Any], words: str
+) -> None:
+    """Qwen3-Next's linear attention and Nemotron-H's Mamba layers are planned as attention
+    layers; the plan says so rather than presenting the figures as the model's."""
+    cfg = _config("Qwen2.5-7B-Instruct") | {"num_hidden_layers": 4} | patch
+    plan = _plan(cfg)
+    assert any(words in w for w in plan.warnings), plan.warnings

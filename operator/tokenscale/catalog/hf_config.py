@@ -29,6 +29,16 @@ _FAMILY_DEFAULTS: dict[str, dict[str, int]] = {
         "sliding_window_pattern": 6,
     },
 }
+#: Fields only hybrid attention/state-space models (Jamba, Nemotron-H, Falcon-H1, Bamba,
+#: Granite 4) carry: the planner models attention layers only.
+_STATE_SPACE_KEYS = (
+    "hybrid_override_pattern",
+    "layers_block_type",
+    "attn_layer_period",
+    "mamba_d_state",
+    "ssm_state_size",
+    "mamba_n_heads",
+)
 #: Context assumed when a config names none (``max_position_embeddings`` and its aliases).
 DEFAULT_CONTEXT_TOKENS = 8192
 
@@ -270,7 +280,8 @@ def hf_config_notes(cfg: Mapping[str, Any]) -> list[str]:
     """What the derived architecture assumes where the config is silent or out of range.
 
     One sentence per assumption, for the plan's warnings: family defaults filled in, MHA for
-    a config without ``num_key_value_heads``, the context assumed or capped, MXFP4 read as int4.
+    a config without ``num_key_value_heads``, the context assumed or capped, layers that are not
+    attention (linear attention, Mamba) counted as attention, MXFP4 read as int4.
     """
     given = dict(cfg)
     text = cfg.get("text_config")
@@ -307,6 +318,22 @@ def hf_config_notes(cfg: Mapping[str, Any]) -> list[str]:
         notes.append(
             f"spec.model.hfConfig.max_position_embeddings {context:,} is read as {MAX_TOKENS:,} "
             "tokens, the longest context the planner sizes"
+        )
+    layer_types = c.get("layer_types")
+    if isinstance(layer_types, list):
+        other = sorted({str(t) for t in layer_types} - {"full_attention", "sliding_attention"})
+        if other:
+            notes.append(
+                f"spec.model.hfConfig.layer_types names {', '.join(other)} layers: they are "
+                "counted as full-attention layers, so the KV per token and the parameters are "
+                "not this model's (KV over-stated); give spec.model.architecture to correct them"
+            )
+    ssm = [key for key in _STATE_SPACE_KEYS if c.get(key) is not None]
+    if ssm:
+        notes.append(
+            f"spec.model.hfConfig has state-space (Mamba) layers ({ssm[0]}): every layer is "
+            "counted as an attention layer with an MLP, so the KV per token and the parameters "
+            "are not this model's (KV over-stated); give spec.model.architecture to correct them"
         )
     if quantization_method(cfg) in _FP4_METHODS:
         notes.append(
