@@ -13,10 +13,12 @@ from typer.testing import CliRunner
 from tokenscale.api.base import MAX_TOKENS
 from tokenscale.cli.app import app
 from tokenscale.simulation.errors import TraceError
+from tokenscale.simulation.span import check_size
 from tokenscale.simulation.trace import parse_trace
 
 EXAMPLE = Path(__file__).parents[2] / "deploy" / "examples" / "llama-3.1-8b-l4.yaml"
 runner = CliRunner()
+COLUMNS = {"arrival": "t", "input": "in", "output": "out"}
 
 
 def _line(**rec: object) -> str:
@@ -140,3 +142,22 @@ def test_a_moment_with_60_or_more_seconds_or_minutes_is_a_typo(flag: list[str]) 
     result = runner.invoke(app, ["simulate", str(EXAMPLE), "--trace", str(trace), *flag])
     assert result.exit_code == 2, result.output
     assert "below 60" in result.output
+
+
+def test_a_replay_of_millions_of_requests_is_refused_with_the_scale_that_fits() -> None:
+    """Before: --rate-scale 1000 on the bundled 19,366-request trace ran out of memory."""
+    azure = (
+        EXAMPLE.parents[2] / "operator" / "tokenscale" / "data" / "traces" / "azure-2023-conv.csv"
+    )
+    result = runner.invoke(
+        app, ["simulate", str(EXAMPLE), "--trace", str(azure), "--rate-scale", "1000"]
+    )
+    assert result.exit_code == 2, result.output
+    assert (
+        "19,366,000; the simulator replays at most 1,000,000: use --rate-scale 51.63"
+        in result.output
+    )
+    many = parse_trace("t,in,out\n" + "".join(f"{k},5,5\n" for k in range(11)), "csv", COLUMNS)
+    check_size(many, 1.0, max_requests=11)
+    with pytest.raises(TraceError, match="holds 11 requests; the simulator replays at most 10"):
+        check_size(many, 1.0, max_requests=10)

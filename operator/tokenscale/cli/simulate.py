@@ -222,7 +222,11 @@ def simulate_command(
         simulate,
     )
     from tokenscale.simulation.faults import parse_fault  # noqa: PLC0415
-    from tokenscale.simulation.span import check_span, cut_idle_gaps  # noqa: PLC0415
+    from tokenscale.simulation.span import (  # noqa: PLC0415
+        check_size,
+        check_span,
+        cut_idle_gaps,
+    )
     from tokenscale.simulation.window import window  # noqa: PLC0415
 
     if arrival_unit not in ("s", "ms"):
@@ -283,6 +287,7 @@ def simulate_command(
         for note in cut.notes:
             warn(note)
         check_span(cut.trace, time_scale)
+        check_size(cut.trace, rate_scale)
         scaled = scale_trace(cut.trace, time_scale, rate_scale, seed)
         end_s = scaled.duration_s
         late = [text for f, text in zip(faults, fault or [], strict=True) if f.at_s > end_s]
