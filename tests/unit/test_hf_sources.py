@@ -9,6 +9,7 @@ import sys
 from pathlib import Path
 
 import pytest
+import typer
 import yaml
 from typer.testing import CliRunner
 
@@ -16,6 +17,7 @@ from tests.helpers import HF_CONFIGS, ROOT, manifest
 from tokenscale.api.errors import SpecError
 from tokenscale.api.manifest import parse_manifests
 from tokenscale.cli.app import app
+from tokenscale.cli.bench_compare import load_plan
 from tokenscale.cli.model_source import ALTERNATIVES, hub_config, inline_model_source
 from tokenscale.planning import plan_service
 
@@ -172,3 +174,52 @@ def test_a_catalog_name_never_asks_the_hub(tmp_path: Path) -> None:
         yaml.safe_dump(manifest(model={"name": "Qwen/Qwen2.5-7B-Instruct", "catalog": None}))
     )
     assert inline_model_source(svc, None, tmp_path / "empty") is svc
+
+
+def test_simulate_and_check_read_the_file_as_plan_does(tmp_path: Path) -> None:
+    """Before: both said "'config.json' is a file only the command line reads" (exit 2)."""
+    shutil.copy(QWEN, tmp_path / "config.json")
+    by_file = _write(
+        tmp_path,
+        {"name": "Qwen/Qwen2.5-7B-Instruct", "catalog": None, "hfConfigFile": "config.json"},
+    )
+    trace = tmp_path / "t.csv"
+    trace.write_text("t,in,out\n" + "".join(f"{k},500,50\n" for k in range(20)))
+    columns = ["--columns", "arrival=t,input=in,output=out"]
+    simulated = _json(["simulate", str(by_file), "--trace", str(trace), *columns, "-o", "json"])
+    assert simulated["requests"] == 20
+    checked = runner.invoke(app, ["check", str(by_file), "-o", "json"])
+    assert "only the command line reads" not in checked.output
+    assert checked.exit_code in (0, 1), checked.output
+    missing = _write(
+        tmp_path,
+        {"name": "Qwen/Qwen2.5-7B-Instruct", "catalog": None, "hfConfigFile": "nope.json"},
+        "missing.yaml",
+    )
+    for command in (
+        ["simulate", str(missing), "--trace", str(trace), *columns],
+        ["check", str(missing)],
+    ):
+        result = runner.invoke(app, command)
+        assert result.exit_code == 2, result.output
+        assert "spec.model.hfConfigFile: cannot read" in result.output
+
+
+def test_bench_plan_reads_the_file_as_plan_does(tmp_path: Path) -> None:
+    """``bench --plan FILE`` (checked before any request is sent) inlines hfConfigFile."""
+    shutil.copy(QWEN, tmp_path / "config.json")
+    by_file = _write(
+        tmp_path,
+        {"name": "Qwen/Qwen2.5-7B-Instruct", "catalog": None, "hfConfigFile": "config.json"},
+    )
+    put = load_plan(by_file)
+    assert put.spec.model.hf_config is not None
+    assert put.plan.params == _json(["plan", str(by_file), "-o", "json"])["params"]
+    missing = _write(
+        tmp_path,
+        {"name": "Qwen/Qwen2.5-7B-Instruct", "catalog": None, "hfConfigFile": "nope.json"},
+        "missing.yaml",
+    )
+    with pytest.raises(typer.Exit) as info:
+        load_plan(missing)
+    assert info.value.exit_code == 2

@@ -433,3 +433,42 @@ def test_crd_into_a_missing_folder_exits_2(tmp_path: Path) -> None:
     assert result.exit_code == 2
     assert "cannot write" in result.output
     assert "Traceback" not in result.output
+
+
+@pytest.mark.parametrize(("doc", "shape"), [("- a\n- b\n", "a list of 2 items"), ("42\n", "42")])
+def test_a_document_that_is_not_a_mapping_says_what_it_is(
+    tmp_path: Path, doc: str, shape: str
+) -> None:
+    out = _bad(tmp_path, doc, "(document)")
+    assert f"is {shape}, not a mapping" in out
+    assert "kind:" not in out
+
+
+def test_bad_sweep_options_are_not_called_an_invalid_manifest(tmp_path: Path) -> None:
+    out = _bad(tmp_path, manifest(), "--gpu", "plan", "--sweep", "--gpu", "NOPE")
+    assert "invalid options for" in out
+    assert "is not a valid InferenceService" not in out
+
+
+@pytest.mark.parametrize("uid", ["", "../x", "not-a-uid", "3f2c1a9e8d4b4c1e9f3a2b7d6e5c4a10"])
+def test_render_refuses_an_owner_uid_kubernetes_would_refuse(tmp_path: Path, uid: str) -> None:
+    out = _bad(tmp_path, manifest(), "--owner-uid", "render", "--owner-uid", uid)
+    assert "not a Kubernetes UID" in out
+
+
+def test_render_writes_a_real_owner_uid(tmp_path: Path) -> None:
+    uid = "3f2c1a9e-8d4b-4c1e-9f3a-2b7d6e5c4a10"
+    code, out = _run(tmp_path, manifest(), "render", "--owner-uid", uid)
+    assert code == 0, out
+    assert f"uid: {uid}" in out
+
+
+def test_playground_spec_that_is_not_yaml_exits_2(tmp_path: Path) -> None:
+    """Before: the playground read the file with plain PyYAML first, so a tab was a traceback."""
+    f = tmp_path / "tabs.yaml"
+    f.write_text("apiVersion:\ttokenscale.io/v1alpha1\n")
+    result = runner.invoke(app, ["playground", "--spec", str(f)])
+    assert "Traceback" not in result.output
+    assert result.exception is None or isinstance(result.exception, SystemExit)
+    assert result.exit_code == 2, result.output
+    assert "(yaml): not YAML or JSON" in result.output

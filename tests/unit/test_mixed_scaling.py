@@ -210,6 +210,7 @@ def test_cli_simulate_autoscales_a_mix_under_a_stockout(tmp_path: Path) -> None:
         ("nope@0:10", ["no variant", H100, L40S]),
         (f"{H100}", ["VARIANT@MM:SS"]),
         (f"{H100}@2:00-1:00", ["end must come after"]),
+        (f"{H100}@99:00:00", ["last request arrives at", "a stockout after it changes nothing"]),
     ],
 )
 def test_cli_a_bad_stockout_exits_2_naming_the_flag(

@@ -5,7 +5,7 @@ from typing import Any
 
 import pytest
 
-from tests.helpers import PROFILE, manifest
+from tests.helpers import PROFILE, bench_step, manifest
 from tests.helpers import spec as make_spec
 from tokenscale.api.errors import SpecError
 from tokenscale.api.manifest import parse_inference_service
@@ -119,3 +119,26 @@ def test_knee_is_where_latency_outgrows_throughput() -> None:
     assert operating_concurrency(ramp, None, None) == 64
     assert operating_concurrency(ramp, 0.1, None) is None
     assert math.isclose(ramp[2].output_tps, 1000.0)
+
+
+@pytest.mark.parametrize(
+    ("patch", "words", "used"),
+    [
+        (
+            {"steps": [bench_step(8, 1e6, 0.2, 0.02)]},
+            "would need 4e+06 in flight (at most 2 req/s)",
+            False,
+        ),
+        ({"steps": [bench_step(8, 0.0, 0.2, 0.02)]}, "concurrency 8: 0 req/s", False),
+        ({"tensorParallelSize": 2}, "measured at TP 2, not this plan's TP 1", False),
+        ({"model": "acme/other-70b"}, "measured on model 'acme/other-70b'", True),
+    ],
+)
+def test_a_measurement_the_plan_cannot_trust_is_named(
+    patch: dict[str, Any], words: str, used: bool
+) -> None:
+    """Before: 1e6 req/s at concurrency 8 sized one replica for a million requests a second;
+    a 0 req/s step sized 64 replicas; another TP or model was used or dropped silently."""
+    plan = plan_service(make_spec(profile=PROFILE | patch))
+    assert any(words in w for w in plan.warnings), plan.warnings
+    assert bool(plan.sources) is used

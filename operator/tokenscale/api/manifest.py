@@ -25,7 +25,12 @@ def _misspelt(doc: Any) -> str | None:
     kind, or a kind close to ``InferenceService``, is an error rather than silently skipped.
     """
     if not isinstance(doc, dict):
-        return "is not a mapping; a manifest is apiVersion, kind, metadata and spec"
+        items = f"{len(doc)} item{'' if len(doc) == 1 else 's'}" if isinstance(doc, list) else ""
+        shape = f"a list of {items}" if isinstance(doc, list) else repr(doc)[:40]
+        return (
+            f"is {shape}, not a mapping; a manifest is a mapping of apiVersion, kind, "
+            "metadata and spec"
+        )
     kind, api_version = doc.get("kind"), str(doc.get("apiVersion", ""))
     if kind == KIND:
         if not api_version.startswith(f"{API_GROUP}/"):
@@ -69,7 +74,8 @@ def parse_manifests(text: str) -> list[InferenceService]:
         where = f"document {index + 1}: " if many else ""
         problem = _misspelt(doc)
         if problem is not None:
-            issues.append(SpecIssue(f"{where}kind", problem))
+            path = "kind" if isinstance(doc, dict) else "(document)"
+            issues.append(SpecIssue(f"{where}{path}", problem))
             continue
         if not _is_inference_service(doc):
             continue

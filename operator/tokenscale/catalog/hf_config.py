@@ -12,12 +12,35 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from tokenscale.api.base import MAX_TOKENS
 from tokenscale.api.errors import SpecError, SpecIssue, from_validation_error
 from tokenscale.api.model import MAX_DIM, Architecture, WeightDtype
 
 _PATH = "spec.model.hfConfig"
 _TIED_BY_DEFAULT = ("gemma", "gemma2", "gemma3_text", "qwen2_vl")
 _QKV_BIAS_TYPES = ("qwen2", "qwen2_moe", "qwen2_vl")
+#: What transformers' config class of a family assumes for a field its config.json may omit
+#: (``Gemma3TextConfig``: google/gemma-3-27b-it's ``text_config`` names no vocabulary, context
+#: or window pattern). Only fields a published config of that family leaves out.
+_FAMILY_DEFAULTS: dict[str, dict[str, int]] = {
+    "gemma3_text": {
+        "vocab_size": 262_208,
+        "max_position_embeddings": 131_072,
+        "sliding_window_pattern": 6,
+    },
+}
+#: Fields only hybrid attention/state-space models (Jamba, Nemotron-H, Falcon-H1, Bamba,
+#: Granite 4) carry: the planner models attention layers only.
+_STATE_SPACE_KEYS = (
+    "hybrid_override_pattern",
+    "layers_block_type",
+    "attn_layer_period",
+    "mamba_d_state",
+    "ssm_state_size",
+    "mamba_n_heads",
+)
+#: Context assumed when a config names none (``max_position_embeddings`` and its aliases).
+DEFAULT_CONTEXT_TOKENS = 8192
 
 
 def _flatten(cfg: Mapping[str, Any]) -> dict[str, Any]:
@@ -26,6 +49,9 @@ def _flatten(cfg: Mapping[str, Any]) -> dict[str, Any]:
     text = cfg.get("text_config")
     if isinstance(text, Mapping):
         merged.update(text)
+    for field, value in _FAMILY_DEFAULTS.get(str(merged.get("model_type", "")), {}).items():
+        if merged.get(field) is None:
+            merged[field] = value
     return merged
 
 
@@ -36,7 +62,7 @@ def _first(cfg: Mapping[str, Any], *names: str) -> Any:
     return None
 
 
-def _int(value: Any, field: str, *, minimum: int = 0) -> int:
+def _int(value: Any, field: str, *, minimum: int = 0, maximum: int = MAX_DIM) -> int:
     """A whole number from the config: not a bool, a string or a fraction (``4096.0`` passes)."""
     if isinstance(value, bool) or not isinstance(value, int | float):
         raise SpecError.single(
@@ -44,9 +70,9 @@ def _int(value: Any, field: str, *, minimum: int = 0) -> int:
         )
     if isinstance(value, float) and not (math.isfinite(value) and value.is_integer()):
         raise SpecError.single(f"{_PATH}.{field}", f"{value!r} is not a whole number")
-    if not minimum <= value <= MAX_DIM:
+    if not minimum <= value <= maximum:
         raise SpecError.single(
-            f"{_PATH}.{field}", f"{value!r} is out of range; use {minimum}..{MAX_DIM}"
+            f"{_PATH}.{field}", f"{value!r} is out of range; use {minimum}..{maximum}"
         )
     return int(value)
 
@@ -70,11 +96,26 @@ def _sliding_window_layers(cfg: Mapping[str, Any], layers: int) -> tuple[int | N
         return None, None
     window = _int(raw, "sliding_window", minimum=1)
     layer_types = cfg.get("layer_types")
-    if isinstance(layer_types, list) and layer_types:
+    if layer_types is not None:
+        if (
+            not isinstance(layer_types, list)
+            or len(layer_types) != layers
+            or not all(isinstance(t, str) for t in layer_types)
+        ):
+            shape = (
+                f"{len(layer_types)} entries"
+                if isinstance(layer_types, list)
+                else repr(layer_types)
+            )
+            raise SpecError.single(
+                f"{_PATH}.layer_types",
+                f"{shape[:60]} for num_hidden_layers={layers}: give one attention type per "
+                "layer ('full_attention' or 'sliding_attention'), or leave layer_types out",
+            )
         return window, sum(1 for t in layer_types if t == "sliding_attention")
     pattern = cfg.get("sliding_window_pattern")
-    if isinstance(pattern, int) and not isinstance(pattern, bool) and pattern > 0:
-        return window, layers - layers // pattern
+    if pattern is not None:
+        return window, layers - layers // _int(pattern, "sliding_window_pattern", minimum=1)
     if cfg.get("model_type") == "gemma2":
         return window, layers // 2
     max_window_layers = cfg.get("max_window_layers")
@@ -99,6 +140,7 @@ def architecture_from_hf_config(cfg: Mapping[str, Any]) -> Architecture:
             [SpecIssue(f"{_PATH}.{k}", "is required to derive the architecture") for k in missing]
         )
     layers = _int(required["num_hidden_layers"], "num_hidden_layers", minimum=1)
+    model_type = str(c.get("model_type", ""))
     heads = _int(required["num_attention_heads"], "num_attention_heads", minimum=1)
     kv_heads = _first(c, "num_key_value_heads", "num_kv_heads")
     if kv_heads is None and c.get("multi_query"):
@@ -111,12 +153,28 @@ def architecture_from_hf_config(cfg: Mapping[str, Any]) -> Architecture:
     shared_width = _opt_int(c, "shared_expert_intermediate_size", minimum=1)
     if shared_width and not shared:
         shared = 1
-    model_type = str(c.get("model_type", ""))
     tied = _opt_bool(c, "tie_word_embeddings")
     bias = _opt_bool(c, "attention_bias")
     mla = bool(c.get("kv_lora_rank"))
     inter = _first(c, "intermediate_size", "ffn_dim", "n_inner")
+    expert_inter = _opt_int(c, "moe_intermediate_size", minimum=1)
+    dense_layers = (_opt_int(c, "first_k_dense_replace") or 0) if experts else 0
+    if model_type == "llama4_text" and experts:
+        # Llama 4: every MoE layer adds one shared expert to its routed ones, both
+        # ``intermediate_size`` wide; the other layers (all but every ``interleave_moe_layer_step``
+        # -th) are dense, ``intermediate_size_mlp`` wide.
+        step = _opt_int(c, "interleave_moe_layer_step", minimum=1) or 1
+        expert_inter = _int(inter, "intermediate_size", minimum=1) if inter is not None else None
+        inter = _first(c, "intermediate_size_mlp", "intermediate_size")
+        shared = shared or 1
+        dense_layers = layers - layers // step
     context = _first(c, "max_position_embeddings", "max_seq_len", "n_positions", "seq_length")
+    if context is not None:
+        # Read up to 2^31 (Llama 4 Scout names 10,485,760), sized at most MAX_TOKENS; the
+        # plan's warnings say so (hf_config_notes).
+        context = min(
+            _int(context, "max_position_embeddings", minimum=1, maximum=2**31), MAX_TOKENS
+        )
     fields: dict[str, Any] = {
         "layers": layers,
         "hidden_size": _int(required["hidden_size"], "hidden_size", minimum=1),
@@ -131,17 +189,17 @@ def architecture_from_hf_config(cfg: Mapping[str, Any]) -> Architecture:
         "vocab_size": _int(required["vocab_size"], "vocab_size", minimum=1),
         "max_context_tokens": _int(context, "max_position_embeddings", minimum=1)
         if context
-        else 8192,
+        else DEFAULT_CONTEXT_TOKENS,
         "sliding_window": window,
         "sliding_window_layers": window_layers,
         "tie_word_embeddings": tied if tied is not None else model_type in _TIED_BY_DEFAULT,
         "attention_bias": bias if bias is not None else model_type in _QKV_BIAS_TYPES,
         "experts": experts,
         "experts_per_token": per_tok,
-        "expert_intermediate_size": _opt_int(c, "moe_intermediate_size", minimum=1),
+        "expert_intermediate_size": expert_inter,
         "shared_experts": shared,
         "shared_expert_intermediate_size": shared_width,
-        "dense_layers": (_opt_int(c, "first_k_dense_replace") or 0) if experts else 0,
+        "dense_layers": dense_layers,
         "kv_lora_rank": _opt_int(c, "kv_lora_rank", minimum=1),
         "qk_rope_head_dim": _opt_int(c, "qk_rope_head_dim", minimum=1) if mla else None,
         "qk_nope_head_dim": _opt_int(c, "qk_nope_head_dim", minimum=1) if mla else None,
@@ -157,6 +215,8 @@ def architecture_from_hf_config(cfg: Mapping[str, Any]) -> Architecture:
 _BITS_TO_DTYPE: dict[int, WeightDtype] = {4: "int4", 8: "int8"}
 #: Checkpoint formats whose weight bits vLLM reads from ``quantization_config`` itself.
 _FP8_METHODS = ("fp8", "fbgemm_fp8", "modelopt")
+#: 4-bit element formats with a shared scale per block, read as int4 (the scales are not counted).
+_FP4_METHODS = ("mxfp4",)
 
 
 def _compressed_tensors_dtype(quant: Mapping[str, Any]) -> WeightDtype | None:
@@ -190,10 +250,18 @@ def weight_dtype_from_hf_config(cfg: Mapping[str, Any]) -> WeightDtype | None:
     """
     c = _flatten(cfg)
     quant = c.get("quantization_config")
+    if quant is not None and not isinstance(quant, Mapping):
+        raise SpecError.single(
+            f"{_PATH}.quantization_config",
+            f"{quant!r:.60} is not a mapping; config.json holds one here (quant_method, bits …), "
+            "or leave it out for an unquantized checkpoint",
+        )
     if isinstance(quant, Mapping):
         method = str(quant.get("quant_method", "")).lower()
         if method in _FP8_METHODS or "fp8" in str(quant.get("fmt", "")).lower():
             return "fp8"
+        if method in _FP4_METHODS:
+            return "int4"
         if method == "compressed-tensors":
             return _compressed_tensors_dtype(quant)
         if method == "bitsandbytes":
@@ -206,3 +274,71 @@ def weight_dtype_from_hf_config(cfg: Mapping[str, Any]) -> WeightDtype | None:
         return None
     dtype = str(_first(c, "torch_dtype", "dtype") or "").lower()
     return {"bfloat16": "bf16", "float16": "fp16", "float32": "fp32"}.get(dtype)  # type: ignore[return-value]
+
+
+def hf_config_notes(cfg: Mapping[str, Any]) -> list[str]:
+    """What the derived architecture assumes where the config is silent or out of range.
+
+    One sentence per assumption, for the plan's warnings: family defaults filled in, MHA for
+    a config without ``num_key_value_heads``, the context assumed or capped, layers that are not
+    attention (linear attention, Mamba) counted as attention, MXFP4 read as int4.
+    """
+    given = dict(cfg)
+    text = cfg.get("text_config")
+    if isinstance(text, Mapping):
+        given.update(text)
+    c = _flatten(cfg)
+    model_type = str(c.get("model_type", ""))
+    notes: list[str] = []
+    filled = [
+        f"{field} {value:,}"
+        for field, value in _FAMILY_DEFAULTS.get(model_type, {}).items()
+        if given.get(field) is None
+    ]
+    if filled:
+        notes.append(
+            f"spec.model.hfConfig names no {', '.join(f.split()[0] for f in filled)}: "
+            f"{model_type}'s defaults in transformers are assumed ({', '.join(filled)})"
+        )
+    kv_absent = _first(c, "num_key_value_heads", "num_kv_heads") is None
+    if kv_absent and not c.get("multi_query") and not c.get("kv_lora_rank"):
+        notes.append(
+            "spec.model.hfConfig names no num_key_value_heads: every attention head is assumed "
+            "to keep its own KV (multi-head attention, the most KV per token); give it if the "
+            "model uses grouped-query attention"
+        )
+    context = _first(c, "max_position_embeddings", "max_seq_len", "n_positions", "seq_length")
+    if not context:
+        notes.append(
+            "spec.model.hfConfig names no max_position_embeddings: a "
+            f"{DEFAULT_CONTEXT_TOKENS:,}-token context is assumed; give it (or "
+            "spec.workload.maxContextTokens) if the model reads longer prompts"
+        )
+    elif isinstance(context, int | float) and context > MAX_TOKENS:
+        notes.append(
+            f"spec.model.hfConfig.max_position_embeddings {context:,} is read as {MAX_TOKENS:,} "
+            "tokens, the longest context the planner sizes"
+        )
+    layer_types = c.get("layer_types")
+    if isinstance(layer_types, list):
+        other = sorted({str(t) for t in layer_types} - {"full_attention", "sliding_attention"})
+        if other:
+            notes.append(
+                f"spec.model.hfConfig.layer_types names {', '.join(other)} layers: they are "
+                "counted as full-attention layers, so the KV per token and the parameters are "
+                "not this model's (KV over-stated); give spec.model.architecture to correct them"
+            )
+    ssm = [key for key in _STATE_SPACE_KEYS if c.get(key) is not None]
+    if ssm:
+        notes.append(
+            f"spec.model.hfConfig has state-space (Mamba) layers ({ssm[0]}): every layer is "
+            "counted as an attention layer with an MLP, so the KV per token and the parameters "
+            "are not this model's (KV over-stated); give spec.model.architecture to correct them"
+        )
+    if quantization_method(cfg) in _FP4_METHODS:
+        notes.append(
+            "MXFP4 weights are counted as int4 (0.5 byte per weight, embeddings and LM head at "
+            "16 bits): the block scales (1/32 byte per weight) and any layers the checkpoint "
+            "keeps at 16 bits (gpt-oss: attention) are not counted"
+        )
+    return notes

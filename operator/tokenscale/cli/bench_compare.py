@@ -12,11 +12,13 @@ from pathlib import Path
 from rich.table import Table
 
 from tokenscale.api.errors import SpecError
-from tokenscale.api.manifest import parse_manifests
+from tokenscale.api.inference_service import InferenceServiceSpec
 from tokenscale.bench import BenchProfile
 from tokenscale.cli.inputs import bad_input, read_input
+from tokenscale.cli.model_source import model_source_for
 from tokenscale.planning import Plan, plan_service, predicted_step, resolve
 from tokenscale.planning.result import CurveStep
+from tokenscale.planning.validate import validate_manifests
 
 COMPARED = (
     ("TTFT mean", "ttft_mean_seconds"),
@@ -33,12 +35,14 @@ class PlanUnderTest:
     name: str
     plan: Plan
     file: Path
+    spec: InferenceServiceSpec
+    """As planned: a config.json from ``hfConfigFile`` or the Hub already inlined."""
 
 
 def load_plan(file: Path) -> PlanUnderTest:
     """The one InferenceService in ``file`` and its plan (exit 2 on bad input)."""
     try:
-        services = parse_manifests(read_input(file))
+        services = validate_manifests(read_input(file), model_source_for(file))
     except SpecError as err:
         raise bad_input(f"--plan {file}: {err}") from err
     if len(services) != 1:
@@ -52,13 +56,12 @@ def load_plan(file: Path) -> PlanUnderTest:
         raise bad_input(
             f"--plan {file}: the plan cannot serve: " + "; ".join(plan.infeasible_reasons)
         )
-    return PlanUnderTest(s.metadata.name, plan, file)
+    return PlanUnderTest(s.metadata.name, plan, file, s.spec)
 
 
 def predictions(put: PlanUnderTest, profile: BenchProfile) -> list[tuple[int, CurveStep]]:
     """(concurrency, prediction) for every ramp step with finished requests."""
-    spec = parse_manifests(read_input(put.file))[0].spec
-    r = resolve(spec, put.name)
+    r = resolve(put.spec, put.name)
     out = []
     for step in profile.ramp():
         if step.concurrency is None or step.requests == 0:

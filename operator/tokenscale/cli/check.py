@@ -16,10 +16,11 @@ from rich.table import Table
 from rich.text import Text
 
 from tokenscale.api.errors import SpecError
-from tokenscale.api.manifest import parse_manifests
 from tokenscale.api.yaml_loader import safe_load_all
 from tokenscale.cli.inputs import TableOrJson, fail_invalid, read_input
+from tokenscale.cli.model_source import model_source_for
 from tokenscale.planning import plan_service
+from tokenscale.planning.validate import validate_manifests
 from tokenscale.render import render_bundle
 from tokenscale.render.readiness import ReadinessItem, readiness, summary
 from tokenscale.scaling import decide_plan_only
@@ -48,7 +49,7 @@ def check_command(
     text = read_input(file)
     results: list[tuple[str, list[ReadinessItem]]] = []
     try:
-        services = parse_manifests(text)
+        services = validate_manifests(text, model_source_for(file))
         if not services:
             Console(stderr=True).print(f"[red]error:[/] no InferenceService in {file}")
             raise typer.Exit(2)

@@ -29,8 +29,14 @@ def fail_invalid(err: SpecError, file: Path, fmt: str | None = None) -> NoReturn
         typer.echo(text)
         raise typer.Exit(2)
     console = Console(stderr=True)
+    options_only = all(i.path.startswith("--") for i in err.issues)
     console.print(
-        Text.assemble(("error:", "red"), f" {file} is not a valid InferenceService:"),
+        Text.assemble(
+            ("error:", "red"),
+            f" invalid options for {file}:"
+            if options_only
+            else f" {file} is not a valid InferenceService:",
+        ),
         highlight=False,
         soft_wrap=True,
     )

@@ -6,6 +6,7 @@ is inlined as ``hfConfig``; the planner itself reads no file and no network.
 
 import json
 import logging
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -117,3 +118,10 @@ def inline_model_source(
         return service
     model = m.model_copy(update={"hf_config": config, "hf_config_file": None})
     return service.model_copy(update={"spec": service.spec.model_copy(update={"model": model})})
+
+
+def model_source_for(file: Path) -> Callable[[InferenceService], InferenceService]:
+    """Inline a model's config.json from ``hfConfigFile`` (relative to the manifest ``file``) or
+    the Hugging Face Hub, before the planner sees the spec (every command that plans)."""
+    base = None if str(file) == "-" else file.resolve().parent
+    return lambda service: inline_model_source(service, base)

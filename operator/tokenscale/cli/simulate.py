@@ -19,7 +19,6 @@ from rich.table import Table
 from rich.text import Text
 
 from tokenscale.api.errors import SpecError
-from tokenscale.api.manifest import parse_manifests
 from tokenscale.cli.inputs import (
     TableOrJson,
     bad_input,
@@ -28,6 +27,8 @@ from tokenscale.cli.inputs import (
     read_input,
     warn,
 )
+from tokenscale.cli.model_source import model_source_for
+from tokenscale.planning.validate import validate_manifests
 
 if TYPE_CHECKING:
     from tokenscale.simulation import PolicyName, Setup, SimResult
@@ -149,8 +150,10 @@ def simulate_command(
         float, typer.Option(help="Real engine speed ÷ what the planner assumes (truth).")
     ] = 1.0,
     cold_start: Annotated[float, typer.Option(help="Seconds until a new replica serves.")] = 180.0,
-    scrape_interval: Annotated[float, typer.Option(help="Prometheus scrape, seconds.")] = 15.0,
-    interval: Annotated[float, typer.Option(help="Decision interval, seconds.")] = 15.0,
+    scrape_interval: Annotated[
+        float, typer.Option(help="Prometheus scrape, seconds (1–3600).")
+    ] = 15.0,
+    interval: Annotated[float, typer.Option(help="Decision interval, seconds (1–3600).")] = 15.0,
     queue_target: Annotated[float, typer.Option(help="queue-threshold target.")] = 2.0,
     kv_target: Annotated[float, typer.Option(help="kv-threshold target.")] = 0.7,
     seed: Annotated[int, typer.Option(help="Seed for rate scaling and probes.")] = 0,
@@ -219,7 +222,11 @@ def simulate_command(
         simulate,
     )
     from tokenscale.simulation.faults import parse_fault  # noqa: PLC0415
-    from tokenscale.simulation.span import check_span, cut_idle_gaps  # noqa: PLC0415
+    from tokenscale.simulation.span import (  # noqa: PLC0415
+        check_size,
+        check_span,
+        cut_idle_gaps,
+    )
     from tokenscale.simulation.window import window  # noqa: PLC0415
 
     if arrival_unit not in ("s", "ms"):
@@ -228,8 +235,10 @@ def simulate_command(
     check_number("--rate-scale", rate_scale, above=0, maximum=1000)
     check_number("--mismatch", mismatch, above=0, maximum=100)
     check_number("--cold-start", cold_start, minimum=0, maximum=86_400)
-    check_number("--scrape-interval", scrape_interval, above=0, maximum=3600)
-    check_number("--interval", interval, above=0, maximum=3600)
+    # At least 1 s: the simulator decides (and scrapes) at every interval across the replay, so a
+    # 1 ms interval turns a day's trace into 86 million decisions; Prometheus scrapes no faster.
+    check_number("--scrape-interval", scrape_interval, minimum=1, maximum=3600)
+    check_number("--interval", interval, minimum=1, maximum=3600)
     check_number("--queue-target", queue_target, above=0, maximum=1e6)
     check_number("--kv-target", kv_target, above=0, maximum=1)
     if plot is not None and not plot.parent.is_dir():
@@ -249,7 +258,7 @@ def simulate_command(
         )
     text, trace_text = read_input(file, fmt_out), read_input(trace, fmt_out)
     try:
-        services = parse_manifests(text)
+        services = validate_manifests(text, model_source_for(file))
     except SpecError as err:
         fail_invalid(err, file, fmt_out)
     if not services:
@@ -278,7 +287,15 @@ def simulate_command(
         for note in cut.notes:
             warn(note)
         check_span(cut.trace, time_scale)
+        check_size(cut.trace, rate_scale)
         scaled = scale_trace(cut.trace, time_scale, rate_scale, seed)
+        end_s = scaled.duration_s
+        late = [text for f, text in zip(faults, fault or [], strict=True) if f.at_s > end_s]
+        if late:
+            raise bad_input(
+                f"--fault {late[0]}: the replay's last request arrives at {_clock(end_s)}; a "
+                f"fault after it drills nothing: use a moment from 0:00 to {_clock(end_s)}"
+            )
         if isvc.spec.hardware.variants is not None:  # several GPU types: mixed fleets
             from tokenscale.cli.simulate_mix import (  # noqa: PLC0415
                 autoscaled_runs,
@@ -291,6 +308,13 @@ def simulate_command(
                 outs = [parse_stockout(text, _moment) for text in stockout or []]
             except ValueError as exc:
                 raise bad_input(str(exc)) from exc
+            late = [t for o, t in zip(outs, stockout or [], strict=True) if o.from_s > end_s]
+            if late:
+                raise bad_input(
+                    f"--stockout {late[0]}: the replay's last request arrives at "
+                    f"{_clock(end_s)}; a stockout after it changes nothing: use a moment from "
+                    f"0:00 to {_clock(end_s)}"
+                )
             runs = mixed_runs(isvc, scaled, mismatch)
             scaled_runs = (
                 autoscaled_runs(isvc, scaled, mismatch, cold_start, scrape_interval, interval, outs)
@@ -451,8 +475,16 @@ def _moment(text: str, flag: str = "--explain") -> float:
         parts = [float(p) for p in text.split(":")]
     except ValueError:
         parts = []
-    if not parts or len(parts) > 3 or any(not p >= 0 or p == float("inf") for p in parts):
-        raise bad_input(f"{flag} {text!r}: use MM:SS, HH:MM:SS or seconds (e.g. 12:30)")
+    if (
+        not parts
+        or len(parts) > 3
+        or any(not p >= 0 or p == float("inf") for p in parts)
+        or any(p >= 60 for p in parts[1:])  # 1:99 is a typo, not 2:39
+    ):
+        raise bad_input(
+            f"{flag} {text!r}: use MM:SS, HH:MM:SS (minutes and seconds below 60) or seconds "
+            "(e.g. 12:30)"
+        )
     seconds = 0.0
     for p in parts:
         seconds = seconds * 60 + p

@@ -13,6 +13,7 @@ from tokenscale.api.model import BYTES_PER_ELEMENT, Architecture, WeightDtype
 from tokenscale.catalog.gpus import GPU_CATALOG
 from tokenscale.catalog.hf_config import (
     architecture_from_hf_config,
+    hf_config_notes,
     quantization_method,
     weight_dtype_from_hf_config,
 )
@@ -39,6 +40,8 @@ class ResolvedModel:
     checkpoint_dtype: WeightDtype | None
     kv_bytes_per_element: float
     source: str
+    notes: tuple[str, ...] = ()
+    """What the architecture assumes where the model's config is silent (plan warnings)."""
 
 
 def vllm_serving_defaults(gpu: GpuSpec) -> ServingDefaults:
@@ -125,6 +128,7 @@ def resolve_model(spec: InferenceServiceSpec) -> ResolvedModel:
     m = spec.model
     checkpoint_dtype: WeightDtype | None = None
     method: str | None = None
+    notes: tuple[str, ...] = ()
     if m.hf_config_file is not None:
         raise SpecError.single(
             "spec.model.hfConfigFile",
@@ -143,6 +147,7 @@ def resolve_model(spec: InferenceServiceSpec) -> ResolvedModel:
         arch = architecture_from_hf_config(m.hf_config)
         checkpoint_dtype, source = weight_dtype_from_hf_config(m.hf_config), "spec.model.hfConfig"
         method = quantization_method(m.hf_config)
+        notes = tuple(hf_config_notes(m.hf_config))
     else:
         key = m.catalog or m.name
         entry = MODEL_CATALOG.get(key) if m.catalog else find_model(key)
@@ -173,7 +178,7 @@ def resolve_model(spec: InferenceServiceSpec) -> ResolvedModel:
         )
     activation_bytes = 4.0 if dtype == "fp32" else 2.0
     kv_bytes = 1.0 if m.kv_cache_dtype == "fp8" else activation_bytes
-    return ResolvedModel(arch, params, dtype, checkpoint_dtype, kv_bytes, source)
+    return ResolvedModel(arch, params, dtype, checkpoint_dtype, kv_bytes, source, notes)
 
 
 def tp_problem(arch: Architecture, tp: int) -> str | None:

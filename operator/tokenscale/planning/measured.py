@@ -8,7 +8,10 @@ throughput and concurrency constraints use these instead of the roofline. KV sta
 (the profile does not say how the pool fills at the spec's token mix).
 
 A profile applies to the TP and GPU it was measured on (when it names them); steps with
-errors or timeouts are not evidence.
+errors or timeouts are not evidence, nor are steps whose throughput Little's law refuses: a
+closed loop of ``c`` requests that each take ``E2E`` seconds completes at most ``c / E2E`` per
+second (``LITTLE_SLACK``× allowed for the window's edges), and a step that completed nothing
+measured no capacity.
 """
 
 from dataclasses import dataclass
@@ -17,6 +20,8 @@ from tokenscale.api.profile import BenchProfile, BenchStep
 from tokenscale.api.slo import Slo
 
 TOKEN_MISMATCH_WARN = 0.25
+#: How far above ``c / E2E`` a step's measured rate may be before it is not believed.
+LITTLE_SLACK = 2.0
 
 
 @dataclass(frozen=True)
@@ -43,18 +48,51 @@ def _meets(step: BenchStep, slo: Slo) -> bool:
     return all(target is None or (v is not None and v <= target) for target, v in checks)
 
 
+def _implausible(step: BenchStep) -> str | None:
+    """Why a step's throughput cannot be what it measured (Little's law), or None."""
+    if step.requests_per_second <= 0:
+        return f"concurrency {step.concurrency}: 0 req/s"
+    e2e = step.e2e_mean_seconds or step.e2e_p50_seconds
+    c = step.concurrency or 1
+    if e2e and step.requests_per_second * e2e > LITTLE_SLACK * c:
+        return (
+            f"concurrency {c}: {step.requests_per_second:,.3g} req/s at {e2e:.3g} s per request "
+            f"would need {step.requests_per_second * e2e:,.3g} in flight (at most "
+            f"{c / e2e:,.3g} req/s)"
+        )
+    return None
+
+
 def measured_point(
-    profile: BenchProfile | None, slo: Slo, tp: int, gpu_key: str, warnings: list[str]
+    profile: BenchProfile | None,
+    slo: Slo,
+    tp: int,
+    gpu_key: str,
+    warnings: list[str],
+    model_name: str | None = None,
 ) -> MeasuredPoint | None:
     """The profile's operating point for this TP and GPU, or None (with a warning why)."""
     if profile is None:
         return None
     if profile.tensor_parallel_size not in (None, tp):
-        return None  # measured at another TP: that candidate is modelled
+        warnings.append(
+            f"spec.profile was measured at TP {profile.tensor_parallel_size}, not this plan's "
+            f"TP {tp}: not used (this layout is modelled)"
+        )
+        return None
     if profile.gpu is not None and profile.gpu != gpu_key:
         warnings.append(f"spec.profile was measured on {profile.gpu}, not {gpu_key}: not used")
         return None
-    ramp = [s for s in profile.ramp() if not s.errors and not s.timeouts]
+    if model_name is not None and profile.model and profile.model != model_name:
+        warnings.append(
+            f"spec.profile was measured on model {profile.model!r}, not spec.model.name "
+            f"{model_name!r}: used as measured; check that the endpoint served this model"
+        )
+    clean = [s for s in profile.ramp() if not s.errors and not s.timeouts]
+    refused = [why for s in clean if (why := _implausible(s)) is not None]
+    if refused:
+        warnings.append("spec.profile: steps not believed (Little's law): " + "; ".join(refused))
+    ramp = [s for s in clean if _implausible(s) is None]
     if not ramp:
         warnings.append("spec.profile has no clean ramp step: not used")
         return None

@@ -241,7 +241,7 @@ def _estimate(r: Resolved, c: Conditions, layout: Layout) -> _Estimate:
     tp, lanes = layout.tp, kv_lanes(layout)
     reasons: list[str] = []
     mismatch = name_mismatch_warning(spec)
-    warnings: list[str] = [mismatch] if mismatch else []
+    warnings: list[str] = [*model.notes, *([mismatch] if mismatch else [])]
     models: dict[int, PerfModel] = {}
 
     def perf_for(budget: int) -> PerfModel:
@@ -453,7 +453,9 @@ def _plan_at(r: Resolved, conditions: Conditions, tp: int | Layout) -> Plan:
     w = conditions.workload
     measured = None
     if conditions.use_profile:
-        measured = measured_point(r.spec.profile, r.spec.slo, layout.tp, r.gpu_key, warnings)
+        measured = measured_point(
+            r.spec.profile, r.spec.slo, layout.tp, r.gpu_key, warnings, r.spec.model.name
+        )
     if measured is not None:
         mismatch = token_mismatch(measured, w.input_tokens.mean, w.output_tokens.mean)
         if mismatch:

@@ -20,6 +20,7 @@ import yaml
 from tokenscale.api.errors import SpecError
 from tokenscale.api.inference_service import InferenceServiceSpec
 from tokenscale.api.manifest import parse_manifests
+from tokenscale.api.yaml_loader import safe_load_all
 from tokenscale.planning import Plan, plan_service
 from tokenscale.playground.engine import TwinIdentity
 from tokenscale.simulation.disaggregated import engines
@@ -86,8 +87,8 @@ class InfeasiblePlanError(SpecError):
 def load_service(text: str, source: str) -> PlaygroundService:
     """The first InferenceService in ``text``; SpecError when it is invalid,
     :class:`InfeasiblePlanError` when its plan is infeasible."""
-    docs = [d for d in yaml.safe_load_all(text) if d]
-    services = parse_manifests(text)
+    services = parse_manifests(text)  # judges the YAML first (bad YAML is a SpecError)
+    docs = [d for d in safe_load_all(text) if d]
     if not services:
         raise SpecError.single("kind", f"{source}: no InferenceService")
     svc = services[0]

@@ -57,8 +57,16 @@ def parse_fault(text: str) -> Fault:
         parts = [float(p) for p in moment.split(":")]
     except ValueError:
         parts = []
-    if not parts or len(parts) > 3 or any(not 0 <= p < float("inf") for p in parts):
-        raise ValueError(f"--fault {text!r}: the moment must be MM:SS, HH:MM:SS or seconds")
+    if (
+        not parts
+        or len(parts) > 3
+        or any(not 0 <= p < float("inf") for p in parts)
+        or any(p >= 60 for p in parts[1:])
+    ):
+        raise ValueError(
+            f"--fault {text!r}: the moment must be MM:SS, HH:MM:SS (minutes and seconds below "
+            "60) or seconds"
+        )
     seconds = 0.0
     for p in parts:
         seconds = seconds * 60 + p

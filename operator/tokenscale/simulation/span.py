@@ -20,6 +20,9 @@ from tokenscale.simulation.trace import Trace, TraceRequest
 
 MAX_IDLE_GAP_S = 3600.0
 MAX_SPAN_S = 86_400.0
+#: Most requests one replay simulates (after --rate-scale): 432,000 took 655 s and 343 MB on a
+#: busy 2-core machine (docs/reliability.md), so this is about half an hour and 1 GB.
+MAX_REPLAY_REQUESTS = 1_000_000
 """One simulated day: a couple of minutes per policy."""
 
 
@@ -88,4 +91,23 @@ def check_span(trace: Trace, time_scale: float, max_span_s: float = MAX_SPAN_S) 
         f"{trace.source} spans {_duration(span)} of arrivals even with idle gaps cut; the "
         f"simulator replays at most {_duration(max_span_s)}: cut the trace, or compress it with "
         f"--time-scale {fits:.4g}"
+    )
+
+
+def check_size(trace: Trace, rate_scale: float, max_requests: int = MAX_REPLAY_REQUESTS) -> None:
+    """Refuse a replay of more than ``max_requests`` requests (TraceError naming the fix)."""
+    count = len(trace.requests)
+    replayed = count * rate_scale
+    if replayed <= max_requests:
+        return
+    if rate_scale != 1.0:
+        fits = _floor_4(max_requests / count)
+        raise TraceError(
+            f"--rate-scale {rate_scale:g} turns {trace.source}'s {count:,} requests into "
+            f"{replayed:,.0f}; the simulator replays at most {max_requests:,}: use --rate-scale "
+            f"{fits:.4g} or less"
+        )
+    raise TraceError(
+        f"{trace.source} holds {count:,} requests; the simulator replays at most "
+        f"{max_requests:,}: replay part of it with --start and --duration"
     )

@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Literal
 
+from tokenscale.api.base import MAX_TOKENS
 from tokenscale.simulation.errors import TraceError
 
 TraceFormat = Literal["auto", "azure", "mooncake", "csv"]
@@ -116,14 +117,31 @@ def _rebased(rows: list[TraceRequest], source: str, block_tokens: int) -> Trace:
     )
 
 
-def _tokens(value: str, what: str, line: int) -> int:
+def _tokens(value: object, what: str, where: str) -> int:
+    """A token count: a finite, non-negative number of at most ``MAX_TOKENS`` (decimals cut)."""
+    if isinstance(value, bool):
+        raise TraceError(f"{where}: {what} {value!r} is not a number")
     try:
-        n = int(float(value))
-    except ValueError as exc:
-        raise TraceError(f"line {line}: {what} {value!r} is not a number") from exc
+        n = float(value)  # type: ignore[arg-type]
+    except (TypeError, ValueError) as exc:
+        raise TraceError(f"{where}: {what} {value!r} is not a number") from exc
+    if not math.isfinite(n):
+        raise TraceError(f"{where}: {what} {value!r} is not a finite number")
     if n < 0:
-        raise TraceError(f"line {line}: {what} {n} is negative")
-    return n
+        raise TraceError(f"{where}: {what} {value!r} is negative")
+    if n > MAX_TOKENS:
+        raise TraceError(
+            f"{where}: {what} {value!r} is above {MAX_TOKENS:,} tokens, longer than any "
+            "model's context; drop or fix the row"
+        )
+    return int(n)
+
+
+def _arrival(seconds: float, text: object, where: str) -> float:
+    """An arrival time that is a finite number of seconds."""
+    if not math.isfinite(seconds):
+        raise TraceError(f"{where}: the arrival {text!r} is not a finite time")
+    return seconds
 
 
 def parse_csv(
@@ -148,9 +166,13 @@ def parse_csv(
     for i, rec in enumerate(reader, start=2):
         rows.append(
             TraceRequest(
-                arrival_s=_parse_time(rec[arrival] or "", unit_s, f"line {i}, column {arrival}"),
-                input_tokens=_tokens(rec[input_col] or "", input_col, i),
-                output_tokens=_tokens(rec[output_col] or "", output_col, i),
+                arrival_s=_arrival(
+                    _parse_time(rec[arrival] or "", unit_s, f"line {i}, column {arrival}"),
+                    rec[arrival],
+                    f"line {i}, column {arrival}",
+                ),
+                input_tokens=_tokens(rec[input_col] or "", input_col, f"line {i}"),
+                output_tokens=_tokens(rec[output_col] or "", output_col, f"line {i}"),
             )
         )
     return _rebased(rows, source, MOONCAKE_BLOCK_TOKENS)
@@ -165,21 +187,36 @@ def parse_mooncake(text: str, source: str = "mooncake") -> Trace:
     for i, line in enumerate(text.splitlines(), start=1):
         if not line.strip():
             continue
+        where = f"{source} line {i}"
         try:
             rec = json.loads(line)
-            rows.append(
-                TraceRequest(
-                    arrival_s=float(rec["timestamp"]) / 1000.0,
-                    input_tokens=int(rec["input_length"]),
-                    output_tokens=int(rec["output_length"]),
-                    prefix_blocks=tuple(int(h) for h in rec.get("hash_ids", ())),
-                )
-            )
-        except (ValueError, KeyError, TypeError) as exc:
+            if not isinstance(rec, dict):
+                raise TypeError(f"a JSON {type(rec).__name__}, not an object")
+            stamp_ms = rec["timestamp"]
+            hashes = rec.get("hash_ids", ())
+            if not isinstance(hashes, list | tuple):
+                raise TypeError(f"hash_ids {hashes!r} is not a list")
+            prefix_blocks = tuple(int(h) for h in hashes)
+            input_raw, output_raw = rec["input_length"], rec["output_length"]
+        except (ValueError, KeyError, TypeError, OverflowError) as exc:
             raise TraceError(
-                f"{source} line {i}: expected JSON with timestamp (ms), input_length, "
+                f"{where}: expected JSON with timestamp (ms), input_length, "
                 f"output_length[, hash_ids]: {exc}"
             ) from exc
+        if isinstance(stamp_ms, bool) or not isinstance(stamp_ms, int | float | str):
+            raise TraceError(f"{where}: timestamp {stamp_ms!r} is not a number of ms")
+        try:
+            arrival_s = float(stamp_ms) / 1000.0
+        except ValueError as exc:
+            raise TraceError(f"{where}: timestamp {stamp_ms!r} is not a number of ms") from exc
+        rows.append(
+            TraceRequest(
+                arrival_s=_arrival(arrival_s, stamp_ms, where),
+                input_tokens=_tokens(input_raw, "input_length", where),
+                output_tokens=_tokens(output_raw, "output_length", where),
+                prefix_blocks=prefix_blocks,
+            )
+        )
     return _rebased(rows, source, MOONCAKE_BLOCK_TOKENS)
 
 
