@@ -31,6 +31,7 @@ def poisoned(draw: st.DrawFn) -> ScalingState:
             level_rps=draw(st.floats(-1e300, 1e300)),
             trend_rps_per_s=draw(st.floats(-1e300, 1e300)),
             variance=draw(st.floats(-1e300, 1e300)),
+            last_error_rps=draw(ANY),
             at_s=draw(st.floats(-1e12, 1e12)),
         )
     fields: dict[str, Any] = {
@@ -70,6 +71,7 @@ def test_judged_memory_is_finite_and_within_the_spec(state: ScalingState, live: 
     assert _within(kept.peak_load, 0.0, 2.0 * 20)
     if kept.rate is not None:
         assert _within(kept.rate.level_rps, 0.0, MAX_RPS)
+        assert _within(kept.rate.last_error_rps, -2 * MAX_RPS, 2 * MAX_RPS)
     if kept.decided_replicas is not None:
         assert 1 <= kept.decided_replicas <= 20
     if live is not None:

@@ -163,7 +163,17 @@ class RateForecast(ApiModel):
 
     level_rps: float = Field(alias="levelRps", description="Smoothed request rate.")
     trend_rps_per_s: float = Field(default=0.0, alias="trendRpsPerSecond", description="Its trend.")
-    variance: float = Field(default=0.0, description="Its dispersion (RPS²).")
+    variance: float = Field(
+        default=0.0,
+        description="Its dispersion (RPS²): half the smoothed square of the change in the "
+        "one-step prediction error between successive observations.",
+    )
+    last_error_rps: float | None = Field(
+        default=None,
+        alias="lastErrorRps",
+        description="The last one-step prediction error (observed − predicted rate); absent "
+        "until two observations have been smoothed.",
+    )
     at_s: float = Field(alias="atSeconds", description="When it was updated (unix seconds).")
 
 

@@ -14,10 +14,24 @@ path). ``h`` is the lead time — how long a new replica takes from creation to 
 from the cluster's pods (``controller/lead_time.py``) or the simulated fleet — plus one
 decision interval.
 
-**Burst headroom**: the dispersion of the observed rate around the smoothed one,
-``σ² = EWMA((r − level − trend·dt)²)``, gives ``headroom = 1 + Z·σ / level`` within
-``[1, MAX_HEADROOM]``: steady traffic gets none, bursty traffic gets what its own swings ask
-for, instead of a fixed redundancy factor.
+**Burst headroom**: the dispersion of the observed rate around the smoothed one gives
+``headroom = 1 + Z·σ / level`` within ``[1, MAX_HEADROOM]``: steady traffic gets none, bursty
+traffic gets what its own swings ask for, instead of a fixed redundancy factor. σ² is von
+Neumann's estimator over the one-step prediction errors ``e = r − (level + trend·dt)``: half
+the mean square of their *successive differences*,
+
+    σ² = EWMA(½·(e − e_prev)²)   (time constant VARIANCE_TAU_S)
+
+A level shift the smoother has not caught up with yet moves the errors' mean slowly — a step
+gives a run of large, same-signed errors that shrink as the level catches up, and the squared
+errors themselves would read it as burstiness for as long as the EWMA remembers it — while
+the differences between successive errors remove a slowly moving mean and keep what changes
+from one observation to the next. Assumptions: the errors' mean moves little between two
+observations; the rate is a window average (Prometheus' ``rate()``), so a spike shorter than
+the window enters it as one jump and leaves as another, and each jump counts in full, while
+a change spread over the window (a step seen through the window, a ramp) counts only by its
+per-observation increments; fluctuation that is slower than one decision interval reads
+small, as a moving level does.
 
 The expectation and the headroom become replicas with the live model's per-replica rate
 (the planner's answer at the observed workload and calibration):
@@ -78,8 +92,15 @@ def update(prev: RateForecast | None, rate_rps: float, now_s: float) -> RateFore
     level = max(0.0, a * rate_rps + (1.0 - a) * predicted)
     trend = b * (level - prev.level_rps) / dt + (1.0 - b) * prev.trend_rps_per_s
     error = rate_rps - predicted
-    variance = v * error * error + (1.0 - v) * prev.variance
-    return RateForecast(level_rps=level, trend_rps_per_s=trend, variance=variance, at_s=now_s)
+    change = 0.0 if prev.last_error_rps is None else error - prev.last_error_rps
+    variance = v * 0.5 * change * change + (1.0 - v) * prev.variance
+    return RateForecast(
+        level_rps=level,
+        trend_rps_per_s=trend,
+        variance=variance,
+        last_error_rps=error,
+        at_s=now_s,
+    )
 
 
 def expected_rps(f: RateForecast, observed_rps: float, horizon_s: float) -> float:
