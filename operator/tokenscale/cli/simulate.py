@@ -470,24 +470,15 @@ def _drill(
 
 
 def _moment(text: str, flag: str = "--explain") -> float:
-    """``MM:SS``, ``HH:MM:SS`` or plain seconds → seconds into the trace."""
-    try:
-        parts = [float(p) for p in text.split(":")]
-    except ValueError:
-        parts = []
-    if (
-        not parts
-        or len(parts) > 3
-        or any(not p >= 0 or p == float("inf") for p in parts)
-        or any(p >= 60 for p in parts[1:])  # 1:99 is a typo, not 2:39
-    ):
+    """``MM:SS``, ``HH:MM:SS`` or plain seconds → seconds into the trace (exit 2 otherwise)."""
+    from tokenscale.simulation.faults import moment_seconds  # noqa: PLC0415
+
+    seconds = moment_seconds(text)
+    if seconds is None:
         raise bad_input(
             f"{flag} {text!r}: use MM:SS, HH:MM:SS (minutes and seconds below 60) or seconds "
             "(e.g. 12:30)"
         )
-    seconds = 0.0
-    for p in parts:
-        seconds = seconds * 60 + p
     return seconds
 
 

@@ -46,6 +46,27 @@ class Fault:
     at_s: float
 
 
+def moment_seconds(text: str) -> float | None:
+    """``MM:SS``, ``HH:MM:SS`` or plain seconds → seconds into the trace; None when it is none
+    of them (minutes and seconds after the first field must be below 60: 1:99 is a typo, not
+    2:39). The one reading of a moment for every flag that takes one."""
+    try:
+        parts = [float(p) for p in text.split(":")]
+    except ValueError:
+        return None
+    if (
+        not parts
+        or len(parts) > 3
+        or any(not 0 <= p < float("inf") for p in parts)
+        or any(p >= 60 for p in parts[1:])
+    ):
+        return None
+    seconds = 0.0
+    for p in parts:
+        seconds = seconds * 60 + p
+    return seconds
+
+
 def parse_fault(text: str) -> Fault:
     """``KIND@MM:SS`` (or ``@HH:MM:SS``, ``@SECONDS``); ``ValueError`` naming what is allowed."""
     kind, sep, moment = text.partition("@")
@@ -53,23 +74,12 @@ def parse_fault(text: str) -> Fault:
         raise ValueError(
             f"--fault {text!r}: use KIND@MM:SS with KIND one of {', '.join(FAULT_KINDS)}"
         )
-    try:
-        parts = [float(p) for p in moment.split(":")]
-    except ValueError:
-        parts = []
-    if (
-        not parts
-        or len(parts) > 3
-        or any(not 0 <= p < float("inf") for p in parts)
-        or any(p >= 60 for p in parts[1:])
-    ):
+    seconds = moment_seconds(moment)
+    if seconds is None:
         raise ValueError(
             f"--fault {text!r}: the moment must be MM:SS, HH:MM:SS (minutes and seconds below "
             "60) or seconds"
         )
-    seconds = 0.0
-    for p in parts:
-        seconds = seconds * 60 + p
     return Fault(kind, seconds)  # type: ignore[arg-type]  # checked against FAULT_KINDS
 
 

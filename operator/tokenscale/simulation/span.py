@@ -20,10 +20,10 @@ from tokenscale.simulation.trace import Trace, TraceRequest
 
 MAX_IDLE_GAP_S = 3600.0
 MAX_SPAN_S = 86_400.0
-#: Most requests one replay simulates (after --rate-scale): 432,000 took 655 s and 343 MB on a
-#: busy 2-core machine (docs/reliability.md), so this is about half an hour and 1 GB.
-MAX_REPLAY_REQUESTS = 1_000_000
 """One simulated day: a couple of minutes per policy."""
+MAX_REPLAY_REQUESTS = 1_000_000
+"""Most requests one replay simulates (after --rate-scale): 432,000 took 655 s and 343 MB on a
+busy 2-core machine (docs/reliability.md), so this is about half an hour and 1 GB."""
 
 
 @dataclass(frozen=True)
