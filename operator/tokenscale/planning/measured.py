@@ -89,10 +89,11 @@ def measured_point(
             f"{model_name!r}: used as measured; check that the endpoint served this model"
         )
     clean = [s for s in profile.ramp() if not s.errors and not s.timeouts]
-    refused = [why for s in clean if (why := _implausible(s)) is not None]
+    judged = [(s, _implausible(s)) for s in clean]
+    refused = [why for _, why in judged if why is not None]
     if refused:
         warnings.append("spec.profile: steps not believed (Little's law): " + "; ".join(refused))
-    ramp = [s for s in clean if _implausible(s) is None]
+    ramp = [s for s, why in judged if why is None]
     if not ramp:
         warnings.append("spec.profile has no clean ramp step: not used")
         return None
