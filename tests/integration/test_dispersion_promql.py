@@ -19,7 +19,7 @@ from tokenscale.simulation.observe import with_dispersion
 
 pytestmark = pytest.mark.integration
 # 2-s counts over 10 s at the fixture's 1-s scrapes: seconds of data, not half an hour
-CFG = QueryConfig(gauge_window="10s", rate_window="15s", count_window="2s", dispersion_range="10s")
+CFG = QueryConfig(gauge_window="10s", rate_window="15s", count_window_s=2, dispersion_range_s=10)
 STEP_S, RANGE_S = 2.0, 10.0
 COUNTER = "vllm:time_to_first_token_seconds_count"
 

@@ -17,6 +17,7 @@ come from ``catalog/vllm_metrics.py``.
 from dataclasses import dataclass
 
 from tokenscale.catalog import vllm_metrics as v
+from tokenscale.scaling.dispersion import COUNT_WINDOW_S, DISPERSION_RANGE_S
 
 
 @dataclass(frozen=True)
@@ -28,10 +29,10 @@ class QueryConfig:
     role_label: str = "role"
     gauge_window: str = "1m"
     rate_window: str = "2m"
-    count_window: str = "15s"
-    """One arrival count of the dispersion statistic (scaling/dispersion.py: COUNT_WINDOW_S)."""
-    dispersion_range: str = "30m"
-    """The counts' history (scaling/dispersion.py: DISPERSION_RANGE_S)."""
+    count_window_s: int = int(COUNT_WINDOW_S)
+    """One arrival count of the dispersion statistic (the engine's COUNT_WINDOW_S)."""
+    dispersion_range_s: int = int(DISPERSION_RANGE_S)
+    """The counts' history (the engine's DISPERSION_RANGE_S)."""
     pool_label: str = "inference_pool"
     """The endpoint picker's label naming the InferencePool on its flow-control metrics."""
 
@@ -123,10 +124,9 @@ def arrival_count_queries(cfg: QueryConfig, namespaces: list[str] | None) -> dic
     averages."""
     s = selector(cfg, namespaces)
     g = f"{cfg.namespace_label}, {cfg.service_label}, {cfg.role_label}"
-    w, r = cfg.count_window, cfg.dispersion_range
+    step = cfg.count_window_s
+    w, r = f"{step}s", f"{cfg.dispersion_range_s}s"
     x = f"{v.TIME_TO_FIRST_TOKEN}_count{s}"
-
-    step = _seconds(w)
 
     def count(ago_s: int) -> str:
         now = x if ago_s == 0 else f"{x} offset {ago_s}s"
@@ -138,30 +138,6 @@ def arrival_count_queries(cfg: QueryConfig, namespaces: list[str] | None) -> dic
         "arrivals_allan": f"avg_over_time((({window} - {previous}) ^ 2)[{r}:{w}]) / 2",
         "arrival_windows": f"count_over_time(({window} - {previous})[{r}:{w}])",
     }
-
-
-_UNITS_S = {"ms": 0.001, "s": 1, "m": 60, "h": 3600, "d": 86400, "w": 604800, "y": 31536000}
-
-
-def _seconds(duration: str) -> int:
-    """A PromQL duration (``15s``, ``1m30s``) in whole seconds (at least 1)."""
-    total, number = 0.0, ""
-    i = 0
-    while i < len(duration):
-        c = duration[i]
-        if c.isdigit():
-            number += c
-            i += 1
-            continue
-        unit = "ms" if duration.startswith("ms", i) else c
-        if unit not in _UNITS_S or not number:
-            raise ValueError(f"not a PromQL duration: {duration!r}")
-        total += int(number) * _UNITS_S[unit]
-        number = ""
-        i += len(unit)
-    if number:
-        raise ValueError(f"not a PromQL duration: {duration!r} (a number without its unit)")
-    return max(1, round(total))
 
 
 #: The endpoint picker's flow-control gauges, newest name first: llm-d's router exports the
