@@ -272,8 +272,8 @@ def plan_mix(spec: InferenceServiceSpec, name: str = "") -> Plan:
         spec, name, caps, tuple(counts), solution, routing, routing_reason, objective, demand
     )
     lines = [
-        _layouts_offered(offered, c, objective, spec.cost.currency)
-        for c, (_, offered) in zip(caps, planned, strict=True)
+        _layouts_offered(offered, c, n, objective, spec.cost.currency)
+        for c, n, (_, offered) in zip(caps, counts, planned, strict=True)
         if len(offered) > 1
     ]
     if plan.mix is None or not lines:
@@ -283,7 +283,11 @@ def plan_mix(spec: InferenceServiceSpec, name: str = "") -> Plan:
 
 
 def _layouts_offered(
-    offered: list[VariantCapacity], chosen: VariantCapacity, objective: str, currency: str
+    offered: list[VariantCapacity],
+    chosen: VariantCapacity,
+    replicas: int,
+    objective: str,
+    currency: str,
 ) -> str:
     """Why an ``auto`` variant runs the layout it does: every layout offered, in numbers."""
     parts = []
@@ -294,20 +298,17 @@ def _layouts_offered(
             else f"{c.plan.gpus_per_replica} GPU(s)"
         )
         parts.append(f"{_shape(c.plan)} carries {c.capacity_rps:,.2f} RPS for {unit}")
-    alone = chosen.alone_plan
+    runs = f"it runs {_shape(chosen.plan)}" if replicas > 0 else "it uses none of them"
     return (
         f"{chosen.variant.resolved_name} (tensorParallelSize auto): the mix chose among "
-        f"{'; '.join(parts)}; it runs {_shape(chosen.plan)} (alone it would run "
-        f"{_shape(alone)})"
+        f"{'; '.join(parts)}; {runs} (alone it would run {_shape(chosen.alone_plan)})"
     )
 
 
 def _shape(p: Plan) -> str:
-    return (
-        layout_of(p).describe()
-        if p.nodes_per_replica > 1 or p.data_parallel_size > 1
-        else (f"TP {p.tensor_parallel_size}")
-    )
+    if p.nodes_per_replica > 1 or p.data_parallel_size > 1:
+        return layout_of(p).describe()
+    return f"TP {p.tensor_parallel_size}"
 
 
 def _assemble(
