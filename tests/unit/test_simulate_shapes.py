@@ -100,6 +100,8 @@ def test_a_pd_spec_draws_each_pools_replicas(tmp_path: Path) -> None:
         (["--fault", "replica-loss@1:00"], "--fault"),
         (["--policy", "all"], "--policy all"),
         (["--policy", "queue-threshold"], "--policy queue-threshold"),
+        (["--queue-target", "4"], "--queue-target"),
+        (["--kv-target", "0.5"], "--kv-target"),
     ],
 )
 def test_a_pd_spec_refuses_what_it_cannot_replay_naming_flag_and_shape(
@@ -123,6 +125,7 @@ def test_a_pd_spec_refuses_what_it_cannot_replay_naming_flag_and_shape(
         (["--plot", "PNG"], "--plot"),
         (["--architectures"], "--architectures"),
         (["--policy", "oracle"], "--policy oracle"),
+        (["--queue-target", "4"], "--queue-target"),
     ],
 )
 def test_a_mix_refuses_what_it_cannot_replay_naming_flag_and_shape(

@@ -57,6 +57,11 @@ class FormatChoice(enum.StrEnum):
     csv = "csv"
 
 
+#: The threshold policies' defaults (a value other than these was given on the command line).
+QUEUE_TARGET = 2.0
+KV_TARGET = 0.7
+
+
 def _columns(text: str | None) -> dict[str, str] | None:
     if not text:
         return None
@@ -156,8 +161,8 @@ def simulate_command(
         float, typer.Option(help="Prometheus scrape, seconds (1–3600).")
     ] = 15.0,
     interval: Annotated[float, typer.Option(help="Decision interval, seconds (1–3600).")] = 15.0,
-    queue_target: Annotated[float, typer.Option(help="queue-threshold target.")] = 2.0,
-    kv_target: Annotated[float, typer.Option(help="kv-threshold target.")] = 0.7,
+    queue_target: Annotated[float, typer.Option(help="queue-threshold target.")] = QUEUE_TARGET,
+    kv_target: Annotated[float, typer.Option(help="kv-threshold target.")] = KV_TARGET,
     seed: Annotated[int, typer.Option(help="Seed for rate scaling and probes.")] = 0,
     plot: Annotated[Path | None, typer.Option("--plot", help="Draw a timeline PNG.")] = None,
     timeline: Annotated[
@@ -266,8 +271,9 @@ def simulate_command(
     if not services:
         raise bad_input(f"{file} holds no InferenceService")
     isvc = services[0]
+    targets = (queue_target != QUEUE_TARGET, kv_target != KV_TARGET)
     pd_plan = _shape_checked(
-        isvc, file, policy, (fault, explain, plot, timeline, architectures), fmt_out
+        isvc, file, policy, (fault, explain, plot, timeline, architectures), targets, fmt_out
     )
     fmt: TraceFormat = trace_format.value
     unit = cast(Literal["s", "ms"], arrival_unit)
@@ -468,6 +474,7 @@ def _shape_checked(
     file: Path,
     policy: PolicyChoice,
     flags: tuple[list[str] | None, str | None, Path | None, bool, bool],
+    targets: tuple[bool, bool],
     fmt_out: str,
 ) -> Plan | None:
     """Exit 2 for a flag the spec's fleet shape cannot replay (``cli/simulate_shapes.py``);
@@ -495,6 +502,8 @@ def _shape_checked(
         "--plot": plot is not None,
         "--timeline": timeline,
         "--architectures": architectures,
+        "--queue-target": targets[0],
+        "--kv-target": targets[1],
     }
     refuse_unsupported(shape, given, policy.value)
     return pd_plan

@@ -38,9 +38,16 @@ _INSTEAD: Mapping[Shape, str] = {
 
 #: Flags a shape's replay has no answer for.
 UNSUPPORTED: Mapping[Shape, tuple[str, ...]] = {
-    "mix": ("--fault", "--explain", "--plot", "--architectures"),
-    "pd": ("--fault",),
-    "architectures": ("--fault", "--explain", "--plot", "--timeline"),
+    "mix": ("--fault", "--explain", "--plot", "--architectures", "--queue-target", "--kv-target"),
+    "pd": ("--fault", "--queue-target", "--kv-target"),
+    "architectures": (
+        "--fault",
+        "--explain",
+        "--plot",
+        "--timeline",
+        "--queue-target",
+        "--kv-target",
+    ),
 }
 
 _WHY: Mapping[str, str] = {
@@ -49,6 +56,8 @@ _WHY: Mapping[str, str] = {
     "--plot": "the timeline it draws is one pool's",
     "--timeline": "it compares static fleets, which have no scaling timeline",
     "--architectures": "it compares one pool with prefill/decode pools of one GPU type",
+    "--queue-target": "it sets the one-pool queue-threshold policy",
+    "--kv-target": "it sets the one-pool kv-threshold policy",
 }
 
 
