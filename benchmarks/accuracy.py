@@ -79,6 +79,7 @@ from benchmarks import (  # noqa: E402
     accuracy_speculative,
 )
 from tokenscale.api import InferenceService, InferenceServiceSpec  # noqa: E402
+from tokenscale.api.assumptions import Assumptions  # noqa: E402
 from tokenscale.api.hardware import GpuSpec  # noqa: E402
 from tokenscale.catalog.gpus import GPU_CATALOG  # noqa: E402
 from tokenscale.catalog.models import find_model  # noqa: E402
@@ -191,6 +192,32 @@ def _kv_bytes_per_token_per_gpu(cfg: dict[str, Any], tp: int, kv_dtype: str) -> 
     return 2.0 * layers * max(1, kv_heads // tp) * head_dim * (1.0 if kv_dtype == "fp8" else 2.0)
 
 
+#: Engine generations the planner does not describe (it describes today's vLLM), each with its
+#: own per-step cost on top of ``stepOverheadSeconds``, fitted on the fit set's decode points of
+#: that generation (``python benchmarks/accuracy_refit.py --engine``) and scored on the held-out
+#: ones: vLLM before 0.6.0 spent much of each step on the CPU (the vLLM blog, "vLLM v0.6.0: 2.7x
+#: Throughput Improvement and 5x Latency Reduction", 2024-09-05: for Llama 3 8B on one H100, 33 %
+#: of the time in the HTTP server and 29 % in scheduling). Fit: PRs 3240 and 3692 (vLLM
+#: 0.3.3/0.4.0, 15 points); held out: PR 4002 (0.4.0, 6 points).
+ENGINE_STEP_OVERHEAD_S: dict[str, float] = {"vllm<0.6": 0.0035}
+
+
+def engine_generation(entry: dict[str, Any]) -> str | None:
+    """The entry's engine generation where it has its own term (``ENGINE_STEP_OVERHEAD_S``)."""
+    found = re.search(r"(\d+)\.(\d+)", str(entry.get("vllm", "")))
+    if found is not None and (int(found[1]), int(found[2])) < (0, 6):
+        return "vllm<0.6"
+    return None
+
+
+def _engine_overrides(entry: dict[str, Any], overrides: dict[str, float]) -> dict[str, float]:
+    generation = engine_generation(entry)
+    if generation is None:
+        return overrides
+    step = overrides.get("stepOverheadSeconds", Assumptions().step_overhead_seconds)
+    return overrides | {"stepOverheadSeconds": step + ENGINE_STEP_OVERHEAD_S[generation]}
+
+
 def _reserves_cuda_graphs(entry: dict[str, Any]) -> bool:
     """Whether the measured engine set CUDA-graph memory aside before sizing the KV pool."""
     if entry.get("enforce_eager"):
@@ -242,7 +269,8 @@ def build_spec(
             },
             "serving": serving,
             "assumptions": (
-                ({} if _reserves_cuda_graphs(entry) else {"cudaGraphGiB": 0}) | (overrides or {})
+                ({} if _reserves_cuda_graphs(entry) else {"cudaGraphGiB": 0})
+                | _engine_overrides(entry, overrides or {})
             ),
         },
     }

@@ -223,7 +223,8 @@ def main(argv: list[str] | None = None) -> int:
         print(json.dumps(result, indent=2))
         return 0
     print(
-        f"{'entry':20} {'set':8} {'validity':9} {'k':>2} {'τ':>5} {'α':>6} {'speed-up meas/est':>18} "
+        f"{'entry':20} {'set':8} {'validity':9} {'k':>2} {'τ':>5} {'α':>6} "
+        f"{'speed-up meas/est':>18} "
         f"{'err':>7} {'TPOT ms off est':>15} {'TPOT ms on meas/est':>20}"
     )
     for r in rows:
