@@ -33,9 +33,43 @@ def _plan_json(path: Path, *extra: str) -> dict[str, Any]:
 
 @pytest.mark.parametrize(("word", "mode"), [("on", "on"), ("off", "off"), ("On", "on")])
 def test_unquoted_on_off_disaggregation_is_accepted(tmp_path: Path, word: str, mode: str) -> None:
-    text = yaml.safe_dump(manifest(serving={})).replace("serving: {}", f"serving:\n    disaggregation: {word}")
+    text = yaml.safe_dump(manifest(serving={})).replace(
+        "serving: {}", f"serving:\n    disaggregation: {word}"
+    )
     assert f"disaggregation: {word}" in text
     assert yaml.safe_load(text)["spec"]["serving"]["disaggregation"] in (True, False)
     data = _plan_json(_write(tmp_path, text))
     pd = data["disaggregation"]
     assert (pd["mode"] if pd is not None else "off") == mode
+
+
+# --- an SLO written in milliseconds ---------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("field", "value", "hint"),
+    [
+        ("tpotP99Seconds", 80, "write 0.08"),
+        ("tpotP95Seconds", 50, "write 0.05"),
+        ("ttftP99Seconds", 800, "write 0.8"),
+        ("ttftP95Seconds", 500, "write 0.5"),
+    ],
+)
+@pytest.mark.parametrize("fmt", ["table", "short", "csv", "json"])
+def test_an_slo_in_milliseconds_is_refused_naming_the_field(
+    tmp_path: Path, field: str, value: float, hint: str, fmt: str
+) -> None:
+    slo = {"ttftP99Seconds": 2.0, "tpotP99Seconds": 0.1, field: value}
+    path = _write(tmp_path, manifest(slo=slo))
+    result = runner.invoke(app, ["plan", str(path), "-o", fmt])
+    assert result.exit_code == 2, result.output
+    assert f"spec.slo.{field}" in result.output
+    assert "did you mean milliseconds?" in result.output
+    assert hint in result.output
+    assert "Traceback" not in result.output
+
+
+@pytest.mark.parametrize(("field", "value"), [("tpotP99Seconds", 2.0), ("ttftP99Seconds", 60)])
+def test_the_largest_meant_slo_still_plans(tmp_path: Path, field: str, value: float) -> None:
+    slo = {"ttftP99Seconds": 2.0, "tpotP99Seconds": 0.1, field: value}
+    assert _plan_json(_write(tmp_path, manifest(slo=slo)))["feasible"] is True

@@ -24,9 +24,10 @@ from tokenscale.planning.planner import layout_of, perf_at, plan_at, plan_servic
 from tokenscale.planning.resolve import resolve
 from tokenscale.planning.result import Plan
 
-#: SLO values (seconds) above which the unit is almost surely milliseconds: a 1-minute first
-#: token, a 2-second gap between tokens, a 1-hour request.
-IMPLAUSIBLE_SLO_SECONDS = {"ttft": 60.0, "tpot": 2.0, "e2e": 3600.0}
+#: An E2E objective (seconds) above which the unit is probably milliseconds: a 1-hour request.
+#: (Long answers can take that long, so it is a hint; a TTFT or TPOT objective no one means is
+#: refused by the spec itself, ``api/slo.py``.)
+IMPLAUSIBLE_SLO_SECONDS = {"e2e": 3600.0}
 #: A bucket bound this close (relative) to the SLO counts as the bound itself.
 BOUND_TOLERANCE = 0.01
 #: The replica's own P99 prefill (or batch-1 TPOT) above this share of the SLO leaves a replica
@@ -79,7 +80,8 @@ def slo_unit_advice(spec: InferenceServiceSpec) -> list[str]:
     values = spec.slo.model_dump(by_alias=True)
     for f in _SLO_FIELDS:
         value = values.get(f.key)
-        if value is not None and value >= IMPLAUSIBLE_SLO_SECONDS[f.kind]:
+        bound = IMPLAUSIBLE_SLO_SECONDS.get(f.kind)
+        if value is not None and bound is not None and value >= bound:
             out.append(
                 f"spec.slo.{f.key}: {value:g} — did you mean milliseconds "
                 f"({f.key}: {value / 1e3:g})? The unit is seconds."
@@ -108,8 +110,6 @@ def bucket_advice(spec: InferenceServiceSpec) -> list[str]:
         value = values.get(f.key)
         if value is None or f.buckets is None:
             continue
-        if value >= IMPLAUSIBLE_SLO_SECONDS[f.kind]:
-            continue  # the unit advice says more
         bucket = bucket_of(value, f.buckets)
         if bucket is None:
             continue
