@@ -73,3 +73,42 @@ def test_an_slo_in_milliseconds_is_refused_naming_the_field(
 def test_the_largest_meant_slo_still_plans(tmp_path: Path, field: str, value: float) -> None:
     slo = {"ttftP99Seconds": 2.0, "tpotP99Seconds": 0.1, field: value}
     assert _plan_json(_write(tmp_path, manifest(slo=slo)))["feasible"] is True
+
+
+# --- capacity, throughput and cost from the batch the KV pool holds -------------------------
+
+#: Llama-3.1-70B in BF16 at TP 2 on H100: 65.7 GiB of weights per GPU leave a pool of about
+#: 12,600 tokens, ten mean requests, where the knee alone would allow about 77.
+KV_BOUND = {
+    "model": {"name": "meta-llama/Llama-3.1-70B-Instruct", "catalog": "llama-3.1-70b"},
+    "hardware": {"gpu": "H100-SXM-80GB", "tensorParallelSize": 2},
+    "workload": {
+        "rps": {"mean": 10},
+        "inputTokens": {"mean": 1000, "p99": 1000},
+        "outputTokens": {"mean": 300, "p99": 300},
+        "maxContextTokens": 8192,
+    },
+    "slo": {"ttftP99Seconds": 2.0, "tpotP99Seconds": 0.08},
+}
+
+
+def test_the_operating_batch_is_what_the_kv_pool_holds(tmp_path: Path) -> None:
+    data = _plan_json(_write(tmp_path, manifest(**KV_BOUND)))
+    limits = data["concurrency_limits"]
+    held = limits["kv_mean_context"]
+    assert held < limits["knee"]
+    assert data["operating_batch"] <= held
+    assert data["assumptions"]["operating_point_limited_by"] == "KV pool"
+    assert data["binding_constraint"] == "kv"
+    # throughput and cost follow the batch: the rate per replica at that batch carries the
+    # design load on the replicas the KV constraint asked for
+    out_tps = data["output_tps_per_replica"]
+    assert out_tps * data["replicas"]["kv"] == pytest.approx(data["output_tps"], rel=1e-6)
+    gpu_h = data["gpu_hours_per_million_output_tokens"]
+    assert gpu_h == pytest.approx(2 * 1e6 / out_tps / 3600, rel=1e-6)
+
+
+def test_the_kv_limit_is_named_in_the_wide_view(tmp_path: Path) -> None:
+    result = runner.invoke(app, ["plan", str(_write(tmp_path, manifest(**KV_BOUND))), "-o", "wide"])
+    assert result.exit_code == 0, result.output
+    assert "limited by KV pool" in result.output

@@ -233,6 +233,11 @@ class _Estimate:
     warnings: list[str]
 
 
+#: ``operating_point_limited_by`` when the KV pool, at the workload's token mix, holds fewer
+#: sequences than the knee, the SLOs and ``maxNumSeqs`` allow.
+KV_LIMIT = "KV pool"
+
+
 def _estimate(r: Resolved, c: Conditions, layout: Layout) -> _Estimate:
     """One replica at ``layout``. With data-parallel ranks the batch, the sequence cap and the
     KV capacity are the replica's (every rank's summed); ``--max-num-seqs`` is per rank."""
@@ -334,6 +339,8 @@ def _estimate(r: Resolved, c: Conditions, layout: Layout) -> _Estimate:
         )
     if not serving.enable_chunked_prefill and w.input_tokens.p99_or_mean > 2048:
         warnings.append("chunked prefill is off: long prompts stall every decode (TPOT P99)")
+    if 1 <= kv_batch < op.batch:  # the batch runs only as wide as the pool holds at this mix
+        op = dataclasses.replace(op, batch=kv_batch, limited_by=KV_LIMIT)
     return _Estimate(
         layout=layout,
         perf=perf,

@@ -18,7 +18,7 @@ limits it (so the plan is monotone: more traffic or longer requests never need f
 from dataclasses import dataclass
 
 from tokenscale.api.scaling import Scaling
-from tokenscale.planning.formulas import ceil_replicas
+from tokenscale.planning.formulas import batch_text, ceil_replicas
 from tokenscale.planning.result import Constraint, ConstraintName, Replicas
 
 
@@ -72,7 +72,7 @@ def _explain(s: SizingInputs) -> list[Constraint]:
             name="throughput",
             replicas=t.replicas(lam),
             formula=f"{out_tps:,.0f} output tok/s ÷ {per_replica:,.1f} per replica "
-            f"at the operating batch {t.batch:,.0f}",
+            f"at the operating batch {batch_text(t.batch)}",
         ),
         Constraint(
             name="concurrency",
@@ -99,7 +99,8 @@ def size(s: SizingInputs, scaling: Scaling) -> Sizing:
     needed = max(by_tps, by_conc, by_kv)
     binding: ConstraintName = "none"
     if needed > 0:
-        binding = max(constraints, key=lambda c: c.replicas).name
+        # a tie with kv is kv's: the operating batch is then the one the KV pool holds
+        binding = max(constraints, key=lambda c: (c.replicas, c.name == "kv")).name
     factor = scaling.redundancy.factor
     with_redundancy = ceil_replicas(needed * factor) + scaling.redundancy.spare_replicas
     warnings: list[str] = []
