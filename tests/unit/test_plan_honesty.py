@@ -1,16 +1,23 @@
 """Issue 33: flags that mislead and numbers that are not what they look like, each reproduced
 through the CLI a user runs (`tokenscale plan`, `check`) or the planner it calls."""
 
+import csv
+import io
 import json
 from pathlib import Path
 from typing import Any
 
 import pytest
 import yaml
+from rich.console import Console
 from typer.testing import CliRunner
 
-from tests.helpers import manifest
+from tests.helpers import manifest, spec
 from tokenscale.cli.app import app
+from tokenscale.cli.plan_figures import duration_text
+from tokenscale.cli.plan_view import sweep_table
+from tokenscale.planning import sweep
+from tokenscale.planning.formulas import batch_text
 
 runner = CliRunner()
 
@@ -88,7 +95,7 @@ KV_BOUND = {
         "outputTokens": {"mean": 300, "p99": 300},
         "maxContextTokens": 8192,
     },
-    "slo": {"ttftP99Seconds": 2.0, "tpotP99Seconds": 0.08},
+    "slo": {"ttftP99Seconds": 2.5, "tpotP99Seconds": 0.1},  # on vLLM's bucket bounds
 }
 
 
@@ -112,3 +119,81 @@ def test_the_kv_limit_is_named_in_the_wide_view(tmp_path: Path) -> None:
     result = runner.invoke(app, ["plan", str(_write(tmp_path, manifest(**KV_BOUND))), "-o", "wide"])
     assert result.exit_code == 0, result.output
     assert "limited by KV pool" in result.output
+
+
+# --- a configuration that cannot serve shows why, not figures -------------------------------
+
+#: Llama-3.1-70B in BF16 on one H100: 131 GiB of weights on an 80 GB GPU.
+DOES_NOT_FIT = {**KV_BOUND, "hardware": {"gpu": "H100-SXM-80GB", "tensorParallelSize": 1}}
+#: What a figure of a replica looks like in each view (a latency, a rate, a cost).
+FIGURES = ("TTFT", "TPOT", "tok/s", "req/s", "GPU-h", "per 1M", "batch 1", "batch 2", "batch 4")
+
+
+@pytest.mark.parametrize("fmt", ["table", "wide", "short", "markdown"])
+def test_a_configuration_that_cannot_serve_prints_why_not_figures(tmp_path: Path, fmt: str) -> None:
+    path = _write(tmp_path, manifest(**DOES_NOT_FIT))
+    result = runner.invoke(app, ["plan", str(path), "-o", fmt], env={"COLUMNS": "200"})
+    assert result.exit_code == 1, result.output  # infeasible
+    assert "does not fit at TP=1" in " ".join(result.output.split())
+    body = [
+        line
+        for line in result.output.splitlines()
+        if "→" not in line
+        and "advice" not in line
+        and "design load" not in line
+        and not line.startswith("| service")
+    ]  # advice: other plans; the design load: the spec's; the Markdown header: its columns
+    assert [f for f in FIGURES if any(f in line for line in body)] == [], result.output
+
+
+def test_a_configuration_that_cannot_serve_has_an_empty_csv_row_and_a_reason(
+    tmp_path: Path,
+) -> None:
+    path = _write(tmp_path, manifest(**DOES_NOT_FIT))
+    result = runner.invoke(app, ["plan", str(path), "-o", "csv"])
+    assert result.exit_code == 1, result.output
+    (row,) = list(csv.DictReader(io.StringIO(result.output)))
+    for key in ("ttft_p99_ms", "tpot_p99_ms", "e2e_p99_s", "output_tok_s_per_replica"):
+        assert row[key] == "", key
+    assert row["cost_per_1m_output"] == ""
+    assert "does not fit at TP=1" in row["why_not"]
+
+
+def test_a_sweep_row_that_cannot_serve_shows_why_not_figures() -> None:
+    rows = sweep(spec(**DOES_NOT_FIT), gpus=["H100-SXM-80GB"], tp_sizes=[1], dtypes=["bf16"])
+    (row,) = rows
+    assert row.plan is not None
+    assert row.plan.replicas is None
+    console = Console(width=400, record=True)
+    console.print(sweep_table(rows, 5))
+    (line,) = [x for x in console.export_text().splitlines() if "H100-SXM-80GB" in x]
+    cells = [c.strip() for c in line.split("│") if c.strip()]
+    assert "does not fit at TP=1" in cells[-1]
+    numbers = [c for c in cells[3:-1] if any(ch.isdigit() for ch in c)]
+    assert numbers == [], line
+
+
+# --- figures as people read them -------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("seconds", "text"),
+    [
+        (0.0766, "76.6 ms"),
+        (0.634, "634 ms"),
+        (1.254, "1.25 s"),
+        (63.84, "63.8 s"),
+        (649.4, "649 s"),
+        (12_345.6, "12,346 s"),
+    ],
+)
+def test_durations_keep_three_significant_figures(seconds: float, text: str) -> None:
+    assert duration_text(seconds) == text
+
+
+@pytest.mark.parametrize(
+    ("batch", "text"),
+    [(0.42, "0.42"), (0.05, "0.05"), (9.7, "9.7"), (77.0, "77"), (1024.0, "1,024")],
+)
+def test_a_fractional_batch_is_never_zero(batch: float, text: str) -> None:
+    assert batch_text(batch) == text

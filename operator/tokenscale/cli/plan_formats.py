@@ -13,8 +13,9 @@ from rich.padding import Padding
 from rich.table import Table
 from rich.text import Text
 
-from tokenscale.cli.plan_figures import Latency, duration_text, latencies
+from tokenscale.cli.plan_figures import Latency, cannot_serve, duration_text, latencies, why_not
 from tokenscale.cli.plan_view import disaggregation_renderable, layout_text, replica_bounds_text
+from tokenscale.planning.formulas import batch_text
 from tokenscale.planning.result import Plan
 
 #: The columns of ``-o csv`` and of the Markdown summary table, in order.
@@ -38,6 +39,7 @@ SUMMARY_COLUMNS = (
     "cost_per_hour",
     "cost_per_1m_output",
     "currency",
+    "why_not",
 )
 
 
@@ -78,24 +80,10 @@ def compact_renderable(p: Plan, advice: list[str]) -> Group:
     grid.add_column(style="bold", no_wrap=True)
     grid.add_column()
     grid.add_row("replicas", _replicas_text(p))
-    lat = latencies(p)
-    for i, x in enumerate(lat):
-        grid.add_row("latency" if i == 0 else "", _latency_text(x))
-    grid.add_row(
-        "per replica",
-        f"{p.rps_per_replica:,.2f} req/s · {p.output_tps_per_replica:,.0f} output tok/s · "
-        f"batch {p.operating_batch:,.0f} · KV {p.kv_capacity_tokens_per_replica:,.0f} tokens",
-    )
-    gpu_hours = f"{_num(p.gpu_hours_per_million_output_tokens)} GPU-h per 1M output"
-    if p.cost_per_hour is None:
-        cost = f"no price (spec.cost.gpuHourPrice) · {gpu_hours}"
+    if cannot_serve(p):
+        grid.add_row("figures", "none: a replica that cannot serve has no latency or cost")
     else:
-        cost = (
-            f"{_money(p.cost_per_hour, p.currency)}/h · "
-            f"{_money(p.cost_per_million_output_tokens, p.currency, ',.3f')} per 1M output · "
-            f"{gpu_hours}"
-        )
-    grid.add_row("cost", cost)
+        _figure_rows(grid, p)
     for label, style, lines in (
         ("✗", "red", p.infeasible_reasons),
         ("!", "yellow", p.warnings),
@@ -113,6 +101,29 @@ def compact_renderable(p: Plan, advice: list[str]) -> Group:
     return Group(*parts)
 
 
+def _figure_rows(grid: Table, p: Plan) -> None:
+    """Latency, per-replica capacity and cost: the rows of a plan that can serve."""
+    lat = latencies(p)
+    for i, x in enumerate(lat):
+        grid.add_row("latency" if i == 0 else "", _latency_text(x))
+    grid.add_row(
+        "per replica",
+        f"{p.rps_per_replica:,.2f} req/s · {p.output_tps_per_replica:,.0f} output tok/s · "
+        f"batch {batch_text(p.operating_batch)} · "
+        f"KV {p.kv_capacity_tokens_per_replica:,.0f} tokens",
+    )
+    gpu_hours = f"{_num(p.gpu_hours_per_million_output_tokens)} GPU-h per 1M output"
+    if p.cost_per_hour is None:
+        cost = f"no price (spec.cost.gpuHourPrice) · {gpu_hours}"
+    else:
+        cost = (
+            f"{_money(p.cost_per_hour, p.currency)}/h · "
+            f"{_money(p.cost_per_million_output_tokens, p.currency, ',.3f')} per 1M output · "
+            f"{gpu_hours}"
+        )
+    grid.add_row("cost", cost)
+
+
 def _num(value: float | None) -> str:
     return "—" if value is None else f"{value:,.3f}"
 
@@ -125,10 +136,10 @@ def short_line(p: Plan) -> str:
         if p.replicas is None
         else f"{p.replicas.total}×{layout_text(p, compact=True)} {p.gpu} ({p.gpus_total} GPUs)"
     )
-    parts = [
-        p.name,
-        "ok" if p.feasible else "INFEASIBLE",
-        fleet,
+    parts = [p.name, "ok" if p.feasible else "INFEASIBLE", fleet]
+    if cannot_serve(p):
+        return "  ".join([*parts, "why: " + why_not(p)])
+    parts += [
         p.binding_constraint,
         "TTFT " + _vs(lat["TTFT P99"]),
         "TPOT " + _vs(lat["TPOT P99"]),
@@ -154,7 +165,7 @@ def summary_row(p: Plan) -> dict[str, str]:
     def opt(x: float | None, fmt: str) -> str:
         return "" if x is None else f"{x:{fmt}}"
 
-    return {
+    row = {
         "service": p.name,
         "model": p.model,
         "gpu": p.gpu,
@@ -174,7 +185,13 @@ def summary_row(p: Plan) -> dict[str, str]:
         "cost_per_hour": opt(p.cost_per_hour, ".2f"),
         "cost_per_1m_output": opt(p.cost_per_million_output_tokens, ".3f"),
         "currency": p.currency,
+        "why_not": "; ".join(p.infeasible_reasons),
     }
+    if cannot_serve(p):  # no figures for a replica that cannot run
+        for key in SUMMARY_COLUMNS[SUMMARY_COLUMNS.index("binding") :]:
+            if key not in ("currency", "why_not"):
+                row[key] = ""
+    return row
 
 
 def csv_report(plans: list[Plan]) -> str:
@@ -201,6 +218,16 @@ def markdown_report(plans: list[Plan], advice: dict[str, list[str]]) -> str:
     lines = ["# Capacity plan", "", head, "|" + "---|" * 11]
     for p in plans:
         lat = {x.name: x for x in latencies(p)}
+        figures = (
+            ["—"] * 4
+            if cannot_serve(p)
+            else [
+                p.binding_constraint,
+                _vs(lat["TTFT P99"]),
+                _vs(lat["TPOT P99"]),
+                _money(p.cost_per_million_output_tokens, p.currency, ",.3f"),
+            ]
+        )
         cells = [
             p.name,
             p.model,
@@ -208,10 +235,7 @@ def markdown_report(plans: list[Plan], advice: dict[str, list[str]]) -> str:
             f"{layout_text(p, compact=True)} {p.weight_dtype}",
             "—" if p.replicas is None else f"{p.replicas.total:,}",
             "—" if p.gpus_total is None else f"{p.gpus_total:,}",
-            p.binding_constraint,
-            _vs(lat["TTFT P99"]),
-            _vs(lat["TPOT P99"]),
-            _money(p.cost_per_million_output_tokens, p.currency, ",.3f"),
+            *figures,
             "yes" if p.feasible else "**no**",
         ]
         lines.append("| " + " | ".join(_md_cell(c) for c in cells) + " |")
@@ -223,22 +247,10 @@ def markdown_report(plans: list[Plan], advice: dict[str, list[str]]) -> str:
             f"{p.design_rps:,.2f} RPS ({p.input_tps:,.0f} input / {p.output_tps:,.0f} output "
             "tok/s)."
         )
-        lines += ["", "| constraint | replicas | how |", "|---|---|---|"]
-        for c in p.constraints:
-            name = f"**{c.name}** (binding)" if c.name == p.binding_constraint else c.name
-            lines.append(f"| {name} | {c.replicas:,.2f} | {_md_cell(c.formula)} |")
-        lines += ["", "| latency | estimate | SLO | met |", "|---|---|---|---|"]
-        for x in latencies(p):
-            target = "—" if x.target_s is None else duration_text(x.target_s)
-            met = "—" if x.met is None else ("yes" if x.met else "**no**")
-            lines.append(f"| {x.name} | {duration_text(x.estimate_s)} | {target} | {met} |")
-        lines += [
-            "",
-            f"Cost: {_money(p.cost_per_hour, p.currency)} per hour, "
-            f"{_money(p.cost_per_million_output_tokens, p.currency, ',.3f')} per 1M output "
-            f"tokens, {_num(p.gpu_hours_per_million_output_tokens)} GPU-hours per 1M output "
-            "tokens.",
-        ]
+        if cannot_serve(p):
+            lines += ["", "This configuration cannot serve: no latency, throughput or cost."]
+        else:
+            lines += _markdown_figures(p)
         notes = (
             [f"- ✗ {r}" for r in p.infeasible_reasons]
             + [f"- warning: {w}" for w in p.warnings]
@@ -247,3 +259,24 @@ def markdown_report(plans: list[Plan], advice: dict[str, list[str]]) -> str:
         if notes:
             lines += ["", *[_md_cell(n) for n in notes]]
     return "\n".join(lines) + "\n"
+
+
+def _markdown_figures(p: Plan) -> list[str]:
+    """The constraints, latencies against the SLOs and cost of a plan that can serve."""
+    lines = ["", "| constraint | replicas | how |", "|---|---|---|"]
+    for c in p.constraints:
+        name = f"**{c.name}** (binding)" if c.name == p.binding_constraint else c.name
+        lines.append(f"| {name} | {c.replicas:,.2f} | {_md_cell(c.formula)} |")
+    lines += ["", "| latency | estimate | SLO | met |", "|---|---|---|---|"]
+    for x in latencies(p):
+        target = "—" if x.target_s is None else duration_text(x.target_s)
+        met = "—" if x.met is None else ("yes" if x.met else "**no**")
+        lines.append(f"| {x.name} | {duration_text(x.estimate_s)} | {target} | {met} |")
+    lines += [
+        "",
+        f"Cost: {_money(p.cost_per_hour, p.currency)} per hour, "
+        f"{_money(p.cost_per_million_output_tokens, p.currency, ',.3f')} per 1M output "
+        f"tokens, {_num(p.gpu_hours_per_million_output_tokens)} GPU-hours per 1M output "
+        "tokens.",
+    ]
+    return lines

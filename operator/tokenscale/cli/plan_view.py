@@ -10,8 +10,8 @@ from rich.panel import Panel
 from rich.table import Table
 from rich.text import Text
 
-from tokenscale.cli.plan_figures import Latency, duration_text, latencies
-from tokenscale.planning.formulas import GIB
+from tokenscale.cli.plan_figures import Latency, cannot_serve, duration_text, latencies, why_not
+from tokenscale.planning.formulas import GIB, batch_text
 from tokenscale.planning.result import Plan
 from tokenscale.planning.sweep import SweepRow, ranking
 
@@ -130,7 +130,9 @@ def plan_renderable(p: Plan, advice: list[str] | None = None) -> Panel:
             ("serving knobs", p.serving_knobs_reason or "—"),
             (
                 "operating batch",
-                f"{p.operating_batch:,.0f} "
+                "none: this configuration cannot serve"
+                if cannot_serve(p)
+                else f"{batch_text(p.operating_batch)} "
                 f"(limited by {p.assumptions.get('operating_point_limited_by')})",
             ),
         ],
@@ -192,6 +194,13 @@ def plan_renderable(p: Plan, advice: list[str] | None = None) -> Panel:
         "Cost (at the operating point)",
     )
     parts: list[Any] = [Text(header, style="bold"), memory, kv, perf, cons, cost]
+    if cannot_serve(p):  # no estimates or cost for a replica that cannot run
+        parts = [
+            Text(header, style="bold"),
+            memory,
+            kv,
+            Text("No latency, throughput or cost: this configuration cannot serve (✗ below)."),
+        ]
     if p.disaggregation is not None:
         parts.append(disaggregation_renderable(p))
     if p.infeasible_reasons:
@@ -353,6 +362,18 @@ def invalid_summary(rows: list[SweepRow]) -> list[str]:
 def _sweep_row(t: Table, p: Plan, gpu: str, mark: str = "") -> None:
     why = p.binding_constraint if p.feasible else "; ".join(p.infeasible_reasons)[:80]
     pools = disaggregated_counts(p)
+    if cannot_serve(p):  # why, not the figures of a replica that cannot run
+        t.add_row(
+            gpu + mark,
+            layout_text(p, compact=True),
+            p.weight_dtype,
+            "no",
+            "—",
+            "—",
+            *["—"] * 5,
+            why_not(p)[:80],
+        )
+        return
     t.add_row(
         gpu + mark,
         layout_text(p, compact=True) + (" P/D" if pools else ""),
