@@ -197,3 +197,50 @@ def test_durations_keep_three_significant_figures(seconds: float, text: str) -> 
 )
 def test_a_fractional_batch_is_never_zero(batch: float, text: str) -> None:
     assert batch_text(batch) == text
+
+
+# --- advice applies minReplicas / maxReplicas ----------------------------------------------
+
+#: Qwen2.5-14B on one H100: 1.2 replicas' worth of load, so BF16 needs 2 and FP8 or the SLO
+#: batch 1 — but minReplicas: 2 keeps two whichever is followed.
+SMALL_WITH_FLOOR = {
+    "model": {"name": "Qwen/Qwen2.5-14B-Instruct", "catalog": "qwen2.5-14b"},
+    "hardware": {"gpu": "H100-SXM-80GB", "tensorParallelSize": 1},
+    "workload": {
+        "rps": {"mean": 12},
+        "inputTokens": {"mean": 1000, "p99": 4000},
+        "outputTokens": {"mean": 200, "p99": 800},
+        "maxContextTokens": 16384,
+    },
+    "slo": {"ttftP99Seconds": 2.5, "tpotP99Seconds": 0.1},
+}
+
+
+def _advice(tmp_path: Path, doc: dict[str, Any]) -> list[str]:
+    result = runner.invoke(app, ["plan", str(_write(tmp_path, doc)), "-o", "markdown"])
+    assert result.exit_code == 0, result.output
+    return [line for line in result.output.splitlines() if line.startswith("- advice:")]
+
+
+def test_advice_saves_gpus_only_within_the_bounds(tmp_path: Path) -> None:
+    free = _advice(tmp_path, manifest(**SMALL_WITH_FLOOR))
+    assert any("FP8 weights" in a and "1 GPU (1 × TP 1) instead of 2" in a for a in free), free
+    assert any("sized at the knee" in a for a in free), free
+    floored = manifest(**SMALL_WITH_FLOOR, scaling={"minReplicas": 2})
+    lines = _advice(tmp_path, floored)
+    assert not [a for a in lines if "FP8 weights" in a or "sized at the knee" in a], lines
+    # following the advice would indeed plan 2 GPUs
+    fp8 = manifest(
+        **{**SMALL_WITH_FLOOR, "model": {**SMALL_WITH_FLOOR["model"], "weightDtype": "fp8"}},
+        scaling={"minReplicas": 2},
+    )
+    assert _plan_json(_write(tmp_path, fp8, "fp8.yaml"))["gpus_total"] == 2
+
+
+def test_advice_counts_the_gpus_the_fleet_runs(tmp_path: Path) -> None:
+    """With maxReplicas above and minReplicas below the need, the advice compares what each
+    plan runs: an FP8 fleet raised to minReplicas: 3 saves nothing over BF16's 3."""
+    doc = manifest(**SMALL_WITH_FLOOR, scaling={"minReplicas": 1, "maxReplicas": 8})
+    assert any("FP8 weights" in a for a in _advice(tmp_path, doc))
+    doc = manifest(**SMALL_WITH_FLOOR, scaling={"minReplicas": 3, "maxReplicas": 8})
+    assert not [a for a in _advice(tmp_path, doc) if "FP8 weights" in a]

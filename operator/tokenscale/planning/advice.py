@@ -123,16 +123,31 @@ def bucket_advice(spec: InferenceServiceSpec) -> list[str]:
     return out
 
 
+def _replicas_run(p: Plan) -> int | None:
+    """The replicas a plan runs: its need within ``minReplicas`` (as ``tensorParallelSize:
+    auto`` compares layouts), or the need itself where ``maxReplicas`` or a pin falls short
+    of it (the advice compares what serves the load)."""
+    if p.replicas is None:
+        return None
+    return max(p.replicas.total, p.replicas.with_redundancy)
+
+
 def _gpus_needed(p: Plan) -> int | None:
-    return None if p.replicas is None else p.replicas.with_redundancy * p.gpus_per_replica
+    n = _replicas_run(p)
+    return None if n is None else n * p.gpus_per_replica
+
+
+def _gpus(n: int) -> str:
+    return f"{n:,} GPU" if n == 1 else f"{n:,} GPUs"
 
 
 def _fleet(p: Plan) -> str:
-    assert p.replicas is not None
+    n = _replicas_run(p)
+    assert n is not None
     shape = f"TP {p.tensor_parallel_size}"
     if p.gpus_per_replica != p.tensor_parallel_size:
         shape = f"{p.gpus_per_replica} GPUs"
-    return f"{p.replicas.with_redundancy} × {shape}"
+    return f"{n} × {shape}"
 
 
 def tp_auto_advice(spec: InferenceServiceSpec, plan: Plan, name: str = "") -> list[str]:
@@ -149,7 +164,7 @@ def tp_auto_advice(spec: InferenceServiceSpec, plan: Plan, name: str = "") -> li
     if theirs is None or not auto.feasible or (mine is not None and theirs >= mine):
         return []
     yours = f"your {mine:,} ({_fleet(plan)})" if mine is not None else "a TP that cannot serve"
-    return [f"tensorParallelSize: auto needs {theirs:,} GPUs ({_fleet(auto)}) instead of {yours}"]
+    return [f"tensorParallelSize: auto needs {_gpus(theirs)} ({_fleet(auto)}) instead of {yours}"]
 
 
 def fp8_advice(spec: InferenceServiceSpec, plan: Plan, name: str = "") -> list[str]:
@@ -172,7 +187,7 @@ def fp8_advice(spec: InferenceServiceSpec, plan: Plan, name: str = "") -> list[s
         return []
     yours = f"{mine:,}" if mine is not None else "none that serves"
     return [
-        f"FP8 weights (weightDtype: fp8, vLLM's online quantization): {theirs:,} GPUs "
+        f"FP8 weights (weightDtype: fp8, vLLM's online quantization): {_gpus(theirs)} "
         f"({_fleet(fp8)}) instead of {yours}; check the model's quality on your own evals"
     ]
 
@@ -249,7 +264,7 @@ def knee_advice(spec: InferenceServiceSpec, plan: Plan, name: str = "") -> list[
     ratio = math.ceil(perf.tpot_seconds(lim.slo) / perf.weight_floor_seconds * 10.0) / 10.0
     return [
         f"sized at the knee (batch {lim.knee:,.0f}, TPOT {perf.assumptions.knee_tpot_ratio:g} × "
-        f"the weight-read floor) where the SLOs allow batch {lim.slo:,.0f}: {theirs:,} GPUs "
+        f"the weight-read floor) where the SLOs allow batch {lim.slo:,.0f}: {_gpus(theirs)} "
         f"({_fleet(at_slo)}) instead of {mine:,} — the operator's live sizing uses the SLO "
         f"batch; spec.assumptions.kneeTpotRatio: {ratio:g} plans the launch fleet there too"
     ]
