@@ -28,9 +28,9 @@ def _write(tmp_path: Path, doc: dict[str, Any] | str, name: str = "spec.yaml") -
     return path
 
 
-def _plan_json(path: Path, *extra: str) -> dict[str, Any]:
+def _plan_json(path: Path, *extra: str, code: int = 0) -> dict[str, Any]:
     result = runner.invoke(app, ["plan", str(path), "-o", "json", *extra])
-    assert result.exit_code == 0, result.output
+    assert result.exit_code == code, result.output
     data: dict[str, Any] = json.loads(result.output)
     return data
 
@@ -244,3 +244,32 @@ def test_advice_counts_the_gpus_the_fleet_runs(tmp_path: Path) -> None:
     assert any("FP8 weights" in a for a in _advice(tmp_path, doc))
     doc = manifest(**SMALL_WITH_FLOOR, scaling={"minReplicas": 3, "maxReplicas": 8})
     assert not [a for a in _advice(tmp_path, doc) if "FP8 weights" in a]
+
+
+# --- smaller: plurals, the default maxReplicas ----------------------------------------------
+
+
+def test_one_gpu_and_one_replica_are_singular(tmp_path: Path) -> None:
+    doc = manifest(workload={"rps": {"mean": 0.5}}, scaling={"minReplicas": 1})
+    path = _write(tmp_path, doc)
+    table = runner.invoke(app, ["plan", str(path)], env={"COLUMNS": "200"}).output
+    short = runner.invoke(app, ["plan", str(path), "-o", "short"]).output
+    wide = runner.invoke(app, ["plan", str(path), "-o", "wide"], env={"COLUMNS": "200"}).output
+    assert "1 × 1 GPU = 1 GPU " in table, table
+    assert "(1 GPU)" in short, short
+    assert "1 replica, 1 GPU" in " ".join(wide.split()), wide
+    for text in (table, short, wide):
+        assert "1 GPUs" not in text
+        assert " 1 replicas" not in text
+
+
+def test_a_shortfall_of_the_default_max_replicas_says_it_is_the_default(tmp_path: Path) -> None:
+    load = {"rps": {"mean": 3000}}
+    unset = _plan_json(_write(tmp_path, manifest(workload=load)), code=1)
+    (reason,) = unset["infeasible_reasons"]
+    assert "spec.scaling.maxReplicas (not set: the default 64) is below" in reason
+    assert "set maxReplicas to at least" in reason
+    pinned_doc = manifest(workload=load, scaling={"maxReplicas": 64})
+    pinned = _plan_json(_write(tmp_path, pinned_doc), code=1)
+    (reason,) = pinned["infeasible_reasons"]
+    assert "spec.scaling.maxReplicas=64 is below" in reason

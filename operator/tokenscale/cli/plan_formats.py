@@ -15,7 +15,7 @@ from rich.text import Text
 
 from tokenscale.cli.plan_figures import Latency, cannot_serve, duration_text, latencies, why_not
 from tokenscale.cli.plan_view import disaggregation_renderable, layout_text, replica_bounds_text
-from tokenscale.planning.formulas import batch_text
+from tokenscale.planning.formulas import batch_text, counted
 from tokenscale.planning.result import Plan
 
 #: The columns of ``-o csv`` and of the Markdown summary table, in order.
@@ -62,7 +62,7 @@ def _replicas_text(p: Plan) -> str:
     r = p.replicas
     text = (
         f"{r.total:,} × {p.gpus_per_replica} GPU{'s' if p.gpus_per_replica > 1 else ''} = "
-        f"{p.gpus_total or 0:,} GPUs"
+        f"{counted(p.gpus_total or 0, 'GPU')}"
     )
     others = ", ".join(f"{c.name} {c.replicas:,.2f}" for c in p.constraints)
     text += f"  (binding: {p.binding_constraint}; {others})"
@@ -134,7 +134,8 @@ def short_line(p: Plan) -> str:
     fleet = (
         "no fleet"
         if p.replicas is None
-        else f"{p.replicas.total}×{layout_text(p, compact=True)} {p.gpu} ({p.gpus_total} GPUs)"
+        else f"{p.replicas.total}×{layout_text(p, compact=True)} {p.gpu} "
+        f"({counted(p.gpus_total or 0, 'GPU')})"
     )
     parts = [p.name, "ok" if p.feasible else "INFEASIBLE", fleet]
     if cannot_serve(p):

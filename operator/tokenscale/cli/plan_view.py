@@ -11,7 +11,7 @@ from rich.table import Table
 from rich.text import Text
 
 from tokenscale.cli.plan_figures import Latency, cannot_serve, duration_text, latencies, why_not
-from tokenscale.planning.formulas import GIB, batch_text
+from tokenscale.planning.formulas import GIB, batch_text, counted
 from tokenscale.planning.result import Plan
 from tokenscale.planning.sweep import SweepRow, ranking
 
@@ -56,13 +56,13 @@ def layout_text(p: Plan, compact: bool = False) -> str:
 def replica_bounds_text(wanted: int, total: int) -> str:
     """How the bounds (or a pin) moved the count: kept, capped below the need, or raised."""
     if total == wanted:
-        return f"{total:,} replicas"
+        return counted(total, "replica")
     if total < wanted:
         return (
-            f"capped at {total:,} replicas by maxReplicas or the pin, "
+            f"capped at {counted(total, 'replica')} by maxReplicas or the pin, "
             f"{wanted - total:,} short of the need"
         )
-    return f"raised to {total:,} replicas by minReplicas or the pin"
+    return f"raised to {counted(total, 'replica')} by minReplicas or the pin"
 
 
 def _latency_row(x: Latency) -> tuple[str, str, str, str]:
@@ -174,7 +174,8 @@ def plan_renderable(p: Plan, advice: list[str] | None = None) -> Panel:
             "total",
             f"[bold]{r.total:,}[/]",
             f"ceil({r.needed:,.2f} × redundancy) + spares = {r.with_redundancy:,}; "
-            f"{replica_bounds_text(r.with_redundancy, r.total)}, {p.gpus_total or 0:,} GPUs",
+            f"{replica_bounds_text(r.with_redundancy, r.total)}, "
+            f"{counted(p.gpus_total or 0, 'GPU')}",
         )
     cost = _kv_table(
         [

@@ -20,6 +20,7 @@ from tokenscale.api.errors import SpecError
 from tokenscale.api.inference_service import InferenceServiceSpec
 from tokenscale.catalog.vllm_metrics import INTER_TOKEN_BUCKETS, TTFT_BUCKETS
 from tokenscale.planning.conditions import Conditions, forecast_conditions
+from tokenscale.planning.formulas import counted
 from tokenscale.planning.planner import layout_of, perf_at, plan_at, plan_service
 from tokenscale.planning.resolve import resolve
 from tokenscale.planning.result import Plan
@@ -138,7 +139,7 @@ def _gpus_needed(p: Plan) -> int | None:
 
 
 def _gpus(n: int) -> str:
-    return f"{n:,} GPU" if n == 1 else f"{n:,} GPUs"
+    return counted(n, "GPU")
 
 
 def _fleet(p: Plan) -> str:

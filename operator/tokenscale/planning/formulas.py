@@ -92,3 +92,8 @@ def batch_text(batch: float) -> str:
     if batch >= 10:
         return f"{batch:,.0f}"
     return f"{batch:.1f}" if batch >= 1 else f"{batch:.2g}"
+
+
+def counted(n: int, noun: str) -> str:
+    """``1 GPU``, ``18 GPUs``, ``1 replica``, ``1,024 replicas``."""
+    return f"{n:,} {noun}" if n == 1 else f"{n:,} {noun}s"

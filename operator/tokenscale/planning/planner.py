@@ -40,7 +40,13 @@ from tokenscale.planning.disaggregation import (
     fabric_between,
     pools,
 )
-from tokenscale.planning.formulas import GIB, littles_law_concurrency, token_rates, weight_bytes
+from tokenscale.planning.formulas import (
+    GIB,
+    counted,
+    littles_law_concurrency,
+    token_rates,
+    weight_bytes,
+)
 from tokenscale.planning.inputs import bytes_per_param
 from tokenscale.planning.knobs import Knobs, choose_knobs
 from tokenscale.planning.load import (
@@ -511,7 +517,8 @@ def _assemble(
     load, saturated = _load(e, c, total)
     if saturated:
         warnings.append(
-            f"{total} replicas cannot carry {w.rps.design_rps:,.2f} RPS: latency estimates are "
+            f"{counted(total, 'replica')} cannot carry {w.rps.design_rps:,.2f} RPS: latency "
+            "estimates are "
             "at the operating batch, the queue would grow"
         )
     batch = float(e.op.batch)
@@ -696,7 +703,7 @@ def _candidate(p: Plan) -> TpCandidate:
     if p.feasible and p.replicas is not None:
         layout = layout_of(p)
         shape = layout.describe() if layout.nodes > 1 or layout.dp > 1 else f"TP {layout.tp}"
-        reason = f"{p.replicas.total} replicas × {shape}"
+        reason = f"{counted(p.replicas.total, 'replica')} × {shape}"
     else:
         reason = "; ".join(p.infeasible_reasons)
     return TpCandidate(
@@ -904,7 +911,8 @@ def _why(agg: Plan, pair: PoolPair, agg_stall_s: float, enabled: bool, mode: str
         f"{p.replicas_with_redundancy} prefill × "
         f"{_shape(p.tensor_parallel_size, p.nodes_per_replica)} + "
         f"{d.replicas_with_redundancy} decode × "
-        f"{_shape(d.tensor_parallel_size, d.nodes_per_replica)} = {pair.gpus_needed} GPUs"
+        f"{_shape(d.tensor_parallel_size, d.nodes_per_replica)} = "
+        f"{counted(pair.gpus_needed, 'GPU')}"
     )
     one = (
         f"{agg_need} aggregated ({agg.replicas.with_redundancy if agg.replicas else 0} × "

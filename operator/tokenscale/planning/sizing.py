@@ -18,7 +18,7 @@ limits it (so the plan is monotone: more traffic or longer requests never need f
 from dataclasses import dataclass
 
 from tokenscale.api.scaling import Scaling
-from tokenscale.planning.formulas import batch_text, ceil_replicas
+from tokenscale.planning.formulas import batch_text, ceil_replicas, counted
 from tokenscale.planning.result import Constraint, ConstraintName, Replicas
 
 
@@ -109,18 +109,21 @@ def size(s: SizingInputs, scaling: Scaling) -> Sizing:
         total = scaling.replicas
         if total < with_redundancy:
             warnings.append(
-                f"spec.scaling.replicas pins {total} replicas but the plan needs "
+                f"spec.scaling.replicas pins {counted(total, 'replica')} but the plan needs "
                 f"{with_redundancy}: SLOs will be missed at the design rate"
             )
     else:
         total = min(max(with_redundancy, scaling.min_replicas), scaling.max_replicas)
         if with_redundancy > scaling.max_replicas:
             carried = scaling.max_replicas / with_redundancy
+            bound = f"spec.scaling.maxReplicas={scaling.max_replicas}"
+            if "max_replicas" not in scaling.model_fields_set:
+                bound = f"spec.scaling.maxReplicas (not set: the default {scaling.max_replicas})"
             shortfall = (
-                f"spec.scaling.maxReplicas={scaling.max_replicas} is below the "
+                f"{bound} is below the "
                 f"{with_redundancy:,} replicas the plan needs ({with_redundancy - total:,} short;"
-                f" {scaling.max_replicas} carry {carried:.0%} of the design load): raise "
-                "maxReplicas or lower the load"
+                f" {scaling.max_replicas} carry {carried:.0%} of the design load): set "
+                f"maxReplicas to at least {with_redundancy:,} or lower the load"
             )
     if total == 0:
         warnings.append("the plan allows zero replicas: requests will fail until it scales up")
