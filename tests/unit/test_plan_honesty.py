@@ -273,3 +273,60 @@ def test_a_shortfall_of_the_default_max_replicas_says_it_is_the_default(tmp_path
     pinned = _plan_json(_write(tmp_path, pinned_doc), code=1)
     (reason,) = pinned["infeasible_reasons"]
     assert "spec.scaling.maxReplicas=64 is below" in reason
+
+
+# --- speculative decoding: its verdict in every view; whole numbers in JSON -------------------
+
+#: Llama-3.1-70B at TP 4 with Llama-3.2-1B as the draft: long answers, modest traffic.
+SPECULATIVE = {
+    "model": {"name": "meta-llama/Llama-3.1-70B-Instruct", "catalog": "llama-3.1-70b"},
+    "hardware": {"gpu": "H100-SXM-80GB", "tensorParallelSize": 4},
+    "workload": {
+        "rps": {"mean": 2},
+        "inputTokens": {"mean": 500, "p99": 2000},
+        "outputTokens": {"mean": 800, "p99": 2000},
+        "maxContextTokens": 8192,
+    },
+    "slo": {"ttftP99Seconds": 2.5, "tpotP99Seconds": 0.1},
+    "serving": {
+        "speculative": {
+            "method": "draft_model",
+            "acceptanceRate": 0.7,
+            "draftModel": {"name": "meta-llama/Llama-3.2-1B-Instruct", "catalog": "llama-3.2-1b"},
+        }
+    },
+}
+
+
+def test_speculative_byte_counts_are_whole_numbers_in_json(tmp_path: Path) -> None:
+    est = _plan_json(_write(tmp_path, manifest(**SPECULATIVE)))["speculative"]
+    assert isinstance(est["draft_weight_bytes_per_gpu"], int)
+    assert isinstance(est["draft_kv_bytes_per_token_per_gpu"], int)
+    assert est["draft_weight_bytes_per_gpu"] > 0
+
+
+def test_catalog_parameter_counts_are_whole_numbers_in_json() -> None:
+    result = runner.invoke(app, ["catalog", "-o", "json"])
+    assert result.exit_code == 0, result.output
+    for m in json.loads(result.output)["models"]:
+        for key in ("params", "activeParams", "publishedParams", "publishedActiveParams"):
+            assert m[key] is None or isinstance(m[key], int), (m["key"], key, m[key])
+
+
+@pytest.mark.parametrize("fmt", ["table", "wide", "markdown", "short"])
+def test_the_speculative_verdict_is_in_every_view(tmp_path: Path, fmt: str) -> None:
+    path = _write(tmp_path, manifest(**SPECULATIVE))
+    est = _plan_json(path)["speculative"]
+    reason = est["reason"]  # "on (draft_model, named in the spec): TPOT 19.0 → 9.4 ms …"
+    verdict = "on" if est["enabled"] else "off"
+    result = runner.invoke(app, ["plan", str(path), "-o", fmt], env={"COLUMNS": "100"})
+    assert result.exit_code == 0, result.output
+    text = " ".join(result.output.replace("│", " ").split())
+    if fmt == "short":
+        assert f"speculative {verdict}" in text, result.output
+    else:  # the verdict and the numbers behind it
+        assert reason.split(":", 1)[0] in text, result.output
+        assert "TPOT" in text
+        assert "→" in reason
+        tpot = reason.split("TPOT ", 1)[1].split(" ms", 1)[0]
+        assert tpot in text, (tpot, result.output)

@@ -628,10 +628,12 @@ def catalog_data() -> dict[str, list[dict[str, object]]]:
             {
                 "key": key,
                 "hfIds": list(m.aliases),
-                "params": c.total,
-                "activeParams": c.active,
-                "publishedParams": m.published_params,
-                "publishedActiveParams": m.published_active_params,
+                "params": round(c.total),
+                "activeParams": round(c.active),
+                "publishedParams": round(m.published_params),
+                "publishedActiveParams": None
+                if m.published_active_params is None
+                else round(m.published_active_params),
                 "defaultWeightDtype": m.default_dtype,
                 "architecture": m.architecture.model_dump(
                     mode="json", by_alias=True, exclude_none=True

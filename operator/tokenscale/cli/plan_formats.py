@@ -122,6 +122,8 @@ def _figure_rows(grid: Table, p: Plan) -> None:
             f"{gpu_hours}"
         )
     grid.add_row("cost", cost)
+    if p.speculative is not None:
+        grid.add_row("speculative", p.speculative.reason)
 
 
 def _num(value: float | None) -> str:
@@ -146,6 +148,8 @@ def short_line(p: Plan) -> str:
         "TPOT " + _vs(lat["TPOT P99"]),
         _money(p.cost_per_million_output_tokens, p.currency, ",.3f") + "/1M out",
     ]
+    if p.speculative is not None:
+        parts.append(f"speculative {'on' if p.speculative.enabled else 'off'}")
     return "  ".join(parts)
 
 
@@ -248,6 +252,8 @@ def markdown_report(plans: list[Plan], advice: dict[str, list[str]]) -> str:
             f"{p.design_rps:,.2f} RPS ({p.input_tps:,.0f} input / {p.output_tps:,.0f} output "
             "tok/s)."
         )
+        if p.speculative is not None:
+            lines += ["", f"Speculative decoding: {_md_cell(p.speculative.reason)}."]
         if cannot_serve(p):
             lines += ["", "This configuration cannot serve: no latency, throughput or cost."]
         else:

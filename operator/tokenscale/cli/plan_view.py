@@ -128,6 +128,11 @@ def plan_renderable(p: Plan, advice: list[str] | None = None) -> Panel:
                 f"KV(P99) {lim.kv_p99_context:,.0f}",
             ),
             ("serving knobs", p.serving_knobs_reason or "—"),
+            *(
+                [("speculative decoding", p.speculative.reason)]
+                if p.speculative is not None
+                else []
+            ),
             (
                 "operating batch",
                 "none: this configuration cannot serve"
