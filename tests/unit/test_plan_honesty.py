@@ -330,3 +330,26 @@ def test_the_speculative_verdict_is_in_every_view(tmp_path: Path, fmt: str) -> N
         assert "→" in reason
         tpot = reason.split("TPOT ", 1)[1].split(" ms", 1)[0]
         assert tpot in text, (tpot, result.output)
+
+
+# --- smaller: a GPU's family name gets a suggestion -----------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("gpu", "named"),
+    [
+        ("L4", ["L4-24GB"]),
+        ("H100", ["H100-SXM-80GB", "H100-PCIE-80GB", "H100-NVL-94GB"]),
+        ("a100", ["A100-SXM-40GB", "A100-SXM-80GB", "A100-PCIE-80GB"]),
+        ("L40S", ["L40S-48GB"]),
+        ("MI300X", ["MI300X-192GB"]),
+    ],
+)
+def test_a_gpu_family_name_suggests_its_catalog_keys(
+    tmp_path: Path, gpu: str, named: list[str]
+) -> None:
+    path = _write(tmp_path, manifest(hardware={"gpu": gpu, "tensorParallelSize": 1}))
+    result = runner.invoke(app, ["plan", str(path)])
+    assert result.exit_code == 2, result.output
+    hint = result.output.split("did you mean", 1)[1].split("?)", 1)[0]
+    assert sorted(n.strip(" ',") for n in hint.replace(" or ", ",").split(",")) == sorted(named)
