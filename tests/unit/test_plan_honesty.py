@@ -12,7 +12,7 @@ import yaml
 from rich.console import Console
 from typer.testing import CliRunner
 
-from tests.helpers import manifest, spec
+from tests.helpers import HF_CONFIGS, manifest, spec
 from tokenscale.cli.app import app
 from tokenscale.cli.plan_figures import duration_text
 from tokenscale.cli.plan_view import sweep_table
@@ -353,3 +353,16 @@ def test_a_gpu_family_name_suggests_its_catalog_keys(
     assert result.exit_code == 2, result.output
     hint = result.output.split("did you mean", 1)[1].split("?)", 1)[0]
     assert sorted(n.strip(" ',") for n in hint.replace(" or ", ",").split(",")) == sorted(named)
+
+
+# --- smaller: the model's source names the file it came from --------------------------------
+
+
+def test_model_source_names_the_hf_config_file(tmp_path: Path) -> None:
+    config = (HF_CONFIGS / "Llama-3.1-8B-Instruct.json").read_text()
+    (tmp_path / "config.json").write_text(config)
+    model = {"name": "meta-llama/Llama-3.1-8B-Instruct", "catalog": None}
+    path = _write(tmp_path, manifest(model={**model, "hfConfigFile": "config.json"}))
+    assert _plan_json(path)["model_source"] == "spec.model.hfConfigFile (config.json)"
+    inline = _write(tmp_path, manifest(model={**model, "hfConfig": json.loads(config)}), "i.yaml")
+    assert _plan_json(inline)["model_source"] == "spec.model.hfConfig"

@@ -116,7 +116,8 @@ def inline_model_source(
         config = hub_config(m.name, cache_dir)
     else:
         return service
-    model = m.model_copy(update={"hf_config": config, "hf_config_file": None})
+    # the path stays beside its content: the plan's model_source names the file
+    model = m.model_copy(update={"hf_config": config})
     return service.model_copy(update={"spec": service.spec.model_copy(update={"model": model})})
 
 
