@@ -471,4 +471,4 @@ def test_playground_spec_that_is_not_yaml_exits_2(tmp_path: Path) -> None:
     assert "Traceback" not in result.output
     assert result.exception is None or isinstance(result.exception, SystemExit)
     assert result.exit_code == 2, result.output
-    assert "(yaml): not YAML or JSON" in result.output
+    assert "line 1, column 12: not YAML or JSON" in result.output

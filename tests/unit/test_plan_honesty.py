@@ -366,3 +366,27 @@ def test_model_source_names_the_hf_config_file(tmp_path: Path) -> None:
     assert _plan_json(path)["model_source"] == "spec.model.hfConfigFile (config.json)"
     inline = _write(tmp_path, manifest(model={**model, "hfConfig": json.loads(config)}), "i.yaml")
     assert _plan_json(inline)["model_source"] == "spec.model.hfConfig"
+
+
+# --- smaller: a broken YAML file's error is one line citing the file and line ---------------
+
+
+@pytest.mark.parametrize(
+    ("text", "where"),
+    [
+        ("a: 1\n  b: 2\n", "line 2, column 4"),
+        ("spec:\n  model: {name: a\n  hardware: [\n", "line 3, column 11"),
+    ],
+)
+@pytest.mark.parametrize("command", ["plan", "check"])
+def test_a_broken_yaml_file_is_one_line_naming_file_and_line(
+    tmp_path: Path, text: str, where: str, command: str
+) -> None:
+    path = _write(tmp_path, text, "broken.yaml")
+    result = runner.invoke(app, [command, str(path)], env={"COLUMNS": "300"})
+    assert result.exit_code == 2, result.output
+    assert "<unicode string>" not in result.output
+    (line,) = [x for x in result.output.splitlines() if "not YAML or JSON" in x]
+    assert str(path) in line
+    assert where in line
+    assert len([x for x in result.output.splitlines() if x.strip()]) == 2  # header + the line
