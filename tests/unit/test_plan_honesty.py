@@ -4,6 +4,7 @@ through the CLI a user runs (`tokenscale plan`, `check`) or the planner it calls
 import csv
 import io
 import json
+import time
 from pathlib import Path
 from typing import Any
 
@@ -13,7 +14,9 @@ from rich.console import Console
 from typer.testing import CliRunner
 
 from tests.helpers import HF_CONFIGS, manifest, spec
+from tokenscale.api.errors import SpecError
 from tokenscale.cli.app import app
+from tokenscale.cli.model_source import hub_config
 from tokenscale.cli.plan_figures import duration_text
 from tokenscale.cli.plan_view import sweep_table
 from tokenscale.planning import sweep
@@ -390,3 +393,26 @@ def test_a_broken_yaml_file_is_one_line_naming_file_and_line(
     assert str(path) in line
     assert where in line
     assert len([x for x in result.output.splitlines() if x.strip()]) == 2  # header + the line
+
+
+# --- smaller: an unknown model with no network fails fast -----------------------------------
+
+
+def test_an_unreachable_hub_fails_fast_and_names_offline_mode(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Before: the Hub client retried an unreachable host five times with backoff (≈ 25 s)."""
+    from huggingface_hub import constants  # noqa: PLC0415 - the Hub client's own settings
+
+    for variable in ("HTTPS_PROXY", "https_proxy", "HTTP_PROXY", "http_proxy", "ALL_PROXY"):
+        monkeypatch.delenv(variable, raising=False)
+    monkeypatch.setattr(constants, "HF_HUB_OFFLINE", False)
+    monkeypatch.setattr(constants, "ENDPOINT", "http://127.0.0.1:1")  # nothing listens there
+    began = time.monotonic()
+    with pytest.raises(SpecError) as err:
+        hub_config("someorg/not-a-model", tmp_path)
+    assert time.monotonic() - began < 20  # the client's five retries alone take 23 s
+    (issue,) = err.value.issues
+    assert issue.path == "spec.model.name"
+    assert "cannot be reached" in issue.message
+    assert "HF_HUB_OFFLINE=1" in issue.message
