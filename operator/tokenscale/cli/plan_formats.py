@@ -17,6 +17,7 @@ from tokenscale.cli.plan_figures import Latency, cannot_serve, duration_text, la
 from tokenscale.cli.plan_view import disaggregation_renderable, layout_text, replica_bounds_text
 from tokenscale.planning.formulas import batch_text, counted
 from tokenscale.planning.result import Plan
+from tokenscale.scaling.schedule_day import ScheduleDay, day_line, window_line
 
 #: The columns of ``-o csv`` and of the Markdown summary table, in order.
 SUMMARY_COLUMNS = (
@@ -71,7 +72,7 @@ def _replicas_text(p: Plan) -> str:
     return text
 
 
-def compact_renderable(p: Plan, advice: list[str]) -> Group:
+def compact_renderable(p: Plan, advice: list[str], schedule: ScheduleDay | None = None) -> Group:
     """The default view: a title, the layout, then labelled lines whose text wraps inside its
     own column (so a narrow terminal breaks no line under another's label)."""
     status = Text("feasible", style="green") if p.feasible else Text("INFEASIBLE", style="red")
@@ -84,12 +85,16 @@ def compact_renderable(p: Plan, advice: list[str]) -> Group:
         grid.add_row("figures", "none: a replica that cannot serve has no latency or cost")
     else:
         _figure_rows(grid, p)
-    for label, style, lines in (
+    if schedule is not None:  # spec.scaling.schedule: each window at the need, and a day
+        lines = [window_line(w, schedule.need) for w in schedule.windows] + [day_line(schedule)]
+        for i, line in enumerate(lines):
+            grid.add_row("schedule" if i == 0 else "", line)
+    for label, style, notes in (
         ("✗", "red", p.infeasible_reasons),
-        ("!", "yellow", p.warnings),
+        ("!", "yellow", p.warnings + (schedule.warnings if schedule is not None else [])),
         ("→", "cyan", advice),
     ):
-        for line in lines:
+        for line in notes:
             grid.add_row(Text(label, style=style), Text(line, style=style))
     what = Text(
         f"{p.model} on {p.gpu} · {p.weight_dtype} · KV {p.kv_cache_dtype} · "

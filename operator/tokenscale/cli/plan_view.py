@@ -14,6 +14,7 @@ from tokenscale.cli.plan_figures import Latency, cannot_serve, duration_text, la
 from tokenscale.planning.formulas import GIB, batch_text, counted
 from tokenscale.planning.result import Plan
 from tokenscale.planning.sweep import SweepRow, ranking
+from tokenscale.scaling.schedule_day import ScheduleDay, day_line, window_line
 
 
 def _gib(v: float) -> str:
@@ -84,7 +85,9 @@ def _bytes(v: float) -> str:
     return f"{v:,.0f} B"
 
 
-def plan_renderable(p: Plan, advice: list[str] | None = None) -> Panel:
+def plan_renderable(
+    p: Plan, advice: list[str] | None = None, schedule: ScheduleDay | None = None
+) -> Panel:
     m = p.memory_per_gpu
     header = (
         f"{p.model} on {p.gpu} · {p.weight_dtype} weights · KV {p.kv_cache_dtype} · "
@@ -209,10 +212,20 @@ def plan_renderable(p: Plan, advice: list[str] | None = None) -> Panel:
         ]
     if p.disaggregation is not None:
         parts.append(disaggregation_renderable(p))
+    if schedule is not None:
+        parts.append(
+            _kv_table(
+                [(w.label, window_line(w, schedule.need, label=False)) for w in schedule.windows]
+                + [("a day", day_line(schedule))],
+                f"Schedule windows (UTC; the need is {schedule.need}, "
+                f"{schedule.replicas_outside} outside them)",
+            )
+        )
     if p.infeasible_reasons:
         parts.append(Text("\n".join(f"✗ {r}" for r in p.infeasible_reasons), style="red"))
-    if p.warnings:
-        parts.append(Text("\n".join(f"! {w}" for w in p.warnings), style="yellow"))
+    warnings = p.warnings + (schedule.warnings if schedule is not None else [])
+    if warnings:
+        parts.append(Text("\n".join(f"! {w}" for w in warnings), style="yellow"))
     if advice:
         parts.append(Text("\n".join(f"→ {a}" for a in advice), style="cyan"))
     status = "[green]feasible[/]" if p.feasible else "[red]INFEASIBLE[/]"
@@ -469,6 +482,11 @@ def dumps(data: Any, fmt: str) -> str:
     return yaml.safe_dump(clean, sort_keys=False)
 
 
-def print_plans(console: Console, plans: list[Plan], advice: dict[str, list[str]]) -> None:
+def print_plans(
+    console: Console,
+    plans: list[Plan],
+    advice: dict[str, list[str]],
+    schedules: dict[str, ScheduleDay | None] | None = None,
+) -> None:
     for p in plans:
-        console.print(plan_renderable(p, advice.get(p.name, [])))
+        console.print(plan_renderable(p, advice.get(p.name, []), (schedules or {}).get(p.name)))

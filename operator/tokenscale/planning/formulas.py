@@ -87,11 +87,13 @@ def ceil_replicas(value: float) -> int:
 
 
 def batch_text(batch: float) -> str:
-    """A batch as a reader needs it: ``156``, ``9.7``, ``0.42`` (a fractional batch is a replica
-    that is mostly idle, never ``0``)."""
+    """A batch as a reader needs it: ``156``, ``9.7``, ``8``, ``0.42`` (a fractional batch is a
+    replica that is mostly idle, never ``0``)."""
     if batch >= 10:
         return f"{batch:,.0f}"
-    return f"{batch:.1f}" if batch >= 1 else f"{batch:.2g}"
+    if batch >= 1:
+        return f"{batch:.1f}".removesuffix(".0")
+    return f"{batch:.2g}"
 
 
 def counted(n: int, noun: str) -> str:
