@@ -494,3 +494,13 @@ def test_check_fails_a_window_that_cuts_the_need(tmp_path: Path) -> None:
     (item,) = [i for i in json.loads(result.output)["items"] if i["item"] == "schedule"]
     assert item["ok"] is True
     assert "a day with the windows" in item["why"]
+
+
+def test_a_kv_bound_row_no_longer_ranks_first_in_the_sweep() -> None:
+    """70B BF16 at TP 2 holds ten requests: at the knee's batch it looked cheaper per token
+    than TP 4 and ranked first; at the batch its pool holds it costs more."""
+    rows = sweep(spec(**KV_BOUND), gpus=["H100-SXM-80GB"], tp_sizes=[2, 4], dtypes=["bf16"])
+    order = [r.tensor_parallel_size for r in rows if r.plan is not None and r.plan.feasible]
+    assert order == [4, 2]
+    by_tp = {r.tensor_parallel_size: r.plan for r in rows if r.plan is not None}
+    assert by_tp[2].assumptions["operating_point_limited_by"] == "KV pool"
