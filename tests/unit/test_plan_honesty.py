@@ -10,17 +10,21 @@ from typing import Any
 
 import pytest
 import yaml
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from rich.console import Console
 from typer.testing import CliRunner
 
 from tests.helpers import HF_CONFIGS, ROOT, manifest, spec
+from tokenscale.api import InferenceService
 from tokenscale.api.errors import SpecError
 from tokenscale.cli.app import app
 from tokenscale.cli.model_source import hub_config
 from tokenscale.cli.plan_figures import duration_text
 from tokenscale.cli.plan_view import sweep_table
-from tokenscale.planning import sweep
+from tokenscale.planning import plan_service, sweep
 from tokenscale.planning.formulas import batch_text
+from tokenscale.scaling.schedule_day import schedule_day
 
 runner = CliRunner()
 
@@ -504,3 +508,46 @@ def test_a_kv_bound_row_no_longer_ranks_first_in_the_sweep() -> None:
     assert order == [4, 2]
     by_tp = {r.tensor_parallel_size: r.plan for r in rows if r.plan is not None}
     assert by_tp[2].assumptions["operating_point_limited_by"] == "KV pool"
+
+
+_L4_SERVICE = InferenceService.model_validate(yaml.safe_load(L4_EXAMPLE.read_text()))
+_L4_PLAN = plan_service(_L4_SERVICE.spec, "l4")
+
+
+@st.composite
+def _windows(draw: st.DrawFn) -> list[dict[str, Any]]:
+    out = []
+    for _ in range(draw(st.integers(1, 3))):
+        hour, minute = draw(st.integers(0, 23)), draw(st.integers(0, 59))
+        days = draw(st.sampled_from(["*", "1-5", "0,6", "3"]))
+        lo = draw(st.integers(1, 30))
+        out.append(
+            {
+                "cron": f"{minute} {hour} * * {days}",
+                "durationSeconds": draw(st.integers(60, 3 * 86_400)),
+                "minReplicas": lo,
+                "maxReplicas": lo + draw(st.integers(1, 30)),
+            }
+        )
+    return out
+
+
+@settings(max_examples=40, deadline=None)
+@given(_windows())
+def test_a_day_with_windows_is_bounded_by_the_replicas_they_keep(
+    windows: list[dict[str, Any]],
+) -> None:
+    doc = yaml.safe_load(L4_EXAMPLE.read_text())
+    doc["spec"]["scaling"]["schedule"] = windows
+    service = InferenceService.model_validate(doc)
+    day = schedule_day(service.spec, _L4_PLAN)
+    assert day is not None
+    kept = [day.replicas_outside, *(w.replicas for w in day.windows)]
+    assert min(kept) * 24 - 1e-6 <= day.gpu_hours_per_day <= max(kept) * 24 + 1e-6
+    assert sum(w.hours_per_week for w in day.windows) <= 168 + 1e-9
+    for w in day.windows:
+        assert w.replicas == min(max(day.need, w.min_replicas), w.max_replicas)
+        assert w.cuts_need == (w.max_replicas < day.need)
+    unused = [w for w in day.windows if w.hours_per_week == 0]
+    if len(unused) == len(day.windows):
+        assert day.gpu_hours_per_day == pytest.approx(day.gpu_hours_per_day_without)
