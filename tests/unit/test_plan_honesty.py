@@ -475,7 +475,7 @@ def test_no_schedule_is_null_in_json(tmp_path: Path) -> None:
     assert _plan_json(_write(tmp_path, manifest()))["schedule"] is None
 
 
-@pytest.mark.parametrize("fmt", ["table", "wide"])
+@pytest.mark.parametrize("fmt", ["table", "wide", "markdown"])
 def test_the_schedule_windows_and_their_cut_are_in_the_plan(tmp_path: Path, fmt: str) -> None:
     path = _scheduled(tmp_path, WINDOWS)
     result = runner.invoke(app, ["plan", str(path), "-o", fmt], env={"COLUMNS": "100"})

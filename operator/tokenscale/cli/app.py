@@ -230,7 +230,7 @@ def plan(
         for p in plans:
             console.print(short_line(p), highlight=False, markup=False, soft_wrap=True)
     elif output is Output.markdown:
-        typer.echo(markdown_report(plans, advice), nl=False)
+        typer.echo(markdown_report(plans, advice, schedules), nl=False)
     elif output is Output.csv:
         typer.echo(csv_report(plans), nl=False)
     else:

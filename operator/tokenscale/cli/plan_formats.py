@@ -218,7 +218,11 @@ def _md_cell(text: str) -> str:
     return text.replace("|", "\\|").replace("\n", " ")
 
 
-def markdown_report(plans: list[Plan], advice: dict[str, list[str]]) -> str:
+def markdown_report(
+    plans: list[Plan],
+    advice: dict[str, list[str]],
+    schedules: dict[str, ScheduleDay | None] | None = None,
+) -> str:
     """A capacity report to paste into a review: the summary table, then per service its
     constraints, latencies against the SLOs, cost, warnings and advice."""
     head = (
@@ -259,6 +263,11 @@ def markdown_report(plans: list[Plan], advice: dict[str, list[str]]) -> str:
         )
         if p.speculative is not None:
             lines += ["", f"Speculative decoding: {_md_cell(p.speculative.reason)}."]
+        day = (schedules or {}).get(p.name)
+        if day is not None:
+            lines += ["", "Schedule windows (UTC):", ""]
+            lines += [f"- {_md_cell(window_line(w, day.need))}" for w in day.windows]
+            lines.append(f"- {_md_cell(day_line(day))}")
         if cannot_serve(p):
             lines += ["", "This configuration cannot serve: no latency, throughput or cost."]
         else:
@@ -266,6 +275,7 @@ def markdown_report(plans: list[Plan], advice: dict[str, list[str]]) -> str:
         notes = (
             [f"- ✗ {r}" for r in p.infeasible_reasons]
             + [f"- warning: {w}" for w in p.warnings]
+            + [f"- warning: {w}" for w in (day.warnings if day is not None else [])]
             + [f"- advice: {a}" for a in advice.get(p.name, [])]
         )
         if notes:
