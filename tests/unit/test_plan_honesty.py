@@ -551,3 +551,23 @@ def test_a_day_with_windows_is_bounded_by_the_replicas_they_keep(
     unused = [w for w in day.windows if w.hours_per_week == 0]
     if len(unused) == len(day.windows):
         assert day.gpu_hours_per_day == pytest.approx(day.gpu_hours_per_day_without)
+
+
+# --- the new lines fit the terminal -----------------------------------------------------------
+
+
+@pytest.mark.parametrize("columns", [80, 100, 120])
+@pytest.mark.parametrize("fmt", ["table", "wide"])
+@pytest.mark.parametrize("case", ["cannot-serve", "kv-bound", "speculative", "schedule"])
+def test_the_new_lines_fit_the_width(tmp_path: Path, case: str, fmt: str, columns: int) -> None:
+    docs = {
+        "cannot-serve": manifest(**DOES_NOT_FIT),
+        "kv-bound": manifest(**KV_BOUND),
+        "speculative": manifest(**SPECULATIVE),
+    }
+    path = _scheduled(tmp_path, WINDOWS) if case == "schedule" else _write(tmp_path, docs[case])
+    result = runner.invoke(app, ["plan", str(path), "-o", fmt], env={"COLUMNS": str(columns)})
+    assert result.exit_code in (0, 1), result.output
+    lines = result.output.splitlines()
+    assert max(len(line.rstrip()) for line in lines) <= columns, result.output
+    assert not [line for line in lines if "…" in line], result.output
