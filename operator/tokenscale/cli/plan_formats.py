@@ -85,6 +85,8 @@ def compact_renderable(p: Plan, advice: list[str], schedule: ScheduleDay | None 
         grid.add_row("figures", "none: a replica that cannot serve has no latency or cost")
     else:
         _figure_rows(grid, p)
+    if p.speculative is not None:
+        grid.add_row("speculative", p.speculative.reason)
     if schedule is not None:  # spec.scaling.schedule: each window at the need, and a day
         lines = [window_line(w, schedule.need) for w in schedule.windows] + [day_line(schedule)]
         for i, line in enumerate(lines):
@@ -127,8 +129,6 @@ def _figure_rows(grid: Table, p: Plan) -> None:
             f"{gpu_hours}"
         )
     grid.add_row("cost", cost)
-    if p.speculative is not None:
-        grid.add_row("speculative", p.speculative.reason)
 
 
 def _num(value: float | None) -> str:
