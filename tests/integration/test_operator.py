@@ -134,6 +134,11 @@ def test_schema_invalid_resource_is_rejected_naming_the_field(
             "spec.hardware.tensorParallelSize: 8 is invalid for this model: attentionHeads=28",
         ),
         (
+            {"slo": {"tpotP99Seconds": 80}},
+            "InvalidSpec",
+            "spec.slo.tpotP99Seconds: 80 s is not a TPOT objective anyone means",
+        ),
+        (
             {
                 "model": {"name": "meta-llama/Llama-3.1-405B", "catalog": "llama-3.1-405b"},
                 "hardware": {"gpu": "L4-24GB", "tensorParallelSize": "auto"},

@@ -200,7 +200,7 @@ def test_non_utf8_input_exits_2(tmp_path: Path) -> None:
 @pytest.mark.parametrize("depth", [65, 600, 5000])
 def test_deep_nesting_exits_2(tmp_path: Path, depth: int) -> None:
     text = yaml.safe_dump(manifest()) + "extra: " + "[" * depth + "]" * depth + "\n"
-    out = _bad(tmp_path, text, "(yaml)")
+    out = _bad(tmp_path, text, "isvc.yaml: nested deeper")  # the file, not "(yaml)"
     assert "nested deeper" in out
 
 
@@ -208,7 +208,7 @@ def test_duplicate_keys_are_an_error(tmp_path: Path) -> None:
     text = yaml.safe_dump(manifest()).replace(
         "  workload:\n", "  workload:\n    streaming: true\n    streaming: false\n", 1
     )
-    out = _bad(tmp_path, text, "(yaml)")
+    out = _bad(tmp_path, text, "isvc.yaml: line")  # the file, not "(yaml)"
     assert "duplicate key 'streaming'" in out
 
 
@@ -471,4 +471,4 @@ def test_playground_spec_that_is_not_yaml_exits_2(tmp_path: Path) -> None:
     assert "Traceback" not in result.output
     assert result.exception is None or isinstance(result.exception, SystemExit)
     assert result.exit_code == 2, result.output
-    assert "(yaml): not YAML or JSON" in result.output
+    assert "line 1, column 12: not YAML or JSON" in result.output

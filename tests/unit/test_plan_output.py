@@ -85,7 +85,8 @@ def test_short_is_one_line_per_service(tmp_path: Path) -> None:
     assert [line.split()[0] for line in lines] == ["test", "second"]
     plans = _json(["plan", str(f)])
     for line, plan in zip(lines, plans, strict=True):
-        assert f"({plan['gpus_total']} GPUs)" in line
+        n = plan["gpus_total"]
+        assert f"({n} GPU{'' if n == 1 else 's'})" in line
         assert str(plan["binding_constraint"]) in line
 
 

@@ -171,3 +171,48 @@ def test_redundancy_never_lowers_the_total(
         return
     assert red.replicas.total >= base.replicas.total
     assert red.replicas.with_redundancy >= math.ceil(base.replicas.needed - 1e-9) + spares
+
+
+@st.composite
+def tight_pools(draw: st.DrawFn) -> dict[str, Any]:
+    """Weights that nearly fill the GPU (70B at TP 2 on H100, 8B on a 24 GB GPU): a KV pool of
+    a few requests, where the knee or the SLOs alone would allow many more."""
+    key, gpu, tp = draw(
+        st.sampled_from(
+            [
+                ("llama-3.1-70b", "H100-SXM-80GB", 2),
+                ("llama-3.1-8b", "L4-24GB", 1),
+                ("llama-3.1-8b", "A10-24GB", 1),
+            ]
+        )
+    )
+    in_mean = draw(st.floats(200, 3000))
+    out_mean = draw(st.floats(50, 1000))
+    return {
+        "model": {"name": key, "catalog": key},
+        "hardware": {"gpu": gpu, "tensorParallelSize": tp},
+        "workload": {
+            "rps": {"mean": draw(st.floats(0.1, 50))},
+            "inputTokens": {"mean": in_mean, "p99": in_mean * draw(st.floats(1, 2))},
+            "outputTokens": {"mean": out_mean, "p99": out_mean * draw(st.floats(1, 2))},
+            "maxContextTokens": 8192,
+        },
+        "slo": {"ttftP99Seconds": draw(st.floats(1, 20)), "tpotP99Seconds": 0.2},
+        "scaling": {"minReplicas": 1, "maxReplicas": 10_000},
+    }
+
+
+@FAST
+@given(st.one_of(specs(), tight_pools()))
+def test_the_operating_batch_fits_the_kv_pool(patch: dict[str, Any]) -> None:
+    """The batch that sets capacity and cost is one the KV pool holds at the workload's mix,
+    wherever the pool holds at least one mean request; when the pool sets it, throughput needs
+    exactly the replicas the KV constraint does."""
+    p = _plan(patch)
+    assume(p is not None and p.replicas is not None)
+    assert p is not None
+    assert p.replicas is not None
+    if p.concurrency_limits.kv_mean_context >= 1:
+        assert p.operating_batch <= p.concurrency_limits.kv_mean_context * (1 + 1e-9)
+    if p.assumptions["operating_point_limited_by"] == "KV pool":
+        assert math.isclose(p.replicas.throughput, p.replicas.kv, rel_tol=1e-9)

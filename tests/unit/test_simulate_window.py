@@ -116,3 +116,19 @@ def test_explain_prints_no_unrounded_floats(tmp_path: Path) -> None:
     snapshot = next(line for line in out.splitlines() if "snapshot:" in line)
     assert "KV max" in snapshot
     assert not re.search(r"\d\.\d{5,}", snapshot), snapshot  # was "KV max 0.323916988873984"
+
+
+def test_explain_and_fault_moments_both_count_from_start(tmp_path: Path) -> None:
+    """One rule: with --start 1:00, `--explain 1:30` and `--fault …@1:30` are 1:30 into the
+    replay (2:30 of the trace); a moment past the replay's end is refused for both, saying so."""
+    code, out = _sim(tmp_path, "--start", "1:00", "--duration", "120", "--explain", "1:30")
+    assert code == 0, out
+    assert "at 1:30 (90 s)" in out, out
+    code, out = _sim(tmp_path, "--start", "1:00", "--duration", "120", "--explain", "2:30")
+    assert "no tokenscale decision at or after that moment" in out, out
+    assert "moments count from --start 1:00" in " ".join(out.split()), out
+    code, out = _sim(
+        tmp_path, "--start", "1:00", "--duration", "120", "--fault", "cache-flush@2:30"
+    )
+    assert code == 2, out
+    assert "moments count from --start 1:00" in " ".join(out.split()), out

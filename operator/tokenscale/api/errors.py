@@ -52,9 +52,21 @@ def _loc_to_path(prefix: str, loc: Sequence[int | str]) -> str:
     return ".".join(parts)
 
 
+#: The most names a "did you mean" lists for a family name (``H100``: its three variants).
+MAX_FAMILY = 3
+
+
 def did_you_mean(word: str, choices: Sequence[str]) -> str:
-    """`` (did you mean 'X'?)`` for the closest of ``choices`` (case-insensitive), or ``""``."""
+    """`` (did you mean 'X'?)`` for the closest of ``choices`` (case-insensitive), or ``""``.
+    A family name that is the head of some choices (``H100`` of ``H100-SXM-80GB``,
+    ``H100-PCIE-80GB``, …; ``L4`` of ``L4-24GB``) names them, as many as :data:`MAX_FAMILY`."""
     lowered = {c.lower(): c for c in choices}
+    head = word.lower().rstrip("-") + "-"
+    family = [c for low, c in lowered.items() if low.startswith(head)] if word else []
+    if family and len(family) <= MAX_FAMILY:
+        names = [repr(c) for c in family]
+        listed = names[0] if len(names) == 1 else ", ".join(names[:-1]) + " or " + names[-1]
+        return f" (did you mean {listed}?)"
     close = difflib.get_close_matches(word.lower(), list(lowered), n=1, cutoff=0.6)
     return f" (did you mean {lowered[close[0]]!r}?)" if close else ""
 

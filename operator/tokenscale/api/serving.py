@@ -86,6 +86,15 @@ class Serving(ApiModel):
         "(--model, --port, --tensor-parallel-size, …) are refused.",
     )
 
+    @field_validator("disaggregation", mode="before")
+    @classmethod
+    def _yaml_switch(cls, value: object) -> object:
+        """YAML 1.1 (PyYAML, and kubectl's parser) reads an unquoted ``on``/``off`` as a
+        boolean: take it back as the word the user wrote."""
+        if isinstance(value, bool):
+            return "on" if value else "off"
+        return value
+
     @field_validator("extra_args")
     @classmethod
     def _not_owned(cls, value: list[str]) -> list[str]:

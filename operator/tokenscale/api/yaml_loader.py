@@ -48,13 +48,28 @@ def _check(node: Node, where: str) -> None:
             stack.extend((child, level + 1) for child in current.value)
 
 
+def yaml_problem(exc: yaml.YAMLError) -> str:
+    """One line for a YAML error: ``line 2, column 4: not YAML or JSON: mapping values are not
+    allowed here`` (PyYAML's own text spans several lines and cites ``"<unicode string>"``)."""
+    if isinstance(exc, yaml.MarkedYAMLError):
+        mark = exc.problem_mark or exc.context_mark
+        problem = exc.problem or exc.context or "invalid"
+        if exc.problem and exc.context:
+            at = f" at line {exc.context_mark.line + 1}" if exc.context_mark else ""
+            problem = f"{problem} ({exc.context}{at})"
+        if mark is not None:
+            return f"line {mark.line + 1}, column {mark.column + 1}: not YAML or JSON: {problem}"
+        return f"not YAML or JSON: {problem}"
+    return "not YAML or JSON: " + " ".join(str(exc).split())
+
+
 def safe_load_all(text: str, where: str = "(yaml)") -> Iterator[Any]:
     """Every document of ``text``, checked; :class:`SpecError` for bad YAML, duplicate keys or
     too deep nesting."""
     try:
         nodes = list(yaml.compose_all(text, Loader=yaml.SafeLoader))
     except yaml.YAMLError as exc:
-        raise SpecError.single(where, f"not YAML or JSON: {exc}") from exc
+        raise SpecError.single(where, yaml_problem(exc)) from exc
     except RecursionError as exc:
         raise SpecError.single(where, f"nested deeper than {MAX_DEPTH} levels; flatten it") from exc
     for node in nodes:
@@ -66,7 +81,7 @@ def safe_load_all(text: str, where: str = "(yaml)") -> Iterator[Any]:
         try:
             yield loader.construct_document(node)
         except yaml.YAMLError as exc:
-            raise SpecError.single(where, f"not YAML or JSON: {exc}") from exc
+            raise SpecError.single(where, yaml_problem(exc)) from exc
         finally:
             loader.dispose()
 

@@ -36,6 +36,7 @@ from tokenscale.planning.advice import advise
 from tokenscale.planning.sweep import SweepRow, ranking
 from tokenscale.planning.validate import validate_manifests
 from tokenscale.render import Owner, derived_names, render_bundle
+from tokenscale.scaling.schedule_day import ScheduleDay, schedule_day
 
 #: A Kubernetes object UID as the API server assigns it (a UUID, lowercase or not).
 _UID = re.compile(r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}")
@@ -210,6 +211,9 @@ def plan(
         s.metadata.name: advise(s.spec, p, s.metadata.name)
         for s, p in zip(services, plans, strict=True)
     }
+    schedules = {
+        s.metadata.name: schedule_day(s.spec, p) for s, p in zip(services, plans, strict=True)
+    }
     single = plans
     if output in (Output.table, Output.wide):  # a GPU mix has its own view
         for p in plans:
@@ -218,25 +222,34 @@ def plan(
         single = [p for p in plans if p.mix is None]
     if output is Output.wide:
         if single:
-            print_plans(console, single, advice)
+            print_plans(console, single, advice, schedules)
     elif output is Output.table:
         for p in single:
-            console.print(compact_renderable(p, advice.get(p.name, [])))
+            console.print(compact_renderable(p, advice.get(p.name, []), schedules.get(p.name)))
     elif output is Output.short:
         for p in plans:
             console.print(short_line(p), highlight=False, markup=False, soft_wrap=True)
     elif output is Output.markdown:
-        typer.echo(markdown_report(plans, advice), nl=False)
+        typer.echo(markdown_report(plans, advice, schedules), nl=False)
     elif output is Output.csv:
         typer.echo(csv_report(plans), nl=False)
     else:
-        data = [p.model_dump(mode="json") | {"advice": advice.get(p.name, [])} for p in plans]
+        data = [
+            p.model_dump(mode="json")
+            | {"advice": advice.get(p.name, []), "schedule": _schedule_data(schedules.get(p.name))}
+            for p in plans
+        ]
         typer.echo(dumps(data[0] if len(data) == 1 else data, output.value))
     if show_curve and output in (Output.table, Output.wide):
         for p in plans:
             console.print(curve_table(p))
     if not all(p.feasible for p in plans):
         raise typer.Exit(1)
+
+
+def _schedule_data(day: ScheduleDay | None) -> dict[str, object] | None:
+    """``spec.scaling.schedule`` against the plan (a key beside the plan's, as ``advice``)."""
+    return None if day is None else day.model_dump(mode="json")
 
 
 class ManifestOutput(enum.StrEnum):
@@ -628,10 +641,12 @@ def catalog_data() -> dict[str, list[dict[str, object]]]:
             {
                 "key": key,
                 "hfIds": list(m.aliases),
-                "params": c.total,
-                "activeParams": c.active,
-                "publishedParams": m.published_params,
-                "publishedActiveParams": m.published_active_params,
+                "params": round(c.total),
+                "activeParams": round(c.active),
+                "publishedParams": round(m.published_params),
+                "publishedActiveParams": None
+                if m.published_active_params is None
+                else round(m.published_active_params),
                 "defaultWeightDtype": m.default_dtype,
                 "architecture": m.architecture.model_dump(
                     mode="json", by_alias=True, exclude_none=True

@@ -41,9 +41,8 @@ def fail_invalid(err: SpecError, file: Path, fmt: str | None = None) -> NoReturn
         soft_wrap=True,
     )
     for issue in err.issues:
-        console.print(
-            f"  {issue.path}: {issue.message}", highlight=False, markup=False, soft_wrap=True
-        )
+        path = str(file) if issue.path == "(yaml)" else issue.path  # the file's own text
+        console.print(f"  {path}: {issue.message}", highlight=False, markup=False, soft_wrap=True)
     raise typer.Exit(2)
 
 

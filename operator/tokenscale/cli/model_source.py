@@ -6,6 +6,9 @@ is inlined as ``hfConfig``; the planner itself reads no file and no network.
 
 import json
 import logging
+import os
+import socket
+import urllib.parse
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -64,6 +67,28 @@ def _hub_failure(exc: Exception) -> str:
     return f"{type(exc).__name__}: {exc}".splitlines()[0]
 
 
+#: How long the Hub's host may take to accept a connection before the command gives up: the
+#: Hub client itself retries an unreachable host five times with backoff (about 25 s).
+HUB_CONNECT_TIMEOUT_S = 3.0
+_PROXY_VARIABLES = ("HTTPS_PROXY", "https_proxy", "HTTP_PROXY", "http_proxy", "ALL_PROXY")
+
+
+def hub_unreachable(endpoint: str, timeout_s: float = HUB_CONNECT_TIMEOUT_S) -> str | None:
+    """Why ``endpoint``'s host does not accept a TCP connection within ``timeout_s``, or None
+    when it does (or when a proxy carries the traffic: the client knows that way, not we)."""
+    if any(os.environ.get(v) for v in _PROXY_VARIABLES):
+        return None
+    url = urllib.parse.urlsplit(endpoint)
+    if url.hostname is None:
+        return None
+    port = url.port or (443 if url.scheme == "https" else 80)
+    try:
+        with socket.create_connection((url.hostname, port), timeout=timeout_s):
+            return None
+    except OSError as exc:
+        return f"{url.hostname}:{port} did not answer within {timeout_s:g} s ({exc})"
+
+
 def hub_config(repo_id: str, cache_dir: Path | None = None) -> dict[str, Any]:
     """``config.json`` of ``repo_id`` from the Hugging Face Hub or its local cache; a
     :class:`SpecError` at ``spec.model.name`` naming the alternatives when neither answers."""
@@ -78,6 +103,14 @@ def hub_config(repo_id: str, cache_dir: Path | None = None) -> dict[str, Any]:
         except Exception:
             if constants.HF_HUB_OFFLINE:
                 raise
+            down = hub_unreachable(constants.ENDPOINT)
+            if down is not None:  # fail fast, not after the client's retries
+                raise SpecError.single(
+                    where,
+                    f"{repo_id!r} is not in the catalog or the local Hugging Face cache, and the "
+                    f"Hub cannot be reached: {down}; set HF_HUB_OFFLINE=1 to use only the "
+                    f"cache (no wait), or {ALTERNATIVES}",
+                ) from None
             Console(stderr=True).print(
                 f"{repo_id}: not in the catalog or the local cache; asking the Hugging Face Hub "
                 "(HF_HUB_OFFLINE=1 skips it)",
@@ -89,6 +122,8 @@ def hub_config(repo_id: str, cache_dir: Path | None = None) -> dict[str, Any]:
             path = hf_hub_download(repo_id, "config.json", cache_dir=cache_dir)
     except ImportError as exc:  # pragma: no cover - a dependency of the package
         raise SpecError.single(where, f"huggingface_hub is not installed; {ALTERNATIVES}") from exc
+    except SpecError:
+        raise
     except Exception as exc:
         raise SpecError.single(
             where,
@@ -116,7 +151,8 @@ def inline_model_source(
         config = hub_config(m.name, cache_dir)
     else:
         return service
-    model = m.model_copy(update={"hf_config": config, "hf_config_file": None})
+    # the path stays beside its content: the plan's model_source names the file
+    model = m.model_copy(update={"hf_config": config})
     return service.model_copy(update={"spec": service.spec.model_copy(update={"model": model})})
 
 

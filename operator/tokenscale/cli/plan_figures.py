@@ -42,8 +42,24 @@ def latencies(p: Plan) -> list[Latency]:
 
 
 def duration_text(seconds: float) -> str:
-    """``634 ms``, ``76.6 ms``, ``1.25 s``, ``63.8 s``: three significant figures at most."""
+    """``634 ms``, ``76.6 ms``, ``1.25 s``, ``63.8 s``, ``649 s``: three significant figures at
+    most."""
     if seconds < 1:
         ms = seconds * 1e3
         return f"{ms:,.1f} ms" if ms < 100 else f"{ms:,.0f} ms"
+    if seconds >= 100:
+        return f"{seconds:,.0f} s"
     return f"{seconds:,.2f} s" if seconds < 10 else f"{seconds:,.1f} s"
+
+
+def cannot_serve(p: Plan) -> bool:
+    """True when no replica count serves this configuration (it does not fit, a request does
+    not fit, the SLOs are missed at batch 1): its latency, throughput and cost would be figures
+    of a replica that cannot run, so the views show why instead. A plan that only falls short
+    of ``maxReplicas`` still serves and keeps its figures."""
+    return p.replicas is None
+
+
+def why_not(p: Plan) -> str:
+    """The first reason a plan is infeasible (the views that have one line for it)."""
+    return p.infeasible_reasons[0] if p.infeasible_reasons else "infeasible"

@@ -13,9 +13,11 @@ from rich.padding import Padding
 from rich.table import Table
 from rich.text import Text
 
-from tokenscale.cli.plan_figures import Latency, duration_text, latencies
+from tokenscale.cli.plan_figures import Latency, cannot_serve, duration_text, latencies, why_not
 from tokenscale.cli.plan_view import disaggregation_renderable, layout_text, replica_bounds_text
+from tokenscale.planning.formulas import batch_text, counted
 from tokenscale.planning.result import Plan
+from tokenscale.scaling.schedule_day import ScheduleDay, day_line, window_line
 
 #: The columns of ``-o csv`` and of the Markdown summary table, in order.
 SUMMARY_COLUMNS = (
@@ -38,6 +40,7 @@ SUMMARY_COLUMNS = (
     "cost_per_hour",
     "cost_per_1m_output",
     "currency",
+    "why_not",
 )
 
 
@@ -60,7 +63,7 @@ def _replicas_text(p: Plan) -> str:
     r = p.replicas
     text = (
         f"{r.total:,} × {p.gpus_per_replica} GPU{'s' if p.gpus_per_replica > 1 else ''} = "
-        f"{p.gpus_total or 0:,} GPUs"
+        f"{counted(p.gpus_total or 0, 'GPU')}"
     )
     others = ", ".join(f"{c.name} {c.replicas:,.2f}" for c in p.constraints)
     text += f"  (binding: {p.binding_constraint}; {others})"
@@ -69,7 +72,7 @@ def _replicas_text(p: Plan) -> str:
     return text
 
 
-def compact_renderable(p: Plan, advice: list[str]) -> Group:
+def compact_renderable(p: Plan, advice: list[str], schedule: ScheduleDay | None = None) -> Group:
     """The default view: a title, the layout, then labelled lines whose text wraps inside its
     own column (so a narrow terminal breaks no line under another's label)."""
     status = Text("feasible", style="green") if p.feasible else Text("INFEASIBLE", style="red")
@@ -78,13 +81,43 @@ def compact_renderable(p: Plan, advice: list[str]) -> Group:
     grid.add_column(style="bold", no_wrap=True)
     grid.add_column()
     grid.add_row("replicas", _replicas_text(p))
+    if cannot_serve(p):
+        grid.add_row("figures", "none: a replica that cannot serve has no latency or cost")
+    else:
+        _figure_rows(grid, p)
+    if p.speculative is not None:
+        grid.add_row("speculative", p.speculative.reason)
+    if schedule is not None:  # spec.scaling.schedule: each window at the need, and a day
+        lines = [window_line(w, schedule.need) for w in schedule.windows] + [day_line(schedule)]
+        for i, line in enumerate(lines):
+            grid.add_row("schedule" if i == 0 else "", line)
+    for label, style, notes in (
+        ("✗", "red", p.infeasible_reasons),
+        ("!", "yellow", p.warnings + (schedule.warnings if schedule is not None else [])),
+        ("→", "cyan", advice),
+    ):
+        for line in notes:
+            grid.add_row(Text(label, style=style), Text(line, style=style))
+    what = Text(
+        f"{p.model} on {p.gpu} · {p.weight_dtype} · KV {p.kv_cache_dtype} · "
+        f"{layout_text(p)} · max len {p.max_model_len:,}"
+    )
+    parts: list[RenderableType] = [title, Padding(what, (0, 0, 0, 2)), Padding(grid, (0, 0, 1, 2))]
+    if p.disaggregation is not None:  # both architectures, side by side
+        parts.append(Padding(disaggregation_renderable(p), (0, 0, 1, 2)))
+    return Group(*parts)
+
+
+def _figure_rows(grid: Table, p: Plan) -> None:
+    """Latency, per-replica capacity and cost: the rows of a plan that can serve."""
     lat = latencies(p)
     for i, x in enumerate(lat):
         grid.add_row("latency" if i == 0 else "", _latency_text(x))
     grid.add_row(
         "per replica",
         f"{p.rps_per_replica:,.2f} req/s · {p.output_tps_per_replica:,.0f} output tok/s · "
-        f"batch {p.operating_batch:,.0f} · KV {p.kv_capacity_tokens_per_replica:,.0f} tokens",
+        f"batch {batch_text(p.operating_batch)} · "
+        f"KV {p.kv_capacity_tokens_per_replica:,.0f} tokens",
     )
     gpu_hours = f"{_num(p.gpu_hours_per_million_output_tokens)} GPU-h per 1M output"
     if p.cost_per_hour is None:
@@ -96,21 +129,6 @@ def compact_renderable(p: Plan, advice: list[str]) -> Group:
             f"{gpu_hours}"
         )
     grid.add_row("cost", cost)
-    for label, style, lines in (
-        ("✗", "red", p.infeasible_reasons),
-        ("!", "yellow", p.warnings),
-        ("→", "cyan", advice),
-    ):
-        for line in lines:
-            grid.add_row(Text(label, style=style), Text(line, style=style))
-    what = Text(
-        f"{p.model} on {p.gpu} · {p.weight_dtype} · KV {p.kv_cache_dtype} · "
-        f"{layout_text(p)} · max len {p.max_model_len:,}"
-    )
-    parts: list[RenderableType] = [title, Padding(what, (0, 0, 0, 2)), Padding(grid, (0, 0, 1, 2))]
-    if p.disaggregation is not None:  # both architectures, side by side
-        parts.append(Padding(disaggregation_renderable(p), (0, 0, 1, 2)))
-    return Group(*parts)
 
 
 def _num(value: float | None) -> str:
@@ -123,17 +141,20 @@ def short_line(p: Plan) -> str:
     fleet = (
         "no fleet"
         if p.replicas is None
-        else f"{p.replicas.total}×{layout_text(p, compact=True)} {p.gpu} ({p.gpus_total} GPUs)"
+        else f"{p.replicas.total}×{layout_text(p, compact=True)} {p.gpu} "
+        f"({counted(p.gpus_total or 0, 'GPU')})"
     )
-    parts = [
-        p.name,
-        "ok" if p.feasible else "INFEASIBLE",
-        fleet,
+    parts = [p.name, "ok" if p.feasible else "INFEASIBLE", fleet]
+    if cannot_serve(p):
+        return "  ".join([*parts, "why: " + why_not(p)])
+    parts += [
         p.binding_constraint,
         "TTFT " + _vs(lat["TTFT P99"]),
         "TPOT " + _vs(lat["TPOT P99"]),
         _money(p.cost_per_million_output_tokens, p.currency, ",.3f") + "/1M out",
     ]
+    if p.speculative is not None:
+        parts.append(f"speculative {'on' if p.speculative.enabled else 'off'}")
     return "  ".join(parts)
 
 
@@ -154,7 +175,7 @@ def summary_row(p: Plan) -> dict[str, str]:
     def opt(x: float | None, fmt: str) -> str:
         return "" if x is None else f"{x:{fmt}}"
 
-    return {
+    row = {
         "service": p.name,
         "model": p.model,
         "gpu": p.gpu,
@@ -174,7 +195,13 @@ def summary_row(p: Plan) -> dict[str, str]:
         "cost_per_hour": opt(p.cost_per_hour, ".2f"),
         "cost_per_1m_output": opt(p.cost_per_million_output_tokens, ".3f"),
         "currency": p.currency,
+        "why_not": "; ".join(p.infeasible_reasons),
     }
+    if cannot_serve(p):  # no figures for a replica that cannot run
+        for key in SUMMARY_COLUMNS[SUMMARY_COLUMNS.index("binding") :]:
+            if key not in ("currency", "why_not"):
+                row[key] = ""
+    return row
 
 
 def csv_report(plans: list[Plan]) -> str:
@@ -191,7 +218,11 @@ def _md_cell(text: str) -> str:
     return text.replace("|", "\\|").replace("\n", " ")
 
 
-def markdown_report(plans: list[Plan], advice: dict[str, list[str]]) -> str:
+def markdown_report(
+    plans: list[Plan],
+    advice: dict[str, list[str]],
+    schedules: dict[str, ScheduleDay | None] | None = None,
+) -> str:
     """A capacity report to paste into a review: the summary table, then per service its
     constraints, latencies against the SLOs, cost, warnings and advice."""
     head = (
@@ -201,6 +232,16 @@ def markdown_report(plans: list[Plan], advice: dict[str, list[str]]) -> str:
     lines = ["# Capacity plan", "", head, "|" + "---|" * 11]
     for p in plans:
         lat = {x.name: x for x in latencies(p)}
+        figures = (
+            ["—"] * 4
+            if cannot_serve(p)
+            else [
+                p.binding_constraint,
+                _vs(lat["TTFT P99"]),
+                _vs(lat["TPOT P99"]),
+                _money(p.cost_per_million_output_tokens, p.currency, ",.3f"),
+            ]
+        )
         cells = [
             p.name,
             p.model,
@@ -208,10 +249,7 @@ def markdown_report(plans: list[Plan], advice: dict[str, list[str]]) -> str:
             f"{layout_text(p, compact=True)} {p.weight_dtype}",
             "—" if p.replicas is None else f"{p.replicas.total:,}",
             "—" if p.gpus_total is None else f"{p.gpus_total:,}",
-            p.binding_constraint,
-            _vs(lat["TTFT P99"]),
-            _vs(lat["TPOT P99"]),
-            _money(p.cost_per_million_output_tokens, p.currency, ",.3f"),
+            *figures,
             "yes" if p.feasible else "**no**",
         ]
         lines.append("| " + " | ".join(_md_cell(c) for c in cells) + " |")
@@ -223,27 +261,44 @@ def markdown_report(plans: list[Plan], advice: dict[str, list[str]]) -> str:
             f"{p.design_rps:,.2f} RPS ({p.input_tps:,.0f} input / {p.output_tps:,.0f} output "
             "tok/s)."
         )
-        lines += ["", "| constraint | replicas | how |", "|---|---|---|"]
-        for c in p.constraints:
-            name = f"**{c.name}** (binding)" if c.name == p.binding_constraint else c.name
-            lines.append(f"| {name} | {c.replicas:,.2f} | {_md_cell(c.formula)} |")
-        lines += ["", "| latency | estimate | SLO | met |", "|---|---|---|---|"]
-        for x in latencies(p):
-            target = "—" if x.target_s is None else duration_text(x.target_s)
-            met = "—" if x.met is None else ("yes" if x.met else "**no**")
-            lines.append(f"| {x.name} | {duration_text(x.estimate_s)} | {target} | {met} |")
-        lines += [
-            "",
-            f"Cost: {_money(p.cost_per_hour, p.currency)} per hour, "
-            f"{_money(p.cost_per_million_output_tokens, p.currency, ',.3f')} per 1M output "
-            f"tokens, {_num(p.gpu_hours_per_million_output_tokens)} GPU-hours per 1M output "
-            "tokens.",
-        ]
+        if p.speculative is not None:
+            lines += ["", f"Speculative decoding: {_md_cell(p.speculative.reason)}."]
+        day = (schedules or {}).get(p.name)
+        if day is not None:
+            lines += ["", "Schedule windows (UTC):", ""]
+            lines += [f"- {_md_cell(window_line(w, day.need))}" for w in day.windows]
+            lines.append(f"- {_md_cell(day_line(day))}")
+        if cannot_serve(p):
+            lines += ["", "This configuration cannot serve: no latency, throughput or cost."]
+        else:
+            lines += _markdown_figures(p)
         notes = (
             [f"- ✗ {r}" for r in p.infeasible_reasons]
             + [f"- warning: {w}" for w in p.warnings]
+            + [f"- warning: {w}" for w in (day.warnings if day is not None else [])]
             + [f"- advice: {a}" for a in advice.get(p.name, [])]
         )
         if notes:
             lines += ["", *[_md_cell(n) for n in notes]]
     return "\n".join(lines) + "\n"
+
+
+def _markdown_figures(p: Plan) -> list[str]:
+    """The constraints, latencies against the SLOs and cost of a plan that can serve."""
+    lines = ["", "| constraint | replicas | how |", "|---|---|---|"]
+    for c in p.constraints:
+        name = f"**{c.name}** (binding)" if c.name == p.binding_constraint else c.name
+        lines.append(f"| {name} | {c.replicas:,.2f} | {_md_cell(c.formula)} |")
+    lines += ["", "| latency | estimate | SLO | met |", "|---|---|---|---|"]
+    for x in latencies(p):
+        target = "—" if x.target_s is None else duration_text(x.target_s)
+        met = "—" if x.met is None else ("yes" if x.met else "**no**")
+        lines.append(f"| {x.name} | {duration_text(x.estimate_s)} | {target} | {met} |")
+    lines += [
+        "",
+        f"Cost: {_money(p.cost_per_hour, p.currency)} per hour, "
+        f"{_money(p.cost_per_million_output_tokens, p.currency, ',.3f')} per 1M output "
+        f"tokens, {_num(p.gpu_hours_per_million_output_tokens)} GPU-hours per 1M output "
+        "tokens.",
+    ]
+    return lines

@@ -10,10 +10,11 @@ from rich.panel import Panel
 from rich.table import Table
 from rich.text import Text
 
-from tokenscale.cli.plan_figures import Latency, duration_text, latencies
-from tokenscale.planning.formulas import GIB
+from tokenscale.cli.plan_figures import Latency, cannot_serve, duration_text, latencies, why_not
+from tokenscale.planning.formulas import GIB, batch_text, counted
 from tokenscale.planning.result import Plan
 from tokenscale.planning.sweep import SweepRow, ranking
+from tokenscale.scaling.schedule_day import ScheduleDay, day_line, window_line
 
 
 def _gib(v: float) -> str:
@@ -56,13 +57,13 @@ def layout_text(p: Plan, compact: bool = False) -> str:
 def replica_bounds_text(wanted: int, total: int) -> str:
     """How the bounds (or a pin) moved the count: kept, capped below the need, or raised."""
     if total == wanted:
-        return f"{total:,} replicas"
+        return counted(total, "replica")
     if total < wanted:
         return (
-            f"capped at {total:,} replicas by maxReplicas or the pin, "
+            f"capped at {counted(total, 'replica')} by maxReplicas or the pin, "
             f"{wanted - total:,} short of the need"
         )
-    return f"raised to {total:,} replicas by minReplicas or the pin"
+    return f"raised to {counted(total, 'replica')} by minReplicas or the pin"
 
 
 def _latency_row(x: Latency) -> tuple[str, str, str, str]:
@@ -84,7 +85,9 @@ def _bytes(v: float) -> str:
     return f"{v:,.0f} B"
 
 
-def plan_renderable(p: Plan, advice: list[str] | None = None) -> Panel:
+def plan_renderable(
+    p: Plan, advice: list[str] | None = None, schedule: ScheduleDay | None = None
+) -> Panel:
     m = p.memory_per_gpu
     header = (
         f"{p.model} on {p.gpu} · {p.weight_dtype} weights · KV {p.kv_cache_dtype} · "
@@ -128,9 +131,16 @@ def plan_renderable(p: Plan, advice: list[str] | None = None) -> Panel:
                 f"KV(P99) {lim.kv_p99_context:,.0f}",
             ),
             ("serving knobs", p.serving_knobs_reason or "—"),
+            *(
+                [("speculative decoding", p.speculative.reason)]
+                if p.speculative is not None
+                else []
+            ),
             (
                 "operating batch",
-                f"{p.operating_batch:,.0f} "
+                "none: this configuration cannot serve"
+                if cannot_serve(p)
+                else f"{batch_text(p.operating_batch)} "
                 f"(limited by {p.assumptions.get('operating_point_limited_by')})",
             ),
         ],
@@ -172,7 +182,8 @@ def plan_renderable(p: Plan, advice: list[str] | None = None) -> Panel:
             "total",
             f"[bold]{r.total:,}[/]",
             f"ceil({r.needed:,.2f} × redundancy) + spares = {r.with_redundancy:,}; "
-            f"{replica_bounds_text(r.with_redundancy, r.total)}, {p.gpus_total or 0:,} GPUs",
+            f"{replica_bounds_text(r.with_redundancy, r.total)}, "
+            f"{counted(p.gpus_total or 0, 'GPU')}",
         )
     cost = _kv_table(
         [
@@ -192,12 +203,29 @@ def plan_renderable(p: Plan, advice: list[str] | None = None) -> Panel:
         "Cost (at the operating point)",
     )
     parts: list[Any] = [Text(header, style="bold"), memory, kv, perf, cons, cost]
+    if cannot_serve(p):  # no estimates or cost for a replica that cannot run
+        parts = [
+            Text(header, style="bold"),
+            memory,
+            kv,
+            Text("No latency, throughput or cost: this configuration cannot serve (✗ below)."),
+        ]
     if p.disaggregation is not None:
         parts.append(disaggregation_renderable(p))
+    if schedule is not None:
+        parts.append(
+            _kv_table(
+                [(w.label, window_line(w, schedule.need, label=False)) for w in schedule.windows]
+                + [("a day", day_line(schedule))],
+                f"Schedule windows (UTC; the need is {schedule.need}, "
+                f"{schedule.replicas_outside} outside them)",
+            )
+        )
     if p.infeasible_reasons:
         parts.append(Text("\n".join(f"✗ {r}" for r in p.infeasible_reasons), style="red"))
-    if p.warnings:
-        parts.append(Text("\n".join(f"! {w}" for w in p.warnings), style="yellow"))
+    warnings = p.warnings + (schedule.warnings if schedule is not None else [])
+    if warnings:
+        parts.append(Text("\n".join(f"! {w}" for w in warnings), style="yellow"))
     if advice:
         parts.append(Text("\n".join(f"→ {a}" for a in advice), style="cyan"))
     status = "[green]feasible[/]" if p.feasible else "[red]INFEASIBLE[/]"
@@ -353,6 +381,18 @@ def invalid_summary(rows: list[SweepRow]) -> list[str]:
 def _sweep_row(t: Table, p: Plan, gpu: str, mark: str = "") -> None:
     why = p.binding_constraint if p.feasible else "; ".join(p.infeasible_reasons)[:80]
     pools = disaggregated_counts(p)
+    if cannot_serve(p):  # why, not the figures of a replica that cannot run
+        t.add_row(
+            gpu + mark,
+            layout_text(p, compact=True),
+            p.weight_dtype,
+            "no",
+            "—",
+            "—",
+            *["—"] * 5,
+            why_not(p)[:80],
+        )
+        return
     t.add_row(
         gpu + mark,
         layout_text(p, compact=True) + (" P/D" if pools else ""),
@@ -442,6 +482,11 @@ def dumps(data: Any, fmt: str) -> str:
     return yaml.safe_dump(clean, sort_keys=False)
 
 
-def print_plans(console: Console, plans: list[Plan], advice: dict[str, list[str]]) -> None:
+def print_plans(
+    console: Console,
+    plans: list[Plan],
+    advice: dict[str, list[str]],
+    schedules: dict[str, ScheduleDay | None] | None = None,
+) -> None:
     for p in plans:
-        console.print(plan_renderable(p, advice.get(p.name, [])))
+        console.print(plan_renderable(p, advice.get(p.name, []), (schedules or {}).get(p.name)))

@@ -186,16 +186,18 @@ def simulate_command(
         str | None,
         typer.Option(
             "--explain",
-            help="Print tokenscale's decision at this moment of the trace (MM:SS, HH:MM:SS or "
-            "seconds): every signal, the forecast and the lead time.",
+            help="Print tokenscale's decision at this moment of the replay (MM:SS, HH:MM:SS or "
+            "seconds, counted from --start as --fault's): every signal, the forecast and the "
+            "lead time.",
         ),
     ] = None,
     fault: Annotated[
         list[str] | None,
         typer.Option(
             "--fault",
-            help="A fault drill, KIND@MM:SS (repeatable): replica-loss, cache-flush, traffic-x2, "
-            "retry-storm, long-burst. The report compares the run with and without them.",
+            help="A fault drill, KIND@MM:SS (repeatable; the moment counted from --start, as "
+            "--explain's): replica-loss, cache-flush, traffic-x2, retry-storm, long-burst. The "
+            "report compares the run with and without them.",
         ),
     ] = None,
     stockout: Annotated[
@@ -304,8 +306,9 @@ def simulate_command(
         late = [text for f, text in zip(faults, fault or [], strict=True) if f.at_s > end_s]
         if late:
             raise bad_input(
-                f"--fault {late[0]}: the replay's last request arrives at {_clock(end_s)}; a "
-                f"fault after it drills nothing: use a moment from 0:00 to {_clock(end_s)}"
+                f"--fault {late[0]}: the replay's last request arrives at {_clock(end_s)}"
+                f"{_from_start(start)}; a fault after it drills nothing: use a moment from 0:00 "
+                f"to {_clock(end_s)}"
             )
         if isvc.spec.hardware.variants is not None:  # several GPU types: mixed fleets
             from tokenscale.cli.simulate_mix import (  # noqa: PLC0415
@@ -462,7 +465,8 @@ def simulate_command(
         if explained is None:
             console.print(
                 f"--explain {explain}: no tokenscale decision at or after that moment "
-                f"(the trace ends at {_clock(scaled.duration_s)}; add --policy tokenscale)",
+                f"(the replay ends at {_clock(scaled.duration_s)}{_from_start(start)}; add "
+                "--policy tokenscale)",
                 highlight=False,
             )
         else:
@@ -575,6 +579,11 @@ def _moment(text: str, flag: str = "--explain") -> float:
             "(e.g. 12:30)"
         )
     return seconds
+
+
+def _from_start(start: str | None) -> str:
+    """`` (moments count from --start 10:00)`` when the replay does not start at 0:00."""
+    return "" if start is None else f" (moments count from --start {start}, the replay's 0:00)"
 
 
 def _clock(seconds: float) -> str:

@@ -20,13 +20,15 @@ from tokenscale.api.errors import SpecError
 from tokenscale.api.inference_service import InferenceServiceSpec
 from tokenscale.catalog.vllm_metrics import INTER_TOKEN_BUCKETS, TTFT_BUCKETS
 from tokenscale.planning.conditions import Conditions, forecast_conditions
+from tokenscale.planning.formulas import counted
 from tokenscale.planning.planner import layout_of, perf_at, plan_at, plan_service
 from tokenscale.planning.resolve import resolve
 from tokenscale.planning.result import Plan
 
-#: SLO values (seconds) above which the unit is almost surely milliseconds: a 1-minute first
-#: token, a 2-second gap between tokens, a 1-hour request.
-IMPLAUSIBLE_SLO_SECONDS = {"ttft": 60.0, "tpot": 2.0, "e2e": 3600.0}
+#: An E2E objective (seconds) above which the unit is probably milliseconds: a 1-hour request.
+#: (Long answers can take that long, so it is a hint; a TTFT or TPOT objective no one means is
+#: refused by the spec itself, ``api/slo.py``.)
+IMPLAUSIBLE_SLO_SECONDS = {"e2e": 3600.0}
 #: A bucket bound this close (relative) to the SLO counts as the bound itself.
 BOUND_TOLERANCE = 0.01
 #: The replica's own P99 prefill (or batch-1 TPOT) above this share of the SLO leaves a replica
@@ -79,7 +81,8 @@ def slo_unit_advice(spec: InferenceServiceSpec) -> list[str]:
     values = spec.slo.model_dump(by_alias=True)
     for f in _SLO_FIELDS:
         value = values.get(f.key)
-        if value is not None and value >= IMPLAUSIBLE_SLO_SECONDS[f.kind]:
+        bound = IMPLAUSIBLE_SLO_SECONDS.get(f.kind)
+        if value is not None and bound is not None and value >= bound:
             out.append(
                 f"spec.slo.{f.key}: {value:g} — did you mean milliseconds "
                 f"({f.key}: {value / 1e3:g})? The unit is seconds."
@@ -108,8 +111,6 @@ def bucket_advice(spec: InferenceServiceSpec) -> list[str]:
         value = values.get(f.key)
         if value is None or f.buckets is None:
             continue
-        if value >= IMPLAUSIBLE_SLO_SECONDS[f.kind]:
-            continue  # the unit advice says more
         bucket = bucket_of(value, f.buckets)
         if bucket is None:
             continue
@@ -123,16 +124,31 @@ def bucket_advice(spec: InferenceServiceSpec) -> list[str]:
     return out
 
 
+def _replicas_run(p: Plan) -> int | None:
+    """The replicas a plan runs: its need within ``minReplicas`` (as ``tensorParallelSize:
+    auto`` compares layouts), or the need itself where ``maxReplicas`` or a pin falls short
+    of it (the advice compares what serves the load)."""
+    if p.replicas is None:
+        return None
+    return max(p.replicas.total, p.replicas.with_redundancy)
+
+
 def _gpus_needed(p: Plan) -> int | None:
-    return None if p.replicas is None else p.replicas.with_redundancy * p.gpus_per_replica
+    n = _replicas_run(p)
+    return None if n is None else n * p.gpus_per_replica
+
+
+def _gpus(n: int) -> str:
+    return counted(n, "GPU")
 
 
 def _fleet(p: Plan) -> str:
-    assert p.replicas is not None
+    n = _replicas_run(p)
+    assert n is not None
     shape = f"TP {p.tensor_parallel_size}"
     if p.gpus_per_replica != p.tensor_parallel_size:
         shape = f"{p.gpus_per_replica} GPUs"
-    return f"{p.replicas.with_redundancy} × {shape}"
+    return f"{n} × {shape}"
 
 
 def tp_auto_advice(spec: InferenceServiceSpec, plan: Plan, name: str = "") -> list[str]:
@@ -149,7 +165,7 @@ def tp_auto_advice(spec: InferenceServiceSpec, plan: Plan, name: str = "") -> li
     if theirs is None or not auto.feasible or (mine is not None and theirs >= mine):
         return []
     yours = f"your {mine:,} ({_fleet(plan)})" if mine is not None else "a TP that cannot serve"
-    return [f"tensorParallelSize: auto needs {theirs:,} GPUs ({_fleet(auto)}) instead of {yours}"]
+    return [f"tensorParallelSize: auto needs {_gpus(theirs)} ({_fleet(auto)}) instead of {yours}"]
 
 
 def fp8_advice(spec: InferenceServiceSpec, plan: Plan, name: str = "") -> list[str]:
@@ -172,7 +188,7 @@ def fp8_advice(spec: InferenceServiceSpec, plan: Plan, name: str = "") -> list[s
         return []
     yours = f"{mine:,}" if mine is not None else "none that serves"
     return [
-        f"FP8 weights (weightDtype: fp8, vLLM's online quantization): {theirs:,} GPUs "
+        f"FP8 weights (weightDtype: fp8, vLLM's online quantization): {_gpus(theirs)} "
         f"({_fleet(fp8)}) instead of {yours}; check the model's quality on your own evals"
     ]
 
@@ -249,7 +265,7 @@ def knee_advice(spec: InferenceServiceSpec, plan: Plan, name: str = "") -> list[
     ratio = math.ceil(perf.tpot_seconds(lim.slo) / perf.weight_floor_seconds * 10.0) / 10.0
     return [
         f"sized at the knee (batch {lim.knee:,.0f}, TPOT {perf.assumptions.knee_tpot_ratio:g} × "
-        f"the weight-read floor) where the SLOs allow batch {lim.slo:,.0f}: {theirs:,} GPUs "
+        f"the weight-read floor) where the SLOs allow batch {lim.slo:,.0f}: {_gpus(theirs)} "
         f"({_fleet(at_slo)}) instead of {mine:,} — the operator's live sizing uses the SLO "
         f"batch; spec.assumptions.kneeTpotRatio: {ratio:g} plans the launch fleet there too"
     ]

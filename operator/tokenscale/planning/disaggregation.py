@@ -236,13 +236,15 @@ def _plan_decode(
                 f"TPOT SLO unreachable even at batch 1: a decode step takes "
                 f"{_tpot_quantile(perf, 1, Z_P99) * 1e3:,.1f} ms at P99"
             )
-    limited_by = min(limits, key=lambda k: limits[k])
-    batch = max(limits[limited_by], 1.0)
-    safe = min(float(seqs), slo_b) if slo_b is not None and slo_b >= 1 else float(seqs)
     held_mean = _held(perf, w.input_tokens.mean + w.output_tokens.mean / 2.0)
     p99_ctx = min(w.input_tokens.p99_or_mean + w.output_tokens.p99_or_mean, engine.max_model_len)
     reserve = max(0.0, _held(perf, p99_ctx) - held_mean) * lanes
     kv_batch = (engine.kv_capacity_tokens * kv_target - reserve) / held_mean
+    if kv_batch >= 1:  # the batch runs only as wide as the pool holds at this mix
+        limits["KV pool"] = kv_batch
+    limited_by = min(limits, key=lambda k: limits[k])
+    batch = max(limits[limited_by], 1.0)
+    safe = min(float(seqs), slo_b) if slo_b is not None and slo_b >= 1 else float(seqs)
     if engine.kv_capacity_tokens > 0 and kv_batch < 1:
         reasons.append("the KV pool holds no mean request beside a P99 one")
 

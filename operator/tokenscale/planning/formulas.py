@@ -84,3 +84,18 @@ def ring_allreduce_seconds(
 def ceil_replicas(value: float) -> int:
     """Round a replica need up, tolerating float noise (3.0000000001 → 3)."""
     return max(0, math.ceil(value - 1e-9))
+
+
+def batch_text(batch: float) -> str:
+    """A batch as a reader needs it: ``156``, ``9.7``, ``8``, ``0.42`` (a fractional batch is a
+    replica that is mostly idle, never ``0``)."""
+    if batch >= 10:
+        return f"{batch:,.0f}"
+    if batch >= 1:
+        return f"{batch:.1f}".removesuffix(".0")
+    return f"{batch:.2g}"
+
+
+def counted(n: int, noun: str) -> str:
+    """``1 GPU``, ``18 GPUs``, ``1 replica``, ``1,024 replicas``."""
+    return f"{n:,} {noun}" if n == 1 else f"{n:,} {noun}s"

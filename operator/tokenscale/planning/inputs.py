@@ -129,7 +129,7 @@ def resolve_model(spec: InferenceServiceSpec) -> ResolvedModel:
     checkpoint_dtype: WeightDtype | None = None
     method: str | None = None
     notes: tuple[str, ...] = ()
-    if m.hf_config_file is not None:
+    if m.hf_config_file is not None and m.hf_config is None:  # the CLI inlines the file
         raise SpecError.single(
             "spec.model.hfConfigFile",
             f"{m.hf_config_file!r} is a file only the command line reads; in the cluster put the "
@@ -145,7 +145,12 @@ def resolve_model(spec: InferenceServiceSpec) -> ResolvedModel:
         arch, source = m.architecture, "spec.model.architecture"
     elif m.hf_config is not None:
         arch = architecture_from_hf_config(m.hf_config)
-        checkpoint_dtype, source = weight_dtype_from_hf_config(m.hf_config), "spec.model.hfConfig"
+        checkpoint_dtype = weight_dtype_from_hf_config(m.hf_config)
+        source = (  # the command line inlines hfConfigFile's content and keeps its path
+            "spec.model.hfConfig"
+            if m.hf_config_file is None
+            else f"spec.model.hfConfigFile ({m.hf_config_file})"
+        )
         method = quantization_method(m.hf_config)
         notes = tuple(hf_config_notes(m.hf_config))
     else:

@@ -41,7 +41,13 @@ from tokenscale.planning.disaggregation import (
     fabric_between,
     pools,
 )
-from tokenscale.planning.formulas import GIB, littles_law_concurrency, token_rates, weight_bytes
+from tokenscale.planning.formulas import (
+    GIB,
+    counted,
+    littles_law_concurrency,
+    token_rates,
+    weight_bytes,
+)
 from tokenscale.planning.inputs import bytes_per_param
 from tokenscale.planning.knobs import Knobs, choose_knobs
 from tokenscale.planning.load import (
@@ -235,6 +241,11 @@ class _Estimate:
     warnings: list[str]
 
 
+#: ``operating_point_limited_by`` when the KV pool, at the workload's token mix, holds fewer
+#: sequences than the knee, the SLOs and ``maxNumSeqs`` allow.
+KV_LIMIT = "KV pool"
+
+
 def _estimate(r: Resolved, c: Conditions, layout: Layout) -> _Estimate:
     """One replica at ``layout``. With data-parallel ranks the batch, the sequence cap and the
     KV capacity are the replica's (every rank's summed); ``--max-num-seqs`` is per rank."""
@@ -336,6 +347,8 @@ def _estimate(r: Resolved, c: Conditions, layout: Layout) -> _Estimate:
         )
     if not serving.enable_chunked_prefill and w.input_tokens.p99_or_mean > 2048:
         warnings.append("chunked prefill is off: long prompts stall every decode (TPOT P99)")
+    if 1 <= kv_batch < op.batch:  # the batch runs only as wide as the pool holds at this mix
+        op = dataclasses.replace(op, batch=kv_batch, limited_by=KV_LIMIT)
     return _Estimate(
         layout=layout,
         perf=perf,
@@ -506,7 +519,8 @@ def _assemble(
     load, saturated = _load(e, c, total)
     if saturated:
         warnings.append(
-            f"{total} replicas cannot carry {w.rps.design_rps:,.2f} RPS: latency estimates are "
+            f"{counted(total, 'replica')} cannot carry {w.rps.design_rps:,.2f} RPS: latency "
+            "estimates are "
             "at the operating batch, the queue would grow"
         )
     batch = float(e.op.batch)
@@ -691,7 +705,7 @@ def _candidate(p: Plan) -> TpCandidate:
     if p.feasible and p.replicas is not None:
         layout = layout_of(p)
         shape = layout.describe() if layout.nodes > 1 or layout.dp > 1 else f"TP {layout.tp}"
-        reason = f"{p.replicas.total} replicas × {shape}"
+        reason = f"{counted(p.replicas.total, 'replica')} × {shape}"
     else:
         reason = "; ".join(p.infeasible_reasons)
     return TpCandidate(
@@ -899,7 +913,8 @@ def _why(agg: Plan, pair: PoolPair, agg_stall_s: float, enabled: bool, mode: str
         f"{p.replicas_with_redundancy} prefill × "
         f"{_shape(p.tensor_parallel_size, p.nodes_per_replica)} + "
         f"{d.replicas_with_redundancy} decode × "
-        f"{_shape(d.tensor_parallel_size, d.nodes_per_replica)} = {pair.gpus_needed} GPUs"
+        f"{_shape(d.tensor_parallel_size, d.nodes_per_replica)} = "
+        f"{counted(pair.gpus_needed, 'GPU')}"
     )
     one = (
         f"{agg_need} aggregated ({agg.replicas.with_redundancy if agg.replicas else 0} × "

@@ -83,8 +83,8 @@ class SpeculativeEstimate(_Frozen):
     break_even_rps_per_replica: float = Field(
         description="Requests/s a replica completes (without speculation) at that batch"
     )
-    draft_weight_bytes_per_gpu: float
-    draft_kv_bytes_per_token_per_gpu: float
+    draft_weight_bytes_per_gpu: Whole
+    draft_kv_bytes_per_token_per_gpu: Whole
     source: str = Field(description="How the proposer was sized")
 
 

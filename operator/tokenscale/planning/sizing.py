@@ -18,7 +18,7 @@ limits it (so the plan is monotone: more traffic or longer requests never need f
 from dataclasses import dataclass
 
 from tokenscale.api.scaling import Scaling
-from tokenscale.planning.formulas import ceil_replicas
+from tokenscale.planning.formulas import batch_text, ceil_replicas, counted
 from tokenscale.planning.result import Constraint, ConstraintName, Replicas
 
 
@@ -72,7 +72,7 @@ def _explain(s: SizingInputs) -> list[Constraint]:
             name="throughput",
             replicas=t.replicas(lam),
             formula=f"{out_tps:,.0f} output tok/s ÷ {per_replica:,.1f} per replica "
-            f"at the operating batch {t.batch:,.0f}",
+            f"at the operating batch {batch_text(t.batch)}",
         ),
         Constraint(
             name="concurrency",
@@ -99,7 +99,8 @@ def size(s: SizingInputs, scaling: Scaling) -> Sizing:
     needed = max(by_tps, by_conc, by_kv)
     binding: ConstraintName = "none"
     if needed > 0:
-        binding = max(constraints, key=lambda c: c.replicas).name
+        # a tie with kv is kv's: the operating batch is then the one the KV pool holds
+        binding = max(constraints, key=lambda c: (c.replicas, c.name == "kv")).name
     factor = scaling.redundancy.factor
     with_redundancy = ceil_replicas(needed * factor) + scaling.redundancy.spare_replicas
     warnings: list[str] = []
@@ -108,18 +109,21 @@ def size(s: SizingInputs, scaling: Scaling) -> Sizing:
         total = scaling.replicas
         if total < with_redundancy:
             warnings.append(
-                f"spec.scaling.replicas pins {total} replicas but the plan needs "
+                f"spec.scaling.replicas pins {counted(total, 'replica')} but the plan needs "
                 f"{with_redundancy}: SLOs will be missed at the design rate"
             )
     else:
         total = min(max(with_redundancy, scaling.min_replicas), scaling.max_replicas)
         if with_redundancy > scaling.max_replicas:
             carried = scaling.max_replicas / with_redundancy
+            bound = f"spec.scaling.maxReplicas={scaling.max_replicas}"
+            if "max_replicas" not in scaling.model_fields_set:
+                bound = f"spec.scaling.maxReplicas (not set: the default {scaling.max_replicas})"
             shortfall = (
-                f"spec.scaling.maxReplicas={scaling.max_replicas} is below the "
+                f"{bound} is below the "
                 f"{with_redundancy:,} replicas the plan needs ({with_redundancy - total:,} short;"
-                f" {scaling.max_replicas} carry {carried:.0%} of the design load): raise "
-                "maxReplicas or lower the load"
+                f" {scaling.max_replicas} carry {carried:.0%} of the design load): set "
+                f"maxReplicas to at least {with_redundancy:,} or lower the load"
             )
     if total == 0:
         warnings.append("the plan allows zero replicas: requests will fail until it scales up")

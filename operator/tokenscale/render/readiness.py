@@ -13,6 +13,7 @@ from typing import Any
 
 from tokenscale.api.inference_service import InferenceServiceSpec
 from tokenscale.planning.result import Plan
+from tokenscale.scaling.schedule_day import day_line, schedule_day, window_line
 from tokenscale.scaling.snapshot import Snapshot
 
 #: The alerts the chart's PrometheusRule installs (``metrics/alert_rules.py``), by the failure
@@ -306,6 +307,18 @@ def _rollout_capacity(plan: Plan, objects: Sequence[Mapping[str, Any]]) -> Readi
     )
 
 
+def _schedule(spec: InferenceServiceSpec, plan: Plan) -> ReadinessItem:
+    """``spec.scaling.schedule``: each window's bounds at the plan's need; a window whose
+    maxReplicas cuts the need fails (the SLOs are missed while it is open)."""
+    day = schedule_day(spec, plan)
+    if day is None:
+        return ReadinessItem("schedule", False, "the plan cannot serve")
+    windows = "; ".join(window_line(w, day.need) for w in day.windows)
+    if day.warnings:
+        return ReadinessItem("schedule", False, "; ".join(day.warnings))
+    return ReadinessItem("schedule", True, f"{windows}; {day_line(day)}")
+
+
 def _rollback(spec: InferenceServiceSpec, objects: Sequence[Mapping[str, Any]]) -> ReadinessItem:
     image = spec.serving.image
     tail = image.rsplit("/", 1)[-1]
@@ -345,6 +358,7 @@ def readiness(
         _memory(plan),
         _kv_watermark(spec),
         _rollout_capacity(plan, objects),
+        *([_schedule(spec, plan)] if spec.scaling.schedule else []),
         _load_tested(spec),
         _chunked_prefill(args, plan),
         _prefix_caching(spec, args),
