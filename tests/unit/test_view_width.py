@@ -1,8 +1,9 @@
 """Every people's view fits 80, 100 and 120 columns without cutting a key or a number, and
 piped output carries no padding: the plan (table and wide) for one pool, a GPU mix and a P/D
-spec, the sweep, ``check``, the fault drill report and ``catalog``."""
+spec, the sweep, ``check``, the fault drill report, the simulator's policy table and ``catalog``."""
 
 import io
+import re
 from pathlib import Path
 
 import pytest
@@ -15,9 +16,10 @@ from tokenscale.api.manifest import parse_manifests
 from tokenscale.catalog import GPU_CATALOG, MODEL_CATALOG
 from tokenscale.cli.app import app
 from tokenscale.cli.drill_view import print_drill
+from tokenscale.cli.simulate import policy_table
 from tokenscale.planning import plan_service
 from tokenscale.render.readiness import readiness
-from tokenscale.simulation import Setup, SimOptions, synthetic_trace
+from tokenscale.simulation import Setup, SimOptions, simulate, synthetic_trace
 from tokenscale.simulation.drills import Drill, drill
 from tokenscale.simulation.faults import Fault
 
@@ -102,14 +104,31 @@ def test_catalog_fits_and_keeps_hugging_face_ids_whole(width: int) -> None:
 
 
 @pytest.fixture(scope="module")
-def fault_drill() -> Drill:
-    """Two faults on a short trace: a replica loss and a cache flush."""
+def setup() -> Setup:
+    """A short trace for the simulator's views."""
     spec = parse_manifests(DRILL_SPEC.read_text())[0].spec
     trace = synthetic_trace(
         180.0, 6.0, lambda r: r.randint(500, 2000), lambda r: r.randint(100, 300), seed=1
     )
-    setup = Setup(spec, trace, SimOptions(capacity_requests=300, cold_start_s=60.0), "chat")
+    return Setup(spec, trace, SimOptions(capacity_requests=300, cold_start_s=60.0), "chat")
+
+
+@pytest.fixture(scope="module")
+def fault_drill(setup: Setup) -> Drill:
+    """Two faults: a replica loss and a cache flush."""
     return drill(setup, (Fault("replica-loss", 60.0), Fault("cache-flush", 90.0)))
+
+
+@pytest.mark.parametrize("width", WIDTHS)
+def test_the_policy_table_fits(setup: Setup, width: int) -> None:
+    results = [simulate(setup, "tokenscale"), simulate(setup, "oracle-lead-time")]
+    buffer = io.StringIO()
+    Console(file=buffer, width=width).print(policy_table(results, "chat: a short trace"))
+    out = "\n".join(line.rstrip() for line in buffer.getvalue().splitlines())
+    _check_fits(out, width)
+    cells = _cells(out)
+    assert [row[0] for row in cells] == ["tokenscale", "oracle, one cold start ahead"]
+    assert all(re.fullmatch(r"\d+\.\d\d %", row[1]) for row in cells)  # attainment, whole
 
 
 @pytest.mark.parametrize("width", WIDTHS)

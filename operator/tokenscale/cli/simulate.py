@@ -24,8 +24,7 @@ from tokenscale.cli.inputs import (
 )
 
 if TYPE_CHECKING:
-    from rich.table import Table
-
+    from tokenscale.cli.fit import FittedTable
     from tokenscale.simulation import PolicyName, Setup, SimResult
     from tokenscale.simulation.faults import Fault
     from tokenscale.simulation.result import Explanation
@@ -94,32 +93,36 @@ def _row(r: SimResult) -> list[str]:
     ]
 
 
-def _table(results: list[SimResult], title: str) -> Table:
-    from rich.table import Table  # noqa: PLC0415
+def policy_table(results: list[SimResult], title: str) -> FittedTable:
+    """One row per policy; narrow, the least needed columns are left out, no figure is cut."""
+    from tokenscale.cli.fit import Column, FittedTable  # noqa: PLC0415
 
-    table = Table(title=title, title_justify="left")
-    for col in (
-        "policy",
-        "SLO attainment",
-        "TTFT P50 / P99 s",
-        "TPOT P50 / P99 ms",
-        "E2E P99 s",
-        "GPU-hours",
-        "÷ oracle",
-        "cost",
-        "scale events",
-        "replicas mean / max",
-        "preemptions",
-    ):
-        table.add_column(
-            col,
-            justify="left" if col == "policy" else "right",
-            no_wrap=col == "policy",  # a policy's name is never cut
-            overflow="fold",  # a narrow terminal wraps the others, never "…"
+    drop = {
+        "preemptions": 9,
+        "scale events": 8,
+        "E2E P99 s": 7,
+        "replicas mean / max": 6,
+        "TPOT P50 / P99 ms": 5,
+        "÷ oracle": 4,
+        "cost": 3,
+    }
+    columns = [
+        Column(h, "left" if h == "policy" else "right", drop=drop.get(h, 0))
+        for h in (
+            "policy",
+            "SLO attainment",
+            "TTFT P50 / P99 s",
+            "TPOT P50 / P99 ms",
+            "E2E P99 s",
+            "GPU-hours",
+            "÷ oracle",
+            "cost",
+            "scale events",
+            "replicas mean / max",
+            "preemptions",
         )
-    for r in results:
-        table.add_row(*_row(r))
-    return table
+    ]
+    return FittedTable(columns, [_row(r) for r in results], title)
 
 
 def simulate_command(
@@ -411,7 +414,7 @@ def simulate_command(
     if start is not None or duration is not None:
         stats += f" from {_clock(start_s)}"
     console.print(
-        _table(
+        policy_table(
             results,
             f"{isvc.metadata.name}: {trace.name} ({stats}, time ×{time_scale:g}, "
             f"rate ×{rate_scale:g}) · mismatch {mismatch:g} · cold start {cold_start:g} s",
