@@ -107,10 +107,23 @@ def test_the_table_names_the_first_reason_and_wide_every_one() -> None:
 def test_a_sweep_flag_without_sweep_exits_2_naming_it(flags: tuple[str, str]) -> None:
     code, out = _run(*flags)
     assert code == 2, out
-    assert f"{flags[0]} only apply with --sweep" in out
+    assert f"{flags[0]} only applies with --sweep" in out
 
 
 def test_the_refusal_is_a_document_under_json() -> None:
     code, out = _run("--top", "3", "-o", "json")
     assert code == 2
-    assert "--top only apply with --sweep" in json.loads(out)["message"]
+    assert "--top only applies with --sweep" in json.loads(out)["message"]
+
+
+def test_several_sweep_flags_are_named_together() -> None:
+    code, out = _run("--top", "3", "--gpu", "L4-24GB")
+    assert code == 2
+    assert "--top, --gpu only apply with --sweep" in out
+
+
+@pytest.mark.parametrize("args", [("--sweep", *FILTERS), ("-o", "csv"), ("-o", "short")])
+def test_curve_where_it_would_not_print_exits_2(args: tuple[str, ...]) -> None:
+    code, out = _run("--curve", *args)
+    assert code == 2, out
+    assert "--curve prints the curve under one plan per service" in out

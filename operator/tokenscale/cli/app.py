@@ -157,11 +157,19 @@ def plan(
             if value is not None
         ]
         if sweep_only:
+            one = len(sweep_only) == 1
             raise bad_input(
-                f"{', '.join(sweep_only)} only apply with --sweep: add --sweep to compare "
-                "configurations, or drop " + ("it" if len(sweep_only) == 1 else "them"),
+                f"{', '.join(sweep_only)} only appl{'ies' if one else 'y'} with --sweep: add "
+                "--sweep to compare configurations, or drop " + ("it" if one else "them"),
                 fmt,
             )
+    if show_curve and (do_sweep or output in (Output.short, Output.markdown, Output.csv)):
+        raise bad_input(
+            f"--curve prints the curve under one plan per service (-o table or wide; json and "
+            f"yaml always carry it as 'curve'), not with {'--sweep' if do_sweep else '-o ' + fmt}"
+            ": drop one of them",
+            fmt,
+        )
     try:
         services = validate_manifests(read_input(file, fmt), model_source_for(file))
         if not services:

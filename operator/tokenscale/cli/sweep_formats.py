@@ -184,7 +184,9 @@ def short_lines(name: str, rows: list[SweepRow], top: int, own_gpu: str | None) 
                     f"{c['tok/s per replica']} tok/s/replica",
                     f"TPOT {c['TPOT ms']} ms",
                     f"TTFT P99 {c['TTFT P99 ms']} ms",
-                    f"{c['$/1M out']} {row.plan.currency}/1M out",
+                    "no price"
+                    if row.plan.cost_per_million_output_tokens is None
+                    else f"{c['$/1M out']} {row.plan.currency}/1M out",
                     f"{c['GPU-h/1M out']} GPU-h/1M out",
                     c["binding / why not"],
                 ]
