@@ -1,6 +1,7 @@
 """Every people's view fits 80, 100 and 120 columns without cutting a key or a number, and
 piped output carries no padding: the plan (table and wide) for one pool, a GPU mix and a P/D
-spec, the sweep, ``check``, the fault drill report, the simulator's policy table and ``catalog``."""
+spec, the sweep, ``check``, the fault drill report, the simulator's policy table, its GPU-mix
+and P/D replays (80 columns) and ``catalog``."""
 
 import io
 import re
@@ -138,6 +139,31 @@ def test_the_fault_report_fits(fault_drill: Drill, width: int) -> None:
     out = "\n".join(line.rstrip() for line in buffer.getvalue().splitlines())
     _check_fits(out, width)
     assert {row[0] for row in _cells(out)} >= {"replica-loss", "cache-flush"}
+
+
+@pytest.fixture(scope="module")
+def short_trace(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    trace = synthetic_trace(
+        30.0, 20.0, lambda r: r.randint(500, 1500), lambda r: r.randint(100, 200), seed=1
+    )
+    path = tmp_path_factory.mktemp("trace") / "t.csv"
+    rows = [f"{r.arrival_s:.3f},{r.input_tokens},{r.output_tokens}" for r in trace.requests]
+    path.write_text("arrival,input,output\n" + "\n".join(rows) + "\n")
+    return path
+
+
+@pytest.mark.parametrize(
+    ("spec", "extra"), [(MIX, ()), (PD, ("--architectures",))], ids=["mix", "pd"]
+)
+def test_the_mix_and_pd_replays_fit_80_columns(
+    short_trace: Path, spec: Path, extra: tuple[str, ...]
+) -> None:
+    """At the narrowest width only: each replay takes seconds."""
+    columns = "arrival=arrival,input=input,output=output"
+    args = ["simulate", str(spec), "--trace", str(short_trace), "--columns", columns, *extra]
+    out = _cli(80, *args)
+    _check_fits(out, 80)
+    assert _cells(out)
 
 
 def test_piped_output_is_not_padded_to_columns() -> None:

@@ -353,7 +353,7 @@ def simulate_command(
                 interval,
             )  # fmt: skip
             title = f"{isvc.metadata.name}: {trace.name}, {len(scaled.requests):,} requests"
-            print_comparison(Console(width=180), found, title, output == TableOrJson.json, per_role)
+            print_comparison(stdout_console(), found, title, output == TableOrJson.json, per_role)
             return
         names: list[PolicyName] = (
             list(POLICIES) if policy == PolicyChoice.all else [cast("PolicyName", policy.value)]

@@ -10,9 +10,9 @@ import math
 from typing import Any
 
 from rich.console import Console
-from rich.table import Table
 
 from tokenscale.api.inference_service import InferenceServiceSpec
+from tokenscale.cli.fit import Column, FittedTable
 from tokenscale.planning import plan_service
 from tokenscale.scaling.roles import pools
 from tokenscale.simulation.disaggregated import ArchitectureRun, Comparison, engines
@@ -109,17 +109,7 @@ def print_comparison(
     if output_json:
         print(json.dumps({**comparison_data(c), "scaled_disaggregated": scaled}, indent=2))
         return
-    t = Table(title=title)
-    for col in (
-        "architecture",
-        "fleet",
-        "GPUs (simulated)",
-        "GPUs (planned)",
-        "TTFT P99 s",
-        "TPOT P99 ms",
-        "meets SLO",
-    ):
-        t.add_column(col)
+    rows: list[list[str]] = []
     for r, planned in (
         (c.aggregated, c.planner_gpus_aggregated),
         (c.disaggregated, c.planner_gpus_disaggregated),
@@ -131,15 +121,27 @@ def print_comparison(
             if r.architecture == "aggregated"
             else f"{r.prefill_replicas} prefill + {r.decode_replicas} decode"
         )
-        t.add_row(
-            r.architecture,
-            fleet,
-            str(r.gpus),
-            "—" if planned is None else str(planned),
-            f"{r.ttft_p99_s:.2f}",
-            f"{r.tpot_p99_s * 1e3:.1f}",
-            "yes" if r.meets_slo else "no",
+        rows.append(
+            [
+                r.architecture,
+                fleet,
+                str(r.gpus),
+                "—" if planned is None else str(planned),
+                f"{r.ttft_p99_s:.2f}",
+                f"{r.tpot_p99_s * 1e3:.1f}",
+                "yes" if r.meets_slo else "no",
+            ]
         )
+    columns = [
+        Column("architecture"),
+        Column("fleet", prose=True),
+        Column("GPUs (simulated)", "right"),
+        Column("GPUs (planned)", "right"),
+        Column("TTFT P99 s", "right", drop=2),
+        Column("TPOT P99 ms", "right", drop=1),
+        Column("meets SLO"),
+    ]
+    t = FittedTable(columns, rows, title)
     console.print(t)
     sim = c.simulator_disaggregates
     sim_text = "neither met the SLO" if sim is None else ("disaggregated" if sim else "aggregated")
