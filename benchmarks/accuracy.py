@@ -2,20 +2,30 @@
 
 Run: ``python benchmarks/accuracy.py`` (``--json`` for machine-readable output).
 
-The data is ``benchmarks/accuracy/measurements.yaml`` (sources in
-``benchmarks/accuracy/README.md``). Each entry is rebuilt as an InferenceService spec (same
-model, GPU, TP, weight and KV dtype, ``gpuMemoryUtilization``, context and block size, fixed
-input/output lengths) and planned with :func:`tokenscale.planning.plan_service`; latencies come
-from the replica's :class:`~tokenscale.planning.PerfModel`:
+One yardstick over the four files of ``benchmarks/accuracy/`` (sources in
+``benchmarks/accuracy/README.md``): ``measurements.yaml`` (aggregated serving),
+``disaggregation.yaml`` (prefill/decode pairs), ``speculative.yaml`` and ``multinode.yaml``.
+Each entry of ``measurements.yaml`` is rebuilt as an InferenceService spec (same model, GPU, TP,
+weight and KV dtype, ``gpuMemoryUtilization``, context and block size, fixed input/output lengths)
+and planned with :func:`tokenscale.planning.plan_service`; latencies come from the replica's
+:class:`~tokenscale.planning.PerfModel`:
 
 - KV capacity: ``plan.kv_capacity_tokens_per_replica`` (a measured ``Available KV cache
   memory: X GiB`` is turned into tokens exactly as vLLM does: whole blocks of
   ``block_size × KV bytes per token per GPU``)
 - TPOT at concurrency C: ``tpot_seconds(C)``; an offline batch of B prompts:
   ``prefill_seconds(B × in) + (out − 1) × step_seconds(B)``
-- TTFT at concurrency 1: ``own_ttft_seconds(0, in)`` (the prefill plus the fixed per-request
-  latency outside the GPU)
+- TTFT at concurrency 1: ``own_ttft_seconds(0, in)`` (the request overhead + the prefill; no
+  queue at concurrency 1)
 - throughput at concurrency C: ``output_tps(C)`` (and ``output_tps(C) / output_tps(1)``)
+
+The other files' entries are estimated by their own scripts' functions
+(``accuracy_disaggregation.estimate``, ``accuracy_speculative.score``,
+``accuracy_multinode.estimate``) and scored here in the same groups: KV capacity, decode
+(TPOT, batch latency, P/D decode step), TTFT (TTFT, P/D TTFT idle and under load, P/D prefill),
+throughput, and three groups without a target — ``overhead`` (a TTFT at concurrency 1 whose
+prefill is a few percent of it, ``measures: request-overhead``: it scores the request overhead,
+not the prefill), ``transfer`` (a P/D KV transfer) and ``speculative`` (the speed-up).
 
 Engine version: vLLM reserves CUDA-graph memory before it sizes the KV pool only since 0.21
 (before, graphs were captured out of the ``gpu_memory_utilization`` slack; vLLM issue 46462
@@ -23,22 +33,22 @@ quotes the start-up notice), and not at all under ``--enforce-eager``; such entr
 ``assumptions.cudaGraphGiB: 0``, a fact about the deployment like its
 ``gpuMemoryUtilization``.
 
-Split: entries sorted by id; every third one (positions 2, 5, 8, … counting from 0) is held
-out, the rest is the fit set that the model's constants were tuned on. Entries added later
-carry ``split: fit`` or ``split: held-out`` (the same rule applied to the added batch, sorted by
-id) and are left out of the count, so adding data never moves an entry between the sets.
+Split: by source, not by row. Each source in a file's ``sources:`` says ``split: fit`` or
+``split: held-out``; a held-out source is held out whole, so the held-out set can catch a wrong
+engine or a wrong functional form, not only interpolate one sweep. The constants are fitted on
+the fit set only.
 
-Validity: every entry says whether it measures what it claims (``validity``, with a one-line
-``validity_reason``): ``measured`` entries are scored as points; ``lower-bound`` entries as
-bounds (the estimate may not fall below the measurement by more than the group's mean target);
-``excluded`` entries stay in the file, keep their place in the split count, and are not scored.
+Validity: every entry of every file says whether it measures what it claims (``validity``,
+with a one-line ``validity_reason``): ``measured`` entries are scored as points; ``lower-bound``
+entries as bounds (the estimate may not fall below the measurement by more than the group's mean
+target); ``excluded`` entries stay in the file and are not scored.
 
 The targets are reported, not asserted: scoring always exits 0.
 
-``--check [FILE]`` is the physics gate instead (the repository's file by default): every
-entry's implied FLOP/s and HBM bytes/s against its GPU's datasheet peaks
+``--check [FILE ...]`` is the physics gate instead (the four files by default): every
+entry's implied FLOP/s, HBM bytes/s and link bytes/s against its GPU's datasheet peaks
 (:mod:`tokenscale.planning.physics`); exit 1 naming each rejected entry that is not already
-``excluded``, 0 when all pass, 2 when the file cannot be read as a measurements file.
+``excluded``, 0 when all pass, 2 when a file cannot be read as a measurements file.
 """
 
 import sys
@@ -60,9 +70,16 @@ from typing import Any
 import yaml
 
 ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "operator"))
 
+from benchmarks import (  # noqa: E402
+    accuracy_disaggregation,
+    accuracy_multinode,
+    accuracy_speculative,
+)
 from tokenscale.api import InferenceService, InferenceServiceSpec  # noqa: E402
+from tokenscale.api.assumptions import Assumptions  # noqa: E402
 from tokenscale.api.hardware import GpuSpec  # noqa: E402
 from tokenscale.catalog.gpus import GPU_CATALOG  # noqa: E402
 from tokenscale.catalog.models import find_model  # noqa: E402
@@ -74,6 +91,11 @@ from tokenscale.planning import (  # noqa: E402
 )
 
 DATA = ROOT / "benchmarks" / "accuracy" / "measurements.yaml"
+#: The four files of the yardstick, by the name used in the tables.
+FILES = {
+    name: ROOT / "benchmarks" / "accuracy" / f"{name}.yaml"
+    for name in ("measurements", "disaggregation", "speculative", "multinode")
+}
 GIB = 1024**3
 
 #: metric group of each kind
@@ -86,15 +108,34 @@ GROUPS = {
     "ttft_s": "ttft",
     "throughput_tok_s": "throughput",
     "throughput_ratio": "throughput",
+    # disaggregation.yaml
+    "kv_transfer_s": "transfer",
+    "pd_ttft_s": "ttft",
+    "pd_ttft_at_rate_s": "ttft",
+    "prefill_s": "ttft",
+    "decode_step_s": "decode",
+    "itl_ratio": "decode",
+    # speculative.yaml (entries carry no kind: the speed-up)
+    "speedup": "speculative",
+    # multinode.yaml
+    "throughput_tok_s_per_gpu": "throughput",
+    "throughput_tok_s_per_node": "throughput",
+    "layout_ratio": "throughput",
 }
 
-#: (mean target, worst target or None) per group, as fractions
-TARGETS: dict[str, tuple[float, float | None]] = {
+#: (mean target, worst target or None) per group, as fractions; None: reported, no target
+TARGETS: dict[str, tuple[float, float | None] | None] = {
     "kv": (0.03, 0.08),
     "decode": (0.10, 0.20),
     "ttft": (0.15, None),
     "throughput": (0.15, None),
+    "overhead": None,
+    "transfer": None,
+    "speculative": None,
 }
+
+#: The group of an entry that ``measures: request-overhead``.
+OVERHEAD = "request-overhead"
 
 VALIDITY = ("measured", "lower-bound", "excluded")
 
@@ -117,6 +158,7 @@ class Row:
     validity: str = "measured"
     bound_held: bool | None = None
     """For a lower bound: whether the estimate stays above ``measured × (1 − mean target)``."""
+    file: str = "measurements"
 
 
 def _config(data: dict[str, Any], entry: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
@@ -148,6 +190,32 @@ def _kv_bytes_per_token_per_gpu(cfg: dict[str, Any], tp: int, kv_dtype: str) -> 
     kv_heads = int(cfg.get("num_key_value_heads") or heads)
     head_dim = int(cfg.get("head_dim") or int(cfg["hidden_size"]) // heads)
     return 2.0 * layers * max(1, kv_heads // tp) * head_dim * (1.0 if kv_dtype == "fp8" else 2.0)
+
+
+#: Engine generations the planner does not describe (it describes today's vLLM), each with its
+#: own per-step cost on top of ``stepOverheadSeconds``, fitted on the fit set's decode points of
+#: that generation (``python benchmarks/accuracy_refit.py --engine``) and scored on the held-out
+#: ones: vLLM before 0.6.0 spent much of each step on the CPU (the vLLM blog, "vLLM v0.6.0: 2.7x
+#: Throughput Improvement and 5x Latency Reduction", 2024-09-05: for Llama 3 8B on one H100, 33 %
+#: of the time in the HTTP server and 29 % in scheduling). Fit: PRs 3240 and 3692 (vLLM
+#: 0.3.3/0.4.0, 15 points); held out: PR 4002 (0.4.0, 6 points).
+ENGINE_STEP_OVERHEAD_S: dict[str, float] = {"vllm<0.6": 0.0035}
+
+
+def engine_generation(entry: dict[str, Any]) -> str | None:
+    """The entry's engine generation where it has its own term (``ENGINE_STEP_OVERHEAD_S``)."""
+    found = re.search(r"(\d+)\.(\d+)", str(entry.get("vllm", "")))
+    if found is not None and (int(found[1]), int(found[2])) < (0, 6):
+        return "vllm<0.6"
+    return None
+
+
+def _engine_overrides(entry: dict[str, Any], overrides: dict[str, float]) -> dict[str, float]:
+    generation = engine_generation(entry)
+    if generation is None:
+        return overrides
+    step = overrides.get("stepOverheadSeconds", Assumptions().step_overhead_seconds)
+    return overrides | {"stepOverheadSeconds": step + ENGINE_STEP_OVERHEAD_S[generation]}
 
 
 def _reserves_cuda_graphs(entry: dict[str, Any]) -> bool:
@@ -201,7 +269,8 @@ def build_spec(
             },
             "serving": serving,
             "assumptions": (
-                ({} if _reserves_cuda_graphs(entry) else {"cudaGraphGiB": 0}) | (overrides or {})
+                ({} if _reserves_cuda_graphs(entry) else {"cudaGraphGiB": 0})
+                | _engine_overrides(entry, overrides or {})
             ),
         },
     }
@@ -216,16 +285,20 @@ def validity(entry: dict[str, Any]) -> str:
 
 
 def split_of(data: dict[str, Any]) -> dict[str, str]:
-    """Each entry's set: pinned by ``split:``, else every third of the unpinned ones by id."""
-    position = 0
+    """Each entry's set: its source's ``split`` (a held-out source is held out whole)."""
+    sources = data.get("sources") or {}
     out = {}
-    for e in sorted(data["measurements"], key=lambda e: str(e["id"])):
-        if e.get("split") in ("fit", "held-out"):
-            out[str(e["id"])] = str(e["split"])
-        else:
-            out[str(e["id"])] = "held-out" if position % 3 == 2 else "fit"
-            position += 1
+    for e in data["measurements"]:
+        src = sources.get(e["source"]) or {}
+        out[str(e["id"])] = "held-out" if src.get("split") == "held-out" else "fit"
     return out
+
+
+def group_of(entry: dict[str, Any]) -> str:
+    """The entry's group: its kind's, or ``overhead`` where it measures the request overhead."""
+    if entry.get("measures") == OVERHEAD:
+        return "overhead"
+    return GROUPS[str(entry.get("kind", "speedup"))]
 
 
 def estimate(
@@ -277,14 +350,13 @@ def evaluate(data: dict[str, Any], overrides: dict[str, float] | None = None) ->
         measured, est = estimate(data, e, overrides)
         unit = "tokens" if e["kind"].startswith("kv_") else str(e["unit"])
         v = validity(e)
-        group = GROUPS[e["kind"]]
-        held = est >= measured * (1.0 - TARGETS[group][0]) if v == "lower-bound" else None
+        group = group_of(e)
         rows.append(
             Row(
                 id=str(e["id"]),
                 split=split,
                 kind=str(e["kind"]),
-                group=GROUPS[e["kind"]],
+                group=group,
                 model=str(e["model"]).split(" ")[0],
                 gpu=str(e["gpu"]),
                 tp=int(e["tp"]),
@@ -295,29 +367,107 @@ def evaluate(data: dict[str, Any], overrides: dict[str, float] | None = None) ->
                 error=est / measured - 1.0,
                 source=str(e["source"]),
                 validity=v,
-                bound_held=held,
+                bound_held=_bound_held(v, group, measured, est),
             )
         )
     return rows
 
 
+def _bound_held(v: str, group: str, measured: float, est: float) -> bool | None:
+    target = TARGETS[group]
+    if v != "lower-bound":
+        return None
+    return est >= measured * (1.0 - (target[0] if target else 0.0))
+
+
+def _other_row(name: str, data: dict[str, Any], e: dict[str, Any], split: str) -> Row:
+    """One entry of disaggregation.yaml, speculative.yaml or multinode.yaml, scored."""
+    kind = str(e.get("kind", "speedup"))
+    if name == "disaggregation":
+        measured, est, _ = accuracy_disaggregation.estimate(data, e)
+        tp, unit = int(e["layout"]["prefill_tp"]), "ratio" if kind == "itl_ratio" else "s"
+    elif name == "speculative":
+        scored = accuracy_speculative.score(e)
+        measured, est = scored["speedup_measured"], scored["speedup_estimate"]
+        tp, unit = int(e.get("tp", 1)), "×"
+    else:
+        measured = float(e["value"])
+        got = accuracy_multinode.estimate(e)
+        est = math.nan if got is None else got
+        tp, unit = int(e["layout"]["tp"]), str(e["unit"])
+    group, v = group_of(e), validity(e)
+    return Row(
+        id=str(e["id"]),
+        split=split,
+        kind=kind,
+        group=group,
+        model=str(e["model"]).split(" ")[0],
+        gpu=str(e["gpu"]),
+        tp=tp,
+        weight_dtype=str(e.get("weight_dtype", "bf16")),
+        measured=float(measured),
+        estimate=float(est),
+        unit=unit,
+        error=float(est) / float(measured) - 1.0,
+        source=str(e["source"]),
+        validity=v,
+        bound_held=_bound_held(v, group, float(measured), float(est)),
+        file=name,
+    )
+
+
+def load_files(names: tuple[str, ...] = tuple(FILES)) -> dict[str, dict[str, Any]]:
+    """The files by name; speculative entries completed by the file's ``defaults``."""
+    out = {}
+    for name in names:
+        data = yaml.safe_load(FILES[name].read_text())
+        if "defaults" in data:
+            data = data | {"measurements": [data["defaults"] | e for e in data["measurements"]]}
+        out[name] = data
+    return out
+
+
+def evaluate_all(
+    files: dict[str, dict[str, Any]] | None = None, overrides: dict[str, float] | None = None
+) -> list[Row]:
+    """Every entry of every file, scored (``overrides`` apply to measurements.yaml's specs)."""
+    files = load_files() if files is None else files
+    rows: list[Row] = []
+    for name, data in files.items():
+        if name == "measurements":
+            rows += evaluate(data, overrides)
+            continue
+        splits = split_of(data)
+        for e in data["measurements"]:
+            rows.append(_other_row(name, data, e, splits[str(e["id"])]))
+    return rows
+
+
 def summarize(rows: list[Row]) -> dict[str, dict[str, dict[str, Any]]]:
+    """Per set (fit, held-out, all) and group: the measured points' mean and worst absolute
+    error, the bounds held, the entries excluded, and the verdict against the target."""
     out: dict[str, dict[str, dict[str, Any]]] = {}
     for split in ("fit", "held-out", "all"):
         out[split] = {}
-        for group, (mean_target, worst_target) in TARGETS.items():
+        for group, target in TARGETS.items():
             mine = [r for r in rows if r.group == group and split in ("all", r.split)]
             errs = [abs(r.error) for r in mine if r.validity == "measured"]
             bounds = [r for r in mine if r.validity == "lower-bound"]
-            if not errs and not bounds:
+            excluded = sum(1 for r in mine if r.validity == "excluded")
+            if not errs and not bounds and not excluded:
                 continue
             mean = statistics.fmean(errs) if errs else 0.0
             worst = max(errs) if errs else 0.0
             held = sum(1 for r in bounds if r.bound_held)
+            mean_target, worst_target = target if target else (None, None)
             met = (
-                mean <= mean_target
-                and (worst_target is None or worst <= worst_target)
-                and held == len(bounds)
+                None
+                if mean_target is None or (not errs and not bounds)
+                else (
+                    mean <= mean_target
+                    and (worst_target is None or worst <= worst_target)
+                    and held == len(bounds)
+                )
             )
             out[split][group] = {
                 "n": len(errs),
@@ -327,7 +477,7 @@ def summarize(rows: list[Row]) -> dict[str, dict[str, dict[str, Any]]]:
                 "target_worst": worst_target,
                 "bounds": len(bounds),
                 "bounds_held": held,
-                "excluded": sum(1 for r in mine if r.validity == "excluded"),
+                "excluded": excluded,
                 "met": met,
             }
     return out
@@ -365,41 +515,105 @@ def _series(entry: dict[str, Any]) -> tuple[str, ...]:
     return tuple(str(entry.get(k)) for k in keys)
 
 
+#: vLLM's default ``max_num_seqs``: where a throughput's concurrency is not stated, the gate
+#: counts the fewest decode steps the engine could have run (the largest batch it allows).
+DEFAULT_MAX_NUM_SEQS = 256
+
+
+def gate_entry(e: dict[str, Any]) -> dict[str, Any] | None:
+    """The entry of any of the four files as a measurements.yaml entry the gate can count the
+    work of (the kind it is judged as, the replica's TP, seconds), or None: nothing to check."""
+    kind = e.get("kind")
+    if kind is None:  # speculative.yaml: the TPOT without speculation, and the target's step
+        if e.get("tpot_ms_without") is None and e.get("tpot_ms_with") is None:
+            return None
+        base = {"tp": int(e.get("tp", 1)), "weight_dtype": "bf16", "concurrency": e["batch"]}
+        return e | base | {"kind": "speculative"}
+    if kind in GROUPS and "layout" not in e:
+        return e
+    layout = e.get("layout") or {}
+    if kind in ("kv_transfer_s", "pd_ttft_s", "pd_ttft_at_rate_s", "prefill_s"):
+        return e | {"tp": int(layout["prefill_tp"]), "max_model_len": int(e["input_tokens"]) + 1}
+    if kind == "decode_step_s":
+        return e | {"tp": int(layout["decode_tp"]), "max_model_len": int(e["input_tokens"]) + 1}
+    if kind == "throughput_tok_s":
+        model = accuracy_multinode.catalog_key(e)
+        return e | {
+            "model_config": model,
+            "tp": int(layout["tp"]),
+            "concurrency": e.get("concurrency") or DEFAULT_MAX_NUM_SEQS,
+        }
+    return None
+
+
+def _link_bytes_per_s(gpu: GpuSpec, same_node: bool) -> float | None:
+    """The fastest a KV transfer's bytes can leave one GPU: its NVLink/Infinity Fabric figure
+    inside a node, its NIC share across nodes (the datasheet figure, no efficiency)."""
+    gbps = gpu.interconnect_gbps if same_node else gpu.inter_node_gbps
+    return None if gbps is None else gbps * 1e9
+
+
+def _transfer_verdict(perf: PerfModel, gpu: GpuSpec, e: dict[str, Any]) -> physics.Verdict:
+    same_node = bool(e["layout"].get("same_node"))
+    link = _link_bytes_per_s(gpu, same_node)
+    tokens = float(e["input_tokens"])
+    return physics.transfer_verdict(perf, link, tokens, _seconds(e), same_node)
+
+
+def _verdict(
+    data: dict[str, Any], e: dict[str, Any], perf: PerfModel, gpu: GpuSpec
+) -> physics.Verdict:
+    kind, dtype, tp = e["kind"], e["weight_dtype"], int(e["tp"])
+    inp = float(e.get("input_tokens") or 0)
+    out = float(e.get("output_tokens") or 0)
+    if kind.startswith("kv_capacity") or kind == "kv_cache_gib":
+        measured, _ = estimate(data, e)
+        return physics.kv_pool_verdict(perf, gpu, measured)
+    if kind == "kv_transfer_s":
+        return _transfer_verdict(perf, gpu, e)
+    if kind in ("ttft_s", "pd_ttft_s", "pd_ttft_at_rate_s", "prefill_s"):
+        work = physics.prefill_work(perf, inp, _seconds(e))
+    elif kind == "tpot_s":
+        work = physics.decode_step_work(perf, float(e["concurrency"]), inp + out / 2.0, _seconds(e))
+    elif kind == "decode_step_s":
+        work = physics.decode_step_work(perf, float(e["batch"]), inp, _seconds(e))
+    elif kind == "speculative":
+        # the TPOT without speculation is a decode step; with it, a target step emits τ tokens
+        # (the target's weights read at least once per step): the tighter of the two
+        steps = []
+        if e.get("tpot_ms_without") is not None:
+            steps.append(float(e["tpot_ms_without"]) / 1e3)
+        if e.get("tpot_ms_with") is not None:
+            steps.append(float(e["tpot_ms_with"]) / 1e3 * float(e["mean_accepted_length"]))
+        work = physics.decode_step_work(perf, float(e["batch"]), inp + out / 2.0, min(steps))
+    elif kind == "batch_latency_s":
+        work = physics.batch_latency_work(perf, float(e["batch"]), inp, out, _seconds(e))
+    else:  # throughput_tok_s
+        work = physics.throughput_work(perf, float(e["concurrency"]), inp, out, float(e["value"]))
+    return physics.judge(work, gpu, dtype, tp)
+
+
 def physics_check(data: dict[str, Any]) -> list[Check]:
     """Every entry against its GPU's peaks (:mod:`tokenscale.planning.physics`), and every
-    pair of TTFTs of one series on their difference."""
+    pair of TTFTs of one series on their difference. ``data`` is any of the four files."""
+    if "defaults" in data:
+        data = data | {"measurements": [data["defaults"] | e for e in data["measurements"]]}
     entries = sorted(data["measurements"], key=lambda e: str(e["id"]))
+    gated = {str(e["id"]): gate_entry(e) for e in entries}
     verdicts: dict[str, list[physics.Verdict]] = {str(e["id"]): [] for e in entries}
     perfs = {}
     for e in entries:
-        perf, gpu = _perf(data, e)
+        g = gated[str(e["id"])]
+        if g is None:
+            continue
+        perf, gpu = _perf(data, g)
         perfs[str(e["id"])] = (perf, gpu)
-        kind, dtype, tp = e["kind"], e["weight_dtype"], int(e["tp"])
-        inp = float(e.get("input_tokens", 0))
-        out = float(e.get("output_tokens", 0))
-        if kind.startswith("kv_"):
-            measured, _ = estimate(data, e)
-            verdicts[str(e["id"])].append(physics.kv_pool_verdict(perf, gpu, measured))
-            continue
-        if kind == "ttft_s":
-            work = physics.prefill_work(perf, inp, _seconds(e))
-        elif kind == "tpot_s":
-            work = physics.decode_step_work(
-                perf, float(e["concurrency"]), inp + out / 2.0, _seconds(e)
-            )
-        elif kind == "batch_latency_s":
-            work = physics.batch_latency_work(perf, float(e["batch"]), inp, out, _seconds(e))
-        elif kind == "throughput_tok_s":
-            work = physics.throughput_work(
-                perf, float(e["concurrency"]), inp, out, float(e["value"])
-            )
-        else:
-            continue
-        verdicts[str(e["id"])].append(physics.judge(work, gpu, dtype, tp))
+        verdicts[str(e["id"])].append(_verdict(data, g, perf, gpu))
     ttfts: dict[tuple[str, ...], list[dict[str, Any]]] = {}
     for e in entries:
-        if e["kind"] == "ttft_s":
-            ttfts.setdefault(_series(e), []).append(e)
+        g = gated[str(e["id"])]
+        if g is not None and g["kind"] in ("ttft_s", "pd_ttft_s", "prefill_s"):
+            ttfts.setdefault((g["kind"], *_series(g)), []).append(g)
     for series in ttfts.values():
         series.sort(key=lambda e: float(e["input_tokens"]))
         for i, short in enumerate(series):
@@ -420,7 +634,7 @@ def physics_check(data: dict[str, Any]) -> list[Check]:
     for e in entries:
         found = verdicts[str(e["id"])]
         if not found:
-            checks.append(Check(str(e["id"]), validity(e), None, "a ratio: nothing to check alone"))
+            checks.append(Check(str(e["id"]), validity(e), None, _nothing_alone(e)))
             continue
         bad = [v for v in found if not v.possible]
         shown = bad or found
@@ -428,35 +642,46 @@ def physics_check(data: dict[str, Any]) -> list[Check]:
     return checks
 
 
-def run_check(path: Path) -> int:
-    """Print the gate's verdict per entry; 1 when an entry that is not excluded is rejected,
-    2 when the file cannot be read as a measurements file."""
-    try:
-        data = yaml.safe_load(path.read_text())
-        checks = physics_check(data)
-    except (OSError, yaml.YAMLError) as exc:
-        print(f"{path}: cannot read it: {exc}", file=sys.stderr)
-        return 2
-    except (KeyError, TypeError, ValueError) as exc:
-        print(
-            f"{path}: not a measurements file as benchmarks/accuracy/README.md describes it "
-            f"(a `measurements:` list of entries with id, kind, model, gpu, tp, weight_dtype, "
-            f"value, unit): {type(exc).__name__} {exc}",
-            file=sys.stderr,
-        )
-        return 2
+def _nothing_alone(e: dict[str, Any]) -> str:
+    kind = e.get("kind")
+    if kind is None:
+        return "a speed-up: a ratio, nothing to check alone"
+    if kind in ("throughput_tok_s_per_gpu", "throughput_tok_s_per_node"):
+        return "a per-GPU figure of a layout the source does not state: nothing to count"
+    return "a ratio: nothing to check alone"
+
+
+def run_check(paths: list[Path]) -> int:
+    """Print the gate's verdict per entry of each file; 1 when an entry that is not excluded is
+    rejected, 2 when a file cannot be read as a measurements file."""
     failed = 0
-    for c in checks:
-        if c.possible is None:
-            status = "n/a"
-        elif c.possible:
-            status = "ok"
-        elif c.validity == "excluded":
-            status = "rejected (excluded)"
-        else:
-            status = "REJECTED"
-            failed += 1
-        print(f"{c.id:44} {status:20} {c.reason}")
+    for path in paths:
+        try:
+            data = yaml.safe_load(path.read_text())
+            checks = physics_check(data)
+        except (OSError, yaml.YAMLError) as exc:
+            print(f"{path}: cannot read it: {exc}", file=sys.stderr)
+            return 2
+        except (KeyError, TypeError, ValueError, AttributeError, SystemExit) as exc:
+            print(
+                f"{path}: not a measurements file as benchmarks/accuracy/README.md describes it "
+                f"(a `measurements:` list of entries with id, kind, model, gpu, tp, weight_dtype, "
+                f"value, unit): {type(exc).__name__} {exc}",
+                file=sys.stderr,
+            )
+            return 2
+        print(f"== {path.name}")
+        for c in checks:
+            if c.possible is None:
+                status = "n/a"
+            elif c.possible:
+                status = "ok"
+            elif c.validity == "excluded":
+                status = "rejected (excluded)"
+            else:
+                status = "REJECTED"
+                failed += 1
+            print(f"{c.id:44} {status:20} {c.reason}")
     print(
         f"\n{failed} rejected entr{'y' if failed == 1 else 'ies'} not excluded "
         f"(margin {physics.PHYSICS_MARGIN:.0%} over the datasheet peaks)"
@@ -468,56 +693,73 @@ def _fmt(v: float) -> str:
     return f"{v:,.0f}" if abs(v) >= 1000 else f"{v:.4g}"
 
 
-def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--json", action="store_true", help="print JSON instead of tables")
-    parser.add_argument(
-        "--check",
-        nargs="?",
-        const=DATA,
-        type=Path,
-        metavar="FILE",
-        help="the physics gate on FILE (default: the repository's measurements) instead",
-    )
-    args = parser.parse_args()
-    if args.check is not None:
-        return run_check(args.check)
-    data = yaml.safe_load(DATA.read_text())
-    rows = evaluate(data)
-    summary = summarize(rows)
-    if args.json:
-        print(json.dumps({"entries": [asdict(r) for r in rows], "summary": summary}, indent=2))
-        return 0
+def _print_rows(rows: list[Row]) -> None:
     print(
-        f"{'id':44} {'set':8} {'validity':11} {'GPU':15} {'TP':>2} {'dtype':5} "
+        f"{'file':14} {'id':44} {'set':8} {'validity':11} {'group':11} {'GPU':15} {'TP':>2} "
         f"{'measured':>12} {'estimate':>12} {'unit':9} {'error':>7}"
     )
     for r in rows:
         mark = ""
         if r.bound_held is not None:
             mark = " bound held" if r.bound_held else " BOUND MISSED"
+        err = "" if math.isnan(r.error) else f"{r.error:+7.1%}"
         print(
-            f"{r.id:44} {r.split:8} {r.validity:11} {r.gpu:15} {r.tp:>2} {r.weight_dtype:5} "
-            f"{_fmt(r.measured):>12} {_fmt(r.estimate):>12} {r.unit[:9]:9} {r.error:+7.1%}{mark}"
+            f"{r.file:14} {r.id:44} {r.split:8} {r.validity:11} {r.group:11} {r.gpu:15} "
+            f"{r.tp:>2} {_fmt(r.measured):>12} {_fmt(r.estimate):>12} {r.unit[:9]:9} "
+            f"{err:>7}{mark}"
         )
-    print()
-    print(f"{'set':9} {'metric':11} {'n':>3} {'mean |err|':>10} {'worst':>8} {'bounds':>7}  target")
+
+
+def print_summary(summary: dict[str, dict[str, dict[str, Any]]]) -> None:
+    """The per-set, per-group table: n, mean and worst |error|, bounds, excluded, verdict."""
+    print(
+        f"{'set':9} {'group':11} {'n':>3} {'mean |err|':>10} {'worst':>8} {'bounds':>7} "
+        f"{'excl':>4}  target"
+    )
     for split, groups in summary.items():
         for group, s in groups.items():
-            worst_t = f", worst ≤ {s['target_worst']:.0%}" if s["target_worst"] else ""
-            verdict = "met" if s["met"] else "MISSED"
+            if s["target_mean"] is None:
+                verdict = "no target"
+            else:
+                worst_t = f", worst ≤ {s['target_worst']:.0%}" if s["target_worst"] else ""
+                state = "-" if s["met"] is None else ("met" if s["met"] else "MISSED")
+                verdict = f"mean ≤ {s['target_mean']:.0%}{worst_t}: {state}"
             bounds = f"{s['bounds_held']}/{s['bounds']}" if s["bounds"] else "-"
             mean = f"{s['mean_abs_error']:.1%}" if s["n"] else "-"
             worst = f"{s['worst_abs_error']:.1%}" if s["n"] else "-"
             print(
-                f"{split:9} {group:11} {s['n']:>3} {mean:>10} {worst:>8} {bounds:>7}  "
-                f"mean ≤ {s['target_mean']:.0%}{worst_t}: {verdict}"
+                f"{split:9} {group:11} {s['n']:>3} {mean:>10} {worst:>8} {bounds:>7} "
+                f"{s['excluded']:>4}  {verdict}"
             )
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--json", action="store_true", help="print JSON instead of tables")
+    parser.add_argument(
+        "--check",
+        nargs="*",
+        type=Path,
+        metavar="FILE",
+        help="the physics gate on FILE(s) (default: the four files of benchmarks/accuracy/) "
+        "instead",
+    )
+    args = parser.parse_args()
+    if args.check is not None:
+        return run_check(args.check or list(FILES.values()))
+    rows = evaluate_all()
+    summary = summarize(rows)
+    if args.json:
+        print(json.dumps({"entries": [asdict(r) for r in rows], "summary": summary}, indent=2))
+        return 0
+    _print_rows(rows)
+    print()
+    print_summary(summary)
     excluded = sum(1 for r in rows if r.validity == "excluded")
     print(
-        f"\n{len(rows)} measurements ({excluded} excluded, not scored; bounds held / bounds: "
-        f"the estimate at most the group's mean target below a lower bound); "
-        "sources: benchmarks/accuracy/README.md"
+        f"\n{len(rows)} entries in {len(FILES)} files ({excluded} excluded, not scored; "
+        "bounds held / bounds: the estimate at most the group's mean target below a lower "
+        "bound; held-out: whole sources); sources: benchmarks/accuracy/README.md"
     )
     return 0
 

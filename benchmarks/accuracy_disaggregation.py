@@ -16,12 +16,15 @@ Each entry is rebuilt as a spec (model, GPU, weight dtype, prompt and answer len
   utilization, so an overloaded measurement shows whether the planner saw the overload too;
 - ``prefill_s`` / ``decode_step_s``: the prefill role's ``prefill_seconds`` of the prompt and
   the decode role's ``step_seconds`` at the entry's ``batch`` (the phase models both pools run);
-- ``itl_ratio`` (not scored): the decode pool's step at the batch it settles at, over the
+- ``itl_ratio`` (excluded: SGLang): the decode pool's step at the batch it settles at, over the
   aggregated replica's mean TPOT at its load (``at_load``).
 
-The error is ``estimate / measured − 1``; the median absolute error is printed per source, per
-split (``fit`` / ``held-out``), per kind, and per source and split together. Nothing is fitted:
-the held-out third is kept for the refit that would follow.
+A TTFT measured through vLLM's toy P/D proxy (``proxy_requests: 2``: the proxy sends the prefill
+as one full request and the decode as another) carries one ``requestOverheadSeconds`` per request.
+
+The error is ``estimate / measured − 1``; the median absolute error of the entries that are not
+``validity: excluded`` is printed per source, per split (``fit`` / ``held-out``: whole sources,
+``split`` in ``sources:``), per kind, and per source and split together.
 """
 
 import argparse
@@ -145,6 +148,34 @@ def _itl_ratio(data: dict[str, Any], m: dict[str, Any]) -> float:
     return decode.perf.step_seconds(batch) / point.tpot_mean_s
 
 
+def estimate(data: dict[str, Any], m: dict[str, Any]) -> tuple[float, float, float | None]:
+    """(measured, estimate) in seconds (a ratio for ``itl_ratio``) and, for a TTFT under load,
+    the prefill replica's utilization."""
+    utilization: float | None = None
+    if m["kind"] == "itl_ratio":
+        est = _itl_ratio(data, m)
+    else:
+        rps = float(m.get("rps") or 0.0) if m["kind"] == "pd_ttft_at_rate_s" else 0.0
+        spec = _spec(data, m, m["layout"]["prefill_tp"], rps or 1.0)
+        tokens = float(m["input_tokens"])
+        if m["kind"] == "kv_transfer_s":
+            est = _transfer(spec, tokens)
+        elif m["kind"] in ("prefill_s", "decode_step_s"):
+            est = _phase(spec, m["kind"], tokens, float(m["batch"]))
+        else:
+            est, rho = _ttft(spec, tokens, rps)
+            extra = int(m.get("proxy_requests", 1)) - 1
+            est += extra * spec.assumptions.request_overhead_seconds
+            utilization = rho if m["kind"] == "pd_ttft_at_rate_s" else None
+    measured = m["value"] / 1000.0 if m["unit"] == "ms" else m["value"]
+    return float(measured), float(est), utilization
+
+
+def split_of(data: dict[str, Any], m: dict[str, Any]) -> str:
+    """The entry's set: its source's (held out whole, never row by row)."""
+    return "held-out" if data["sources"][m["source"]].get("split") == "held-out" else "fit"
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--json", action="store_true")
@@ -152,31 +183,18 @@ def main() -> int:
     data = yaml.safe_load(DATA.read_text())
     rows: list[dict[str, Any]] = []
     for m in data["measurements"]:
-        utilization: float | None = None
-        if m["kind"] == "itl_ratio":
-            estimate = _itl_ratio(data, m)
-        else:
-            rps = float(m.get("rps") or 0.0) if m["kind"] == "pd_ttft_at_rate_s" else 0.0
-            spec = _spec(data, m, m["layout"]["prefill_tp"], rps or 1.0)
-            tokens = float(m["input_tokens"])
-            if m["kind"] == "kv_transfer_s":
-                estimate = _transfer(spec, tokens)
-            elif m["kind"] in ("prefill_s", "decode_step_s"):
-                estimate = _phase(spec, m["kind"], tokens, float(m["batch"]))
-            else:
-                estimate, rho = _ttft(spec, tokens, rps)
-                utilization = rho if m["kind"] == "pd_ttft_at_rate_s" else None
-        measured = m["value"] / 1000.0 if m["unit"] == "ms" else m["value"]
+        measured, est, utilization = estimate(data, m)
         rows.append(
             {
                 "id": m["id"],
                 "kind": m["kind"],
-                "split": m["split"],
+                "split": split_of(data, m),
                 "source": m["source"],
-                "scored": m.get("scored", True),
+                "validity": m["validity"],
+                "scored": m["validity"] != "excluded",
                 "measured": measured,
-                "estimate": estimate,
-                "error": estimate / measured - 1.0,
+                "estimate": est,
+                "error": est / measured - 1.0,
                 "prefill_utilization": utilization,
             }
         )
@@ -184,7 +202,7 @@ def main() -> int:
         print(json.dumps(rows, indent=2))
         return 0
     for row in rows:
-        flag = "" if row["scored"] else "  (not scored)"
+        flag = "" if row["scored"] else "  (excluded)"
         if row["prefill_utilization"] is not None:
             flag = f"  prefill utilization {row['prefill_utilization']:.2f}{flag}"
         print(

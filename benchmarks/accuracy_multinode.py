@@ -3,8 +3,9 @@
 Run: ``python -m benchmarks.accuracy_multinode``. Each entry is rebuilt as a spec (model, GPU,
 weight dtype, lengths) and planned at the entry's layout with ``plan_at``; the estimate is the
 replica's output tokens/s at its operating batch (no SLO: the knee), per GPU or per node where
-the source reports so. Entries marked ``scored: false`` are printed as bounds with the reason
-(the source's setup goes beyond what the planner models); the others get an error.
+the source reports so. Entries marked ``validity: excluded`` are printed with the reason (the
+source's setup goes beyond what the planner models, or its conditions are not stated); the
+others get an error.
 """
 
 import sys
@@ -20,14 +21,20 @@ from tokenscale.planning import Layout, Plan, forecast_conditions, plan_at, reso
 DATA = Path(__file__).resolve().parent / "accuracy" / "multinode.yaml"
 
 
-def _spec(m: dict[str, Any]) -> InferenceServiceSpec:
+def catalog_key(m: dict[str, Any]) -> str:
+    """The catalog model the entry ran (an FP8 checkpoint is its base model's shapes)."""
     name = m.get("model_config") or m["model"]
     entry = find_model(name) or find_model(name.replace("Meta-Llama", "Llama").split("-FP8")[0])
     if entry is None:
         raise SystemExit(f"{m['id']}: {name} is not in the catalog")
+    return entry.key
+
+
+def _spec(m: dict[str, Any]) -> InferenceServiceSpec:
+    key = catalog_key(m)
     return InferenceServiceSpec.model_validate(
         {
-            "model": {"name": m["model"], "catalog": entry.key, "weightDtype": m["weight_dtype"]},
+            "model": {"name": m["model"], "catalog": key, "weightDtype": m["weight_dtype"]},
             "hardware": {"gpu": m["gpu"], "tensorParallelSize": m["layout"]["tp"]},
             "workload": {
                 "rps": {"mean": 1},
@@ -55,26 +62,42 @@ def _estimate(m: dict[str, Any], plan: Plan) -> float:
     return per_replica
 
 
+def plan_of(m: dict[str, Any]) -> tuple[Plan, Layout]:
+    """The entry planned at its layout (the smallest EP layout that fits where the source
+    does not state the EP degree)."""
+    layout = _layout(m)
+    if layout is None:
+        layout = Layout(tp=1, dp=16, ep=True, nodes=2)
+    r = resolve(_spec(m), m["id"])
+    return plan_at(r, forecast_conditions(r), layout), layout
+
+
+def estimate(m: dict[str, Any]) -> float | None:
+    """The planner's figure in the entry's unit; None for a ratio of layouts."""
+    if m["kind"] == "layout_ratio":
+        return None
+    plan, _ = plan_of(m)
+    return _estimate(m, plan)
+
+
 def main() -> int:
     data = yaml.safe_load(DATA.read_text())
     for m in data["measurements"]:
         source = data["sources"][m["source"]]["title"]
         if m["kind"] == "layout_ratio":
-            print(f"{m['id']}: measured {m['value']}×, not scored — {m['note']}\n  ({source})")
+            print(
+                f"{m['id']}: measured {m['value']}×, {m['validity']} — "
+                f"{m['validity_reason']}\n  ({source})"
+            )
             continue
-        layout = _layout(m)
-        if layout is None:  # the source does not state the EP degree: the smallest that fits
-            layout = Layout(tp=1, dp=16, ep=True, nodes=2)
-        spec = _spec(m)
-        r = resolve(spec, m["id"])
-        plan = plan_at(r, forecast_conditions(r), layout)
+        plan, layout = plan_of(m)
         estimate = _estimate(m, plan)
         shape = f"TP {layout.tp} × PP {layout.pp} × DP {layout.dp}, {layout.nodes} node(s)"
-        if m.get("scored", True):
+        if m["validity"] != "excluded":
             error = (estimate - m["value"]) / m["value"]
             verdict = f"error {error:+.1%}"
         else:
-            verdict = "bound (not scored): " + m["note"][:120]
+            verdict = "excluded: " + m["validity_reason"][:120]
         print(
             f"{m['id']}: measured {m['value']:,} {m['unit']}, estimate {estimate:,.0f} "
             f"({shape}, batch {plan.operating_batch:.0f}); {verdict}\n  ({source})"

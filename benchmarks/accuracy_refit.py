@@ -25,6 +25,7 @@ import argparse
 import json
 import math
 import statistics
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -36,7 +37,7 @@ sys.path.insert(0, str(ROOT / "operator"))
 
 from benchmarks import accuracy  # noqa: E402
 from tokenscale.api.assumptions import Assumptions  # noqa: E402
-from tokenscale.planning import performance  # noqa: E402
+from tokenscale.planning import decode_gpu, performance  # noqa: E402
 
 TIMING = ("decode", "ttft", "throughput")
 
@@ -80,18 +81,64 @@ def evaluate(data: dict[str, Any], values: dict[str, float]) -> list[accuracy.Ro
 
 
 def timing_subset(data: dict[str, Any], split: str) -> dict[str, Any]:
-    """The data with only the timing entries of one set that are scored."""
+    """The data with only the timing entries of one set that are scored (the sources, and so
+    each entry's set, stay as they are)."""
     splits = accuracy.split_of(data)
     keep = [
         e
         for e in data["measurements"]
         if splits[str(e["id"])] == split
-        and accuracy.GROUPS[e["kind"]] in TIMING
+        and accuracy.group_of(e) in TIMING
         and accuracy.validity(e) != "excluded"
     ]
-    # pin the split so the subset keeps each entry's set
-    pinned = [e | {"split": split} for e in keep]
-    return {**data, "measurements": pinned}
+    return {**data, "measurements": keep}
+
+
+@dataclass(frozen=True)
+class OverheadFit:
+    """``requestOverheadSeconds`` fitted on the entries that isolate it."""
+
+    seconds: float
+    fit_ids: tuple[str, ...]
+    errors: dict[str, dict[str, float]]
+    """Per set, entry id → the error at the fitted overhead."""
+
+
+def fit_request_overhead(files: dict[str, dict[str, Any]] | None = None) -> OverheadFit:
+    """Least squares on the relative error over the fit set's ``measures: request-overhead``
+    entries (short prompts at concurrency 1, every file): each estimate is ``rest + n × O``
+    (``n`` requests per TTFT: 2 through the toy P/D proxy), linear in the overhead ``O``, so
+    ``O = Σ (n/m)(1 − rest/m) / Σ (n/m)²``."""
+    files = accuracy.load_files() if files is None else files
+    now = Assumptions().request_overhead_seconds
+    requests = {
+        str(e["id"]): int(e.get("proxy_requests", 1))
+        for data in files.values()
+        for e in data["measurements"]
+    }
+    rows = [
+        r
+        for r in accuracy.evaluate_all(files)
+        if r.group == "overhead" and r.validity == "measured"
+    ]
+    num = den = 0.0
+    for r in rows:
+        if r.split != "fit":
+            continue
+        unit = 1e3 if r.unit == "ms" else 1.0
+        n, rest = requests[r.id] * unit, r.estimate - requests[r.id] * unit * now
+        num += n / r.measured * (1.0 - rest / r.measured)
+        den += (n / r.measured) ** 2
+    if not den:
+        raise SystemExit("no fit-set entry measures the request overhead")
+    fitted = num / den
+    errors: dict[str, dict[str, float]] = {"fit": {}, "held-out": {}}
+    for r in rows:
+        unit = 1e3 if r.unit == "ms" else 1.0
+        est = r.estimate + requests[r.id] * unit * (fitted - now)
+        errors[r.split][r.id] = est / r.measured - 1.0
+    fit_ids = tuple(errors["fit"])
+    return OverheadFit(fitted, fit_ids, errors)
 
 
 def bounds_missed(rows: list[accuracy.Row]) -> int:
@@ -143,6 +190,87 @@ def _errors(s: dict[str, Any]) -> str:
     return f"{s['mean_abs_error']:.1%} / {s['worst_abs_error']:.1%}"
 
 
+def _decode_rows(data: dict[str, Any], ids: set[str]) -> list[accuracy.Row]:
+    subset = {**data, "measurements": [e for e in data["measurements"] if e["id"] in ids]}
+    return [r for r in accuracy.evaluate(subset) if r.validity == "measured"]
+
+
+def _mean_abs(rows: list[accuracy.Row]) -> float:
+    return statistics.fmean(abs(r.error) for r in rows) if rows else math.nan
+
+
+def _decode_ids(data: dict[str, Any], split: str, keep: Any) -> set[str]:
+    splits = accuracy.split_of(data)
+    return {
+        str(e["id"])
+        for e in data["measurements"]
+        if accuracy.group_of(e) == "decode"
+        and accuracy.validity(e) == "measured"
+        and splits[str(e["id"])] == split
+        and keep(e)
+    }
+
+
+#: The values tried for an engine generation's own step cost (seconds) and a GPU's factor.
+ENGINE_GRID = [round(0.00025 * i, 5) for i in range(33)]
+GPU_GRID = [round(0.70 + 0.01 * i, 2) for i in range(41)]
+
+
+def fit_engine_generations(data: dict[str, Any]) -> dict[str, tuple[float, float, float]]:
+    """Each engine generation's step cost on the fit set's decode points of that generation:
+    generation → (cost, fit mean |error|, held-out mean |error|)."""
+    out = {}
+    kept = dict(accuracy.ENGINE_STEP_OVERHEAD_S)
+    try:
+        for generation in kept:
+
+            def mine(e: dict[str, Any], g: str = generation) -> bool:
+                return accuracy.engine_generation(e) == g
+
+            fit, held = _decode_ids(data, "fit", mine), _decode_ids(data, "held-out", mine)
+            best = (math.inf, 0.0)
+            for cost in ENGINE_GRID:
+                accuracy.ENGINE_STEP_OVERHEAD_S[generation] = cost
+                best = min(best, (_mean_abs(_decode_rows(data, fit)), cost))
+            accuracy.ENGINE_STEP_OVERHEAD_S[generation] = best[1]
+            out[generation] = (best[1], best[0], _mean_abs(_decode_rows(data, held)))
+    finally:
+        accuracy.ENGINE_STEP_OVERHEAD_S.update(kept)
+    return out
+
+
+def fit_gpu_factors(data: dict[str, Any]) -> dict[str, tuple[float, int, float, int, float]]:
+    """Each GPU's decode bandwidth factor on the fit set's decode points of today's engines
+    (no engine-generation term): GPU → (factor, fit n, fit mean |error|, held-out n, held-out
+    mean |error|)."""
+    table = decode_gpu.DECODE_BANDWIDTH_FACTOR
+    kept = dict(table)
+    out = {}
+    gpus = sorted({str(e["gpu"]) for e in data["measurements"]})
+    try:
+        for gpu in gpus:
+
+            def mine(e: dict[str, Any], g: str = gpu) -> bool:
+                return e["gpu"] == g and accuracy.engine_generation(e) is None
+
+            fit, held = _decode_ids(data, "fit", mine), _decode_ids(data, "held-out", mine)
+            if not fit:
+                continue
+            best = (math.inf, 1.0)
+            for factor in GPU_GRID:
+                table[gpu] = factor
+                best = min(best, (_mean_abs(_decode_rows(data, fit)), factor))
+            table[gpu] = best[1]
+            held_err = _mean_abs(_decode_rows(data, held))
+            out[gpu] = (best[1], len(fit), best[0], len(held), held_err)
+            table.clear()
+            table.update(kept)
+    finally:
+        table.clear()
+        table.update(kept)
+    return out
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--json", action="store_true", help="print JSON instead of tables")
@@ -153,7 +281,51 @@ def main() -> int:
         metavar="NAME",
         help="search only these constants (the others stay at their current values)",
     )
+    parser.add_argument(
+        "--overhead",
+        action="store_true",
+        help="fit requestOverheadSeconds on the entries that isolate it (every file) and exit",
+    )
+    parser.add_argument(
+        "--engine",
+        action="store_true",
+        help="fit each engine generation's own step cost (benchmarks/accuracy.py) and exit",
+    )
+    parser.add_argument(
+        "--gpu",
+        action="store_true",
+        help="fit each GPU's decode bandwidth factor (planning/decode_gpu.py) and exit",
+    )
     args = parser.parse_args()
+    if args.engine or args.gpu:
+        data = yaml.safe_load(accuracy.DATA.read_text())
+        if args.engine:
+            for generation, (cost, fit_err, held_err) in fit_engine_generations(data).items():
+                print(
+                    f"engine {generation}: step cost {cost * 1e3:.2f} ms (now "
+                    f"{accuracy.ENGINE_STEP_OVERHEAD_S[generation] * 1e3:.2f}); decode mean "
+                    f"|error| fit {fit_err:.1%}, held-out {held_err:.1%}"
+                )
+        if args.gpu:
+            for gpu, (f, n_fit, e_fit, n_held, e_held) in fit_gpu_factors(data).items():
+                now = decode_gpu.decode_bandwidth_factor(gpu)
+                held = f"{e_held:.1%}" if n_held else "-"
+                print(
+                    f"gpu {gpu}: decode bandwidth factor {f:.2f} (now {now:.2f}); decode mean "
+                    f"|error| fit {e_fit:.1%} (n={n_fit}), held-out {held} (n={n_held})"
+                )
+        return 0
+    if args.overhead:
+        found = fit_request_overhead()
+        now = Assumptions().request_overhead_seconds
+        print(
+            f"requestOverheadSeconds {found.seconds:.4f} (now {now:g}), least squares on the "
+            f"relative error over {len(found.fit_ids)} fit entries"
+        )
+        for split, errs in found.errors.items():
+            for entry, err in errs.items():
+                print(f"  {split:9} {entry:44} {err:+.1%}")
+        return 0
     data = yaml.safe_load(accuracy.DATA.read_text())
     fit, held = timing_subset(data, "fit"), timing_subset(data, "held-out")
     optimum, before, after = refit(fit, tuple(args.only) if args.only else tuple(GRID))

@@ -9,7 +9,8 @@ length τ through the planner's own formula τ = (1 − α^(k+1)) / (1 − α) (
 (``perf_at``) give the TPOT at the entry's batch; the estimate is the speed-up
 TPOT without ÷ TPOT with (and the TPOT with speculation where the source states it). Errors are
 (estimate − measured) ÷ measured, reported per entry and as the median absolute error of the fit
-set and of the held-out third apart.
+set and of the held-out set apart, on ``validity: measured`` entries only (the held-out set is
+whole sources, ``split: held-out`` in ``sources:``; an ``excluded`` entry is printed, not scored).
 """
 
 import argparse
@@ -121,7 +122,9 @@ def fit_head_forward_overhead(entries: list[dict[str, Any]]) -> tuple[float, int
     num = den = 0.0
     rows = 0
     for m in entries:
-        if m["held_out"] or m["method"] not in HEAD_METHODS or m.get("tpot_ms_with") is None:
+        if m["held_out"] or m["validity"] == "excluded":
+            continue
+        if m["method"] not in HEAD_METHODS or m.get("tpot_ms_with") is None:
             continue
         if m["batch"] != 1:
             continue
@@ -145,7 +148,8 @@ def score(m: dict[str, Any]) -> dict[str, Any]:
     measured = m.get("speedup") or m["tpot_ms_without"] / m["tpot_ms_with"]
     out: dict[str, Any] = {
         "id": m["id"],
-        "held_out": m["held_out"],
+        "held_out": bool(m.get("held_out")),
+        "validity": m["validity"],
         "method": m["method"],
         "k": m["k"],
         "tau": m["mean_accepted_length"],
@@ -166,6 +170,9 @@ def score(m: dict[str, Any]) -> dict[str, Any]:
 
 
 def _summary(rows: list[dict[str, Any]]) -> dict[str, Any]:
+    rows = [r for r in rows if r["validity"] != "excluded"]
+    if not rows:
+        return {"entries": 0}
     speed = [r["speedup_error"] for r in rows]
     tpot = [r["tpot_with_error"] for r in rows if "tpot_with_error" in r]
     return {
@@ -179,10 +186,15 @@ def _summary(rows: list[dict[str, Any]]) -> dict[str, Any]:
 
 
 def load() -> list[dict[str, Any]]:
-    """The entries, each completed by the file's ``defaults``."""
+    """The entries, each completed by the file's ``defaults`` and its source's split
+    (``held_out``: the whole source is held out)."""
     data = yaml.safe_load(DATA.read_text())
     defaults: dict[str, Any] = data["defaults"]
-    return [defaults | m for m in data["measurements"]]
+    sources: dict[str, Any] = data["sources"]
+    return [
+        defaults | m | {"held_out": sources[m["source"]].get("split") == "held-out"}
+        for m in data["measurements"]
+    ]
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -202,7 +214,7 @@ def main(argv: list[str] | None = None) -> int:
         )
         return 0
     rows = [score(m) for m in load()]
-    result = {
+    result: dict[str, Any] = {
         "entries": rows,
         "fit": _summary([r for r in rows if not r["held_out"]]),
         "held_out": _summary([r for r in rows if r["held_out"]]),
@@ -211,18 +223,23 @@ def main(argv: list[str] | None = None) -> int:
         print(json.dumps(result, indent=2))
         return 0
     print(
-        f"{'entry':20} {'set':8} {'k':>2} {'τ':>5} {'α':>6} {'speed-up meas/est':>18} "
+        f"{'entry':20} {'set':8} {'validity':9} {'k':>2} {'τ':>5} {'α':>6} "
+        f"{'speed-up meas/est':>18} "
         f"{'err':>7} {'TPOT ms off est':>15} {'TPOT ms on meas/est':>20}"
     )
     for r in rows:
         on = f"{r.get('tpot_ms_with_measured', '–')}/{r['tpot_ms_with_estimate']}"
         print(
-            f"{r['id']:20} {'held-out' if r['held_out'] else 'fit':8} {r['k']:>2} {r['tau']:>5.2f} "
+            f"{r['id']:20} {'held-out' if r['held_out'] else 'fit':8} {r['validity']:9} "
+            f"{r['k']:>2} {r['tau']:>5.2f} "
             f"{r['alpha']:>6.3f} {r['speedup_measured']:>8.2f}/{r['speedup_estimate']:<9.2f} "
             f"{r['speedup_error']:>+7.1%} {r['tpot_ms_without_estimate']:>15.2f} {on:>20}"
         )
     for name in ("fit", "held_out"):
         s = result[name]
+        if not s["entries"]:
+            print(f"{name}: no measured entry")
+            continue
         tpot = s["tpot_with_median_abs_error"]
         print(
             f"{name}: {s['entries']} entries, speed-up median |error| "

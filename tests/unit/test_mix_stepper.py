@@ -191,13 +191,13 @@ def test_down_the_dearest_first_and_up_the_cheapest_first_from_the_plans_mix(
 def test_an_exhausted_variant_gets_nothing_new_until_its_retry_then_is_asked_again() -> None:
     stepper = _stepper(True)
     plan = stepper.plan
-    assert {v.name: v.replicas for v in plan.variants} == {H100: 4, L40S: 6}
+    assert {v.name: v.replicas for v in plan.variants} == {H100: 4, L40S: 7}
     state = stepper.initial()
     t0 = 10_000.0
     # 1 H100 placed, 3 unschedulable since t0; all L40S placed
     pods = [VariantPod(H100, None)] + [VariantPod(H100, t0, "0/5 nodes")] * 3
-    pods += [VariantPod(L40S, None)] * 6
-    hot = 150.0  # the 10 replicas' load and more
+    pods += [VariantPod(L40S, None)] * 7
+    hot = 150.0  # the 11 replicas' load and more
     within = stepper.step(
         state, Observation(t0 + 60, _snap(t0 + 60, hot, 7, 30, 0.9)), pods, t0 + 60
     )
@@ -207,7 +207,7 @@ def test_an_exhausted_variant_gets_nothing_new_until_its_retry_then_is_asked_aga
     marked = stepper.step(within.state, Observation(at, _snap(at, hot, 7, 30, 0.9)), pods, at)
     assert set(marked.state.marks) == {H100}
     assert marked.counts[H100] == 1  # keeps what it placed
-    assert marked.counts[L40S] > 6  # the need moved to the next variant
+    assert marked.counts[L40S] > 7  # the need moved to the next variant
     # the pending pods go with the count; within the retry the mark holds
     placed = [VariantPod(H100, None)] + [VariantPod(L40S, None)] * marked.counts[L40S]
     later = at + STOCKOUT_RETRY_S - 60

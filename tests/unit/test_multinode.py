@@ -209,7 +209,8 @@ def test_multinode_measurements_cite_their_sources() -> None:
         assert src["title"], m["id"]
         assert m["quote"], m["id"]
         assert m["value"] > 0, m["id"]
-        assert m.get("scored", True) or m.get("note"), f"{m['id']}: say why it is not scored"
+        assert m["validity"] in ("measured", "lower-bound", "excluded"), m["id"]
+        assert m["validity_reason"], f"{m['id']}: say why"
 
 
 def test_expert_parallel_plans_say_their_throughput_is_an_upper_bound() -> None:

@@ -133,12 +133,55 @@ def test_kv_capacity_above_the_memory_is_rejected() -> None:
     assert not physics.kv_pool_verdict(perf, h100, 800_000).possible
 
 
-def test_the_repository_file_passes_the_gate() -> None:
+def test_the_four_files_pass_the_gate_and_every_entry_is_judged() -> None:
     result = _run("--check")
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-2000:]
     assert "REJECTED" not in result.stdout
     # the excluded tt-340 pair is still caught, and shown as such
     assert result.stdout.count("rejected (excluded)") >= 2
+    for name, path in accuracy.FILES.items():
+        assert f"== {path.name}" in result.stdout, name
+        data = yaml.safe_load(path.read_text())
+        checks = accuracy.physics_check(data)
+        assert len(checks) == len(data["measurements"])
+        judged = [c for c in checks if c.possible is not None]
+        # every file has entries the gate counts the work of, not only ratios
+        assert judged, name
+
+
+def _entry(name: str, entry_id: str) -> tuple[dict[str, Any], dict[str, Any]]:
+    data = yaml.safe_load(accuracy.FILES[name].read_text())
+    entry = next(e for e in data["measurements"] if e["id"] == entry_id)
+    return data, copy.deepcopy(entry)
+
+
+@pytest.mark.parametrize(
+    ("name", "entry_id", "field", "factor", "what"),
+    [
+        # 4.5 GiB of KV over 8 × 25 GB/s NICs in a tenth of the measured 31.65 ms
+        ("disaggregation", "transfer-h800-qwen3-8b-32768", "value", 0.1, "inter-node NICs"),
+        # a prefill of 32,768 tokens of Qwen3-8B on 8 × H800 in 75 ms: above the BF16 peak
+        ("disaggregation", "ttft-h800-qwen3-8b-32768", "value", 0.1, "prefill of 32,768"),
+        # Llama-2-70B's decode step on 8 × H100 in 3 ms: 140 GB of weights read at 5.8 TB/s
+        ("disaggregation", "step-h100-llama2-70b-tp8-batch1", "value", 0.1, "decode step"),
+        # Llama-3.1-8B at batch 1 in 2.1 ms per token: 15 GB of weights at 7 TB/s on an H100
+        ("speculative", "e1-k2", "tpot_ms_without", 0.3, "decode step"),
+        # Llama-3.1-405B FP8 on 8 × H100 at 10 × the quoted output rate
+        ("multinode", "tput-h100x8-llama405b-fp8-tp8", "value", 20.0, "output tok/s"),
+    ],
+)
+def test_the_gate_rejects_an_impossible_entry_in_each_file(
+    name: str, entry_id: str, field: str, factor: float, what: str
+) -> None:
+    data, entry = _entry(name, entry_id)
+    assert accuracy.physics_check(data | {"measurements": [entry]})[0].possible is True
+    entry[field] = float(entry[field]) * factor
+    if name == "speculative":
+        entry.pop("tpot_ms_with", None)
+    entry["validity"] = "measured"
+    (check,) = accuracy.physics_check(data | {"measurements": [entry]})
+    assert check.possible is False, check.reason
+    assert what in check.reason
 
 
 def test_check_exits_1_naming_each_rejected_entry(tmp_path: Path) -> None:
@@ -171,10 +214,13 @@ def test_check_exits_2_on_a_file_that_is_not_a_measurements_file(tmp_path: Path,
     assert "cannot read it" in missing.stderr
 
 
-def test_every_entry_states_its_validity_and_why() -> None:
-    for e in DATA["measurements"]:
-        assert e.get("validity") in accuracy.VALIDITY, e["id"]
-        assert str(e.get("validity_reason", "")).strip(), e["id"]
+@pytest.mark.parametrize("name", list(accuracy.FILES))
+def test_every_entry_of_every_file_states_its_validity_and_why(name: str) -> None:
+    data = yaml.safe_load(accuracy.FILES[name].read_text())
+    for e in data["measurements"]:
+        assert e.get("validity") in accuracy.VALIDITY, (name, e["id"])
+        assert str(e.get("validity_reason", "")).strip(), (name, e["id"])
+        assert "scored" not in e, (name, e["id"])  # validity says it, once
 
 
 def test_excluded_entries_are_not_scored_and_bounds_are_scored_as_bounds() -> None:
@@ -195,13 +241,34 @@ def test_excluded_entries_are_not_scored_and_bounds_are_scored_as_bounds() -> No
     assert summary["met"] is False
 
 
-@pytest.mark.parametrize("pinned", ["fit", "held-out"])
-def test_a_pinned_entry_does_not_move_the_others(pinned: str) -> None:
+def test_the_held_out_set_is_whole_sources_in_every_file() -> None:
+    files = accuracy.load_files()
+    for name, data in files.items():
+        splits = accuracy.split_of(data)
+        for src, meta in data["sources"].items():
+            assert meta.get("split") in ("fit", "held-out"), (name, src)
+            mine = {splits[str(e["id"])] for e in data["measurements"] if e["source"] == src}
+            assert len(mine) <= 1, (name, src, mine)  # a source is never cut in two
+        assert not any("split" in e or "held_out" in e for e in data["measurements"]), name
+    rows = accuracy.evaluate_all(files)
+    held = {r.source for r in rows if r.split == "held-out" and r.validity != "excluded"}
+    fit = {r.source for r in rows if r.split == "fit" and r.validity != "excluded"}
+    assert len(held) >= 3
+    assert not held & fit
+
+
+def test_an_entry_added_to_a_held_out_source_is_held_out() -> None:
     entries = copy.deepcopy(DATA["measurements"])
     before = accuracy.split_of(_data(entries))
-    added = copy.deepcopy(entries[0]) | {"id": "aaa-added", "split": pinned}
-    after = accuracy.split_of(_data([added, *entries]))
-    assert after.pop("aaa-added") == pinned
+    held_src = next(s for s, m in DATA["sources"].items() if m["split"] == "held-out")
+    fit_src = next(s for s, m in DATA["sources"].items() if m["split"] == "fit")
+    added = [
+        copy.deepcopy(entries[0]) | {"id": "aaa-held", "source": held_src},
+        copy.deepcopy(entries[0]) | {"id": "aaa-fit", "source": fit_src},
+    ]
+    after = accuracy.split_of(_data([*added, *entries]))
+    assert after.pop("aaa-held") == "held-out"
+    assert after.pop("aaa-fit") == "fit"
     assert after == before
 
 

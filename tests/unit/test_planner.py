@@ -9,6 +9,7 @@ from tokenscale.api.assumptions import Assumptions
 from tokenscale.api.inference_service import InferenceServiceSpec
 from tokenscale.catalog import GPU_CATALOG, MODEL_CATALOG, count_params
 from tokenscale.planning import plan_service
+from tokenscale.planning.decode_gpu import decode_bandwidth_factor
 from tokenscale.planning.formulas import GIB
 
 LLAMA70 = {"name": "meta-llama/Llama-3.1-70B-Instruct", "catalog": "llama-3.1-70b"}
@@ -235,7 +236,7 @@ def test_decode_is_bandwidth_bound_at_batch_one() -> None:
     # the knowledge map's bound: tokens/s per sequence ≤ BW / weight bytes read
     params = count_params(MODEL_CATALOG["llama-3.1-8b"].architecture)
     read = (params.active - params.embedding) * 2
-    bound_s = read / (3350e9 * 0.80)
+    bound_s = read / (3350e9 * 0.80 * decode_bandwidth_factor("H100-SXM-80GB"))
     assert p.operating_batch == 1
     overhead = Assumptions().step_overhead_seconds
     assert p.decode_step_s == pytest.approx(bound_s + overhead, rel=0.01)

@@ -116,7 +116,8 @@ def test_int4_decode_reads_its_weights_at_the_weight_only_fraction_of_the_bandwi
     assert awq.weight_read_efficiency == WEIGHT_ONLY_DECODE_BANDWIDTH_EFFICIENCY
     assert bf16.weight_read_efficiency == 1.0
     overhead = bf16.assumptions.step_overhead_seconds
-    bw = awq.hbm_bytes_per_s * awq.assumptions.decode_bandwidth_efficiency
+    a = awq.assumptions
+    bw = awq.hbm_bytes_per_s * a.decode_bandwidth_efficiency * awq.decode_bandwidth_factor
     kv = awq.geometry.bytes_per_token_per_rank * awq.decode_context_tokens / bw
     expected = awq.weight_read_bytes(1) / (bw * WEIGHT_ONLY_DECODE_BANDWIDTH_EFFICIENCY) + kv
     assert awq.step_seconds(1) == pytest.approx(expected + overhead)

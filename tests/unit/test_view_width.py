@@ -153,7 +153,9 @@ def short_trace(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 @pytest.mark.parametrize(
-    ("spec", "extra"), [(MIX, ()), (PD, ("--architectures",))], ids=["mix", "pd"]
+    ("spec", "extra"),
+    [(MIX, ()), (PD, ()), (PD, ("--architectures",))],
+    ids=["mix", "pd-per-role", "pd-architectures"],
 )
 def test_the_mix_and_pd_replays_fit_80_columns(
     short_trace: Path, spec: Path, extra: tuple[str, ...]

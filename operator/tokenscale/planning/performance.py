@@ -93,6 +93,8 @@ class PerfModel:
     weight_read_efficiency: float = 1.0
     """Fraction of the decode bandwidth at which the weights are read (weight-only INT4 kernels:
     ``WEIGHT_ONLY_DECODE_BANDWIDTH_EFFICIENCY``); KV reads are not affected."""
+    decode_bandwidth_factor: float = 1.0
+    """The GPU's own factor on the decode bandwidth (:mod:`tokenscale.planning.decode_gpu`)."""
 
     # -- prefill -----------------------------------------------------------------------------
     @cached_property
@@ -138,7 +140,11 @@ class PerfModel:
 
     @cached_property
     def _bw(self) -> float:
-        return self.hbm_bytes_per_s * self.assumptions.decode_bandwidth_efficiency
+        return (
+            self.hbm_bytes_per_s
+            * self.assumptions.decode_bandwidth_efficiency
+            * self.decode_bandwidth_factor
+        )
 
     @cached_property
     def _prefill_memo(self) -> dict[tuple[float, float], float]:

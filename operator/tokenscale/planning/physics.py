@@ -12,7 +12,9 @@ geometry), at the minimum the stated conditions require:
 - a decode step at batch ``B`` whose sequences hold ``c`` tokens of context: ``B ×
   prefill_flops(1, c)`` FLOPs and ``weight_read_bytes(B)`` plus ``B × c`` tokens of KV bytes;
 - a throughput of ``X`` output tokens/s at concurrency ``C`` with ``in``/``out`` tokens per
-  request: per second, ``X/out`` prefills and ``X/C`` decode steps at batch ``C``.
+  request: per second, ``X/out`` prefills and ``X/C`` decode steps at batch ``C``;
+- a KV transfer of ``N`` prompt tokens between two replicas: the KV bytes of ``N`` tokens, each
+  GPU sending its rank's share over its own link (:func:`transfer_verdict`).
 
 Two prefill measurements of one series (same source, model, GPU, TP, dtype, concurrency) give
 a third test, on the difference: the extra ``F₂ − F₁`` FLOPs of the longer prompt took
@@ -194,3 +196,32 @@ def throughput_work(
         what=f"{output_tokens_per_s:,.0f} output tok/s at concurrency {concurrency:g} "
         f"({input_tokens:,.0f} in, {output_tokens:,.0f} out)",
     )
+
+
+def transfer_verdict(
+    perf: PerfModel,
+    link_bytes_per_s: float | None,
+    tokens: float,
+    seconds: float,
+    same_node: bool,
+    margin: float = PHYSICS_MARGIN,
+) -> Verdict:
+    """Whether ``tokens`` of KV cache can leave the sending replica in ``seconds``: every rank
+    sends its share over its own link of ``link_bytes_per_s`` (the GPU's datasheet figure;
+    None: the GPU states none, nothing to judge)."""
+    kv = _kv_bytes(perf, tokens)
+    where = "NVLink" if same_node else "the inter-node NICs"
+    if link_bytes_per_s is None:
+        reason = f"{kv / 1e6:,.0f} MB over {where}: the GPU states no link figure"
+        return Verdict(0.0, 0.0, 0.0, 0.0, True, reason)
+    if seconds <= 0:
+        return Verdict(0.0, math.inf, 0.0, math.inf, False, "a transfer in no time")
+    rate = kv / seconds / perf.tp
+    fraction = rate / link_bytes_per_s
+    possible = fraction <= 1.0 + margin
+    reason = (
+        f"KV of {tokens:,.0f} tokens ({kv / 1e6:,.0f} MB) over {where} in {seconds * 1e3:.4g} ms: "
+        f"{rate / 1e9:,.1f} GB/s per GPU ({fraction:.0%} of {link_bytes_per_s / 1e9:,.0f}), "
+        f"{'within' if possible else 'above'} the link + {margin:.0%}"
+    )
+    return Verdict(0.0, rate, 0.0, fraction, possible, reason)

@@ -32,6 +32,7 @@ from tokenscale.api.inference_service import InferenceServiceSpec
 from tokenscale.api.slo import Slo
 from tokenscale.api.workload import TokenDistribution, Workload
 from tokenscale.planning.conditions import Conditions, forecast_conditions
+from tokenscale.planning.decode_gpu import decode_bandwidth_factor
 from tokenscale.planning.disaggregation import (
     Fabric,
     PoolPair,
@@ -162,6 +163,7 @@ def perf_at(
         prefix_cache_hit_rate=w.prefix_cache_hit_rate if serving.enable_prefix_caching else 0.0,
         tail_input_tokens=w.input_tokens.p99_or_mean,
         weight_read_efficiency=weight_read_efficiency(model.weight_dtype),
+        decode_bandwidth_factor=decode_bandwidth_factor(r.gpu_key),
     )
     if layout.pp == 1 and layout.dp == 1:
         s = r.speculative
