@@ -21,7 +21,7 @@ from tokenscale.api.errors import SpecError
 from tokenscale.cli.app import app
 from tokenscale.cli.model_source import hub_config
 from tokenscale.cli.plan_figures import duration_text
-from tokenscale.cli.plan_view import sweep_table
+from tokenscale.cli.sweep_formats import sweep_table
 from tokenscale.planning import plan_service, sweep
 from tokenscale.planning.formulas import batch_text
 from tokenscale.scaling.schedule_day import schedule_day
@@ -172,7 +172,7 @@ def test_a_sweep_row_that_cannot_serve_shows_why_not_figures() -> None:
     assert row.plan is not None
     assert row.plan.replicas is None
     console = Console(width=400, record=True)
-    console.print(sweep_table(rows, 5))
+    console.print(sweep_table(rows, 5, None, 400))
     (line,) = [x for x in console.export_text().splitlines() if "H100-SXM-80GB" in x]
     cells = [c.strip() for c in line.split("│") if c.strip()]
     assert "does not fit at TP=1" in cells[-1]

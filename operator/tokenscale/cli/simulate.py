@@ -13,12 +13,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, Literal, cast
 
 import typer
-from rich.console import Console
-from rich.progress import BarColumn, Progress, TaskProgressColumn, TextColumn, TimeElapsedColumn
-from rich.table import Table
-from rich.text import Text
 
-from tokenscale.api.errors import SpecError
 from tokenscale.cli.inputs import (
     TableOrJson,
     bad_input,
@@ -27,11 +22,10 @@ from tokenscale.cli.inputs import (
     read_input,
     warn,
 )
-from tokenscale.cli.model_source import model_source_for
-from tokenscale.planning.validate import validate_manifests
 
 if TYPE_CHECKING:
     from tokenscale.api.inference_service import InferenceService
+    from tokenscale.cli.fit import FittedTable
     from tokenscale.planning.result import Plan
     from tokenscale.simulation import PolicyName, Setup, SimResult
     from tokenscale.simulation.faults import Fault
@@ -106,30 +100,36 @@ def _row(r: SimResult) -> list[str]:
     ]
 
 
-def _table(results: list[SimResult], title: str) -> Table:
-    table = Table(title=title, title_justify="left")
-    for col in (
-        "policy",
-        "SLO attainment",
-        "TTFT P50 / P99 s",
-        "TPOT P50 / P99 ms",
-        "E2E P99 s",
-        "GPU-hours",
-        "÷ oracle",
-        "cost",
-        "scale events",
-        "replicas mean / max",
-        "preemptions",
-    ):
-        table.add_column(
-            col,
-            justify="left" if col == "policy" else "right",
-            no_wrap=col == "policy",  # a policy's name is never cut
-            overflow="fold",  # a narrow terminal wraps the others, never "…"
+def policy_table(results: list[SimResult], title: str) -> FittedTable:
+    """One row per policy; narrow, the least needed columns are left out, no figure is cut."""
+    from tokenscale.cli.fit import Column, FittedTable  # noqa: PLC0415
+
+    drop = {
+        "preemptions": 9,
+        "scale events": 8,
+        "E2E P99 s": 7,
+        "replicas mean / max": 6,
+        "TPOT P50 / P99 ms": 5,
+        "÷ oracle": 4,
+        "cost": 3,
+    }
+    columns = [
+        Column(h, "left" if h == "policy" else "right", drop=drop.get(h, 0))
+        for h in (
+            "policy",
+            "SLO attainment",
+            "TTFT P50 / P99 s",
+            "TPOT P50 / P99 ms",
+            "E2E P99 s",
+            "GPU-hours",
+            "÷ oracle",
+            "cost",
+            "scale events",
+            "replicas mean / max",
+            "preemptions",
         )
-    for r in results:
-        table.add_row(*_row(r))
-    return table
+    ]
+    return FittedTable(columns, [_row(r) for r in results], title)
 
 
 def simulate_command(
@@ -219,7 +219,21 @@ def simulate_command(
     ] = False,
 ) -> None:
     """Replay a trace against a simulated vLLM fleet; compare scaling policies."""
-    # the simulator loads only when it runs: `plan` stays fast
+    from rich.console import Console  # noqa: PLC0415
+    from rich.progress import (  # noqa: PLC0415
+        BarColumn,
+        Progress,
+        TaskProgressColumn,
+        TextColumn,
+        TimeElapsedColumn,
+    )
+    from rich.text import Text  # noqa: PLC0415
+
+    # the simulator, the models and the planner load only when it runs: `--help` stays fast
+    from tokenscale.api.errors import SpecError  # noqa: PLC0415
+    from tokenscale.cli.console import stdout_console  # noqa: PLC0415
+    from tokenscale.cli.model_source import model_source_for  # noqa: PLC0415
+    from tokenscale.planning.validate import validate_manifests  # noqa: PLC0415
     from tokenscale.simulation import (  # noqa: PLC0415
         POLICIES,
         Setup,
@@ -355,7 +369,7 @@ def simulate_command(
                 interval,
             )  # fmt: skip
             title = f"{isvc.metadata.name}: {trace.name}, {len(scaled.requests):,} requests"
-            print_comparison(Console(width=180), found, title, output == TableOrJson.json, per_role)
+            print_comparison(stdout_console(), found, title, output == TableOrJson.json, per_role)
             return
         if pd_plan is not None:  # prefill/decode pools: what the operator runs, per role
             _per_role(
@@ -426,12 +440,12 @@ def simulate_command(
         ]
         print(json.dumps(_no_nan(data[0] if len(data) == 1 else data), indent=2))
         return
-    console = Console()
+    console = stdout_console()
     stats = f"{len(scaled.requests):,} requests over {scaled.duration_s / 60:.1f} min"
     if start is not None or duration is not None:
         stats += f" from {_clock(start_s)}"
     console.print(
-        _table(
+        policy_table(
             results,
             f"{isvc.metadata.name}: {trace.name} ({stats}, time ×{time_scale:g}, "
             f"rate ×{rate_scale:g}) · mismatch {mismatch:g} · cold start {cold_start:g} s",
@@ -483,6 +497,7 @@ def _shape_checked(
 ) -> Plan | None:
     """Exit 2 for a flag the spec's fleet shape cannot replay (``cli/simulate_shapes.py``);
     the plan when the operator would run prefill/decode pools (the default replay then)."""
+    from tokenscale.api.errors import SpecError  # noqa: PLC0415
     from tokenscale.cli.simulate_pd import two_pool_plan  # noqa: PLC0415
     from tokenscale.cli.simulate_shapes import Shape, refuse_unsupported  # noqa: PLC0415
 
@@ -527,6 +542,7 @@ def _per_role(
     timing: tuple[float, float, float, float],
 ) -> None:
     """Replay and print prefill/decode pools scaled per role (``cli/simulate_pd.py``)."""
+    from tokenscale.cli.console import stdout_console  # noqa: PLC0415
     from tokenscale.cli.simulate_pd import draw_roles, per_role_run, print_per_role  # noqa: PLC0415
 
     mismatch, cold_start, scrape_interval, interval = timing
@@ -537,7 +553,7 @@ def _per_role(
     why = None if explain is None or explain_at is None else (explain, explain_at)
     print_per_role(plan, run, title, output == TableOrJson.json, timeline, why)
     if plot is not None and output != TableOrJson.json:
-        Console().print(f"timeline written to {plot}", highlight=False)
+        stdout_console().print(f"timeline written to {plot}", highlight=False)
 
 
 def _hours(value: float | None) -> str:
@@ -556,6 +572,7 @@ def _drill(
     setup: Setup, faults: tuple[Fault, ...], name: PolicyName, output: TableOrJson, timeline: bool
 ) -> None:
     """Run and print the drills (and, with a replica loss, the redundancy advice)."""
+    from tokenscale.cli.console import stdout_console  # noqa: PLC0415
     from tokenscale.cli.drill_view import drill_data, print_drill  # noqa: PLC0415
     from tokenscale.simulation.drills import drill, recommend_redundancy  # noqa: PLC0415
 
@@ -565,7 +582,7 @@ def _drill(
     if output == TableOrJson.json:
         print(json.dumps(_no_nan(drill_data(d, advice, timeline)), indent=2))
         return
-    print_drill(Console(width=180), d, advice)
+    print_drill(stdout_console(), d, advice)
 
 
 def _moment(text: str, flag: str = "--explain") -> float:

@@ -7,10 +7,9 @@ import json
 from collections.abc import Callable, Sequence
 from dataclasses import asdict
 
-from rich.console import Console
-from rich.table import Table
-
 from tokenscale.api.inference_service import InferenceService
+from tokenscale.cli.console import stdout_console
+from tokenscale.cli.fit import Column, FittedTable
 from tokenscale.planning import plan_service
 from tokenscale.simulation.mixed import MixedRun, SimRouting, mix_engines, replay_mix
 from tokenscale.simulation.mixed_fleet import GpuStockout
@@ -120,25 +119,12 @@ def print_mixed(
     scaled: Sequence[tuple[str, ScaledMixRun]] = (),
 ) -> None:
     if as_json:
-        rows = [{"fleet": label, **asdict(r)} for label, r in runs]
-        rows += [{"fleet": label, **asdict(r)} for label, r in scaled]
-        print(json.dumps(rows, indent=2))
+        docs = [{"fleet": label, **asdict(r)} for label, r in runs]
+        docs += [{"fleet": label, **asdict(r)} for label, r in scaled]
+        print(json.dumps(docs, indent=2))
         return
-    t = Table(title=title, title_justify="left")
-    for col in (
-        "fleet",
-        "replicas",
-        "routing",
-        "attainment",
-        "TTFT P99 s",
-        "TPOT P99 ms",
-        "per variant (requests, attainment)",
-        "GPU-hours",
-        "cost/h",
-    ):
-        t.add_column(col)
-    for label, r in runs:
-        t.add_row(
+    rows: list[list[str]] = [
+        [
             label,
             " + ".join(f"{n} × {name}" for name, n in r.counts.items() if n),
             r.routing,
@@ -150,27 +136,29 @@ def print_mixed(
             ),
             f"{r.gpu_hours:.2f}",
             "—" if r.cost_per_hour is None else f"{r.cost_per_hour:,.2f}",
-        )
-    Console(width=180).print(t)
+        ]
+        for label, r in runs
+    ]
+    columns = [
+        Column("fleet", prose=True),
+        Column("replicas", prose=True),
+        Column("routing", drop=3),
+        Column("attainment", "right"),
+        Column("TTFT P99 s", "right", drop=2),
+        Column("TPOT P99 ms", "right", drop=1),
+        Column("per variant (requests, attainment)", prose=True, drop=4),
+        Column("GPU-hours", "right"),
+        Column("cost/h", "right", drop=5),
+    ]
+    console = stdout_console()
+    console.print(FittedTable(columns, rows, title))
     if scaled:
-        Console(width=180).print(_scaled_table(scaled, f"{title}: autoscaled"))
+        console.print(_scaled_table(scaled, f"{title}: autoscaled"))
 
 
-def _scaled_table(scaled: Sequence[tuple[str, ScaledMixRun]], title: str) -> Table:
-    t = Table(title=title, title_justify="left")
-    for col in (
-        "fleet",
-        "peak replicas",
-        "attainment",
-        "TTFT P99 s",
-        "TPOT P99 ms",
-        "GPU-hours",
-        "cost",
-        "exhausted",
-    ):
-        t.add_column(col)
-    for label, r in scaled:
-        t.add_row(
+def _scaled_table(scaled: Sequence[tuple[str, ScaledMixRun]], title: str) -> FittedTable:
+    rows: list[list[str]] = [
+        [
             label,
             " + ".join(f"{n} × {name}" for name, n in r.replicas_max.items() if n),
             f"{r.slo_attainment:.2%}",
@@ -179,5 +167,17 @@ def _scaled_table(scaled: Sequence[tuple[str, ScaledMixRun]], title: str) -> Tab
             f"{r.gpu_hours:.2f}",
             "—" if r.cost is None else f"{r.cost:,.2f}",
             "; ".join(f"{v} at {t_s:,.0f} s" for t_s, v, _ in r.marked) or "—",
-        )
-    return t
+        ]
+        for label, r in scaled
+    ]
+    columns = [
+        Column("fleet", prose=True),
+        Column("peak replicas", prose=True),
+        Column("attainment", "right"),
+        Column("TTFT P99 s", "right", drop=2),
+        Column("TPOT P99 ms", "right", drop=1),
+        Column("GPU-hours", "right"),
+        Column("cost", "right", drop=3),
+        Column("exhausted", prose=True),
+    ]
+    return FittedTable(columns, rows, title)

@@ -17,9 +17,10 @@ from pathlib import Path
 from typing import Any
 
 from rich.console import Console
-from rich.table import Table
 
 from tokenscale.api.inference_service import InferenceServiceSpec
+from tokenscale.cli.console import stdout_console
+from tokenscale.cli.fit import Column, FittedTable
 from tokenscale.planning import Plan, plan_service
 from tokenscale.scaling.roles import pools
 from tokenscale.simulation.disaggregated import ArchitectureRun, Comparison, engines
@@ -117,17 +118,7 @@ def print_comparison(
     if output_json:
         print(json.dumps({**comparison_data(c), "scaled_disaggregated": scaled}, indent=2))
         return
-    t = Table(title=title)
-    for col in (
-        "architecture",
-        "fleet",
-        "GPUs (simulated)",
-        "GPUs (planned)",
-        "TTFT P99 s",
-        "TPOT P99 ms",
-        "meets SLO",
-    ):
-        t.add_column(col)
+    rows: list[list[str]] = []
     for r, planned in (
         (c.aggregated, c.planner_gpus_aggregated),
         (c.disaggregated, c.planner_gpus_disaggregated),
@@ -139,15 +130,27 @@ def print_comparison(
             if r.architecture == "aggregated"
             else f"{r.prefill_replicas} prefill + {r.decode_replicas} decode"
         )
-        t.add_row(
-            r.architecture,
-            fleet,
-            str(r.gpus),
-            "—" if planned is None else str(planned),
-            f"{r.ttft_p99_s:.2f}",
-            f"{r.tpot_p99_s * 1e3:.1f}",
-            "yes" if r.meets_slo else "no",
+        rows.append(
+            [
+                r.architecture,
+                fleet,
+                str(r.gpus),
+                "—" if planned is None else str(planned),
+                f"{r.ttft_p99_s:.2f}",
+                f"{r.tpot_p99_s * 1e3:.1f}",
+                "yes" if r.meets_slo else "no",
+            ]
         )
+    columns = [
+        Column("architecture"),
+        Column("fleet", prose=True),
+        Column("GPUs (simulated)", "right"),
+        Column("GPUs (planned)", "right"),
+        Column("TTFT P99 s", "right", drop=2),
+        Column("TPOT P99 ms", "right", drop=1),
+        Column("meets SLO"),
+    ]
+    t = FittedTable(columns, rows, title)
     console.print(t)
     sim = c.simulator_disaggregates
     sim_text = "neither met the SLO" if sim is None else ("disaggregated" if sim else "aggregated")
@@ -279,18 +282,25 @@ def print_per_role(
             data["explanation"] = None if explained is None else dataclasses.asdict(explained)
         print(json.dumps(data, indent=2))
         return
-    t = Table(title=title, title_justify="left")
-    for col in ("pool", "replicas planned / peak", "GPU-hours", "attainment", "of"):
-        t.add_column(col)
-    for p in data["pools"]:
-        t.add_row(
+    rows = [
+        [
             p["role"],
             f"{p['planned_replicas']} / {p['peak_replicas']} × {p['gpus_per_replica']} GPU",
             f"{p['gpu_hours']:.2f}",
             f"{p['slo_attainment']:.2%}",
             p["slo_attainment_of"],
-        )
-    console = Console(width=180)
+        ]
+        for p in data["pools"]
+    ]
+    columns = [
+        Column("pool"),
+        Column("replicas planned / peak", prose=True),
+        Column("GPU-hours", "right"),
+        Column("attainment", "right"),
+        Column("of", prose=True),
+    ]
+    t = FittedTable(columns, rows, title)
+    console = stdout_console()
     console.print(t)
     ttft, tpot = run.ttft_p99_s, run.tpot_p99_s
     console.print(

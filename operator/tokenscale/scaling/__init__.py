@@ -1,9 +1,27 @@
-"""PURE: plan + live observations + history + now → how many replicas, and why."""
+"""PURE: plan + live observations + history + now → how many replicas, and why.
 
-from tokenscale.scaling.decision import Decision, Signal, decide_plan_only
-from tokenscale.scaling.engine import EngineInput, decide
-from tokenscale.scaling.snapshot import Snapshot
-from tokenscale.scaling.state import ScalingState
+The names below load on first use: ``tokenscale plan`` costs a day of schedule windows
+(:mod:`tokenscale.scaling.schedule_day`) without loading the decision engine.
+"""
+
+from importlib import import_module
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from tokenscale.scaling.decision import Decision, Signal, decide_plan_only
+    from tokenscale.scaling.engine import EngineInput, decide
+    from tokenscale.scaling.snapshot import Snapshot
+    from tokenscale.scaling.state import ScalingState
+
+_HOME = {
+    "Decision": "decision",
+    "Signal": "decision",
+    "decide_plan_only": "decision",
+    "EngineInput": "engine",
+    "decide": "engine",
+    "Snapshot": "snapshot",
+    "ScalingState": "state",
+}
 
 __all__ = [
     "Decision",
@@ -14,3 +32,12 @@ __all__ = [
     "decide",
     "decide_plan_only",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    home = _HOME.get(name)
+    if home is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(import_module(f"{__name__}.{home}"), name)
+    globals()[name] = value
+    return value
