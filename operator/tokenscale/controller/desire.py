@@ -279,10 +279,10 @@ def desire(obs: Observation) -> Desire:
     problems = obs.status_problems + made.problems
     # out of keda mode, a ScaledObject of ours may be left: with a reference, after a hand-over,
     # or from the spec as it was before this generation (the edit that left keda mode may
-    # also have removed the reference: the one GET per spec change finds it)
-    drop = actuator.mode != "keda" and (
-        ref is not None or handed_over(obs.workload_now) or respecified
-    )
+    # also have removed the reference: the one GET per spec change finds it; a service never
+    # reconciled before has none)
+    changed = respecified and status.observed_generation is not None
+    drop = actuator.mode != "keda" and (ref is not None or handed_over(obs.workload_now) or changed)
     said = None if contest is None else contest.condition
     try:
         objects = actuator.objects(wanted)
