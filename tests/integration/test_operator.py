@@ -89,6 +89,7 @@ def test_every_example_reconciles_to_its_plan(
             "DeploymentAvailable",
             "MetricsAvailable",
             "ProductionReady",
+            "ReplicasContested",  # direct mode: tokenscale writes the replicas
         }
         assert objects.condition(service.metadata.name, "PlanFeasible")["status"] == "True"
         ready = objects.condition(service.metadata.name, "ProductionReady")

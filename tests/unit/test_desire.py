@@ -116,3 +116,33 @@ def test_advisory_desires_no_object_and_recommends_once() -> None:
     again = observe(kube, kube.body, NOW, _events()[1], None)
     assert isinstance(again, Observation)
     assert desire(again).events == []  # the same recommendation is not repeated
+
+
+def test_a_scaled_object_takes_the_open_windows_bounds_down_to_zero() -> None:
+    """keda mode: the ScaledObject's min/max are the bounds in force; a window with
+    ``minReplicas: 0`` lets KEDA take the workload to zero while it is open (plan-only)."""
+    keda = {"serverAddress": "http://prometheus:9090"}
+    always = {"cron": "* * * * *", "durationSeconds": 3600}
+    for window, want in (
+        ({**always, "minReplicas": 6, "maxReplicas": 8}, (6, 8)),
+        ({**always, "minReplicas": 0}, (0, 4)),
+        ({"cron": "0 0 1 1 *", "durationSeconds": 60, "minReplicas": 6, "maxReplicas": 8}, (1, 4)),
+    ):
+        scaling = {
+            "actuation": "keda",
+            "keda": keda,
+            "minReplicas": 1,
+            "maxReplicas": 4,
+            "schedule": [window],
+            "activation": {"query": "sum(queued)"},
+        }
+        kube = FakeKube(_body(scaling=scaling))
+        seen = observe(kube, kube.body, "2026-03-04T12:34:56Z", _events()[1], None)
+        assert isinstance(seen, Observation)
+        d = desire(seen)
+        so = next(o for o in d.objects if o["kind"] == "ScaledObject")
+        got = (so["spec"]["minReplicaCount"], so["spec"]["maxReplicaCount"])
+        assert got == want, window
+        assert ("cooldownPeriod" in so["spec"]) == (want[0] == 0)
+        lo, hi = want
+        assert lo <= d.decision.replicas <= hi

@@ -243,3 +243,17 @@ def test_a_queue_never_lowers_a_blind_hold() -> None:
     spec = _spec()
     runs = _run(spec, [_zero(NOW, 0.5), _zero(NOW + 15, 0.0), _zero(NOW + 30, None)], 3)
     assert [r for r, _, _ in runs] == [3, 3, 3]
+
+
+def test_at_zero_a_failed_activation_read_is_named_before_the_engines_missing_series() -> None:
+    """At zero no engine reports, so its series are all missing: the reason a hold gives is the
+    activation query's failure, not the first three engine problems."""
+    engines = [f"{name}: no series for the service" for name in ("ttft_p50_s", "tpot_p99_s", "kv")]
+    failed = "activation query failed: HTTP 500 from Prometheus"
+    snap = _zero(NOW, None, problems=[*engines, failed])
+    stepper = Stepper(_spec(), plan_service(_spec()), 15.0)
+    step = stepper.step(ScalingState(decided_replicas=0), Observation(NOW, snap), NOW)
+    assert step.decision is not None
+    assert step.decision.replicas == 0
+    assert failed in step.decision.why
+    assert step.decision.metrics_reason.startswith(f"activation source unread: {failed}")

@@ -15,6 +15,7 @@ from typer.testing import CliRunner
 
 from tests.helpers import manifest, spec
 from tests.unit.test_status_transitions import SNAP, FakeKube, _body, _metrics
+from tokenscale.api import InferenceService
 from tokenscale.api.errors import SpecError
 from tokenscale.cli.app import app
 from tokenscale.planning import plan_service
@@ -326,3 +327,30 @@ def test_a_stated_mean_accepted_length_converts_back_to_its_acceptance_rate(
 ) -> None:
     tau = tokens_per_step(a, k)
     assert tokens_per_step(acceptance_from_tau(tau, k), k) == pytest.approx(tau, abs=1e-6)
+
+
+@pytest.mark.parametrize("method", ["draft_model", "auto"])
+def test_a_draft_larger_than_its_target_is_refused_naming_the_field(
+    tmp_path: Any, method: str
+) -> None:
+    """An 8B target with a 70B draft at TP 8 planned TP 8 × PP 2 on 2 nodes for the draft's
+    weights, then turned speculation off as "not modelled": a draft that is not smaller than
+    its target can never pay, so the spec is refused (exit 2), the field named."""
+    draft = {"name": "meta-llama/Llama-3.1-70B-Instruct", "catalog": "llama-3.1-70b"}
+    big = {"method": method, "acceptanceRate": 0.7, "draftModel": draft}
+    doc = manifest(hardware={"gpu": "H100-SXM-80GB", "tensorParallelSize": 8})
+    doc["spec"]["serving"] = {"speculative": big}
+    with pytest.raises(SpecError) as err:
+        plan_service(InferenceService.model_validate(doc).spec, "svc")
+    assert err.value.paths == ("spec.serving.speculative.draftModel",)
+    f = tmp_path / "svc.yaml"
+    f.write_text(yaml.safe_dump(doc))
+    result = runner.invoke(app, ["plan", str(f)])
+    assert result.exit_code == 2, result.output
+    assert "spec.serving.speculative.draftModel" in result.output
+    assert "not smaller than the target" in result.output
+    # the same target with a draft smaller than it plans (and says whether it pays)
+    doc["spec"]["serving"]["speculative"]["draftModel"] = DRAFT
+    plan = plan_service(InferenceService.model_validate(doc).spec, "svc")
+    assert plan.replicas is not None
+    assert plan.nodes_per_replica == 1

@@ -263,3 +263,24 @@ def test_the_unwatched_bound_defaults_to_four_intervals() -> None:
     assert Settings(interval_seconds=2, unwatched_resync_seconds=30).unwatched_resync_s == 30.0
     with pytest.raises(ValueError, match="greater than 0"):
         Settings(unwatched_resync_seconds=0)
+
+
+def test_pods_of_a_referenced_workload_are_asked_of_the_api_not_the_pod_cache(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The pod cache holds only pods with the InferenceService label: a referenced workload's
+    selector (its Scale's) goes to the API, or its GPUs would read as none held."""
+    kube = CachedKube(client.ApiClient(), WatchStore((*KINDS, "Pod")), ["a"])
+    kube.store.put("Pod", _obj("ours", "1", **{"tokenscale.io/inferenceservice": "s"}))
+    asked: list[str] = []
+
+    def from_api(self: Any, namespace: str, selector: str) -> list[dict[str, Any]]:
+        asked.append(selector)
+        return [_obj("theirs", "1", app="their-vllm")]
+
+    monkeypatch.setattr("tokenscale.kube.client.Kube.list_pods", from_api)
+    assert [p["metadata"]["name"] for p in kube.list_pods("a", "app=their-vllm")] == ["theirs"]
+    assert asked == ["app=their-vllm"]
+    ours = kube.list_pods("a", "tokenscale.io/inferenceservice=s")
+    assert [p["metadata"]["name"] for p in ours] == ["ours"]
+    assert asked == ["app=their-vllm"]  # the cache answered

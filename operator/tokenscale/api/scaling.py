@@ -2,7 +2,7 @@
 
 from typing import Literal, Self
 
-from pydantic import Field, field_validator, model_validator
+from pydantic import ConfigDict, Field, field_validator, model_validator
 
 from tokenscale.api.base import MAX_REPLICAS, MAX_SECONDS, ApiModel
 from tokenscale.api.cron import parse_cron
@@ -106,6 +106,11 @@ class ScalingPolicy(ApiModel):
 
 class ScheduleWindow(ApiModel):
     """Replica bounds for a recurring window of time (traffic with a known daily shape)."""
+
+    # the API server keeps a window's unknown keys (a ``timeZone``, a misspelt bound) instead
+    # of pruning them unseen, so that the operator names them (InvalidSpec) rather than run
+    # the window by its cron in UTC as if nothing had been written
+    model_config = ConfigDict(json_schema_extra={"x-kubernetes-preserve-unknown-fields": True})
 
     name: str | None = Field(
         default=None, max_length=63, description="A label for events and status."

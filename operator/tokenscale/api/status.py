@@ -39,7 +39,10 @@ class PlanSummary(ApiModel):
     ttft_p99_slo_seconds: float | None = Field(default=None, description="TTFT P99 target.")
     tpot_p99_slo_seconds: float | None = Field(default=None, description="TPOT P99 target.")
     output_tps_per_replica: float = Field(description="Output tokens/s per replica.")
-    gpus_total: int = Field(description="replicas × TP.")
+    gpus_total: int = Field(
+        description="GPUs the planned replicas hold: replicas × TP × PP × DP (a replica "
+        "spanning nodes counts every node's GPUs; both pools when disaggregated)."
+    )
     cost_per_million_output_tokens: float | None = Field(
         default=None, description="At the operating point; null without a price."
     )

@@ -14,14 +14,16 @@ judged first (``scaling/memory.py``) and an engine decision is held within one s
 workload's actual replicas.
 """
 
+import dataclasses
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
 from tokenscale.api.errors import SpecError
-from tokenscale.api.inference_service import InferenceService
+from tokenscale.api.inference_service import InferenceService, InferenceServiceSpec
 from tokenscale.api.status import Condition, DecisionStatus, InferenceServiceStatus
 from tokenscale.controller.actuation import Actuator, Desired, actuator_for, handed_over
+from tokenscale.controller.contest import Contest, judge, replicas_writer
 from tokenscale.controller.observation import MetricsView, Observation
 from tokenscale.controller.quota import bound_seen
 from tokenscale.controller.readiness import production_ready_condition
@@ -56,7 +58,7 @@ from tokenscale.scaling import Decision, ScalingState, Snapshot, decide_plan_onl
 from tokenscale.scaling.cause import Cause
 from tokenscale.scaling.memory import limited, trusted
 from tokenscale.scaling.quota import QuotaBound
-from tokenscale.scaling.schedule import scheduled_spec, widest_spec
+from tokenscale.scaling.schedule import open_window, scheduled_spec, widest_spec
 from tokenscale.scaling.stepper import Stepper
 from tokenscale.scaling.stockout import room_of
 
@@ -96,12 +98,16 @@ def decide(
     metrics: MetricsView | None,
     lead_time: float | None,
     live_replicas: int | None,
+    now_s: float | None = None,
 ) -> Decided:
-    """Plan-only without a metrics source; otherwise one step of the shared stepper on the
-    judged memory: a new decision on a new observation, else the stored one."""
+    """Plan-only without a metrics source (the plan's count within the schedule's bounds in
+    force at ``now_s``); otherwise one step of the shared stepper on the judged memory: a new
+    decision on a new observation, else the stored one."""
     spec = service.spec
     if metrics is None:
         d = decide_plan_only(plan, spec.scaling.replicas)
+        if now_s is not None and spec.scaling.replicas is None:
+            d = _within_schedule(d, plan, spec, now_s)
         return Decided(d, decision_status(d), None, True, [])
     # the memory is judged against every bound the schedule allows, the step against today's
     memory, problems = trusted(memory_of(old), widest_spec(spec), metrics.now_s, live_replicas)
@@ -133,6 +139,19 @@ def decide(
     observed = d.state.observed_at_s
     status = decision_status(d, observed)
     return Decided(d, status, d.state, True, problems, step.engine_ran)
+
+
+def _within_schedule(d: Decision, plan: Plan, spec: InferenceServiceSpec, now_s: float) -> Decision:
+    """A plan-only decision within the bounds of the schedule window open at ``now_s``: the
+    plan's need (with redundancy) within the window's bounds instead of the spec's own."""
+    found = open_window(spec, now_s)
+    if found is None:
+        return d
+    bounds = scheduled_spec(spec, now_s).scaling
+    lo, hi = bounds.min_replicas, bounds.max_replicas
+    replicas = min(max(plan.sized.with_redundancy, lo), hi)
+    why = f"{d.why}; window {found.label} open: bounds {lo}–{hi}, {replicas} replicas"
+    return d.model_copy(update={"replicas": replicas, "why": why, "reason": f"plan: {why}"})
 
 
 def _stored(status: DecisionStatus, state: ScalingState) -> Decision:
@@ -195,11 +214,15 @@ class Desire:
     memory_problems: list[str]
     """Why the memory in status was not trusted whole (logged)."""
     drop_scaled_object: bool
-    """Out of keda mode with a ScaledObject possibly left: delete ours."""
+    """Out of keda mode with a ScaledObject possibly left (a reference, a hand-over, a new
+    generation of the spec): delete ours, whatever workload it aims at."""
     invalid: str | None = None
     """The spec cannot be actuated (the actuator refused it): the message for status."""
     scale_to: int | None = None
     """Replicas to write through the referenced workload's ``/scale`` (None: none)."""
+    contested: Condition | None = None
+    """``ReplicasContested`` (``controller/contest.py``; None: tokenscale writes no replicas
+    here, or several workloads)."""
 
     @property
     def decision(self) -> Decision:
@@ -216,13 +239,18 @@ def desire(obs: Observation) -> Desire:
             roles.combined, None, None, roles.decided, roles.problems, roles.on_observation
         )
     else:
-        made = decide(service, plan, status, metrics, obs.lead_time_s, obs.live_replicas)
+        made = decide(service, plan, status, metrics, obs.lead_time_s, obs.live_replicas, obs.now_s)
     decision = made.decision
     bound = (
         QuotaBound(decision.replicas, roles.counts, None)  # GPU quotas: not per role yet
         if roles is not None
         else bound_seen(obs.quota, service.spec, plan, decision.replicas, room_of(obs.marks))
     )
+    respecified = status.observed_generation != obs.generation
+    actuator = actuator_for(service.spec)
+    contest = _contest(obs, actuator, roles, bound, respecified)
+    if contest is not None and contest.hold is not None:  # a second writer: hold its count
+        bound = dataclasses.replace(bound, replicas=contest.hold)
     bundle = render_bundle(
         obs.name,
         obs.namespace,
@@ -232,7 +260,6 @@ def desire(obs: Observation) -> Desire:
         Owner(obs.name, obs.uid),
         bound.counts,
     )
-    actuator = actuator_for(service.spec)
     ref = service.spec.workload_ref
     target = (
         None if ref is None else {"apiVersion": ref.api_version, "kind": ref.kind, "name": ref.name}
@@ -240,7 +267,8 @@ def desire(obs: Observation) -> Desire:
     wanted = Desired(
         obs.name,
         obs.namespace,
-        service.spec,
+        # the bounds in force (a KEDA ScaledObject's min/max follow the open schedule window)
+        scheduled_spec(service.spec, obs.now_s),
         bundle,
         decision,
         made.decided,
@@ -249,13 +277,20 @@ def desire(obs: Observation) -> Desire:
         target,
     )
     problems = obs.status_problems + made.problems
-    drop = actuator.mode != "keda" and (ref is not None or handed_over(obs.workload_now))
+    # out of keda mode, a ScaledObject of ours may be left: with a reference, after a hand-over,
+    # or from the spec as it was before this generation (the edit that left keda mode may
+    # also have removed the reference: the one GET per spec change finds it; a service never
+    # reconciled before has none)
+    changed = respecified and status.observed_generation is not None
+    drop = actuator.mode != "keda" and (ref is not None or handed_over(obs.workload_now) or changed)
+    said = None if contest is None else contest.condition
     try:
         objects = actuator.objects(wanted)
     except SpecError as err:
         return Desire(
             made, roles, bound, bundle, actuator, wanted, [], [], problems, drop, str(err)
         )
+    held = contest is not None and contest.hold is not None
     return Desire(
         made,
         roles,
@@ -267,8 +302,41 @@ def desire(obs: Observation) -> Desire:
         actuator.events(wanted),
         problems,
         drop,
-        scale_to=actuator.through_scale(wanted),
+        scale_to=None if held else _within(actuator.through_scale(wanted), bound),
+        contested=said,
     )
+
+
+def _contest(
+    obs: Observation,
+    actuator: Actuator,
+    roles: RolesMade | None,
+    bound: QuotaBound,
+    respecified: bool,
+) -> Contest | None:
+    """``ReplicasContested`` where tokenscale writes one workload's replicas (None elsewhere:
+    KEDA's count taken back on the switch to direct is not another writer's either)."""
+    if not actuator.writes_replicas or roles is not None or obs.plan.mix is not None:
+        return None
+    if handed_over(obs.workload_now):
+        return None
+    return judge(
+        obs.status.conditions,
+        obs.live_replicas,
+        obs.status.replicas,
+        bound.replicas,
+        replicas_writer(obs.workload_now),
+        respecified,
+        obs.now,
+        obs.generation,
+    )
+
+
+def _within(replicas: int | None, bound: QuotaBound) -> int | None:
+    """A count for ``/scale`` within what the GPU quota leaves (the rendered objects are
+    bounded already; a referenced workload's replicas must be too, or its ReplicaSet loops
+    on ``exceeded quota``)."""
+    return None if replicas is None else min(replicas, bound.replicas)
 
 
 def scaled(obs: Observation, d: Desire) -> bool:
@@ -303,7 +371,7 @@ def settled_status(
     )
     return InferenceServiceStatus(
         observed_generation=gen,
-        replicas=decision.replicas,
+        replicas=bound.replicas,  # what is set: the decision within the quota (or held)
         decided_replicas=decision.replicas,
         ready_replicas=observed.ready_replicas if observed else 0,
         available_replicas=observed.available_replicas if observed else 0,
@@ -313,7 +381,7 @@ def settled_status(
         decision=made.status,
         diagnosis=decision.diagnosis if made.decided else status.diagnosis,
         conditions=[
-            ready_condition(previous, True, observed, now, gen),
+            _ready(previous, observed, bound, decision.replicas, now, gen),
             condition(
                 previous,
                 "PlanFeasible",
@@ -343,8 +411,13 @@ def settled_status(
                 now,
                 gen,
             ),
-            *([exhausted_condition(previous, obs.marks, now, gen)] if plan.mix is not None else []),
+            *(
+                [exhausted_condition(previous, obs.marks, now, gen, bound.limited)]
+                if plan.mix is not None
+                else []
+            ),
             *([matches_condition(previous, found, d.bundle, service, now, gen)] if found else []),
+            *([d.contested] if d.contested is not None else []),
         ],
         variants=variant_statuses(plan, bound.counts, obs.marks),
         roles=None if roles is None else roles.status(observed_roles(role_lives, plan), plan),
@@ -353,6 +426,22 @@ def settled_status(
         live=now_live,
         ttft_p99=ttft_display(now_live, summary),
     )
+
+
+def _ready(
+    previous: list[Condition],
+    observed: Observed | None,
+    bound: QuotaBound,
+    wanted: int,
+    now: str,
+    gen: int | None,
+) -> Condition:
+    """``Ready``; False, with the bound's reason, where the quota leaves no replica of the
+    ``wanted`` ones (a workload at zero is then not serving: "0/0 ready" is not ready)."""
+    if observed is not None and observed.replicas == 0 and wanted > 0 and bound.limited:
+        why = f"no replica runs: {bound.limited}"
+        return condition(previous, "Ready", "False", bound.reason, why, now, gen)
+    return ready_condition(previous, True, observed, now, gen)
 
 
 def rejection_is_news(previous: list[Condition], message: str) -> bool:

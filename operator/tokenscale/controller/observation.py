@@ -71,6 +71,9 @@ class Observation:
     generation: int | None
     now: str
     """The reconcile's time (RFC 3339), for conditions and the last scale time."""
+    now_s: float
+    """The same moment in epoch seconds, on the engine's clock with a metrics source: the
+    moment ``spec.scaling.schedule`` is judged at."""
     service: InferenceService
     """The spec with ConfigMap references inlined and the measured acceptance applied."""
     plan: Plan

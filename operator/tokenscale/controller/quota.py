@@ -73,14 +73,19 @@ class QuotaSeen:
 
 
 def read_quota(
-    kube: QuotaReader, namespace: str, name: str, room: Mapping[str, int] | None = None
+    kube: QuotaReader,
+    namespace: str,
+    name: str,
+    room: Mapping[str, int] | None = None,
+    pods: str | None = None,
 ) -> QuotaSeen | None:
     """The quota figures a bound needs (None: no GPU quota and no exhausted variant, so nothing
-    bounds the decision and the pods are not listed)."""
+    bounds the decision and the pods are not listed). ``pods``: the selector of the service's
+    pods (a referenced workload's, from its Scale); its own label selector when None."""
     quotas = gpu_quotas(kube.list_resource_quotas(namespace))
     if not quotas and not room:
         return None
-    held = held_gpus(kube.list_pods(namespace, selector_string(name)))
+    held = held_gpus(kube.list_pods(namespace, pods or selector_string(name)))
     if quotas:
         # the figures read after the pods: a pod created between the two reads is then in
         # ``used`` and not in ``held`` (room under-counted until the next reconcile), never in

@@ -19,6 +19,7 @@ import dataclasses
 import logging
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from datetime import datetime
 from typing import Any, Protocol
 
 from kubernetes.client.exceptions import ApiException
@@ -307,13 +308,14 @@ def observe(
             for role, seen in observed_roles(role_lives, plan).items()
         }
     marks = stock_marks(kube, ns, name, status, now) if plan.mix is not None else {}
-    quota = None if is_disaggregated(plan) else read_quota(kube, ns, name, room_of(marks))
+    quota = None if is_disaggregated(plan) else read_quota(kube, ns, name, room_of(marks), pods)
     return Observation(
         name=name,
         namespace=ns,
         uid=uid,
         generation=gen,
         now=now,
+        now_s=metrics.now_s if metrics is not None else _epoch_s(now),
         service=service,
         plan=plan,
         status=status,
@@ -331,6 +333,11 @@ def observe(
         quota=quota,
         metrics=metrics,
     )
+
+
+def _epoch_s(stamp: str) -> float:
+    """An RFC 3339 UTC time (``…Z``) as epoch seconds."""
+    return datetime.fromisoformat(stamp.replace("Z", "+00:00")).timestamp()
 
 
 def act(
@@ -413,6 +420,9 @@ def act(
             outcome.applied.append(kind)
             # the hand-over mark is bookkeeping of this reconcile, not a change to announce
             shown = [d for d in diff if not d.endswith(REPLICAS_WRITER)]
+            if kind == "PodDisruptionBudget" and _moves_replicas(seen, wanted.bound.replicas):
+                # the budget follows the replicas: changed by this scale, not by anyone else
+                shown = [d for d in shown if not d.startswith(BUDGET_FIELDS)]
             if shown and roles is not None and role_of(obj) is not None:
                 for said in role_events(kind, obj, live, shown, roles, actuator.writes_replicas):
                     emit(*said)
@@ -453,6 +463,16 @@ def act(
             emit("Normal", "WorkloadRemoved", message)
             outcome.events.append(("Normal", "WorkloadRemoved", message))
     return observed, role_lives
+
+
+BUDGET_FIELDS = (".spec.minAvailable", ".spec.maxUnavailable")
+"""A PodDisruptionBudget's fields rendered from the replica count."""
+
+
+def _moves_replicas(seen: Observation, replicas: int) -> bool:
+    """Whether this reconcile moves the replicas to ``replicas`` (a new count, or the workload
+    not at it yet): the budget rendered from the count moves with it."""
+    return replicas != seen.status.decided_replicas or replicas != seen.live_replicas
 
 
 def _hand_over(
@@ -727,7 +747,13 @@ def _announce(
             "ConfigChanged",
             f"Rolling out a new vLLM configuration ({old_hash} → {new_hash})",
         )
-    if rescaled and outcome.decided and outcome.previous_decision != decision.replicas:
+    if rescaled and handed_over(live):  # KEDA wrote them until this reconcile: not drift
+        say(
+            "Normal",
+            "Scaled",
+            f"Took the replicas back from KEDA: {was}→{decision.replicas} ({decision.why})",
+        )
+    elif rescaled and outcome.decided and outcome.previous_decision != decision.replicas:
         say(
             "Normal",
             "Scaled",

@@ -127,7 +127,9 @@ def plan_summary(plan: Plan, ttft_slo: float | None, tpot_slo: float | None) -> 
         ttft_p99_slo_seconds=ttft_slo,
         tpot_p99_slo_seconds=tpot_slo,
         output_tps_per_replica=round(plan.output_tps_per_replica, 3),
-        gpus_total=r.total * plan.tensor_parallel_size,
+        gpus_total=plan.gpus_total
+        if plan.gpus_total is not None
+        else r.total * plan.gpus_per_replica,
         cost_per_million_output_tokens=(
             round(plan.cost_per_million_output_tokens, 6)
             if plan.cost_per_million_output_tokens is not None

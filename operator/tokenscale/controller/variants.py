@@ -175,15 +175,21 @@ def exhausted_condition(
     marks: Mapping[str, Exhausted],
     now: str,
     generation: int | None,
+    limited: str | None = None,
 ) -> Condition:
-    """``VariantExhausted``: True while some variant is marked, with the count unplaced."""
+    """``VariantExhausted``: True while some variant is marked, with the count unplaced; False
+    otherwise, ``AllPlaced`` only when the GPU quota does not hold replicas back
+    (``limited``: why it does)."""
     if not marks:
+        placed = limited is None
         return condition(
             previous,
             "VariantExhausted",
             "False",
-            "AllPlaced",
-            "every variant places its pods",
+            "AllPlaced" if placed else "QuotaLimited",
+            "every variant places its pods"
+            if placed
+            else f"no variant is marked exhausted; the GPU quota holds replicas back: {limited}",
             now,
             generation,
         )

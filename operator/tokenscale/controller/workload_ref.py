@@ -14,7 +14,9 @@ from collections import OrderedDict
 from dataclasses import dataclass
 from typing import Any
 
-from tokenscale.api.inference_service import InferenceService, InferenceServiceSpec
+from kubernetes.client.exceptions import ApiException
+
+from tokenscale.api.inference_service import API_GROUP, InferenceService, InferenceServiceSpec
 from tokenscale.api.status import Condition
 from tokenscale.controller.api import ScaleApi
 from tokenscale.controller.status import condition
@@ -65,6 +67,15 @@ def find(kube: ScaleApi, namespace: str, api_version: str, kind: str, name: str)
             "only a workload that serves one",
             reason="TargetNotScalable",
         )
+    group = api_version.rpartition("/")[0]
+    if group == API_GROUP and kind == "InferenceService":
+        return Found(
+            where=where,
+            problem=f"spec.workloadRef names {what}: an InferenceService is scaled by its own "
+            "spec, not through another one; reference the workload it runs, or remove "
+            "spec.workloadRef",
+            reason="TargetNotAllowed",
+        )
     obj = kube.read_object(where, namespace, name)
     if obj is None:
         return Found(
@@ -73,7 +84,24 @@ def find(kube: ScaleApi, namespace: str, api_version: str, kind: str, name: str)
             "tokenscale checks again every interval",
             reason="TargetMissing",
         )
-    scale = kube.read_scale(where, namespace, name) or {}
+    controller = _controller_of(obj)
+    if controller is not None:
+        return Found(
+            where=where,
+            problem=f"spec.workloadRef names {what}, whose replicas its controller "
+            f"{controller} sets: scale its owner (point spec.workloadRef at {controller}, "
+            "unless another InferenceService scales it already)",
+            reason="TargetNotAllowed",
+        )
+    try:
+        scale = kube.read_scale(where, namespace, name) or {}
+    except ApiException as exc:
+        return Found(
+            where=where,
+            problem=f"reading the /scale of {what} failed: HTTP {exc.status} {exc.reason}: "
+            "fix spec.workloadRef or the workload; tokenscale checks again every interval",
+            reason="TargetNotScalable",
+        )
     replicas = (scale.get("spec") or {}).get("replicas")
     selector = (scale.get("status") or {}).get("selector")
     return Found(
@@ -82,6 +110,15 @@ def find(kube: ScaleApi, namespace: str, api_version: str, kind: str, name: str)
         replicas=int(replicas) if replicas is not None else None,
         selector=str(selector) if selector else None,
     )
+
+
+def _controller_of(obj: dict[str, Any]) -> str | None:
+    """``Kind name`` of the object's controlling owner (a ReplicaSet's Deployment, the
+    Deployment an InferenceService renders), None when nothing controls it."""
+    for owner in (obj.get("metadata") or {}).get("ownerReferences") or []:
+        if isinstance(owner, dict) and owner.get("controller") is True:
+            return f"{owner.get('kind')} {owner.get('name')}"
+    return None
 
 
 def pod_template(obj: dict[str, Any]) -> dict[str, Any] | None:

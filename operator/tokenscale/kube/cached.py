@@ -148,6 +148,8 @@ class CachedKube(Kube):
     def list_pods(self, namespace: str, selector: str) -> list[dict[str, Any]]:
         if POD not in self.store.kinds:  # pods are watched only with a metrics source
             return super().list_pods(namespace, selector)
+        if POD_SELECTOR not in _labels(selector):  # a referenced workload's: not watched
+            return super().list_pods(namespace, selector)
         return self.store.select(POD, namespace, _labels(selector))
 
     # -- writes, written through ------------------------------------------------------------

@@ -86,6 +86,10 @@ class Kube:
         headers = {"Accept": "application/json"}
         if content_type:
             headers["Content-Type"] = content_type
+        if content_type == APPLY and body is not None:
+            # an apply body is parsed as YAML, which refuses JSON's surrogate-pair escapes of a
+            # character beyond the BMP (an emoji): send UTF-8, not the client's ASCII-escaped JSON
+            body = json.dumps(body, ensure_ascii=False).encode()
         request = self.api.param_serialize(
             method,
             path,

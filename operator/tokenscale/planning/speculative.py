@@ -123,6 +123,14 @@ def resolve_speculative(
     if method == "draft_model":
         assert s.draft_model is not None  # the API's validator
         d = _draft_model(spec, s.draft_model)
+        if d.params.total >= model.params.total:
+            raise SpecError.single(
+                DRAFT_PATH,
+                f"the draft ({d.params.total / 1e9:.2f} B params) is not smaller than the "
+                f"target ({model.params.total / 1e9:.2f} B): a draft model speeds decoding "
+                "only by being cheaper to run than the model it drafts for; name a smaller "
+                "draft, or remove spec.serving.speculative",
+            )
         w = weight_bytes(d.params.total, bytes_per_param(d.weight_dtype))
         kv = kv_geometry(d.architecture, d.kv_bytes_per_element, 1).bytes_per_token
         return dataclasses.replace(

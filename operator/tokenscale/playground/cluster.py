@@ -4,8 +4,9 @@ Used by ``tokenscale playground`` and the integration tests. The binaries come f
 ``tokenscale/data/kube-env.sh`` (built once from Debian's Kubernetes 1.20 source, 6-8 minutes
 on 2 cores, then cached under ``~/.cache/tokenscale/kube``). The API server authenticates
 static bearer tokens; ``authorization`` is AlwaysAllow or RBAC. The controller manager runs
-the garbage collector, the Deployment, ReplicaSet and ResourceQuota controllers (pods stay
-Pending: there is no scheduler or kubelet; the playground's pod runner stands in for one).
+the garbage collector, the Deployment, ReplicaSet, ResourceQuota and HorizontalPodAutoscaler
+controllers (pods stay Pending: there is no scheduler or kubelet; the playground's pod runner
+stands in for one; an HPA has no metrics API, so it enforces only its replica bounds).
 """
 
 import os
@@ -200,7 +201,10 @@ class Cluster:
                 "--bind-address=127.0.0.1",
                 f"--secure-port={free_port()}",
                 "--port=0",
-                "--controllers=garbagecollector,deployment,replicaset,namespace,resourcequota",
+                "--controllers=garbagecollector,deployment,replicaset,namespace,resourcequota,"
+                "horizontalpodautoscaling",
+                # an HPA's own writes (its minReplicas floor needs no metrics) every 5 s
+                "--horizontal-pod-autoscaler-sync-period=5s",
                 "--concurrent-gc-syncs=5",
                 "--logtostderr=true",
                 "--v=1",

@@ -50,6 +50,18 @@ def wake_replicas(spec: InferenceServiceSpec, forecast: Plan, demand: float) -> 
     return max(1, min(want, s.policy.max_scale_up_step, s.max_replicas))
 
 
+DEMAND_PROBLEMS = ("gateway_queued:", "activation query")
+"""How the problems of a demand read begin (``metrics/demand.py``): the endpoint picker's
+queue, ``spec.scaling.activation.query``."""
+
+
+def demand_problems(snap: Snapshot) -> list[str]:
+    """Why the demand in front of the engines was not read: its own problems first (at zero no
+    engine reports, so the engines' missing series say nothing about it)."""
+    own = [p for p in snap.problems if p.startswith(DEMAND_PROBLEMS)]
+    return own + [p for p in snap.problems if not p.startswith(DEMAND_PROBLEMS)]
+
+
 def _sources(snap: Snapshot) -> str:
     parts = []
     if snap.gateway_queued is not None:
@@ -70,7 +82,7 @@ def at_zero(
     demand = None if snap is None else snap.demand
     memory = {"low_since_s": None, "pressure_since_s": None, "idle_since_s": None}
     if snap is None or demand is None:
-        problems = "; ".join(snap.problems[:3]) if snap is not None else ""
+        problems = "; ".join(demand_problems(snap)[:3]) if snap is not None else ""
         unread = problems or "no snapshot from the metrics source"
         why = (
             f"at zero replicas and the activation source was not read ({unread}): holding 0; "
