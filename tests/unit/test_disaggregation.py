@@ -16,7 +16,7 @@ from tests.helpers import manifest
 from tests.helpers import spec as make_spec
 from tokenscale.api.inference_service import InferenceServiceSpec
 from tokenscale.cli.app import app
-from tokenscale.cli.plan_view import sweep_table
+from tokenscale.cli.sweep_formats import sweep_table
 from tokenscale.planning import Conditions, plan_service, resolve, sweep
 from tokenscale.planning.disaggregation import (
     Fabric,
@@ -264,5 +264,5 @@ def test_sweep_rows_carry_the_choice() -> None:
         assert d is not None
         assert plan.gpus_total == d.gpus_total
     console = Console(width=220, record=True)
-    console.print(sweep_table(rows, 10))
+    console.print(sweep_table(rows, 10, None, 220))
     assert " P/D" in console.export_text()

@@ -6,36 +6,31 @@ a profile).
 Exit codes: 0 ok, 1 infeasible, 2 bad input (``field.path: what is wrong``, never a traceback).
 """
 
+from __future__ import annotations
+
 import enum
-import logging
 import re
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
-import yaml
-from rich.console import Console
-from rich.table import Table
 
 from tokenscale import __version__
-from tokenscale.api.errors import SpecError
-from tokenscale.api.k8s_names import is_dns1123_label
-from tokenscale.catalog import GPU_CATALOG, MODEL_CATALOG, count_params
 from tokenscale.cli.bench import bench_command
 from tokenscale.cli.check import check_command
 from tokenscale.cli.inputs import TableOrJson, bad_input, fail_invalid, read_input, warn
-from tokenscale.cli.mix_view import print_mix
-from tokenscale.cli.model_source import model_source_for
-from tokenscale.cli.plan_formats import compact_renderable, csv_report, markdown_report, short_line
-from tokenscale.cli.plan_view import curve_table, dumps, print_plans, sweep_table
 from tokenscale.cli.playground import playground_command
 from tokenscale.cli.simulate import simulate_command
-from tokenscale.cli.sweep_options import sweep_choice, with_prices
-from tokenscale.planning import plan_service, sweep
-from tokenscale.planning.advice import advise
-from tokenscale.planning.sweep import SweepRow, ranking
-from tokenscale.planning.validate import validate_manifests
-from tokenscale.render import Owner, derived_names, render_bundle
+
+if TYPE_CHECKING:
+    from rich.console import Console
+
+    from tokenscale.api.inference_service import InferenceService
+    from tokenscale.planning.result import Plan
+    from tokenscale.planning.sweep import SweepRow
+
+# Each command imports what it uses when it runs (the models, the planner, rich, YAML): `--help`
+# and `--version` load none of them, `plan` not the simulator, the playground or the operator.
 
 #: A Kubernetes object UID as the API server assigns it (a UUID, lowercase or not).
 _UID = re.compile(r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}")
@@ -76,10 +71,6 @@ def _main(
     """Size and scale vLLM inference fleets from first principles and live metrics."""
 
 
-def _any_feasible(rows: list[SweepRow]) -> bool:
-    return any(r.plan is not None and r.plan.feasible for r in rows)
-
-
 class Output(enum.StrEnum):
     table = "table"
     wide = "wide"
@@ -104,7 +95,13 @@ def plan(
     do_sweep: Annotated[
         bool, typer.Option("--sweep", help="Compare GPUs × TP × weight dtype.")
     ] = False,
-    top: Annotated[int, typer.Option(help="Rows to show with --sweep (table).")] = 25,
+    top: Annotated[
+        int | None,
+        typer.Option(
+            help="--sweep: show the best N configurations (default: 25 in table, wide, short "
+            "and markdown; every row in csv, json and yaml)."
+        ),
+    ] = None,
     sweep_gpu: Annotated[
         list[str] | None,
         typer.Option("--gpu", help="--sweep: only these GPU keys (repeatable or comma-separated)."),
@@ -137,35 +134,40 @@ def plan(
     ] = False,
 ) -> None:
     """Plan each InferenceService in FILE: memory, KV, latency vs SLO, replicas, cost."""
+    from tokenscale.api.errors import SpecError  # noqa: PLC0415
+    from tokenscale.cli.model_source import model_source_for  # noqa: PLC0415
+    from tokenscale.planning import plan_service  # noqa: PLC0415
+    from tokenscale.planning.validate import validate_manifests  # noqa: PLC0415
+    from tokenscale.render.names import derived_names  # noqa: PLC0415
+
     fmt = output.value
-    if top < 1:
+    if top is not None and top < 1:
         raise bad_input(f"--top {top}: show at least 1 row", fmt)
+    if not do_sweep:
+        sweep_only = [
+            flag
+            for flag, value in (
+                ("--top", top),
+                ("--gpu", sweep_gpu),
+                ("--dtype", sweep_dtype),
+                ("--tp", sweep_tp),
+                ("--price", price),
+                ("--prices", prices),
+            )
+            if value is not None
+        ]
+        if sweep_only:
+            raise bad_input(
+                f"{', '.join(sweep_only)} only apply with --sweep: add --sweep to compare "
+                "configurations, or drop " + ("it" if len(sweep_only) == 1 else "them"),
+                fmt,
+            )
     try:
         services = validate_manifests(read_input(file, fmt), model_source_for(file))
         if not services:
             raise bad_input(f"no InferenceService in {file}", fmt)
         if do_sweep:
-            choice = sweep_choice(
-                sweep_gpu,
-                sweep_dtype,
-                sweep_tp,
-                price,
-                prices,
-                read_input(prices, fmt) if prices is not None else None,
-            )
-            results = [
-                (
-                    s,
-                    sweep(
-                        with_prices(s, choice.prices).spec,
-                        gpus=choice.gpus,
-                        tp_sizes=choice.tp_sizes,
-                        dtypes=choice.dtypes,
-                        name=s.metadata.name,
-                    ),
-                )
-                for s in services
-            ]
+            results = _sweeps(services, sweep_gpu, sweep_dtype, sweep_tp, price, prices, fmt)
         else:
             plans = [plan_service(s.spec, s.metadata.name) for s in services]
         for s in services:
@@ -173,39 +175,60 @@ def plan(
                 warn(f"{s.metadata.name}: {note}")
     except SpecError as err:
         fail_invalid(err, file, fmt)
-    console = Console()
     if do_sweep:
-        if output is Output.table:
-            for s, rows in results:
-                console.print(sweep_table(rows, top, s.spec.hardware.gpu))
-        else:
-            data = [
-                {
-                    "name": s.metadata.name,
-                    "ranked_by": ranking(rows),
-                    "rows": [
-                        {
-                            "gpu": r.gpu,
-                            "tensor_parallel_size": r.tensor_parallel_size,
-                            "weight_dtype": r.weight_dtype,
-                            "error": r.error,
-                            "plan": r.plan.model_dump(mode="json") if r.plan else None,
-                        }
-                        for r in rows
-                    ],
-                }
-                for s, rows in results
-            ]
-            typer.echo(dumps(data[0] if len(data) == 1 else data, output.value))
-        if not all(_any_feasible(rows) for _, rows in results):
-            Console(stderr=True).print(
-                "no configuration is feasible for "
-                + ", ".join(s.metadata.name for s, rows in results if not _any_feasible(rows)),
-                highlight=False,
-                markup=False,
-            )
-            raise typer.Exit(1)
+        from tokenscale.cli.sweep_formats import print_sweeps  # noqa: PLC0415
+
+        print_sweeps(results, fmt, top)
         return
+    _print_plans(plans, services, output, show_curve)
+
+
+def _sweeps(
+    services: list[InferenceService],
+    gpu: list[str] | None,
+    dtype: list[str] | None,
+    tp: list[str] | None,
+    price: list[str] | None,
+    prices: Path | None,
+    fmt: str,
+) -> list[tuple[InferenceService, list[SweepRow]]]:
+    """Each service's sweep over the GPUs, TP sizes and dtypes the flags choose."""
+    from tokenscale.cli.sweep_options import sweep_choice, with_prices  # noqa: PLC0415
+    from tokenscale.planning import sweep  # noqa: PLC0415
+
+    choice = sweep_choice(
+        gpu, dtype, tp, price, prices, read_input(prices, fmt) if prices is not None else None
+    )
+    return [
+        (
+            s,
+            sweep(
+                with_prices(s, choice.prices).spec,
+                gpus=choice.gpus,
+                tp_sizes=choice.tp_sizes,
+                dtypes=choice.dtypes,
+                name=s.metadata.name,
+            ),
+        )
+        for s in services
+    ]
+
+
+def _print_plans(
+    plans: list[Plan], services: list[InferenceService], output: Output, show_curve: bool
+) -> None:
+    from tokenscale.cli.console import stdout_console  # noqa: PLC0415
+    from tokenscale.cli.mix_view import print_mix  # noqa: PLC0415
+    from tokenscale.cli.plan_formats import (  # noqa: PLC0415
+        compact_renderable,
+        csv_report,
+        markdown_report,
+        short_line,
+    )
+    from tokenscale.cli.plan_view import curve_table, dumps, print_plans  # noqa: PLC0415
+    from tokenscale.planning.advice import advise  # noqa: PLC0415
+
+    console = stdout_console()
     advice = {
         s.metadata.name: advise(s.spec, p, s.metadata.name)
         for s, p in zip(services, plans, strict=True)
@@ -258,7 +281,17 @@ def render(
     ] = None,
 ) -> None:
     """Print the Deployment, Service and PDB the operator would apply for each service."""
-    from tokenscale.scaling import decide_plan_only  # noqa: PLC0415 - only render decides
+    import yaml  # noqa: PLC0415
+    from rich.console import Console  # noqa: PLC0415
+
+    from tokenscale.api.errors import SpecError  # noqa: PLC0415
+    from tokenscale.api.k8s_names import is_dns1123_label  # noqa: PLC0415
+    from tokenscale.cli.model_source import model_source_for  # noqa: PLC0415
+    from tokenscale.cli.plan_view import dumps  # noqa: PLC0415
+    from tokenscale.planning import plan_service  # noqa: PLC0415
+    from tokenscale.planning.validate import validate_manifests  # noqa: PLC0415
+    from tokenscale.render import Owner, render_bundle  # noqa: PLC0415
+    from tokenscale.scaling import decide_plan_only  # noqa: PLC0415
 
     if not is_dns1123_label(namespace):
         raise bad_input(
@@ -311,7 +344,9 @@ def crd(
     ] = None,
 ) -> None:
     """Print (or write) the InferenceService CRD generated from the API models."""
-    from tokenscale.api.crd import build_crd  # noqa: PLC0415 - only this command needs it
+    import yaml  # noqa: PLC0415
+
+    from tokenscale.api.crd import build_crd  # noqa: PLC0415
     from tokenscale.api.crd_docs import crd_reference  # noqa: PLC0415
 
     text = CRD_HEADER + yaml.safe_dump(build_crd(), sort_keys=False, width=100)
@@ -510,7 +545,11 @@ def run(
     ] = None,
 ) -> None:
     """Run the operator: reconcile InferenceServices into vLLM Deployments."""
-    from tokenscale.controller.leader import run_operator  # noqa: PLC0415 - heavy import
+    import logging  # noqa: PLC0415
+
+    from rich.console import Console  # noqa: PLC0415
+
+    from tokenscale.controller.leader import run_operator  # noqa: PLC0415
     from tokenscale.controller.settings import Settings  # noqa: PLC0415
     from tokenscale.controller.shards import ShardConflictError  # noqa: PLC0415
 
@@ -566,44 +605,63 @@ def catalog(
 ) -> None:
     """List the built-in GPUs and models: their figures, the Hugging Face ids each model answers
     to (spec.model.name), and where every number comes from."""
+    from tokenscale.catalog import GPU_CATALOG, MODEL_CATALOG, count_params  # noqa: PLC0415
+    from tokenscale.cli.console import stdout_console  # noqa: PLC0415
+    from tokenscale.cli.fit import Column, fitted_table  # noqa: PLC0415
+    from tokenscale.cli.plan_view import dumps  # noqa: PLC0415
+
     if output is TableOrJson.json:
         typer.echo(dumps(catalog_data(), "json"))
         return
-    console = Console()
-    gpus = Table(title="GPUs (dense peaks)", title_justify="left")
-    for col in ("key", "GiB", "HBM GB/s", "BF16 TFLOPS", "FP8 TFLOPS", "link GB/s"):
-        gpus.add_column(col, overflow="fold")
-    for key, e in GPU_CATALOG.items():
-        s = e.spec
-        gpus.add_row(
+    console = stdout_console()
+    gpu_rows = [
+        [
             key,
             f"{s.memory_gib:g}",
             f"{s.hbm_bandwidth_gbps:g}",
             f"{s.bf16_tflops:g}",
             f"{s.fp8_tflops:g}" if s.fp8_tflops else "—",
             f"{s.interconnect_gbps:g}" if s.interconnect_gbps else f"PCIe {s.pcie_gbps:g}",
-        )
-    models = Table(title="Models", title_justify="left")
-    for col in ("key", "params (active)", "layers", "KV heads", "Hugging Face ids"):
-        models.add_column(col, overflow="fold")
+        ]
+        for key, s in ((k, e.spec) for k, e in GPU_CATALOG.items())
+    ]
+    gpu_columns = [
+        Column("key"),
+        *(Column(h, "right") for h in ("GiB", "HBM GB/s", "BF16 TFLOPS", "FP8 TFLOPS")),
+        Column("link GB/s", "right"),
+    ]
+    model_rows = []
     for key, m in MODEL_CATALOG.items():
         a = m.architecture
         c = count_params(a)
         active = f" ({c.active / 1e9:,.1f} B)" if c.active < c.total else ""
-        models.add_row(
-            key,
-            f"{c.total / 1e9:,.2f} B{active}",
-            str(a.layers),
-            "MLA" if a.is_mla else str(a.effective_kv_heads),
-            "\n".join(m.aliases),
+        model_rows.append(
+            [
+                key,
+                f"{c.total / 1e9:,.2f} B{active}",
+                str(a.layers),
+                "MLA" if a.is_mla else str(a.effective_kv_heads),
+                "\n".join(m.aliases),
+            ]
         )
-    console.print(gpus)
+    # a Hugging Face id is copied from here: it stays whole on one line; the shapes give way
+    model_columns = [
+        Column("key"),
+        Column("params (active)", "right", drop=1),
+        Column("layers", "right", drop=3),
+        Column("KV heads", "right", drop=2),
+        Column("Hugging Face ids"),
+    ]
+    width = console.width
+    console.print(fitted_table(gpu_columns, gpu_rows, width, "GPUs (dense peaks)"))
     _print_sources(console, {k: e.source for k, e in GPU_CATALOG.items()})
-    console.print(models)
+    console.print(fitted_table(model_columns, model_rows, width, "Models"))
     _print_sources(console, {k: m.source for k, m in MODEL_CATALOG.items()})
 
 
 def _print_sources(console: Console, sources: dict[str, str]) -> None:
+    from rich.table import Table  # noqa: PLC0415
+
     grid = Table.grid(padding=(0, 1))
     grid.add_column(style="bold", no_wrap=True)
     grid.add_column()
@@ -617,6 +675,8 @@ def _print_sources(console: Console, sources: dict[str, str]) -> None:
 def catalog_data() -> dict[str, list[dict[str, object]]]:
     """The catalog as ``catalog -o json`` prints it: every GPU figure (the spec's camelCase
     names), every model's HF ids, shapes, counts and source."""
+    from tokenscale.catalog import GPU_CATALOG, MODEL_CATALOG, count_params  # noqa: PLC0415
+
     gpus = [
         {"key": key, **e.spec.model_dump(mode="json", by_alias=True), "source": e.source}
         for key, e in GPU_CATALOG.items()

@@ -7,15 +7,12 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
 import typer
-import yaml
-from rich.console import Console
-from rich.progress import BarColumn, Progress, TaskProgressColumn, TextColumn, TimeElapsedColumn
-from rich.table import Table
-from rich.text import Text
 
 from tokenscale.cli.inputs import TableOrJson, bad_input, check_number, read_input
 
 if TYPE_CHECKING:
+    from rich.table import Table
+
     from tokenscale.bench import BenchProfile
 
 
@@ -34,6 +31,8 @@ def _ms(value: float | None) -> str:
 
 
 def profile_table(p: BenchProfile) -> Table:
+    from rich.table import Table  # noqa: PLC0415
+
     table = Table(title=f"{p.model} at {p.url}" + ("" if p.complete else " (partial)"))
     for col in (
         "phase",
@@ -113,6 +112,17 @@ def bench_command(
     """Load-test an OpenAI-compatible endpoint: baseline, concurrency ramp, mix, replay."""
     # the load generator (aiohttp) and the planner load only when bench runs: `plan` stays fast
     from asyncio import run as asyncio_run  # noqa: PLC0415
+
+    import yaml  # noqa: PLC0415
+    from rich.console import Console  # noqa: PLC0415
+    from rich.progress import (  # noqa: PLC0415
+        BarColumn,
+        Progress,
+        TaskProgressColumn,
+        TextColumn,
+        TimeElapsedColumn,
+    )
+    from rich.text import Text  # noqa: PLC0415
 
     from tokenscale.bench import (  # noqa: PLC0415
         BenchConfig,

@@ -6,24 +6,20 @@ Plans and renders each service as ``tokenscale render`` would, then judges the c
 every service passes, 1 otherwise, 2 for invalid input.
 """
 
+from __future__ import annotations
+
 import json
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
-from rich.console import Console
-from rich.table import Table
-from rich.text import Text
 
-from tokenscale.api.errors import SpecError
-from tokenscale.api.yaml_loader import safe_load_all
 from tokenscale.cli.inputs import TableOrJson, fail_invalid, read_input
-from tokenscale.cli.model_source import model_source_for
-from tokenscale.planning import plan_service
-from tokenscale.planning.validate import validate_manifests
-from tokenscale.render import render_bundle
-from tokenscale.render.readiness import ReadinessItem, readiness, summary
-from tokenscale.scaling import decide_plan_only
+
+if TYPE_CHECKING:
+    from rich.console import Console
+
+    from tokenscale.render.readiness import ReadinessItem
 
 
 def alert_names(docs: list[Any]) -> frozenset[str]:
@@ -46,6 +42,18 @@ def check_command(
     ] = TableOrJson.table,
 ) -> None:
     """Judge each InferenceService in FILE against the production-readiness checklist."""
+    from rich.console import Console  # noqa: PLC0415
+
+    from tokenscale.api.errors import SpecError  # noqa: PLC0415
+    from tokenscale.api.yaml_loader import safe_load_all  # noqa: PLC0415
+    from tokenscale.cli.console import stdout_console  # noqa: PLC0415
+    from tokenscale.cli.model_source import model_source_for  # noqa: PLC0415
+    from tokenscale.planning import plan_service  # noqa: PLC0415
+    from tokenscale.planning.validate import validate_manifests  # noqa: PLC0415
+    from tokenscale.render import render_bundle  # noqa: PLC0415
+    from tokenscale.render.readiness import readiness  # noqa: PLC0415
+    from tokenscale.scaling import decide_plan_only  # noqa: PLC0415
+
     text = read_input(file)
     results: list[tuple[str, list[ReadinessItem]]] = []
     try:
@@ -76,14 +84,25 @@ def check_command(
         ]
         typer.echo(json.dumps(data[0] if len(data) == 1 else data, indent=2))
     else:
-        console = Console(width=160)
-        for name, items in results:
-            table = Table(title=f"{name}: production readiness")
-            for col in ("item", "ok", "why"):
-                table.add_column(col)
-            for i in items:
-                table.add_row(i.item, "yes" if i.ok else Text("NO", "red"), Text(i.why))
-            console.print(table)
-            console.print(summary(items)[1], highlight=False, markup=False)
+        print_readiness(stdout_console(), results)
     if not all(i.ok for _, items in results for i in items):
         raise typer.Exit(1)
+
+
+def print_readiness(console: Console, results: list[tuple[str, list[ReadinessItem]]]) -> None:
+    """One checklist table per service, as wide as the console: the ``why`` column wraps at
+    words (never cut), the item names stay whole."""
+    from rich.table import Table  # noqa: PLC0415
+    from rich.text import Text  # noqa: PLC0415
+
+    from tokenscale.render.readiness import summary  # noqa: PLC0415
+
+    for name, items in results:
+        table = Table(title=f"{name}: production readiness", title_justify="left")
+        table.add_column("item", no_wrap=True)
+        table.add_column("ok", no_wrap=True)
+        table.add_column("why", overflow="fold", ratio=1)
+        for i in items:
+            table.add_row(i.item, "yes" if i.ok else Text("NO", "red"), Text(i.why))
+        console.print(table)
+        console.print(summary(items)[1], highlight=False, markup=False)

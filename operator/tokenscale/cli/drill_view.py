@@ -9,6 +9,7 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
+from tokenscale.cli.fit import Column, fitted_table
 from tokenscale.simulation.drills import Drill, RedundancyAdvice
 
 
@@ -35,7 +36,7 @@ def drill_data(d: Drill, advice: RedundancyAdvice | None, timeline: bool) -> dic
 def print_drill(console: Console, d: Drill, advice: RedundancyAdvice | None) -> None:
     """The faulted run beside the run without faults, then one row per fault."""
     f, b = d.faulted, d.baseline
-    head = Table(title=f"{f.policy}: with the faults vs without")
+    head = Table(title=f"{f.policy}: with the faults vs without", title_justify="left")
     for col in ("run", "requests", "SLO attainment", "TTFT P99 s", "TPOT P99 ms", "GPU-hours"):
         head.add_column(col, justify="left" if col == "run" else "right")
     for label, r in (("with faults", f), ("without", b)):
@@ -48,28 +49,28 @@ def print_drill(console: Console, d: Drill, advice: RedundancyAdvice | None) -> 
             f"{r.gpu_hours:.2f}",
         )
     console.print(head)
-    table = Table(title="faults: during = from the fault to the end of its recovery")
-    for col in (
-        "fault",
-        "at",
-        "recovery",
-        "attainment during (without)",
-        "max queue (without)",
-        "max KV (without)",
-        "what happened, what the operator decided",
-    ):
-        table.add_column(col)
-    for rep in d.reports:
-        recovery = "not recovered" if rep.recovery_s is None else f"{rep.recovery_s:.0f} s"
-        table.add_row(
+    columns = [
+        Column("fault"),
+        Column("at", "right"),
+        Column("recovery", "right"),
+        Column("attainment during (without)", "right"),
+        Column("max queue (without)", "right", drop=2),
+        Column("max KV (without)", "right", drop=1),
+        Column("what happened, what the operator decided", prose=True),
+    ]
+    rows: list[list[str | Text]] = [
+        [
             rep.kind,
             _clock(rep.at_s),
-            recovery,
+            "not recovered" if rep.recovery_s is None else f"{rep.recovery_s:.0f} s",
             f"{rep.slo_attainment_during:.1%} ({rep.slo_attainment_during_without:.1%})",
             f"{rep.max_waiting_during} ({rep.max_waiting_during_without})",
             f"{rep.kv_usage_max_during:.0%} ({rep.kv_usage_max_during_without:.0%})",
             Text("\n".join([*rep.events, *rep.decisions]) or "no replica change"),
-        )
-    console.print(table)
+        ]
+        for rep in d.reports
+    ]
+    title = "faults: during = from the fault to the end of its recovery"
+    console.print(fitted_table(columns, rows, console.width, title))
     if advice is not None:
         console.print(f"redundancy: {advice.reason}", highlight=False, markup=False)

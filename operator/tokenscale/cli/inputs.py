@@ -1,19 +1,33 @@
 """Reading the CLI's input files, the table/JSON choice, and how a bad input ends a command
-(exit 2, the message on stderr)."""
+(exit 2, the message on stderr).
+
+Light on purpose: every command imports this module to build ``--help``, so YAML, rich and the
+API models are imported by the functions that use them, when they run.
+"""
+
+from __future__ import annotations
 
 import enum
 import json
 import math
 import sys
-from pathlib import Path
-from typing import NoReturn
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, NoReturn
 
 import typer
-import yaml
-from rich.console import Console
-from rich.text import Text
 
-from tokenscale.api.errors import SpecError
+if TYPE_CHECKING:
+    from pathlib import Path
+
+    from tokenscale.api.errors import SpecError
+
+
+def _dump(doc: Mapping[str, object], fmt: str) -> str:
+    if fmt == "json":
+        return json.dumps(doc, indent=2)
+    import yaml  # noqa: PLC0415
+
+    return yaml.safe_dump(doc, sort_keys=False)
 
 
 def fail_invalid(err: SpecError, file: Path, fmt: str | None = None) -> NoReturn:
@@ -25,9 +39,11 @@ def fail_invalid(err: SpecError, file: Path, fmt: str | None = None) -> NoReturn
             "file": str(file),
             "issues": [{"path": i.path, "message": i.message} for i in err.issues],
         }
-        text = json.dumps(doc, indent=2) if fmt == "json" else yaml.safe_dump(doc, sort_keys=False)
-        typer.echo(text)
+        typer.echo(_dump(doc, fmt))
         raise typer.Exit(2)
+    from rich.console import Console  # noqa: PLC0415
+    from rich.text import Text  # noqa: PLC0415
+
     console = Console(stderr=True)
     options_only = all(i.path.startswith("--") for i in err.issues)
     console.print(
@@ -74,8 +90,11 @@ def bad_input(message: str, fmt: str | None = None) -> typer.Exit:
     (code 2)."""
     if fmt in ("json", "yaml"):
         doc = {"error": "invalid", "message": message}
-        typer.echo(json.dumps(doc, indent=2) if fmt == "json" else yaml.safe_dump(doc))
+        typer.echo(_dump(doc, fmt))
         return typer.Exit(2)
+    from rich.console import Console  # noqa: PLC0415
+    from rich.text import Text  # noqa: PLC0415
+
     Console(stderr=True).print(
         Text.assemble(("error:", "red"), " ", message), highlight=False, soft_wrap=True
     )
@@ -84,6 +103,9 @@ def bad_input(message: str, fmt: str | None = None) -> typer.Exit:
 
 def warn(message: str) -> None:
     """Print ``warning: message`` to stderr (verbatim)."""
+    from rich.console import Console  # noqa: PLC0415
+    from rich.text import Text  # noqa: PLC0415
+
     Console(stderr=True).print(
         Text.assemble(("warning:", "yellow"), " ", message), highlight=False, soft_wrap=True
     )

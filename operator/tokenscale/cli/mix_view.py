@@ -3,9 +3,9 @@ alone, each variant's share and why, then each variant's own plan."""
 
 from rich.console import Console, Group
 from rich.panel import Panel
-from rich.table import Table
 from rich.text import Text
 
+from tokenscale.cli.fit import Column, FittedTable
 from tokenscale.cli.plan_view import plan_renderable
 from tokenscale.planning.result import Plan
 
@@ -18,47 +18,72 @@ def mix_renderable(p: Plan) -> Panel:
     """The mix panel of a plan with ``mix`` set."""
     assert p.mix is not None  # callers pass mix plans only
     m = p.mix
-    t = Table(
-        title=f"Variants ({m.routing} routing; minimising {m.objective}; {m.solver})",
-        title_justify="left",
-    )
-    for col in (
-        "variant",
-        "gpu",
-        "TP",
-        "replicas",
-        "GPUs",
-        "RPS share",
-        "RPS/replica",
-        "capacity RPS/replica",
-        "binds",
-        f"{p.currency}/h",
-        "TTFT P99 ms",
-        "TPOT ms",
-        "alone",
-    ):
-        left = col in ("variant", "gpu", "binds", "alone")
-        t.add_column(col, justify="left" if left else "right")
+    rows = []
     for v in p.variants:
         alone = v.single_variant
-        t.add_row(
-            v.name,
-            v.gpu,
-            str(v.tensor_parallel_size),
-            f"{v.replicas} / {v.max_replicas}",
-            str(v.gpus),
-            f"{v.rps_share:.0%}",
-            f"{v.rps_per_replica:,.2f}",
-            f"{v.capacity_rps_per_replica:,.2f}",
-            v.binding_constraint,
-            _cell(v.cost_per_hour, ",.2f"),
-            _cell(None if v.ttft_p99_at_share_s is None else v.ttft_p99_at_share_s * 1e3, ",.0f"),
-            _cell(None if v.tpot_at_share_s is None else v.tpot_at_share_s * 1e3, ",.1f"),
-            f"{alone.replicas} → {_cell(alone.cost_per_hour, ',.2f')}/h"
-            if alone.feasible
-            else "cannot alone",
+        rows.append(
+            [
+                v.name,
+                v.gpu,
+                str(v.tensor_parallel_size),
+                f"{v.replicas} / {v.max_replicas}",
+                str(v.gpus),
+                f"{v.rps_share:.0%}",
+                f"{v.rps_per_replica:,.2f}",
+                f"{v.capacity_rps_per_replica:,.2f}",
+                v.binding_constraint,
+                _cell(v.cost_per_hour, ",.2f"),
+                _cell(
+                    None if v.ttft_p99_at_share_s is None else v.ttft_p99_at_share_s * 1e3, ",.0f"
+                ),
+                _cell(None if v.tpot_at_share_s is None else v.tpot_at_share_s * 1e3, ",.1f"),
+                f"{alone.replicas} → {_cell(alone.cost_per_hour, ',.2f')}/h"
+                if alone.feasible
+                else "cannot alone",
+            ]
         )
-    parts: list[Text | Table] = [
+    # left out first when narrow: what the reasons below also say, then the latencies; the
+    # variant, its GPU, its replicas and its price stay
+    drop = {
+        "capacity RPS per replica": 9,
+        "RPS share": 8,
+        "GPUs": 7,
+        "TPOT ms": 6,
+        "TTFT P99 ms": 5,
+        "alone": 4,
+        "RPS per replica": 3,
+        "binds": 2,
+    }
+    left = ("variant", "gpu", "binds", "alone")
+    columns = [
+        Column(
+            h,
+            justify="left" if h in left else "right",
+            drop=drop.get(h, 0),
+            prose=h == "alone",
+        )
+        for h in (
+            "variant",
+            "gpu",
+            "TP",
+            "replicas",
+            "GPUs",
+            "RPS share",
+            "RPS per replica",
+            "capacity RPS per replica",
+            "binds",
+            f"{p.currency}/h",
+            "TTFT P99 ms",
+            "TPOT ms",
+            "alone",
+        )
+    ]
+    t = FittedTable(
+        columns,
+        rows,
+        title=f"Variants ({m.routing} routing; minimising {m.objective}; {m.solver})",
+    )
+    parts: list[Text | FittedTable] = [
         Text(m.comparison, style="bold"),
         t,
         Text("\n".join(f"· {r}" for r in m.reasons)),

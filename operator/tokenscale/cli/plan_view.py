@@ -10,10 +10,11 @@ from rich.panel import Panel
 from rich.table import Table
 from rich.text import Text
 
-from tokenscale.cli.plan_figures import Latency, cannot_serve, duration_text, latencies, why_not
+from tokenscale.cli.fit import Column, FittedTable
+from tokenscale.cli.plan_figures import Latency, cannot_serve, duration_text, latencies
 from tokenscale.planning.formulas import GIB, batch_text, counted
 from tokenscale.planning.result import Plan
-from tokenscale.planning.sweep import SweepRow, ranking
+from tokenscale.planning.sweep import SweepRow
 
 
 def _gib(v: float) -> str:
@@ -225,20 +226,7 @@ def disaggregation_renderable(p: Plan) -> Group:
     if d is None:
         return Group()
     state = "enabled" if d.enabled else "not enabled"
-    t = Table(
-        title=f"Prefill/decode disaggregation ({d.mode}: {state})",
-        title_justify="left",
-    )
-    for col in (
-        "role",
-        "replicas",
-        "layout",
-        "GPUs",
-        "operating point",
-        "req/s per replica",
-        "binding",
-    ):
-        t.add_column(col)
+    rows = []
     for pool in (d.prefill, d.decode):
         if pool is None:
             continue
@@ -250,15 +238,30 @@ def disaggregation_renderable(p: Plan) -> Group:
             if pool.role == "prefill"
             else f"batch {pool.operating_point:,.0f}"
         )
-        t.add_row(
-            pool.role,
-            f"{pool.replicas:,} (need {pool.replicas_needed:,.2f})",
-            layout,
-            f"{pool.gpus:,}",
-            f"{point} ({pool.limited_by})",
-            f"{pool.rps_per_replica:,.2f}",
-            pool.binding_constraint,
+        rows.append(
+            [
+                pool.role,
+                f"{pool.replicas:,} (need {pool.replicas_needed:,.2f})",
+                layout,
+                f"{pool.gpus:,}",
+                f"{point} ({pool.limited_by})",
+                f"{pool.rps_per_replica:,.2f}",
+                pool.binding_constraint,
+            ]
         )
+    t = FittedTable(
+        [
+            Column("role"),
+            Column("replicas", prose=True),
+            Column("layout", prose=True),
+            Column("GPUs"),
+            Column("operating point", prose=True),
+            Column("req/s per replica"),
+            Column("binding"),
+        ],
+        rows,
+        title=f"Prefill/decode disaggregation ({d.mode}: {state})",
+    )
     ms = "—" if d.kv_transfer_s is None else f"{d.kv_transfer_s * 1e3:,.1f} ms"
     facts = _kv_table(
         [
@@ -363,86 +366,6 @@ def invalid_summary(rows: list[SweepRow]) -> list[str]:
         where = f"{len(gpus)} GPUs" if len(gpus) > 3 else ", ".join(gpus)
         lines.append(f"{dtype} on {where} × TP {', '.join(map(str, tps))}: {error}")
     return lines
-
-
-def _sweep_row(t: Table, p: Plan, gpu: str, mark: str = "") -> None:
-    why = p.binding_constraint if p.feasible else "; ".join(p.infeasible_reasons)[:80]
-    pools = disaggregated_counts(p)
-    if cannot_serve(p):  # why, not the figures of a replica that cannot run
-        t.add_row(
-            gpu + mark,
-            layout_text(p, compact=True),
-            p.weight_dtype,
-            "no",
-            "—",
-            "—",
-            *["—"] * 5,
-            why_not(p)[:80],
-        )
-        return
-    t.add_row(
-        gpu + mark,
-        layout_text(p, compact=True) + (" P/D" if pools else ""),
-        p.weight_dtype,
-        "yes" if p.feasible else "no",
-        pools or ("—" if p.replicas is None else str(p.replicas.total)),
-        "—" if p.gpus_total is None else str(p.gpus_total),
-        *(_pd_cells(p) if pools else _aggregated_cells(p)),
-        _num(p.cost_per_million_output_tokens, ",.3f"),
-        _num(p.gpu_hours_per_million_output_tokens, ",.3f"),
-        why,
-    )
-
-
-def sweep_table(rows: list[SweepRow], limit: int, own_gpu: str | None = None) -> Table:
-    """The ranked valid configurations (``limit`` of them), the spec's own GPU's best first
-    (marked ★) for comparison; invalid ones summarised in the caption, one line per reason."""
-    if ranking(rows) == "cost":
-        order = "feasible first, cheapest first"
-    else:
-        order = (
-            "feasible first, fewest GPU-hours per 1M output tokens first: not every GPU has a "
-            "price (--price KEY=PRICE, --prices FILE or cost.gpuHourPrices rank by cost)"
-        )
-    valid = [r for r in rows if r.plan is not None]
-    own = next((r for r in valid if own_gpu and r.gpu.lower() == own_gpu.lower()), None)
-    ranked = [r for r in valid if r is not own]
-    shown = ranked[: max(limit - (own is not None), 0)]
-    feasible = sum(1 for r in valid if r.plan is not None and r.plan.feasible)
-    t = Table(
-        title=f"Sweep: {len(shown) + (own is not None)} of {len(rows)} configurations shown "
-        f"({feasible} feasible, {len(rows) - len(valid)} invalid); GPU × TP × weight dtype, "
-        f"multi-node layouts where they could pay ({order}; /2n = 2 nodes per replica)",
-        title_justify="left",
-    )
-    for col in (
-        "gpu",
-        "layout",
-        "dtype",
-        "feasible",
-        "replicas",
-        "GPUs",
-        "tok/s/replica",
-        "TPOT ms",
-        "TTFT P99 ms",
-        "$/1M out",
-        "GPU-h/1M out",
-        "binding / why not",
-    ):
-        t.add_column(col)
-    if own is not None and own.plan is not None:
-        _sweep_row(t, own.plan, own.gpu, " ★")
-    for row in shown:
-        assert row.plan is not None
-        _sweep_row(t, row.plan, row.gpu)
-    notes = []
-    if own is not None:
-        notes.append(f"★ the spec's GPU ({own.gpu}), its best configuration, for comparison")
-    notes += [f"invalid: {line}" for line in invalid_summary(rows)]
-    if notes:
-        t.caption = "\n".join(notes)
-        t.caption_justify = "left"
-    return t
 
 
 def to_data(plans: list[Plan]) -> Any:

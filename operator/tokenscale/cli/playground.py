@@ -17,17 +17,13 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
 import typer
-from rich.console import Console, Group
-from rich.live import Live
-from rich.panel import Panel
-from rich.table import Table
-from rich.text import Text
 
-from tokenscale.api.errors import SpecError
 from tokenscale.cli.inputs import bad_input, fail_invalid, read_input
-from tokenscale.data import AZURE_CONVERSATION, bundled_trace
 
 if TYPE_CHECKING:
+    from rich.panel import Panel
+    from rich.table import Table
+
     from tokenscale.playground.drills import PlaygroundFaultReport
     from tokenscale.playground.session import Frame, PlaygroundResult
     from tokenscale.simulation import Trace
@@ -49,6 +45,11 @@ def _fmt(value: float | None, unit: str = "", scale: float = 1.0, digits: int = 
 
 def render_frame(frame: Frame, ttft_slo: float | None, tpot_slo: float | None) -> Panel:
     """The live view: replicas against the constraints, pressure, latency, events."""
+    from rich.console import Group  # noqa: PLC0415
+    from rich.panel import Panel  # noqa: PLC0415
+    from rich.table import Table  # noqa: PLC0415
+    from rich.text import Text  # noqa: PLC0415
+
     grid = Table.grid(padding=(0, 2))
     grid.add_column(style="bold")
     grid.add_column()
@@ -81,6 +82,8 @@ def render_frame(frame: Frame, ttft_slo: float | None, tpot_slo: float | None) -
 
 
 def summary_table(r: PlaygroundResult) -> Table:
+    from rich.table import Table  # noqa: PLC0415
+
     table = Table(title=f"playground summary: {r.service} · ×{r.speed:g}")
     table.add_column("metric")
     table.add_column("value", justify="right")
@@ -112,6 +115,8 @@ def summary_table(r: PlaygroundResult) -> Table:
 def fault_table(reports: list[PlaygroundFaultReport]) -> Table:
     """One row per fault: recovery, attainment, queue and KV during it (beside the run
     without it where there was one) and the operator's scale events meanwhile."""
+    from rich.table import Table  # noqa: PLC0415
+
     table = Table(title="fault drills")
     for col in ("fault", "recovery", "attainment during", "max queue", "max KV", "operator"):
         table.add_column(col)
@@ -285,6 +290,11 @@ def playground_command(
     # the playground (aiohttp, the Kubernetes client) loads only when it runs: `plan` stays fast
     from asyncio import run as asyncio_run  # noqa: PLC0415
 
+    from rich.console import Console  # noqa: PLC0415
+    from rich.live import Live  # noqa: PLC0415
+
+    from tokenscale.api.errors import SpecError  # noqa: PLC0415
+    from tokenscale.data import AZURE_CONVERSATION, bundled_trace  # noqa: PLC0415
     from tokenscale.playground.load import shaped_trace  # noqa: PLC0415
     from tokenscale.playground.service import (  # noqa: PLC0415
         PD_SPEC,

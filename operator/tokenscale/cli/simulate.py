@@ -13,12 +13,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, Literal, cast
 
 import typer
-from rich.console import Console
-from rich.progress import BarColumn, Progress, TaskProgressColumn, TextColumn, TimeElapsedColumn
-from rich.table import Table
-from rich.text import Text
 
-from tokenscale.api.errors import SpecError
 from tokenscale.cli.inputs import (
     TableOrJson,
     bad_input,
@@ -27,10 +22,10 @@ from tokenscale.cli.inputs import (
     read_input,
     warn,
 )
-from tokenscale.cli.model_source import model_source_for
-from tokenscale.planning.validate import validate_manifests
 
 if TYPE_CHECKING:
+    from rich.table import Table
+
     from tokenscale.simulation import PolicyName, Setup, SimResult
     from tokenscale.simulation.faults import Fault
     from tokenscale.simulation.result import Explanation
@@ -100,6 +95,8 @@ def _row(r: SimResult) -> list[str]:
 
 
 def _table(results: list[SimResult], title: str) -> Table:
+    from rich.table import Table  # noqa: PLC0415
+
     table = Table(title=title, title_justify="left")
     for col in (
         "policy",
@@ -212,7 +209,21 @@ def simulate_command(
     ] = False,
 ) -> None:
     """Replay a trace against a simulated vLLM fleet; compare scaling policies."""
-    # the simulator loads only when it runs: `plan` stays fast
+    from rich.console import Console  # noqa: PLC0415
+    from rich.progress import (  # noqa: PLC0415
+        BarColumn,
+        Progress,
+        TaskProgressColumn,
+        TextColumn,
+        TimeElapsedColumn,
+    )
+    from rich.text import Text  # noqa: PLC0415
+
+    # the simulator, the models and the planner load only when it runs: `--help` stays fast
+    from tokenscale.api.errors import SpecError  # noqa: PLC0415
+    from tokenscale.cli.console import stdout_console  # noqa: PLC0415
+    from tokenscale.cli.model_source import model_source_for  # noqa: PLC0415
+    from tokenscale.planning.validate import validate_manifests  # noqa: PLC0415
     from tokenscale.simulation import (  # noqa: PLC0415
         POLICIES,
         Setup,
@@ -398,7 +409,7 @@ def simulate_command(
         ]
         print(json.dumps(_no_nan(data[0] if len(data) == 1 else data), indent=2))
         return
-    console = Console()
+    console = stdout_console()
     stats = f"{len(scaled.requests):,} requests over {scaled.duration_s / 60:.1f} min"
     if start is not None or duration is not None:
         stats += f" from {_clock(start_s)}"
@@ -461,6 +472,7 @@ def _drill(
     setup: Setup, faults: tuple[Fault, ...], name: PolicyName, output: TableOrJson, timeline: bool
 ) -> None:
     """Run and print the drills (and, with a replica loss, the redundancy advice)."""
+    from tokenscale.cli.console import stdout_console  # noqa: PLC0415
     from tokenscale.cli.drill_view import drill_data, print_drill  # noqa: PLC0415
     from tokenscale.simulation.drills import drill, recommend_redundancy  # noqa: PLC0415
 
@@ -470,7 +482,7 @@ def _drill(
     if output == TableOrJson.json:
         print(json.dumps(_no_nan(drill_data(d, advice, timeline)), indent=2))
         return
-    print_drill(Console(width=180), d, advice)
+    print_drill(stdout_console(), d, advice)
 
 
 def _moment(text: str, flag: str = "--explain") -> float:
