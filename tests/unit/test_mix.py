@@ -19,6 +19,7 @@ from tokenscale.api.manifest import parse_manifests
 from tokenscale.cli.app import app
 from tokenscale.planning import plan_service
 from tokenscale.planning.mix_solver import MixOption, mix_capacity, solve_mix
+from tokenscale.planning.result import Plan
 
 MIXED = ROOT / "deploy" / "examples" / "variants" / "llama-3.1-8b-h100-l40s.yaml"
 runner = CliRunner()
@@ -312,3 +313,142 @@ def test_a_variant_alone_must_keep_the_services_min_replicas() -> None:
     assert "minReplicas=2" in p.mix.comparison
     assert p.replicas is not None
     assert p.replicas.total >= 2
+
+
+# -- tensorParallelSize: auto within the mix ----------------------------------------------------
+
+
+grouped_option = st.builds(
+    MixOption,
+    name=st.just("v"),
+    capacity_rps=st.floats(0.5, 30.0),
+    weight=st.floats(0.1, 20.0),
+    max_replicas=st.integers(0, 5),
+    preference=st.integers(-1, 1),
+    group=st.sampled_from(["", "a", "b"]),
+)
+
+
+def _one_layout_each(options: list[MixOption], counts: tuple[int, ...]) -> bool:
+    used = [o.group for o, n in zip(options, counts, strict=True) if n > 0 and o.group]
+    return len(used) == len(set(used))
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    options=st.lists(grouped_option, min_size=1, max_size=4),
+    demand=st.floats(0.0, 80.0),
+    routing=st.sampled_from(["round-robin", "load-aware"]),
+)
+def test_the_mix_uses_at_most_one_layout_of_a_variant_and_is_optimal_among_those(
+    options: list[MixOption], demand: float, routing: str
+) -> None:
+    sol = solve_mix(options, demand, routing, 0, 1, 10)  # type: ignore[arg-type]
+    # the oracle: every count vector using at most one option per group
+    best: float | None = None
+    for counts in itertools.product(*(range(o.max_replicas + 1) for o in options)):
+        if not _one_layout_each(options, counts) or not 1 <= sum(counts) <= 10:
+            continue
+        used = [o.capacity_rps for o, n in zip(options, counts, strict=True) if n > 0]
+        if routing == "round-robin":
+            ok = sum(counts) >= math.ceil(demand / min(used) - 1e-9)
+        else:
+            carried = sum(o.capacity_rps * n for o, n in zip(options, counts, strict=True))
+            ok = carried >= demand - 1e-6
+        if ok:
+            cost = sum(o.weight * n for o, n in zip(options, counts, strict=True))
+            best = cost if best is None else min(best, cost)
+    if sol is None:
+        assert best is None
+        return
+    assert best is not None
+    assert _one_layout_each(options, sol.counts)
+    assert sol.objective == pytest.approx(best, rel=1e-6, abs=1e-9)
+
+
+def _auto_mix(tp: int | str, l40s_max: int = 16) -> dict[str, Any]:
+    """The issue's mix: H100 TP 1 ≤ 2, L40S TP 1, A100 at ``tp`` ≤ 4; Llama-3.1-8B, 120 RPS."""
+    doc = _doc()
+    doc["spec"]["hardware"]["variants"] = [
+        {"gpu": "H100-SXM-80GB", "tensorParallelSize": 1, "maxReplicas": 2, "gpuHourPrice": 3.0},
+        {"gpu": "L40S-48GB", "tensorParallelSize": 1, "maxReplicas": l40s_max, "gpuHourPrice": 1.1},
+        {"gpu": "A100-SXM-80GB", "tensorParallelSize": tp, "maxReplicas": 4, "gpuHourPrice": 1.8},
+    ]
+    return doc
+
+
+def test_an_auto_variant_takes_the_layout_that_is_cheapest_within_the_mix() -> None:
+    auto = plan_service(_svc(_auto_mix("auto")).spec, "m")
+    pinned = plan_service(_svc(_auto_mix(1)).spec, "m")
+    assert auto.cost_per_hour is not None
+    assert pinned.cost_per_hour is not None
+    # alone, four A100 replicas must carry 120 RPS (TP 8); in the mix they carry the L40S'
+    # shortfall, which TP 1 does for an eighth of the GPUs
+    assert auto.cost_per_hour <= pinned.cost_per_hour + 1e-9
+    a100 = next(v for v in auto.variants if v.gpu == "A100-SXM-80GB")
+    assert a100.replicas > 0
+    assert a100.tensor_parallel_size == 1
+    assert auto.variant_plans[2].tensor_parallel_size == 1
+    # its single-variant alternative is still what auto chooses alone
+    assert a100.single_variant.feasible
+    assert a100.single_variant.gpus == 4 * 8
+    assert auto.mix is not None
+    assert any("tensorParallelSize auto" in r and "runs TP 1" in r for r in auto.mix.reasons)
+
+
+@settings(max_examples=6, deadline=None)
+@given(
+    model=st.sampled_from(["llama-3.1-8b", "qwen2.5-14b", "mistral-7b-v0.3"]),
+    gpus=st.lists(
+        st.sampled_from(["A100-SXM-80GB", "L40S-48GB", "H100-SXM-80GB", "L4-24GB"]),
+        min_size=2,
+        max_size=2,
+        unique=True,
+    ),
+    caps=st.tuples(st.integers(1, 6), st.integers(1, 6)),
+    prices=st.tuples(st.floats(0.5, 4.0), st.floats(0.5, 4.0)),
+    peak=st.floats(10.0, 120.0),
+    load_aware=st.booleans(),
+)
+def test_a_mix_with_an_auto_variant_is_never_dearer_than_any_pinned_tp(
+    model: str,
+    gpus: list[str],
+    caps: tuple[int, int],
+    prices: tuple[float, float],
+    peak: float,
+    load_aware: bool,
+) -> None:
+    doc = _doc({"spec": {"workload": {"rps": {"mean": peak / 2, "peak": peak}}}})
+    doc["spec"]["model"] = {"name": model, "catalog": model}
+    if load_aware:
+        doc["spec"]["gateway"] = {"inferencePool": {"name": "pool"}}
+
+    def with_tp(tp: int | str) -> Plan:
+        doc["spec"]["hardware"]["variants"] = [
+            {
+                "gpu": gpus[0],
+                "tensorParallelSize": 1,
+                "maxReplicas": caps[0] * 4,
+                "gpuHourPrice": prices[0],
+            },
+            {
+                "gpu": gpus[1],
+                "tensorParallelSize": tp,
+                "maxReplicas": caps[1],
+                "gpuHourPrice": prices[1],
+            },
+        ]
+        return plan_service(_svc(doc).spec, "m")
+
+    auto = with_tp("auto")
+    for tp in [1, 2, 4, 8]:
+        try:
+            pinned = with_tp(tp)
+        except SpecError:  # not a valid TP for this model on this GPU
+            continue
+        if not pinned.feasible:
+            continue
+        assert auto.feasible, (tp, auto.infeasible_reasons)
+        assert auto.cost_per_hour is not None
+        assert pinned.cost_per_hour is not None
+        assert auto.cost_per_hour <= pinned.cost_per_hour * (1 + 1e-9) + 1e-9, tp

@@ -102,8 +102,11 @@ def mix_renderable(p: Plan) -> Panel:
 
 
 def print_mix(console: Console, p: Plan) -> None:
-    """The mix panel, then each variant's own plan (what it would be alone)."""
+    """The mix panel, then each variant's own plan at the layout the mix runs (what that
+    layout would be alone)."""
     console.print(mix_renderable(p))
     for v, own in zip(p.variants, p.variant_plans, strict=True):
-        console.print(Text(f"variant {v.name} alone:", style="bold"))
+        console.print(
+            Text(f"variant {v.name} alone at TP {own.tensor_parallel_size}:", style="bold")
+        )
         console.print(plan_renderable(own))

@@ -26,6 +26,8 @@ from tokenscale.cli.inputs import (
 if TYPE_CHECKING:
     from rich.table import Table
 
+    from tokenscale.api.inference_service import InferenceService
+    from tokenscale.planning.result import Plan
     from tokenscale.simulation import PolicyName, Setup, SimResult
     from tokenscale.simulation.faults import Fault
     from tokenscale.simulation.result import Explanation
@@ -48,6 +50,11 @@ class FormatChoice(enum.StrEnum):
     azure = "azure"
     mooncake = "mooncake"
     csv = "csv"
+
+
+#: The threshold policies' defaults (a value other than these was given on the command line).
+QUEUE_TARGET = 2.0
+KV_TARGET = 0.7
 
 
 def _columns(text: str | None) -> dict[str, str] | None:
@@ -151,8 +158,8 @@ def simulate_command(
         float, typer.Option(help="Prometheus scrape, seconds (1–3600).")
     ] = 15.0,
     interval: Annotated[float, typer.Option(help="Decision interval, seconds (1–3600).")] = 15.0,
-    queue_target: Annotated[float, typer.Option(help="queue-threshold target.")] = 2.0,
-    kv_target: Annotated[float, typer.Option(help="kv-threshold target.")] = 0.7,
+    queue_target: Annotated[float, typer.Option(help="queue-threshold target.")] = QUEUE_TARGET,
+    kv_target: Annotated[float, typer.Option(help="kv-threshold target.")] = KV_TARGET,
     seed: Annotated[int, typer.Option(help="Seed for rate scaling and probes.")] = 0,
     plot: Annotated[Path | None, typer.Option("--plot", help="Draw a timeline PNG.")] = None,
     timeline: Annotated[
@@ -277,6 +284,10 @@ def simulate_command(
     if not services:
         raise bad_input(f"{file} holds no InferenceService")
     isvc = services[0]
+    targets = (queue_target != QUEUE_TARGET, kv_target != KV_TARGET)
+    pd_plan = _shape_checked(
+        isvc, file, policy, (fault, explain, plot, timeline, architectures), targets, fmt_out
+    )
     fmt: TraceFormat = trace_format.value
     unit = cast(Literal["s", "ms"], arrival_unit)
     try:
@@ -331,7 +342,9 @@ def simulate_command(
                 )
             runs = mixed_runs(isvc, scaled, mismatch)
             scaled_runs = (
-                autoscaled_runs(isvc, scaled, mismatch, cold_start, scrape_interval, interval, outs)
+                autoscaled_runs(
+                    isvc, scaled, mismatch, cold_start, scrape_interval, interval, outs, timeline
+                )
                 if policy in (PolicyChoice.tokenscale, PolicyChoice.all)
                 else []
             )
@@ -354,6 +367,21 @@ def simulate_command(
             )  # fmt: skip
             title = f"{isvc.metadata.name}: {trace.name}, {len(scaled.requests):,} requests"
             print_comparison(Console(width=180), found, title, output == TableOrJson.json, per_role)
+            return
+        if pd_plan is not None:  # prefill/decode pools: what the operator runs, per role
+            _per_role(
+                isvc.metadata.name,
+                pd_plan,
+                isvc,
+                scaled,
+                trace.name,
+                output,
+                timeline,
+                explain,
+                explain_at,
+                plot,
+                (mismatch, cold_start, scrape_interval, interval),
+            )
             return
         names: list[PolicyName] = (
             list(POLICIES) if policy == PolicyChoice.all else [cast("PolicyName", policy.value)]
@@ -454,6 +482,75 @@ def simulate_command(
             )
         else:
             console.print(explanation_text(explained), highlight=False)
+
+
+def _shape_checked(
+    isvc: InferenceService,
+    file: Path,
+    policy: PolicyChoice,
+    flags: tuple[list[str] | None, str | None, Path | None, bool, bool],
+    targets: tuple[bool, bool],
+    fmt_out: str,
+) -> Plan | None:
+    """Exit 2 for a flag the spec's fleet shape cannot replay (``cli/simulate_shapes.py``);
+    the plan when the operator would run prefill/decode pools (the default replay then)."""
+    from tokenscale.api.errors import SpecError  # noqa: PLC0415
+    from tokenscale.cli.simulate_pd import two_pool_plan  # noqa: PLC0415
+    from tokenscale.cli.simulate_shapes import Shape, refuse_unsupported  # noqa: PLC0415
+
+    fault, explain, plot, timeline, architectures = flags
+    spec = isvc.spec
+    pd_plan = None
+    shape: Shape = "pool"
+    if spec.hardware.variants is not None:
+        shape = "mix"
+    elif architectures:
+        shape = "architectures"
+    else:
+        try:
+            pd_plan = two_pool_plan(spec, isvc.metadata.name)
+        except SpecError as err:
+            fail_invalid(err, file, fmt_out)
+        shape = "pd" if pd_plan is not None else "pool"
+    given = {
+        "--fault": bool(fault),
+        "--explain": explain is not None,
+        "--plot": plot is not None,
+        "--timeline": timeline,
+        "--architectures": architectures,
+        "--queue-target": targets[0],
+        "--kv-target": targets[1],
+    }
+    refuse_unsupported(shape, given, policy.value)
+    return pd_plan
+
+
+def _per_role(
+    name: str,
+    plan: Plan,
+    isvc: InferenceService,
+    scaled: Trace,
+    trace_name: str,
+    output: TableOrJson,
+    timeline: bool,
+    explain: str | None,
+    explain_at: float | None,
+    plot: Path | None,
+    timing: tuple[float, float, float, float],
+) -> None:
+    """Replay and print prefill/decode pools scaled per role (``cli/simulate_pd.py``)."""
+    from tokenscale.cli.console import stdout_console  # noqa: PLC0415
+    from tokenscale.cli.simulate_pd import draw_roles, per_role_run, print_per_role  # noqa: PLC0415
+
+    mismatch, cold_start, scrape_interval, interval = timing
+    run = per_role_run(isvc.spec, plan, scaled, mismatch, cold_start, scrape_interval, interval)
+    if plot is not None:
+        draw_roles(run, plan, plot)
+    title = f"{name}: {trace_name}, {len(scaled.requests):,} requests, prefill/decode pools"
+    why = None if explain is None or explain_at is None else (explain, explain_at)
+    print_per_role(plan, run, title, output == TableOrJson.json, timeline, why)
+    if plot is not None and output != TableOrJson.json:
+        stdout_console().print(f"timeline written to {plot}", highlight=False)
 
 
 def _hours(value: float | None) -> str:

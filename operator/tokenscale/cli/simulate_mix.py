@@ -74,9 +74,11 @@ def autoscaled_runs(
     scrape_interval_s: float,
     interval_s: float,
     stockouts: Sequence[GpuStockout],
+    timeline: bool = False,
 ) -> list[tuple[str, ScaledMixRun]]:
     """The mix scaled by the operator's mix policy, then each variant alone scaled by the
-    shared stepper, from the plan's counts, under ``stockouts``."""
+    shared stepper, from the plan's counts, under ``stockouts`` (each with its timeline when
+    ``timeline``)."""
     spec = isvc.spec
     plan = plan_service(spec, isvc.metadata.name)
     engines = mix_engines(spec, plan, trace.block_tokens, mismatch)
@@ -97,7 +99,7 @@ def autoscaled_runs(
     runs = [
         (
             "tokenscale (mix)",
-            replay_scaled_mix(engines, trace, spec, ours, routing, opts, stockouts),
+            replay_scaled_mix(engines, trace, spec, ours, routing, opts, stockouts, timeline),
         )
     ]
     for e in engines:
@@ -105,7 +107,7 @@ def autoscaled_runs(
         runs.append(
             (
                 f"tokenscale, {e.name} alone",
-                replay_scaled_mix(engines, trace, spec, alone, routing, opts, stockouts),
+                replay_scaled_mix(engines, trace, spec, alone, routing, opts, stockouts, timeline),
             )
         )
     return runs

@@ -1,22 +1,30 @@
-"""``tokenscale simulate FILE --trace TRACE --architectures``: the smallest static fleet of each
-architecture (one shared pool, or prefill and decode pools) that meets the SLO on the trace,
-whether the planner's ``disaggregation: auto`` picks the same one, and the prefill and decode
-pools scaled role by role by the operator's policy from the planned counts
-(``simulation/disaggregated_scaling.py``)."""
+"""``tokenscale simulate`` on prefill/decode pools.
+
+By default, on a spec whose plan runs two pools (``spec.serving.disaggregation`` on, or auto
+choosing them): what the operator runs — both pools from the planned counts, scaled role by role
+by the operator's policy (``simulation/disaggregated_scaling.py``), with each pool's GPU-hours,
+attainment and replica timeline.
+
+With ``--architectures``: the smallest static fleet of each architecture (one shared pool, or
+prefill and decode pools) that meets the SLO on the trace, whether the planner's
+``disaggregation: auto`` picks the same one, and the pools scaled per role as above.
+"""
 
 import dataclasses
 import json
 import math
+from pathlib import Path
 from typing import Any
 
 from rich.console import Console
 from rich.table import Table
 
 from tokenscale.api.inference_service import InferenceServiceSpec
-from tokenscale.planning import plan_service
+from tokenscale.planning import Plan, plan_service
 from tokenscale.scaling.roles import pools
 from tokenscale.simulation.disaggregated import ArchitectureRun, Comparison, engines
-from tokenscale.simulation.disaggregated_scaling import ScaledRun, replay_scaled
+from tokenscale.simulation.disaggregated_scaling import RoleCounts, ScaledRun, replay_scaled
+from tokenscale.simulation.run import SimulationError
 from tokenscale.simulation.trace import Trace
 
 
@@ -157,3 +165,191 @@ def print_comparison(
             f"TPOT P99 {(scaled['tpot_p99_s'] or math.nan) * 1e3:.1f} ms, "
             f"meets SLO: {'yes' if scaled['meets_slo'] else 'no'}"
         )
+
+
+# -- the default replay: what the operator runs ---------------------------------------------------
+
+
+def two_pool_plan(spec: InferenceServiceSpec, name: str) -> Plan | None:
+    """The plan when it runs prefill and decode pools (what the operator renders and scales),
+    else None (one pool: the one-pool replay is the operator's)."""
+    if spec.serving.disaggregation == "off":
+        return None
+    plan = plan_service(spec, name)
+    d = plan.disaggregation
+    return plan if d is not None and d.enabled else None
+
+
+def per_role_run(
+    spec: InferenceServiceSpec,
+    plan: Plan,
+    trace: Trace,
+    mismatch: float,
+    cold_start_s: float,
+    scrape_interval_s: float,
+    decision_interval_s: float,
+) -> ScaledRun:
+    """Both pools from the planned counts, scaled per role by the operator's policy."""
+    if not plan.feasible:
+        raise SimulationError("; ".join(plan.infeasible_reasons) or "the pools cannot serve")
+    return replay_scaled(
+        spec,
+        plan,
+        engines(spec, plan, mismatch),
+        trace,
+        cold_start_s=cold_start_s,
+        decision_interval_s=decision_interval_s,
+        scrape_interval_s=scrape_interval_s,
+    )
+
+
+def _finite(value: float) -> float | None:
+    return value if math.isfinite(value) else None
+
+
+def _timeline(run: ScaledRun, role: str, planned: int) -> list[list[float]]:
+    """``[t_s, replicas]`` at the start and at every decision that changed the role's count."""
+    points: list[list[float]] = [[0.0, planned]]
+    for c in run.decisions:
+        n = c.prefill if role == "prefill" else c.decode
+        if n != points[-1][1]:
+            points.append([c.at_s, n])
+    return points
+
+
+def per_role_data(plan: Plan, run: ScaledRun, timeline: bool) -> dict[str, Any]:
+    """The JSON shape: the service's figures, then one entry per pool (its GPU-hours, its part
+    of the SLO's attainment, its replica timeline); every decision with ``timeline``."""
+    _, prefill, decode = pools(plan)
+    attained = {"prefill": run.ttft_attainment, "decode": run.tpot_attainment}
+    of = {
+        "prefill": "requests whose TTFT (the KV hand-off included) met ttftP99Seconds",
+        "decode": "requests whose TPOT met tpotP99Seconds (a one-token answer has none)",
+    }
+    entries = []
+    total = 0.0
+    for pool in (prefill, decode):
+        points = _timeline(run, pool.role, pool.replicas)
+        gpu_hours = round(run.gpu_hours_by_role.get(pool.role, 0.0), 4)
+        total += gpu_hours
+        entries.append(
+            {
+                "name": pool.role,
+                "role": pool.role,
+                "gpu": plan.gpu,
+                "gpus_per_replica": pool.gpus_per_replica,
+                "planned_replicas": pool.replicas,
+                "peak_replicas": max(int(n) for _, n in points),
+                "gpu_hours": gpu_hours,
+                "slo_attainment": attained[pool.role],
+                "slo_attainment_of": of[pool.role],
+                "replicas": points,
+            }
+        )
+    data: dict[str, Any] = {
+        "shape": "prefill/decode",
+        "policy": "tokenscale",
+        "requests": run.requests,
+        "served": run.served,
+        "slo_attainment": run.slo_attainment,
+        "meets_slo": run.meets_slo,
+        "ttft_p99_s": _finite(run.ttft_p99_s),
+        "tpot_p99_s": _finite(run.tpot_p99_s),
+        "gpu_hours": round(total, 4),
+        "pools": entries,
+    }
+    if timeline:
+        data["decisions"] = [dataclasses.asdict(c) for c in run.decisions]
+    return data
+
+
+def print_per_role(
+    plan: Plan,
+    run: ScaledRun,
+    title: str,
+    output_json: bool,
+    timeline: bool,
+    explain: tuple[str, float] | None = None,
+) -> None:
+    """The pools' table (or JSON); with ``explain`` (as typed, seconds) the decision then."""
+    data = per_role_data(plan, run, timeline)
+    explained = None if explain is None else decision_at(run, explain[1])
+    if output_json:
+        if explain is not None:
+            data["explanation"] = None if explained is None else dataclasses.asdict(explained)
+        print(json.dumps(data, indent=2))
+        return
+    t = Table(title=title, title_justify="left")
+    for col in ("pool", "replicas planned / peak", "GPU-hours", "attainment", "of"):
+        t.add_column(col)
+    for p in data["pools"]:
+        t.add_row(
+            p["role"],
+            f"{p['planned_replicas']} / {p['peak_replicas']} × {p['gpus_per_replica']} GPU",
+            f"{p['gpu_hours']:.2f}",
+            f"{p['slo_attainment']:.2%}",
+            p["slo_attainment_of"],
+        )
+    console = Console(width=180)
+    console.print(t)
+    ttft, tpot = run.ttft_p99_s, run.tpot_p99_s
+    console.print(
+        f"tokenscale (per role, the operator's policy): {run.served:,} of {run.requests:,} "
+        f"served, {run.slo_attainment:.2%} within every SLO, TTFT P99 {ttft:.2f} s, TPOT P99 "
+        f"{tpot * 1e3:.1f} ms, {data['gpu_hours']:.2f} GPU-hours, {len(run.decisions)} "
+        "decisions; one shared pool against the two: --architectures",
+        highlight=False,
+    )
+    if explain is not None:
+        console.print(explain_roles(explained, explain[0]), highlight=False)
+
+
+def decision_at(run: ScaledRun, at_s: float) -> RoleCounts | None:
+    """The per-role decision at or after ``at_s`` (None: the replay ended before)."""
+    return next((c for c in run.decisions if c.at_s >= at_s), None)
+
+
+def explain_roles(c: RoleCounts | None, clock: str) -> str:
+    """One per-role decision, each role's count and reason, as text."""
+    if c is None:
+        return f"--explain {clock}: no decision at or after that moment (the replay ended)"
+    m, s = divmod(round(c.at_s), 60)
+    h, m = divmod(m, 60)
+    when = f"{h}:{m:02d}:{s:02d}" if h else f"{m}:{s:02d}"
+    return "\n".join(
+        [
+            f"at {when} ({c.at_s:.0f} s): prefill {c.prefill}, decode {c.decode} asked",
+            f"  prefill: {c.prefill_reason} (calibration {c.prefill_calibration:.3g})",
+            f"  decode: {c.decode_reason} (calibration {c.decode_calibration:.3g})",
+            f"  coordination: {c.coordination}",
+        ]
+    )
+
+
+def draw_roles(run: ScaledRun, plan: Plan, path: Path) -> None:
+    """Each pool's asked replicas over the replay, as a PNG."""
+    import matplotlib  # noqa: PLC0415 (slow to import: only a plot pays for it)
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt  # noqa: PLC0415
+
+    _, prefill, decode = pools(plan)
+    fig, ax = plt.subplots(1, 1, figsize=(12, 4))
+    for pool in (prefill, decode):
+        points = _timeline(run, pool.role, pool.replicas)
+        end = run.decisions[-1].at_s if run.decisions else 0.0
+        points.append([max(end, points[-1][0]), points[-1][1]])
+        ax.step(
+            [t / 60 for t, _ in points],
+            [n for _, n in points],
+            where="post",
+            label=f"{pool.role}: {run.gpu_hours_by_role.get(pool.role, 0.0):.2f} GPU-h",
+        )
+    ax.set_ylabel("replicas asked")
+    ax.set_xlabel("minutes")
+    ax.set_title(f"prefill/decode scaled per role · {run.slo_attainment:.1%} within the SLOs")
+    ax.legend(loc="upper left", fontsize=8)
+    ax.grid(alpha=0.3)
+    fig.tight_layout()
+    fig.savefig(path, dpi=90)
+    plt.close(fig)

@@ -5,6 +5,11 @@
    variant's single-variant alternative, and its three constraints give one replica's capacity
    at the SLOs: ``cap = min over throughput, concurrency, KV of design RPS ÷ replicas needed``
    (each constraint is linear in the rate, so this is the rate one replica carries).
+   A variant at ``tensorParallelSize: auto`` is also planned at each valid TP pinned, and every
+   one that can serve is offered to the mix: the layout that is best alone (sized to carry the
+   whole load within the variant's ``maxReplicas``) is seldom the one that carries a part of it
+   most cheaply, so the layout is chosen within the mix, never before it. The mix is therefore
+   never dearer than the same variants with that TP pinned to any size.
 2. The mix: ``planning/mix_solver.py`` (SciPy ``milp``/HiGHS) minimises cost (or GPUs, when not
    every variant has a price) subject to the design load × redundancy factor, the spare
    replicas, every variant's ``maxReplicas`` and the service's replica bounds, under the
@@ -18,7 +23,7 @@
 """
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from tokenscale.api.errors import SpecError, SpecIssue
 from tokenscale.api.hardware import HardwareVariant
@@ -53,6 +58,13 @@ class VariantCapacity:
     plan: Plan
     by_constraint: dict[ConstraintName, float]
     price: float | None
+    alone: Plan | None = None
+    """The variant's single-variant alternative when ``plan`` is one layout of an ``auto``
+    variant (None: ``plan`` is it)."""
+
+    @property
+    def alone_plan(self) -> Plan:
+        return self.alone if self.alone is not None else self.plan
 
     @property
     def capacity_rps(self) -> float:
@@ -110,6 +122,27 @@ def variant_capacity(
     return VariantCapacity(v, vspec, plan, caps, variant_price(spec, v))
 
 
+def layout_capacities(
+    spec: InferenceServiceSpec, v: HardwareVariant, name: str, index: int = 0
+) -> tuple[VariantCapacity, list[VariantCapacity]]:
+    """Variant ``v`` planned alone, and the layouts offered to the mix: that plan alone for a
+    pinned TP; for ``tensorParallelSize: auto``, the variant at every valid TP pinned that can
+    serve (each with the plan alone as its single-variant alternative)."""
+    alone = variant_capacity(spec, v, name, index)
+    if v.tensor_parallel_size != "auto":
+        return alone, [alone]
+    try:
+        sizes = resolve(variant_spec(spec, v), name).tp_sizes()
+    except SpecError as err:
+        raise at_variant(err, index) from err
+    offered = []
+    for tp in sizes:
+        pinned = variant_capacity(spec, v.model_copy(update={"tensor_parallel_size": tp}), name)
+        if pinned.capacity_rps > 0:
+            offered.append(replace(pinned, variant=v, alone=alone.plan))
+    return alone, offered or [alone]
+
+
 def routing_of(spec: InferenceServiceSpec) -> tuple[Routing, str]:
     """The routing ``spec.gateway`` implies, and why."""
     if spec.gateway.load_aware:
@@ -153,7 +186,7 @@ def _shares(caps: list[VariantCapacity], counts: tuple[int, ...], routing: Routi
 def _single(c: VariantCapacity, min_replicas: int) -> SingleVariant:
     """The variant alone: its own plan, which must also keep the service's ``minReplicas``
     (the variant's spec lowers it to the variant's bound)."""
-    p = c.plan
+    p = c.alone_plan
     feasible = p.feasible and p.replicas is not None
     if feasible and p.replicas is not None and p.replicas.total < min_replicas:
         feasible = False
@@ -196,21 +229,27 @@ def plan_mix(spec: InferenceServiceSpec, name: str = "") -> Plan:
     """Plan ``spec`` with ``spec.hardware.variants`` (module docstring)."""
     variants = spec.hardware.variants
     assert variants is not None  # the caller dispatches on it
-    caps = [variant_capacity(spec, v, name, i) for i, v in enumerate(variants)]
+    planned = [layout_capacities(spec, v, name, i) for i, v in enumerate(variants)]
     routing, routing_reason = routing_of(spec)
-    objective = "cost" if all(c.price is not None for c in caps) else "gpu-hours"
-    usable = [i for i, c in enumerate(caps) if c.capacity_rps > 0 and c.variant.max_replicas > 0]
+    objective = "cost" if all(alone.price is not None for alone, _ in planned) else "gpu-hours"
+    usable = [
+        (i, c)
+        for i, (_, offered) in enumerate(planned)
+        for c in offered
+        if c.capacity_rps > 0 and c.variant.max_replicas > 0
+    ]
     options = [
         MixOption(
-            name=caps[i].variant.resolved_name,
-            capacity_rps=caps[i].capacity_rps,
-            weight=(caps[i].price or 0.0) * caps[i].plan.gpus_per_replica
+            name=c.variant.resolved_name,
+            capacity_rps=c.capacity_rps,
+            weight=(c.price or 0.0) * c.plan.gpus_per_replica
             if objective == "cost"
-            else float(caps[i].plan.gpus_per_replica),
-            max_replicas=min(caps[i].variant.max_replicas, spec.scaling.max_replicas),
-            preference=caps[i].variant.preference,
+            else float(c.plan.gpus_per_replica),
+            max_replicas=min(c.variant.max_replicas, spec.scaling.max_replicas),
+            preference=c.variant.preference,
+            group=str(i),
         )
-        for i in usable
+        for i, c in usable
     ]
     redundancy = spec.scaling.redundancy
     design = spec.workload.rps.design_rps
@@ -223,13 +262,53 @@ def plan_mix(spec: InferenceServiceSpec, name: str = "") -> Plan:
         min_total=spec.scaling.min_replicas,
         max_total=spec.scaling.max_replicas,
     )
+    caps = [alone for alone, _ in planned]
     counts = [0 for _ in caps]
     if solution is not None:
-        for i, n in zip(usable, solution.counts, strict=True):
-            counts[i] = n
-    return _assemble(
+        for (i, c), n in zip(usable, solution.counts, strict=True):
+            if n > 0:
+                caps[i], counts[i] = c, n
+    plan = _assemble(
         spec, name, caps, tuple(counts), solution, routing, routing_reason, objective, demand
     )
+    lines = [
+        _layouts_offered(offered, c, n, objective, spec.cost.currency)
+        for c, n, (_, offered) in zip(caps, counts, planned, strict=True)
+        if len(offered) > 1
+    ]
+    if plan.mix is None or not lines:
+        return plan
+    mix = plan.mix.model_copy(update={"reasons": [*plan.mix.reasons, *lines]})
+    return plan.model_copy(update={"mix": mix})
+
+
+def _layouts_offered(
+    offered: list[VariantCapacity],
+    chosen: VariantCapacity,
+    replicas: int,
+    objective: str,
+    currency: str,
+) -> str:
+    """Why an ``auto`` variant runs the layout it does: every layout offered, in numbers."""
+    parts = []
+    for c in offered:
+        unit = (
+            _money((c.price or 0.0) * c.plan.gpus_per_replica, currency)
+            if objective == "cost"
+            else f"{c.plan.gpus_per_replica} GPU(s)"
+        )
+        parts.append(f"{_shape(c.plan)} carries {c.capacity_rps:,.2f} RPS for {unit}")
+    runs = f"it runs {_shape(chosen.plan)}" if replicas > 0 else "it uses none of them"
+    return (
+        f"{chosen.variant.resolved_name} (tensorParallelSize auto): the mix chose among "
+        f"{'; '.join(parts)}; {runs} (alone it would run {_shape(chosen.alone_plan)})"
+    )
+
+
+def _shape(p: Plan) -> str:
+    if p.nodes_per_replica > 1 or p.data_parallel_size > 1:
+        return layout_of(p).describe()
+    return f"TP {p.tensor_parallel_size}"
 
 
 def _assemble(
@@ -392,19 +471,19 @@ def _comparison(
     maxReplicas 8``."""
     text = f"{_label(caps, counts)}: {_figure(cost, gpus_total, currency, objective)}"
     for c, row in zip(caps, rows, strict=True):
-        s = row.single_variant
+        s, alone = row.single_variant, c.alone_plan
         if s.feasible and s.replicas is not None:
-            alone = _figure(s.cost_per_hour, s.gpus or 0, currency, objective)
-            text += f" vs {s.replicas} × {c.plan.gpu} {alone}"
+            figure = _figure(s.cost_per_hour, s.gpus or 0, currency, objective)
+            text += f" vs {s.replicas} × {alone.gpu} {figure}"
         elif (
-            c.plan.replicas is not None
-            and (need := c.plan.replicas.with_redundancy) > c.variant.max_replicas
+            alone.replicas is not None
+            and (need := alone.replicas.with_redundancy) > c.variant.max_replicas
         ):
-            text += f" vs {c.plan.gpu} alone: needs {need} > maxReplicas {c.variant.max_replicas}"
-        elif c.plan.replicas is not None:
-            text += f" vs {c.plan.gpu} alone: {s.reason}"
+            text += f" vs {alone.gpu} alone: needs {need} > maxReplicas {c.variant.max_replicas}"
+        elif alone.replicas is not None:
+            text += f" vs {alone.gpu} alone: {s.reason}"
         else:
-            text += f" vs {c.plan.gpu} alone: cannot serve"
+            text += f" vs {alone.gpu} alone: cannot serve"
     return text
 
 

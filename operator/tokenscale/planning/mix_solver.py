@@ -13,6 +13,9 @@ RPS × redundancy factor), ``k`` spare replicas and the service's replica bounds
   is the *largest* replica used (N+k: the mix survives losing its ``k`` largest replicas); one
   program per candidate ``u`` (variants larger than ``u`` get 0, ``n_u ≥ 1``).
 - always ``minReplicas ≤ Σ n_v ≤ maxReplicas``.
+- **one layout per variant**: options that share a ``group`` (the layouts a
+  ``tensorParallelSize: auto`` variant is offered at) are one workload, so at most one of them
+  is used: a binary ``y_o`` per member, ``n_o ≤ maxReplicas_o × y_o`` and ``Σ_group y_o ≤ 1``.
 
 Among the candidates' mixes within 1e-9 (relative) of the least cost, a second program per
 candidate maximises ``Σ preference_v n_v`` and then takes the fewest replicas; the most
@@ -41,6 +44,8 @@ class MixOption:
     """Cost per replica-hour, or GPUs per replica (the objective's unit)."""
     max_replicas: int
     preference: int = 0
+    group: str = ""
+    """Options sharing a non-empty group are layouts of one variant: at most one is used."""
 
 
 @dataclass(frozen=True)
@@ -66,29 +71,63 @@ def _dot(a: Sequence[float], b: Sequence[int]) -> float:
     return float(sum(x * y for x, y in zip(a, b, strict=True)))
 
 
+def _groups(options: Sequence[MixOption]) -> list[list[int]]:
+    """The options of each group with more than one member (one layout per variant)."""
+    members: dict[str, list[int]] = {}
+    for i, o in enumerate(options):
+        if o.group:
+            members.setdefault(o.group, []).append(i)
+    return [m for m in members.values() if len(m) > 1]
+
+
 def _solve(
     c: list[float],
     rows: list[tuple[list[float], float, float]],
     upper: list[float],
     lower: list[float],
+    groups: Sequence[Sequence[int]] = (),
 ) -> tuple[list[int], float] | None:
+    """Solve over the counts; each grouped option gets a binary "used" column after them."""
     # SciPy takes a second or more to import: only a mix plan pays for it
     import numpy as np  # noqa: PLC0415
     from scipy.optimize import Bounds, LinearConstraint, milp  # noqa: PLC0415
 
+    k = len(c)
+    flags = [i for g in groups for i in g]
+    width = k + len(flags)
+    matrix = [[*r[0], *([0.0] * len(flags))] for r in rows]
+    lo_rows, hi_rows = [r[1] for r in rows], [r[2] for r in rows]
+    for j, i in enumerate(flags):  # n_i ≤ upper_i × y_i
+        row = [0.0] * width
+        row[i], row[k + j] = 1.0, -upper[i]
+        matrix.append(row)
+        lo_rows.append(-math.inf)
+        hi_rows.append(0.0)
+    at = 0
+    for g in groups:  # Σ y ≤ 1 over the group
+        row = [0.0] * width
+        for j in range(at, at + len(g)):
+            row[k + j] = 1.0
+        at += len(g)
+        matrix.append(row)
+        lo_rows.append(-math.inf)
+        hi_rows.append(1.0)
     res = milp(
-        c=np.array(c, dtype=float),
+        c=np.array([*c, *([0.0] * len(flags))], dtype=float),
         constraints=LinearConstraint(
-            np.array([r[0] for r in rows], dtype=float),
-            np.array([r[1] for r in rows], dtype=float),
-            np.array([r[2] for r in rows], dtype=float),
+            np.array(matrix, dtype=float),
+            np.array(lo_rows, dtype=float),
+            np.array(hi_rows, dtype=float),
         ),
-        integrality=np.ones(len(c)),
-        bounds=Bounds(np.array(lower, dtype=float), np.array(upper, dtype=float)),
+        integrality=np.ones(width),
+        bounds=Bounds(
+            np.array([*lower, *([0.0] * len(flags))], dtype=float),
+            np.array([*upper, *([1.0] * len(flags))], dtype=float),
+        ),
     )
     if res.status != 0 or res.x is None:
         return None
-    counts = [round(float(x)) for x in res.x]
+    counts = [round(float(x)) for x in res.x[:k]]
     return counts, _dot(c, counts)
 
 
@@ -138,6 +177,7 @@ def solve_mix(
         zeros = tuple(0 for _ in options)
         return MixSolution(zeros, 0.0, 0.0)
     weights = [o.weight for o in options]
+    groups = _groups(options)
     best: tuple[int, int, float, list[int]] | None = None  # −preference, N, cost, counts
     stage_one: list[tuple[int, float]] = []
     for u in range(len(options)):
@@ -145,7 +185,7 @@ def solve_mix(
         if shape is None:
             continue
         rows, upper, lower = shape
-        found = _solve(weights, rows, upper, lower)
+        found = _solve(weights, rows, upper, lower, groups)
         if found is not None:
             stage_one.append((u, found[1]))
     if not stage_one:
@@ -161,9 +201,9 @@ def solve_mix(
         assert shape is not None  # solved above
         rows, upper, lower = shape
         rows = [*rows, (list(weights), -math.inf, cap)]
-        found = _solve(tie_break, rows, upper, lower)
+        found = _solve(tie_break, rows, upper, lower, groups)
         if found is None:  # the tolerance row is numerically tight: keep stage one's answer
-            found = _solve(weights, rows[:-1], upper, lower)
+            found = _solve(weights, rows[:-1], upper, lower, groups)
             if found is None:
                 continue
         counts = found[0]

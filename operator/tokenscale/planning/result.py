@@ -401,7 +401,8 @@ class Plan(_Frozen):
     variant_plans: list["Plan"] = Field(
         default_factory=list,
         exclude=True,
-        description="Each variant's own plan, in variants order (not part of the JSON)",
+        description="Each variant's own plan at the layout the mix runs, in variants order "
+        "(not part of the JSON)",
     )
     disaggregation: Disaggregation | None = Field(
         default=None,

@@ -14,9 +14,11 @@ Latencies count from the arrival; the record is the decode pool's.
 import heapq
 import math
 from collections import deque
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from tokenscale.api.inference_service import InferenceServiceSpec
+from tokenscale.api.slo import Slo
 from tokenscale.planning import Plan
 from tokenscale.scaling.roles import ROLES, pools
 from tokenscale.scaling.snapshot import Snapshot
@@ -26,7 +28,7 @@ from tokenscale.simulation.capacity import meets_slo
 from tokenscale.simulation.disaggregated import Engines
 from tokenscale.simulation.fleet import Fleet
 from tokenscale.simulation.observe import Scrape, snapshot_at
-from tokenscale.simulation.recorder import Recorder
+from tokenscale.simulation.recorder import Outcome, Recorder
 from tokenscale.simulation.replica import SimRequest
 from tokenscale.simulation.run import meets
 from tokenscale.simulation.trace import Trace, percentile
@@ -63,6 +65,25 @@ class ScaledRun:
     """Requests served within every latency SLO (``simulation/run.py``'s ``meets``) ÷ the
     trace's requests: the playground's ``slo_attainment``."""
     decisions: list[RoleCounts] = field(default_factory=list)
+    gpu_hours_by_role: dict[str, float] = field(default_factory=dict)
+    """Each pool's GPU-hours (starting, ready and draining replicas), summing to ``gpu_hours``."""
+    ttft_attainment: float = 1.0
+    """Requests whose TTFT (arrival to first token, the KV hand-off included: the prefill
+    pool's part) met ``ttftP99Seconds`` ÷ the trace's requests."""
+    tpot_attainment: float = 1.0
+    """Requests whose TPOT (the decode pool's part; a one-token answer has none) met
+    ``tpotP99Seconds`` ÷ the trace's requests."""
+
+
+def role_attainment(outs: Sequence[Outcome], slo: Slo, requests: int) -> tuple[float, float]:
+    """Each pool's part of the SLO: the requests whose TTFT met ``ttftP99Seconds`` (prefill),
+    and whose TPOT met ``tpotP99Seconds`` (decode), each ÷ ``requests`` (unserved ones miss)."""
+    if requests == 0:
+        return 1.0, 1.0
+    ttft, tpot = slo.ttft_p99_seconds, slo.tpot_p99_seconds
+    ttft_met = sum(1 for o in outs if ttft is None or o.ttft_s <= ttft)
+    tpot_met = sum(1 for o in outs if tpot is None or o.output_tokens <= 1 or o.tpot_s <= tpot)
+    return ttft_met / requests, tpot_met / requests
 
 
 def replay_scaled(
@@ -182,6 +203,7 @@ def replay_scaled(
         step_to(t)
     outs = rec.outcomes
     gpu_s = sum(f.gpu_seconds for f in fleets.values())
+    ttft_attainment, tpot_attainment = role_attainment(outs, spec.slo, len(trace.requests))
     return ScaledRun(
         requests=len(trace.requests),
         served=len(outs),
@@ -195,4 +217,7 @@ def replay_scaled(
         if trace.requests
         else 1.0,
         decisions=decisions,
+        gpu_hours_by_role={role: f.gpu_seconds / 3600.0 for role, f in fleets.items()},
+        ttft_attainment=ttft_attainment,
+        tpot_attainment=tpot_attainment,
     )

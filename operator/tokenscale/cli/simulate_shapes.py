@@ -1,0 +1,79 @@
+"""Which ``tokenscale simulate`` flags each fleet shape replays.
+
+A flag that a shape's replay cannot honour is refused (exit 2) naming the flag, the shape and
+what to do instead — never parsed and then ignored. The shapes: one pool (every flag), a GPU mix
+(``spec.hardware.variants``: fixed mixes and the mix autoscaled, ``--stockout``, ``--timeline``),
+prefill/decode pools (``spec.serving.disaggregation`` when the plan runs two pools: the operator's
+per-role policy, ``--explain``, ``--plot``, ``--timeline``) and ``--architectures`` (static
+fleets of each architecture against the planner's choice, and the pools scaled per role).
+"""
+
+from collections.abc import Mapping
+from typing import Literal
+
+from tokenscale.cli.inputs import bad_input
+
+Shape = Literal["pool", "mix", "pd", "architectures"]
+
+SHAPE_WORDS: Mapping[Shape, str] = {
+    "pool": "one pool",
+    "mix": "a GPU mix (spec.hardware.variants)",
+    "pd": "prefill/decode pools (spec.serving.disaggregation)",
+    "architectures": "--architectures (static fleets of each architecture)",
+}
+
+#: The policies each shape replays (``all``: every one it has).
+POLICIES: Mapping[Shape, tuple[str, ...]] = {
+    "mix": ("tokenscale", "static", "all"),
+    "pd": ("tokenscale",),
+    "architectures": ("tokenscale",),
+}
+
+_INSTEAD: Mapping[Shape, str] = {
+    "mix": "replay one variant's spec (spec.hardware.gpu) for that",
+    "pd": "replay the spec with spec.serving.disaggregation: off for that, or compare one pool "
+    "with the two by --architectures",
+    "architectures": "drop --architectures for that",
+}
+
+#: Flags a shape's replay has no answer for.
+UNSUPPORTED: Mapping[Shape, tuple[str, ...]] = {
+    "mix": ("--fault", "--explain", "--plot", "--architectures", "--queue-target", "--kv-target"),
+    "pd": ("--fault", "--queue-target", "--kv-target"),
+    "architectures": (
+        "--fault",
+        "--explain",
+        "--plot",
+        "--timeline",
+        "--queue-target",
+        "--kv-target",
+    ),
+}
+
+_WHY: Mapping[str, str] = {
+    "--fault": "the fault drills replay one pool",
+    "--explain": "the decision it prints is one pool's",
+    "--plot": "the timeline it draws is one pool's",
+    "--timeline": "it compares static fleets, which have no scaling timeline",
+    "--architectures": "it compares one pool with prefill/decode pools of one GPU type",
+    "--queue-target": "it sets the one-pool queue-threshold policy",
+    "--kv-target": "it sets the one-pool kv-threshold policy",
+}
+
+
+def refuse_unsupported(shape: Shape, given: Mapping[str, bool], policy: str) -> None:
+    """Exit 2 for the first flag in ``given`` (flag → given) or ``policy`` that ``shape``
+    cannot replay."""
+    words = SHAPE_WORDS[shape]
+    for flag in UNSUPPORTED.get(shape, ()):
+        if given.get(flag):
+            raise bad_input(
+                f"{flag} is not available for {words}: {_WHY[flag]}; drop {flag}, or "
+                f"{_INSTEAD[shape]}"
+            )
+    allowed = POLICIES.get(shape)
+    if allowed is not None and policy not in allowed:
+        raise bad_input(
+            f"--policy {policy} is not available for {words}: it replays "
+            f"{', '.join(allowed)}; use --policy {allowed[0]}, or {_INSTEAD[shape]}"
+        )
