@@ -14,6 +14,7 @@ import math
 from pathlib import Path
 from typing import Any
 
+import jsonschema
 import pytest
 import yaml
 from hypothesis import given, settings
@@ -22,8 +23,11 @@ from rich.cells import cell_len
 from typer.testing import CliRunner
 
 from tests.helpers import ROOT
+from tokenscale.api.crd import build_crd
 from tokenscale.api.manifest import parse_manifests
+from tokenscale.api.status import InferenceServiceStatus
 from tokenscale.cli.app import app
+from tokenscale.controller.status import plan_summary, status_document
 from tokenscale.planning import plan_service
 from tokenscale.planning.pools import totals, with_pools
 from tokenscale.planning.result import Plan
@@ -271,3 +275,44 @@ def test_the_pool_views_fit_the_terminal(shape: str, fmt: str, width: int) -> No
     for line in out.splitlines():
         assert cell_len(line) <= width, f"{cell_len(line)} > {width}: {line!r}"
     assert "…" not in out
+
+
+@pytest.mark.parametrize("shape", sorted(SPECS))
+def test_status_plan_names_the_pools_and_fits_the_crd(shape: str) -> None:
+    p = _plan(_doc(SPECS[shape]))
+    summary = plan_summary(p, 2.0, 0.05)
+    assert [(x.name, x.role, x.replicas, x.gpus) for x in summary.pools] == [
+        (x.name, x.role, x.replicas, x.gpus) for x in p.pools
+    ]
+    assert p.coordination is not None
+    assert summary.coordination == p.coordination.rule
+    doc = status_document(InferenceServiceStatus(plan=summary))
+    assert doc["plan"]["pools"][0]["gpusPerReplica"] >= 1
+    version = build_crd()["spec"]["versions"][0]
+    schema = version["schema"]["openAPIV3Schema"]["properties"]["status"]
+    jsonschema.Draft4Validator(schema).validate(doc)
+
+
+def test_check_judges_a_pd_pairs_rollout_capacity_per_pool() -> None:
+    """``check`` counted a P/D service's replicas as the aggregated plan's (6 for a need of
+    5.57): each pool has its own count and need."""
+    p = _plan(_doc(PD))
+    d = p.disaggregation
+    assert d is not None
+    assert d.prefill is not None
+    assert d.decode is not None
+    out = json.loads(_cli("check", str(PD), "-o", "json"))
+    (item,) = [i for i in out["items"] if i["item"] == "rollout-capacity"]
+    assert f"prefill: {d.prefill.replicas} replica(s) for a need of " in item["why"]
+    assert f"{d.prefill.replicas_needed:.2f}" in item["why"]
+    assert f"decode: {d.decode.replicas} replica(s) for a need of " in item["why"]
+    assert p.replicas is not None
+    assert f"{p.replicas.total} replica(s)" not in item["why"]
+
+
+def test_check_names_a_mix_pools() -> None:
+    p = _plan(_doc(MIX))
+    out = json.loads(_cli("check", str(MIX), "-o", "json"))
+    (item,) = [i for i in out["items"] if i["item"] == "rollout-capacity"]
+    for x in p.pools:
+        assert f"{x.name} {x.replicas} × {x.variant.gpu}" in item["why"]

@@ -111,8 +111,8 @@ def _figure_rows(grid: Table, p: Plan) -> None:
     for i, x in enumerate(lat):
         grid.add_row("latency" if i == 0 else "", _latency_text(x))
     if several(p):
-        for i, x in enumerate(p.pools):
-            grid.add_row("pools" if i == 0 else "", pool_line(x, p.currency))
+        for i, pl in enumerate(p.pools):
+            grid.add_row("pools" if i == 0 else "", pool_line(pl, p.currency))
     else:
         grid.add_row(
             "per replica",
