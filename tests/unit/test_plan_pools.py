@@ -29,6 +29,7 @@ from tokenscale.api.status import InferenceServiceStatus
 from tokenscale.cli.app import app
 from tokenscale.controller.status import plan_summary, status_document
 from tokenscale.planning import plan_service
+from tokenscale.planning.advice import advise
 from tokenscale.planning.pools import totals, with_pools
 from tokenscale.planning.result import Plan
 
@@ -316,3 +317,16 @@ def test_check_names_a_mix_pools() -> None:
     (item,) = [i for i in out["items"] if i["item"] == "rollout-capacity"]
     for x in p.pools:
         assert f"{x.name} {x.replicas} × {x.variant.gpu}" in item["why"]
+
+
+def test_advice_on_a_pd_plan_compares_the_pools_gpus() -> None:
+    """The FP8 advice on a P/D plan said '4 GPUs (4 × TP 1) instead of 6': 6 was the
+    aggregated alternative's count, the plan runs 4 GPUs in two pools."""
+    doc = _doc(PD)
+    p = _plan(doc)
+    s = parse_manifests(yaml.safe_dump(doc))[0]
+    lines = [a for a in advise(s.spec, p, s.metadata.name) if a.startswith("FP8 weights")]
+    assert lines, "an H100 has FP8 cores and FP8 weights need fewer GPUs here"
+    for line in lines:
+        assert f"instead of {p.gpus_total}" in line
+        assert " prefill × TP " in line
