@@ -330,3 +330,16 @@ def test_advice_on_a_pd_plan_compares_the_pools_gpus() -> None:
     for line in lines:
         assert f"instead of {p.gpus_total}" in line
         assert " prefill × TP " in line
+
+
+def test_a_pd_markdown_and_wide_view_show_the_pools() -> None:
+    p = _plan(_doc(PD))
+    md = _cli("plan", str(PD), "-o", "markdown")
+    summary = next(line for line in md.splitlines() if line.startswith("| llama-8b-pd |"))
+    assert f"| {sum(x.replicas for x in p.pools)} | {p.gpus_total} |" in summary
+    assert "- prefill: " in md
+    assert "- decode: " in md
+    assert "aggregated alternative" in md
+    wide = " ".join(_cli("plan", str(PD), "-o", "wide", width=120).split())
+    assert "Pools (disaggregated):" in wide
+    assert "One shared pool instead (the alternative)" in wide

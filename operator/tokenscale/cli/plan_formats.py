@@ -285,6 +285,7 @@ def markdown_report(plans: list[Plan], advice: dict[str, list[str]]) -> str:
         if several(p):
             lines += ["", f"Pools: {fleet_text(p)}.", ""]
             lines += [f"- {_md_cell(pool_line(x, p.currency))}" for x in p.pools]
+            lines += ["", _constraints_note(p)]
         if cannot_serve(p):
             lines += ["", "This configuration cannot serve: no latency, throughput or cost."]
         else:
@@ -297,6 +298,13 @@ def markdown_report(plans: list[Plan], advice: dict[str, list[str]]) -> str:
         if notes:
             lines += ["", *[_md_cell(n) for n in notes]]
     return "\n".join(lines) + "\n"
+
+
+def _constraints_note(p: Plan) -> str:
+    """What the constraint table below the pools describes."""
+    if p.coordination is not None and p.coordination.rule == "disaggregated":
+        return "The constraints below are one shared pool's: the aggregated alternative."
+    return "The constraints below are the mix's need in replicas, all pools together."
 
 
 def _markdown_figures(p: Plan) -> list[str]:
