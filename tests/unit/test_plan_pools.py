@@ -31,7 +31,8 @@ from tokenscale.controller.status import plan_summary, status_document
 from tokenscale.planning import plan_service
 from tokenscale.planning.advice import advise
 from tokenscale.planning.pools import totals, with_pools
-from tokenscale.planning.result import Plan
+from tokenscale.planning.result import MixCoordination, Plan
+from tokenscale.scaling.variant_order import mix_counts
 
 runner = CliRunner()
 ONE_POOL = ROOT / "deploy" / "examples" / "llama-3.1-8b-l4.yaml"
@@ -343,3 +344,26 @@ def test_a_pd_markdown_and_wide_view_show_the_pools() -> None:
     wide = " ".join(_cli("plan", str(PD), "-o", "wide", width=120).split())
     assert "Pools (disaggregated):" in wide
     assert "One shared pool instead (the alternative)" in wide
+
+
+@pytest.mark.parametrize("gateway", [False, True], ids=["round-robin", "load-aware"])
+def test_a_mix_scale_order_is_the_order_the_operator_scales_in(gateway: bool) -> None:
+    """One more replica than planned lands on the first pool of ``scale_order`` with room;
+    one fewer comes off the last that runs (``scaling/variant_order.mix_counts``)."""
+    doc = _doc(MIX)
+    if gateway:
+        doc["spec"]["gateway"] = {"inferencePool": {}}
+    p = _plan(doc)
+    assert isinstance(p.coordination, MixCoordination)
+    assert p.coordination.routing == ("load-aware" if gateway else "round-robin")
+    order = p.coordination.scale_order
+    assert sorted(order) == sorted(x.name for x in p.pools)
+    rows = {v.name: v for v in p.variants}
+    planned = {v.name: v.replicas for v in p.variants}
+    total = sum(planned.values())
+    room = [n for n in order if planned[n] < rows[n].max_replicas]
+    up = mix_counts(p, total + 1).counts
+    assert {n: up[n] - planned[n] for n in planned if up[n] != planned[n]} == {room[0]: 1}
+    down = mix_counts(p, total - 1).counts
+    last = [n for n in order if planned[n] > 0][-1]
+    assert {n: down[n] - planned[n] for n in planned if down[n] != planned[n]} == {last: -1}

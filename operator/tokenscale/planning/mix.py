@@ -245,11 +245,9 @@ def scale_order(rows: list[VariantShare], routing: Routing) -> list[str]:
     slowest = min((v.capacity_rps_per_replica for v in rows if v.replicas > 0), default=math.inf)
 
     def per_rps(v: VariantShare) -> float:
-        cap = (
-            min(v.capacity_rps_per_replica, slowest)
-            if routing == "round-robin"
-            else (v.capacity_rps_per_replica)
-        )
+        cap = v.capacity_rps_per_replica
+        if routing == "round-robin":
+            cap = min(cap, slowest)
         price = v.gpu_hour_price if v.gpu_hour_price is not None else 1.0
         return price * v.gpus_per_replica / cap if cap > 0 else math.inf
 
