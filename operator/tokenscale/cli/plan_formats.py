@@ -97,7 +97,7 @@ def compact_renderable(p: Plan, advice: list[str]) -> Group:
             grid.add_row(Text(label, style=style), Text(line, style=style))
     what = Text(
         f"{p.model} on {p.gpu} · {p.weight_dtype} · KV {p.kv_cache_dtype} · "
-        f"{layout_text(p)} · max len {p.max_model_len:,}"
+        f"{'layout per pool' if several(p) else layout_text(p)} · max len {p.max_model_len:,}"
     )
     parts: list[RenderableType] = [title, Padding(what, (0, 0, 0, 2)), Padding(grid, (0, 0, 1, 2))]
     if p.disaggregation is not None:  # both architectures, side by side
