@@ -81,6 +81,11 @@ def test_every_example_reconciles_to_its_plan(
         )
         status = objects.get(service.metadata.name)["status"]
         assert status["plan"]["bindingConstraint"] == plan.binding_constraint
+        # one pool, stored by the API server through the CRD's schema
+        assert [(x["name"], x["replicas"], x["gpus"]) for x in status["plan"]["pools"]] == [
+            ("serve", plan.replicas.total, plan.gpus_total)
+        ]
+        assert status["plan"]["coordination"] == "none"
         assert status["replicas"] == plan.replicas.total
         assert status["selector"].startswith("app.kubernetes.io/instance=")
         assert {c["type"] for c in status["conditions"]} == {

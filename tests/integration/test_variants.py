@@ -78,6 +78,9 @@ def test_two_variants_reconcile_to_one_deployment_each(
         "PlanFeasible=True",
     )
     assert objects.get(NAME)["status"]["replicas"] == sum(mix.values())
+    stored = objects.get(NAME)["status"]["plan"]  # the pools, through the CRD's schema
+    assert {x["name"]: x["replicas"] for x in stored["pools"]} == mix
+    assert stored["coordination"] == "mix"
 
 
 def test_a_resource_quota_is_never_exceeded(

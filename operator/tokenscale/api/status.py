@@ -21,6 +21,24 @@ class Condition(ApiModel):
     observed_generation: int | None = Field(default=None, description="Spec generation seen.")
 
 
+class PoolSummary(ApiModel):
+    """One pool the plan runs (``tokenscale plan -o json``'s ``pools[]`` in brief)."""
+
+    name: str = Field(description="serve, the variant's name, prefill or decode.")
+    role: str = Field(description="serve, prefill or decode.")
+    gpu: str = Field(description="The GPU one replica runs on.")
+    gpus_per_replica: int = Field(description="TP × PP × DP.")
+    replicas: int = Field(description="Planned replicas of this pool.")
+    gpus: int = Field(description="replicas × gpusPerReplica.")
+    ttft_p99_estimate_seconds: float | None = Field(
+        default=None, description="At this pool's share of the load (none for decode)."
+    )
+    tpot_p99_estimate_seconds: float | None = Field(
+        default=None, description="At this pool's share of the load (none for prefill)."
+    )
+    binding_constraint: str = Field(description="throughput, concurrency, kv or none.")
+
+
 class PlanSummary(ApiModel):
     """The plan in brief; `tokenscale plan` prints the whole of it."""
 
@@ -56,6 +74,13 @@ class PlanSummary(ApiModel):
         default=None,
         description="Speculative decoding: on or off, the acceptance rate planned with (the "
         "measured one once vLLM reports it) and why.",
+    )
+    pools: list[PoolSummary] = Field(
+        default_factory=list,
+        description="The pools planned: one, one per GPU variant, or prefill and decode.",
+    )
+    coordination: str | None = Field(
+        default=None, description="The rule between the pools: none, mix or disaggregated."
     )
 
 

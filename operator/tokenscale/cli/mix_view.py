@@ -6,7 +6,9 @@ from rich.panel import Panel
 from rich.text import Text
 
 from tokenscale.cli.fit import Column, FittedTable
+from tokenscale.cli.plan_figures import duration_text, latencies
 from tokenscale.cli.plan_view import plan_renderable
+from tokenscale.cli.pool_view import fleet_text
 from tokenscale.planning.result import Plan
 
 
@@ -85,6 +87,7 @@ def mix_renderable(p: Plan) -> Panel:
     )
     parts: list[Text | FittedTable] = [
         Text(m.comparison, style="bold"),
+        fleet_line(p),
         t,
         Text("\n".join(f"· {r}" for r in m.reasons)),
     ]
@@ -99,6 +102,19 @@ def mix_renderable(p: Plan) -> Panel:
         f"carries {m.capacity_rps:,.2f}",
         title_align="left",
     )
+
+
+def fleet_line(p: Plan) -> Text:
+    """The fleet the mix runs and its latencies against the SLOs: the largest over the pools,
+    each at the load it carries (the ``-o short`` and ``-o json`` figures)."""
+    lat = " · ".join(
+        f"{x.name} {duration_text(x.estimate_s)}"
+        + ("" if x.target_s is None else f" {'≤' if x.met else '>'} {duration_text(x.target_s)}")
+        + ("" if x.met is None else f" {'✓' if x.met else '✗'}")
+        for x in latencies(p)
+        if x.estimate_s is not None
+    )
+    return Text(f"pools {fleet_text(p)} · {lat}" if lat else f"pools {fleet_text(p)}")
 
 
 def print_mix(console: Console, p: Plan) -> None:

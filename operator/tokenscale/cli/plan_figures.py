@@ -19,7 +19,7 @@ class Latency:
 def latencies(p: Plan) -> list[Latency]:
     """TTFT P99, TPOT P99 and E2E P99 (P95 rows too where an SLO is set on them): each once."""
     checks: dict[str, SloCheck] = {c.name: c for c in p.slo_checks}
-    tpot_p99 = p.at_load.tpot_p99_s if p.at_load is not None else p.tpot_estimate_s
+    tpot_p99 = p.at_load.tpot_p99_s if p.at_load is not None else p.tpot_p99_estimate_s
     rows = [
         ("TTFT P99", "ttft_p99", p.ttft_p99_estimate_s),
         ("TPOT P99", "tpot_p99", tpot_p99),

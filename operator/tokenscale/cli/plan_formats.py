@@ -15,6 +15,7 @@ from rich.text import Text
 
 from tokenscale.cli.plan_figures import Latency, cannot_serve, duration_text, latencies, why_not
 from tokenscale.cli.plan_view import disaggregation_renderable, layout_text, replica_bounds_text
+from tokenscale.cli.pool_view import bindings, fleet_text, pool_layout, pool_line, several
 from tokenscale.planning.formulas import batch_text, counted
 from tokenscale.planning.result import Plan
 from tokenscale.scaling.schedule_day import ScheduleDay, day_line, window_line
@@ -41,6 +42,7 @@ SUMMARY_COLUMNS = (
     "cost_per_1m_output",
     "currency",
     "why_not",
+    "pools",
 )
 
 
@@ -60,6 +62,8 @@ def _money(value: float | None, currency: str, fmt: str = ",.2f") -> str:
 def _replicas_text(p: Plan) -> str:
     if p.replicas is None:
         return "no count: this configuration cannot serve"
+    if several(p):  # the pools' replicas, not one replica's count
+        return f"{fleet_text(p)}  (binding: {bindings(p)})"
     r = p.replicas
     text = (
         f"{r.total:,} × {p.gpus_per_replica} GPU{'s' if p.gpus_per_replica > 1 else ''} = "
@@ -100,7 +104,7 @@ def compact_renderable(p: Plan, advice: list[str], schedule: ScheduleDay | None 
             grid.add_row(Text(label, style=style), Text(line, style=style))
     what = Text(
         f"{p.model} on {p.gpu} · {p.weight_dtype} · KV {p.kv_cache_dtype} · "
-        f"{layout_text(p)} · max len {p.max_model_len:,}"
+        f"{'layout per pool' if several(p) else layout_text(p)} · max len {p.max_model_len:,}"
     )
     parts: list[RenderableType] = [title, Padding(what, (0, 0, 0, 2)), Padding(grid, (0, 0, 1, 2))]
     if p.disaggregation is not None:  # both architectures, side by side
@@ -113,12 +117,16 @@ def _figure_rows(grid: Table, p: Plan) -> None:
     lat = latencies(p)
     for i, x in enumerate(lat):
         grid.add_row("latency" if i == 0 else "", _latency_text(x))
-    grid.add_row(
-        "per replica",
-        f"{p.rps_per_replica:,.2f} req/s · {p.output_tps_per_replica:,.0f} output tok/s · "
-        f"batch {batch_text(p.operating_batch)} · "
-        f"KV {p.kv_capacity_tokens_per_replica:,.0f} tokens",
-    )
+    if several(p):
+        for i, pl in enumerate(p.pools):
+            grid.add_row("pools" if i == 0 else "", pool_line(pl, p.currency))
+    else:
+        grid.add_row(
+            "per replica",
+            f"{p.rps_per_replica:,.2f} req/s · {p.output_tps_per_replica:,.0f} output tok/s · "
+            f"batch {batch_text(p.operating_batch)} · "
+            f"KV {p.kv_capacity_tokens_per_replica:,.0f} tokens",
+        )
     gpu_hours = f"{_num(p.gpu_hours_per_million_output_tokens)} GPU-h per 1M output"
     if p.cost_per_hour is None:
         cost = f"no price (spec.cost.gpuHourPrice) · {gpu_hours}"
@@ -144,11 +152,13 @@ def short_line(p: Plan) -> str:
         else f"{p.replicas.total}×{layout_text(p, compact=True)} {p.gpu} "
         f"({counted(p.gpus_total or 0, 'GPU')})"
     )
+    if several(p) and p.replicas is not None:
+        fleet = fleet_text(p)
     parts = [p.name, "ok" if p.feasible else "INFEASIBLE", fleet]
     if cannot_serve(p):
         return "  ".join([*parts, "why: " + why_not(p)])
     parts += [
-        p.binding_constraint,
+        bindings(p) if several(p) else p.binding_constraint,
         "TTFT " + _vs(lat["TTFT P99"]),
         "TPOT " + _vs(lat["TPOT P99"]),
         _money(p.cost_per_million_output_tokens, p.currency, ",.3f") + "/1M out",
@@ -199,9 +209,26 @@ def summary_row(p: Plan) -> dict[str, str]:
     }
     if cannot_serve(p):  # no figures for a replica that cannot run
         for key in SUMMARY_COLUMNS[SUMMARY_COLUMNS.index("binding") :]:
-            if key not in ("currency", "why_not"):
+            if key not in ("currency", "why_not", "pools"):
                 row[key] = ""
-    return row
+    return row | _pool_cells(p)
+
+
+def _pool_cells(p: Plan) -> dict[str, str]:
+    """The pools column, and for several pools the fleet's cells from them: the GPUs and the
+    layouts joined, the replicas summed, no one replica's figures."""
+    cells = {"pools": "; ".join(pool_line(x, p.currency) for x in p.pools)}
+    if not several(p):
+        return cells
+    running = [x for x in p.pools if x.replicas > 0] or p.pools
+    return cells | {
+        "gpu": "+".join(dict.fromkeys(x.variant.gpu for x in running)),
+        "layout": "+".join(pool_layout(x) for x in running),
+        "replicas": "" if p.replicas is None else str(sum(x.replicas for x in p.pools)),
+        "binding": bindings(p),
+        "output_tok_s_per_replica": "",
+        "requests_s_per_replica": "",
+    }
 
 
 def csv_report(plans: list[Plan]) -> str:
@@ -232,11 +259,12 @@ def markdown_report(
     lines = ["# Capacity plan", "", head, "|" + "---|" * 11]
     for p in plans:
         lat = {x.name: x for x in latencies(p)}
+        flat = _pool_cells(p)
         figures = (
             ["—"] * 4
             if cannot_serve(p)
             else [
-                p.binding_constraint,
+                flat.get("binding", p.binding_constraint),
                 _vs(lat["TTFT P99"]),
                 _vs(lat["TPOT P99"]),
                 _money(p.cost_per_million_output_tokens, p.currency, ",.3f"),
@@ -245,9 +273,9 @@ def markdown_report(
         cells = [
             p.name,
             p.model,
-            p.gpu,
-            f"{layout_text(p, compact=True)} {p.weight_dtype}",
-            "—" if p.replicas is None else f"{p.replicas.total:,}",
+            flat.get("gpu", p.gpu),
+            f"{flat.get('layout', layout_text(p, compact=True))} {p.weight_dtype}",
+            "—" if p.replicas is None else flat.get("replicas", f"{p.replicas.total:,}"),
             "—" if p.gpus_total is None else f"{p.gpus_total:,}",
             *figures,
             "yes" if p.feasible else "**no**",
@@ -268,6 +296,10 @@ def markdown_report(
             lines += ["", "Schedule windows (UTC):", ""]
             lines += [f"- {_md_cell(window_line(w, day.need))}" for w in day.windows]
             lines.append(f"- {_md_cell(day_line(day))}")
+        if several(p):
+            lines += ["", f"Pools: {fleet_text(p)}.", ""]
+            lines += [f"- {_md_cell(pool_line(x, p.currency))}" for x in p.pools]
+            lines += ["", _constraints_note(p)]
         if cannot_serve(p):
             lines += ["", "This configuration cannot serve: no latency, throughput or cost."]
         else:
@@ -281,6 +313,13 @@ def markdown_report(
         if notes:
             lines += ["", *[_md_cell(n) for n in notes]]
     return "\n".join(lines) + "\n"
+
+
+def _constraints_note(p: Plan) -> str:
+    """What the constraint table below the pools describes."""
+    if p.coordination is not None and p.coordination.rule == "disaggregated":
+        return "The constraints below are one shared pool's: the aggregated alternative."
+    return "The constraints below are the mix's need in replicas, all pools together."
 
 
 def _markdown_figures(p: Plan) -> list[str]:

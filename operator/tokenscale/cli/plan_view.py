@@ -12,6 +12,7 @@ from rich.text import Text
 
 from tokenscale.cli.fit import Column, FittedTable
 from tokenscale.cli.plan_figures import Latency, cannot_serve, duration_text, latencies
+from tokenscale.cli.pool_view import pools_table, several
 from tokenscale.planning.formulas import GIB, batch_text, counted
 from tokenscale.planning.result import Plan
 from tokenscale.planning.sweep import SweepRow
@@ -157,18 +158,25 @@ def plan_renderable(
             f"RPS, batch {load.batch:,.1f}{', saturated' if load.saturated else ''})"
         )
     lat = latencies(p)
-    for x in lat[:1]:
-        perf.add_row(*_latency_row(x))
-    perf.add_row("TPOT mean", duration_text(p.tpot_estimate_s), "", "")
-    for x in lat[1:]:
-        perf.add_row(*_latency_row(x))
-    perf.add_row("output tok/s per replica", f"{p.output_tps_per_replica:,.0f}", "", "")
-    perf.add_row("requests/s per replica", f"{p.rps_per_replica:,.2f}", "", "")
+    if _pooled(p):  # the pools' latencies at their loads; per replica: the pools table
+        perf.title = "Estimates vs SLO at the load each pool carries (the largest over pools)"
+        for x in lat:
+            perf.add_row(*_latency_row(x))
+    else:
+        for x in lat[:1]:
+            perf.add_row(*_latency_row(x))
+        perf.add_row("TPOT mean", duration_text(p.tpot_estimate_s), "", "")
+        for x in lat[1:]:
+            perf.add_row(*_latency_row(x))
+        perf.add_row("output tok/s per replica", f"{p.output_tps_per_replica:,.0f}", "", "")
+        perf.add_row("requests/s per replica", f"{p.rps_per_replica:,.2f}", "", "")
     cons = Table(
         title=f"Replicas (design {p.design_rps:,.2f} RPS: {p.input_tps:,.0f} in / "
         f"{p.output_tps:,.0f} out tok/s)",
         title_justify="left",
     )
+    if _pooled(p):
+        cons.title = f"One shared pool instead (the alternative): {cons.title}"
     cons.add_column("constraint")
     cons.add_column("replicas", justify="right")
     cons.add_column("how")
@@ -184,7 +192,7 @@ def plan_renderable(
             f"[bold]{r.total:,}[/]",
             f"ceil({r.needed:,.2f} × redundancy) + spares = {r.with_redundancy:,}; "
             f"{replica_bounds_text(r.with_redundancy, r.total)}, "
-            f"{counted(p.gpus_total or 0, 'GPU')}",
+            f"{counted(_gpus_of_count(p), 'GPU')}",
         )
     cost = _kv_table(
         [
@@ -204,6 +212,8 @@ def plan_renderable(
         "Cost (at the operating point)",
     )
     parts: list[Any] = [Text(header, style="bold"), memory, kv, perf, cons, cost]
+    if _pooled(p):
+        parts.insert(parts.index(cons), pools_table(p))
     if cannot_serve(p):  # no estimates or cost for a replica that cannot run
         parts = [
             Text(header, style="bold"),
@@ -231,6 +241,19 @@ def plan_renderable(
         parts.append(Text("\n".join(f"→ {a}" for a in advice), style="cyan"))
     status = "[green]feasible[/]" if p.feasible else "[red]INFEASIBLE[/]"
     return Panel(Group(*parts), title=f"plan {p.name} — {status}", title_align="left")
+
+
+def _pooled(p: Plan) -> bool:
+    """Several pools: the replica count and per-replica figures above them describe one
+    shared pool, the alternative (``pools_table`` shows what runs)."""
+    return several(p)
+
+
+def _gpus_of_count(p: Plan) -> int:
+    """The GPUs ``replicas.total`` holds: the fleet's, or one shared pool's beside pools."""
+    if _pooled(p) and p.replicas is not None:
+        return p.replicas.total * p.gpus_per_replica
+    return p.gpus_total or 0
 
 
 def disaggregation_renderable(p: Plan) -> Group:
@@ -286,7 +309,7 @@ def disaggregation_renderable(p: Plan) -> Group:
                 f"{_num(d.aggregated_gpus_needed, ',')} aggregated",
             ),
             (
-                "TTFT P99 / TPOT P99",
+                "TTFT P99 / TPOT P99 at capacity",
                 f"{_num(_ms(d.ttft_p99_estimate_s), ',.0f')} ms / "
                 f"{_num(_ms(d.tpot_p99_estimate_s), ',.1f')} ms",
             ),

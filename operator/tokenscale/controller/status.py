@@ -18,6 +18,7 @@ from tokenscale.api.status import (
     InferenceServiceStatus,
     LiveStatus,
     PlanSummary,
+    PoolSummary,
     SignalStatus,
 )
 from tokenscale.planning.result import Plan
@@ -140,7 +141,27 @@ def plan_summary(plan: Plan, ttft_slo: float | None, tpot_slo: float | None) -> 
         warnings=plan.warnings,
         sources=plan.sources,
         speculative=plan.speculative.reason if plan.speculative is not None else None,
+        pools=pool_summaries(plan),
+        coordination=plan.coordination.rule if plan.coordination is not None else None,
     )
+
+
+def pool_summaries(plan: Plan) -> list[PoolSummary]:
+    """The plan's pools in brief, for ``status.plan.pools``."""
+    return [
+        PoolSummary(
+            name=x.name,
+            role=x.role,
+            gpu=x.variant.gpu,
+            gpus_per_replica=x.variant.gpus_per_replica,
+            replicas=x.replicas,
+            gpus=x.gpus,
+            ttft_p99_estimate_seconds=round(x.ttft_p99_s, 6) if x.ttft_p99_s is not None else None,
+            tpot_p99_estimate_seconds=round(x.tpot_p99_s, 6) if x.tpot_p99_s is not None else None,
+            binding_constraint=x.binding_constraint,
+        )
+        for x in plan.pools
+    ]
 
 
 def ready_condition(

@@ -134,6 +134,10 @@ def _replicas_run(p: Plan) -> int | None:
 
 
 def _gpus_needed(p: Plan) -> int | None:
+    if len(p.pools) > 1 and p.replicas is not None:  # a mix, a P/D pair: the pools' GPUs
+        d = p.disaggregation
+        need = d.gpus_needed if d is not None and d.enabled else None
+        return max(sum(x.gpus for x in p.pools), need or 0)
     n = _replicas_run(p)
     return None if n is None else n * p.gpus_per_replica
 
@@ -143,6 +147,12 @@ def _gpus(n: int) -> str:
 
 
 def _fleet(p: Plan) -> str:
+    if len(p.pools) > 1:
+        return " + ".join(
+            f"{x.replicas} {x.name} × TP {x.variant.tensor_parallel_size}"
+            for x in p.pools
+            if x.replicas > 0
+        )
     n = _replicas_run(p)
     assert n is not None
     shape = f"TP {p.tensor_parallel_size}"

@@ -46,7 +46,16 @@ from tokenscale.planning.load import Z_P99
 from tokenscale.planning.operating_point import Z_P95
 from tokenscale.planning.parallel import Layout, kv_lanes
 from tokenscale.planning.performance import PerfModel
-from tokenscale.planning.result import Constraint, Plan, Replicas, RolePool
+from tokenscale.planning.pools import PoolLoad, pool
+from tokenscale.planning.result import (
+    Constraint,
+    DisaggregatedCoordination,
+    Plan,
+    Pool,
+    PoolVariant,
+    Replicas,
+    RolePool,
+)
 from tokenscale.planning.sizing import ConstraintInput, Sizing, SizingInputs, size
 
 #: The highest utilization a prefill worker is planned at with no TTFT SLO to bound it (the
@@ -609,3 +618,104 @@ def role_plan(plan: Plan, role: str) -> Plan:
             "constraints": pool.constraints,
         }
     )
+
+
+RATIO_SLACK = 2.0
+"""How far (×/÷) the live prefill ÷ decode ratio may move from the plan's before the lagging
+role is raised (``scaling/roles.py``): wide enough that each role follows its own signals
+through an ordinary change of prompt or answer length, narrow enough that neither pool idles
+behind the other."""
+
+
+def _decode_batch_at(perf: PerfModel, rps: float, out_mean: float, most: float) -> float:
+    """The batch a decode replica carries at ``rps``: the fixed point ``b = rps × answer ×
+    t_step(b)`` (Little's law), at most ``most`` (the operating batch: beyond it, saturated)."""
+    if rps <= 0:
+        return 0.0
+    if rps * out_mean * perf.step_seconds(most) >= most:
+        return most
+    lo, hi = 0.0, most
+    for _ in range(_BISECT):
+        mid = (lo + hi) / 2.0
+        if rps * out_mean * perf.step_seconds(mid) > mid:
+            lo = mid
+        else:
+            hi = mid
+    return hi
+
+
+@dataclass(frozen=True)
+class PairAtLoad:
+    """The pair's latencies at the load each replica carries (not at the operating point)."""
+
+    ttft_p99_s: float
+    tpot_p99_s: float
+    e2e_p99_s: float
+
+
+def pair_at_load(pair: PoolPair, w: Workload, prefill_rps: float, decode_rps: float) -> PairAtLoad:
+    """TTFT P99 of a P99 prompt at a prefill replica's share (its utilization ``rps ×
+    t_prefill(mean)``), TPOT P99 at a decode replica's share (the batch that share keeps), E2E
+    P99 of the two (module docstring's formulas, at the load instead of the operating point)."""
+    p, d = pair.prefill, pair.decode
+    out_mean = max(w.output_tokens.mean, 1.0)
+    batch = _decode_batch_at(d.engine.perf, decode_rps, out_mean, d.batch)
+    step = d.engine.perf.step_seconds(max(batch, 1.0))
+    rho = min(prefill_rps * p.engine.perf.mean_prefill_seconds, p.utilization)
+    ttft = prefill_ttft_seconds(
+        p.engine.perf, rho, w.input_tokens.p99_or_mean, pair.transfer_p99_s, step
+    )
+    return PairAtLoad(
+        ttft_p99_s=ttft,
+        tpot_p99_s=_tpot_quantile(d.engine.perf, max(batch, 1.0), Z_P99),
+        e2e_p99_s=ttft + w.output_tokens.p99_or_mean * step,
+    )
+
+
+def role_pools(
+    pair: PoolPair, w: Workload, variant: PoolVariant
+) -> tuple[list[Pool], DisaggregatedCoordination]:
+    """The prefill and decode pools of ``pair`` (``variant``: the GPU and its price; each role's
+    own layout), and the ratio rule between them."""
+    prefill, decode = pools(pair)
+    design = w.rps.design_rps
+    share = pair_at_load(
+        pair,
+        w,
+        design / prefill.replicas if prefill.replicas else 0.0,
+        design / decode.replicas if decode.replicas else 0.0,
+    )
+    out: list[Pool] = []
+    for role in (prefill, decode):
+        layout = variant.model_copy(
+            update={
+                "tensor_parallel_size": role.tensor_parallel_size,
+                "pipeline_parallel_size": role.pipeline_parallel_size,
+                "data_parallel_size": role.data_parallel_size,
+                "expert_parallel": role.expert_parallel,
+                "nodes_per_replica": role.nodes_per_replica,
+                "gpus_per_replica": role.gpus_per_replica,
+            }
+        )
+        is_prefill = role.role == "prefill"
+        load = PoolLoad(
+            load_rps=design,
+            capacity_rps_per_replica=role.rps_per_replica,
+            ttft_p99_s=share.ttft_p99_s if is_prefill else None,
+            tpot_p99_s=None if is_prefill else share.tpot_p99_s,
+            e2e_p99_s=None if is_prefill else share.e2e_p99_s,
+        )
+        out.append(pool(role.role, role.role, layout, role.replicas, load, role.binding_constraint))
+    ratio = prefill.replicas / decode.replicas if decode.replicas > 0 else None
+    rule = DisaggregatedCoordination(
+        ratio=ratio,
+        ratio_low=ratio / RATIO_SLACK if ratio is not None else None,
+        ratio_high=ratio * RATIO_SLACK if ratio is not None else None,
+        ratio_slack=RATIO_SLACK,
+        reason=(
+            "decode carries what prefill emits: each role scales on its own signals, and the "
+            f"lagging role is raised when prefill ÷ decode leaves ×/÷ {RATIO_SLACK:g} of the "
+            "plan's ratio"
+        ),
+    )
+    return out, rule

@@ -31,14 +31,17 @@ from tokenscale.api.inference_service import InferenceServiceSpec
 from tokenscale.api.workload import Rps
 from tokenscale.planning.conditions import Conditions
 from tokenscale.planning.formulas import cost_per_million_tokens
-from tokenscale.planning.load import at_load
+from tokenscale.planning.load import LoadPoint, at_load
 from tokenscale.planning.mix_solver import SOLVER, MixOption, MixSolution, solve_mix
 from tokenscale.planning.planner import layout_of, perf_at, plan_service
+from tokenscale.planning.pools import PoolLoad, pool, variant_of, with_pools
 from tokenscale.planning.resolve import resolve
 from tokenscale.planning.result import (
     ConstraintName,
+    MixCoordination,
     MixSummary,
     Plan,
+    Pool,
     Replicas,
     Routing,
     SingleVariant,
@@ -207,17 +210,62 @@ def _single(c: VariantCapacity, min_replicas: int) -> SingleVariant:
     )
 
 
-def _latency_at(c: VariantCapacity, rps: float, name: str) -> tuple[float | None, float | None]:
-    """TTFT P99 and mean TPOT of one replica of ``c`` at ``rps`` (None: saturated or unused)."""
+def _latency_at(c: VariantCapacity, rps: float, name: str) -> LoadPoint | None:
+    """One replica of ``c`` at ``rps`` (None: saturated or unused)."""
     if rps <= 0 or c.plan.replicas is None:
-        return None, None
+        return None
     r = resolve(c.spec, name)
     w = c.spec.workload
     perf = perf_at(r, Conditions(workload=w), layout_of(c.plan), c.plan.max_num_batched_tokens)
-    point = at_load(perf, rps, w.input_tokens, w.output_tokens, float(c.plan.max_num_seqs))
-    if point is None:
-        return None, None
-    return point.ttft_p99_s, point.tpot_mean_s
+    return at_load(perf, rps, w.input_tokens, w.output_tokens, float(c.plan.max_num_seqs))
+
+
+def _pool(c: VariantCapacity, row: VariantShare, point: LoadPoint | None) -> Pool:
+    """The variant's pool: its replicas, its share of the load and its latencies there."""
+    return pool(
+        row.name,
+        "serve",
+        variant_of(c.plan, c.price),
+        row.replicas,
+        PoolLoad(
+            load_rps=row.rps_per_replica * row.replicas,
+            capacity_rps_per_replica=c.capacity_rps,
+            ttft_p99_s=point.ttft_p99_s if point is not None else None,
+            tpot_p99_s=point.tpot_p99_s if point is not None else None,
+            e2e_p99_s=point.e2e_p99_s if point is not None else None,
+        ),
+        c.binding,
+    )
+
+
+def scale_order(rows: list[VariantShare], routing: Routing) -> list[str]:
+    """The variants, cheapest capacity first: price (1 without one) × GPUs ÷ the RPS one
+    replica carries (behind round-robin at most the slowest used variant's); ties keep the
+    listed order (``scaling/variant_order.py`` scales in this order)."""
+    slowest = min((v.capacity_rps_per_replica for v in rows if v.replicas > 0), default=math.inf)
+
+    def per_rps(v: VariantShare) -> float:
+        cap = v.capacity_rps_per_replica
+        if routing == "round-robin":
+            cap = min(cap, slowest)
+        price = v.gpu_hour_price if v.gpu_hour_price is not None else 1.0
+        return price * v.gpus_per_replica / cap if cap > 0 else math.inf
+
+    return [v.name for _, v in sorted(enumerate(rows), key=lambda iv: (per_rps(iv[1]), iv[0]))]
+
+
+def mix_rule(rows: list[VariantShare], routing: Routing, reason: str) -> MixCoordination:
+    """How the operator keeps the mix: one total, split in the scale order."""
+    return MixCoordination(
+        routing=routing,
+        scale_order=scale_order(rows, routing),
+        quota="a namespace ResourceQuota on a variant's GPU resource caps the replicas that "
+        "variant takes (variants on one resource share it); the rest move down the scale order",
+        stockout="a variant whose pods stay unschedulable past the grace period keeps what it "
+        "placed and takes no more until the retry period passes; the rest move down the scale "
+        "order",
+        reason=reason,
+    )
 
 
 def _label(caps: list[VariantCapacity], counts: tuple[int, ...]) -> str:
@@ -327,10 +375,14 @@ def _assemble(
     total = sum(counts)
     shares = _shares(caps, counts, routing)
     variant_rows: list[VariantShare] = []
+    points: list[LoadPoint | None] = []
     for c, n, share in zip(caps, counts, shares, strict=True):
         per_replica = design * share / n if n > 0 else 0.0
-        ttft, tpot = _latency_at(c, per_replica, name)
+        point = _latency_at(c, per_replica, name)
+        ttft = point.ttft_p99_s if point is not None else None
+        tpot = point.tpot_mean_s if point is not None else None
         gpus = n * c.plan.gpus_per_replica
+        points.append(point)
         variant_rows.append(
             VariantShare(
                 name=c.variant.resolved_name,
@@ -397,7 +449,7 @@ def _assemble(
                 "kv": replicas.kv,
             }[k],
         )
-    return base.model_copy(
+    mixed = base.model_copy(
         update={
             "name": name,
             "replicas": replicas,
@@ -410,6 +462,7 @@ def _assemble(
             "infeasible_reasons": infeasible,
             "warnings": warnings,
             "tp_candidates": [],
+            "at_load": None,  # per pool: pools[] (the primary's own describes no pool here)
             "variants": variant_rows,
             "mix": MixSummary(
                 routing=routing,
@@ -425,6 +478,8 @@ def _assemble(
             "variant_plans": [c.plan for c in caps],
         }
     )
+    pools = [_pool(c, v, x) for c, v, x in zip(caps, variant_rows, points, strict=True)]
+    return with_pools(mixed, pools, mix_rule(variant_rows, routing, comparison))
 
 
 def _mix_replicas(

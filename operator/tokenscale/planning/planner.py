@@ -34,12 +34,14 @@ from tokenscale.api.workload import TokenDistribution, Workload
 from tokenscale.planning.conditions import Conditions, forecast_conditions
 from tokenscale.planning.decode_gpu import decode_bandwidth_factor
 from tokenscale.planning.disaggregation import (
+    RATIO_SLACK,
     Fabric,
     PoolPair,
     RoleEngine,
     best_pair,
     fabric_between,
     pools,
+    role_pools,
 )
 from tokenscale.planning.formulas import (
     GIB,
@@ -88,6 +90,7 @@ from tokenscale.planning.performance import (
     peak_flops,
     weight_read_efficiency,
 )
+from tokenscale.planning.pools import serve_pool, variant_of, with_pools
 from tokenscale.planning.pricing import Pricing, price_plan
 from tokenscale.planning.resolve import Resolved, resolve
 from tokenscale.planning.result import (
@@ -96,6 +99,7 @@ from tokenscale.planning.result import (
     Disaggregation,
     LoadEstimate,
     MemoryBreakdown,
+    NoCoordination,
     Plan,
     SloCheck,
     TpCandidate,
@@ -799,9 +803,21 @@ def predicted_step(
 
 
 def plan_service(spec: InferenceServiceSpec, name: str = "") -> Plan:
-    """Plan ``spec``. Raises :class:`SpecError` for invalid input; infeasibility is a Plan."""
+    """Plan ``spec``. Raises :class:`SpecError` for invalid input; infeasibility is a Plan.
+    Its pools: one ``serve`` pool, or the prefill and decode pools when it runs disaggregated
+    (planning/pools.py)."""
     r = resolve(spec, name)
     conditions = forecast_conditions(r)
+    plan = _plan_layouts(r, conditions)
+    if plan.pools:  # disaggregated: with_disaggregation made its two pools
+        return plan
+    price = Pricing.for_gpu(r.spec.cost, r.gpu_key).gpu_hour_price
+    return with_pools(plan, [serve_pool(plan, price)], NoCoordination())
+
+
+def _plan_layouts(r: Resolved, conditions: Conditions) -> Plan:
+    """The chosen layout's plan, with every layout tried (``tp_candidates``)."""
+    spec = r.spec
     sizes = r.tp_sizes()
     single = [Layout(tp=tp) for tp in sizes]
     plans = [plan_at(r, conditions, layout) for layout in single]
@@ -1009,7 +1025,8 @@ def with_disaggregation(r: Resolved, c: Conditions, agg: Plan) -> Plan:
         scaling_note = (
             "disaggregated: each pool starts at its planned count (prefill "
             f"{p.replicas}, decode {d.replicas}); with live metrics the operator scales each "
-            "role on its own signals and keeps prefill ÷ decode within ×/÷ 2 of the plan's "
+            "role on its own signals and keeps prefill ÷ decode within ×/÷ "
+            f"{RATIO_SLACK:g} of the plan's "
             "ratio; GPU quotas are not checked per role"
         )
         update |= {
@@ -1023,5 +1040,8 @@ def with_disaggregation(r: Resolved, c: Conditions, agg: Plan) -> Plan:
             "cost_per_request": costs.per_request,
             "feasible": physical,
             "infeasible_reasons": [f"disaggregated: {x}" for x in pair.reasons],
+            "at_load": None,  # the aggregated replica's: per pool in pools[]
         }
+        variant = variant_of(agg, prices.gpu_hour_price)
+        return with_pools(agg.model_copy(update=update), *role_pools(pair, w, variant))
     return agg.model_copy(update=update)

@@ -276,6 +276,91 @@ class Disaggregation(_Frozen):
     e2e_p99_estimate_s: float | None = None
 
 
+PoolRole = Literal["serve", "prefill", "decode"]
+
+
+class PoolVariant(_Frozen):
+    """What one replica of a pool runs on: the GPU, the layout and the price."""
+
+    gpu: str
+    tensor_parallel_size: int
+    pipeline_parallel_size: int = 1
+    data_parallel_size: int = 1
+    expert_parallel: bool = False
+    nodes_per_replica: int = 1
+    gpus_per_replica: int = Field(description="TP × PP × DP")
+    gpu_hour_price: float | None = Field(description="Per GPU-hour; null without a price")
+
+
+class Pool(_Frozen):
+    """One pool of identical replicas the plan runs: a one-GPU service's only pool (``serve``),
+    one variant of a GPU mix (``serve``), or one role of a prefill/decode pair."""
+
+    name: str = Field(
+        description="serve (one pool), the variant's name (a mix), prefill or decode (P/D)"
+    )
+    role: PoolRole
+    variant: PoolVariant
+    replicas: int
+    load_rps: float = Field(
+        description="Its share of the design load, RPS (each P/D role carries all of it: "
+        "prefill the prompts, decode the answers)"
+    )
+    rps_per_replica: float = Field(description="load_rps ÷ replicas")
+    capacity_rps_per_replica: float = Field(
+        description="Most RPS one replica carries within the SLOs (0: cannot serve)"
+    )
+    ttft_p99_s: float | None = Field(
+        description="TTFT P99 at rps_per_replica (null: a decode pool, or no replica runs)"
+    )
+    tpot_p99_s: float | None = Field(
+        description="TPOT P99 at rps_per_replica (null: a prefill pool, or no replica runs)"
+    )
+    e2e_p99_s: float | None = Field(
+        default=None, description="E2E P99 at rps_per_replica (P/D: the pair's, on decode)"
+    )
+    binding_constraint: ConstraintName
+    gpus: int = Field(description="replicas × gpus_per_replica")
+    cost_per_hour: float | None = Field(description="gpus × the GPU-hour price")
+
+
+class NoCoordination(_Frozen):
+    """One pool: nothing to coordinate."""
+
+    rule: Literal["none"] = "none"
+    reason: str = ""
+
+
+class MixCoordination(_Frozen):
+    """A GPU mix: one total, split over the variants in the scale order."""
+
+    rule: Literal["mix"] = "mix"
+    routing: Routing
+    scale_order: list[str] = Field(
+        description="Pool names, cheapest capacity first: scale up on the first with room, "
+        "down from the last"
+    )
+    quota: str = Field(description="How a namespace's GPU ResourceQuota bounds the split")
+    stockout: str = Field(description="What happens when a variant's pods cannot be placed")
+    reason: str = ""
+
+
+class DisaggregatedCoordination(_Frozen):
+    """Prefill/decode: decode carries what prefill emits, the ratio kept within a band."""
+
+    rule: Literal["disaggregated"] = "disaggregated"
+    ratio: float | None = Field(description="Planned prefill replicas ÷ decode replicas")
+    ratio_low: float | None = Field(description="The band's floor: ratio ÷ slack")
+    ratio_high: float | None = Field(description="The band's ceiling: ratio × slack")
+    ratio_slack: float = Field(description="How far (×/÷) the live ratio may move")
+    reason: str = ""
+
+
+Coordination = Annotated[
+    NoCoordination | MixCoordination | DisaggregatedCoordination, Field(discriminator="rule")
+]
+
+
 class Plan(_Frozen):
     """The capacity plan for one InferenceService."""
 
@@ -408,6 +493,16 @@ class Plan(_Frozen):
         default=None,
         description="Prefill/decode pools (spec.serving.disaggregation on or auto); when "
         "enabled, gpus_total and cost_per_hour are both pools'",
+    )
+
+    pools: list[Pool] = Field(
+        default_factory=list,
+        description="The pools the plan runs (one for one GPU type; one per variant of a mix; "
+        "prefill and decode when disaggregated): gpus_total, cost_per_hour and the top-level "
+        "latencies are their sums and maxima",
+    )
+    coordination: Coordination | None = Field(
+        default=None, description="The rule between the pools: none, mix or disaggregated"
     )
 
     @property

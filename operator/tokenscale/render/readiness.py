@@ -274,11 +274,28 @@ def _alerts(alert_names: frozenset[str]) -> ReadinessItem:
     return ReadinessItem("alerts", True, "alerts on " + ", ".join(REQUIRED_ALERTS.values()))
 
 
+def _pool_needs(plan: Plan) -> list[tuple[str, int, float]]:
+    """(pool, replicas, need) for each pool whose need the plan keeps: both roles of a P/D
+    pair; otherwise the whole fleet (one pool, or a mix's replica-equivalents)."""
+    d, sized = plan.disaggregation, plan.sized
+    if d is not None and d.enabled and d.prefill is not None and d.decode is not None:
+        return [(f"{x.role}: ", x.replicas, x.replicas_needed) for x in (d.prefill, d.decode)]
+    return [("", sized.total, sized.needed)]
+
+
+def _pools_text(plan: Plan) -> str:
+    """``pools l40s-48gb 24 × L40S-48GB, a100 2 × A100-SXM-80GB: `` (nothing for one pool)."""
+    if len(plan.pools) < 2:
+        return ""
+    return (
+        "pools " + ", ".join(f"{x.name} {x.replicas} × {x.variant.gpu}" for x in plan.pools) + ": "
+    )
+
+
 def _rollout_capacity(plan: Plan, objects: Sequence[Mapping[str, Any]]) -> ReadinessItem:
     sized = plan.replicas
     if sized is None:
         return ReadinessItem("rollout-capacity", False, "the plan cannot serve")
-    needed = math.ceil(sized.needed - 1e-9)
     dep = _kind(objects, "Deployment")
     problems: list[str] = []
     if dep is not None:
@@ -291,19 +308,24 @@ def _rollout_capacity(plan: Plan, objects: Sequence[Mapping[str, Any]]) -> Readi
     pdb = _kind(objects, "PodDisruptionBudget")
     if pdb is None:
         problems.append("no PodDisruptionBudget")
-    if sized.total <= needed:
+    short = [
+        (label, n, need) for label, n, need in _pool_needs(plan) if n <= math.ceil(need - 1e-9)
+    ]
+    for label, n, need in short:
         problems.append(
-            f"{sized.total} replica(s) for a need of {sized.needed:.2f}: losing one during a "
+            f"{label}{n} replica(s) for a need of {need:.2f}: losing one during a "
             "rollout or a node drain leaves too few; set spec.scaling.redundancy.spareReplicas: "
             "1 (or factor > 1)"
         )
     if problems:
-        return ReadinessItem("rollout-capacity", False, "; ".join(problems))
+        return ReadinessItem("rollout-capacity", False, _pools_text(plan) + "; ".join(problems))
+    counts = "; ".join(
+        f"{label}{n} replicas for a need of {need:.2f}" for label, n, need in _pool_needs(plan)
+    )
     return ReadinessItem(
         "rollout-capacity",
         True,
-        f"{sized.total} replicas for a need of {sized.needed:.2f}; surge 1, maxUnavailable 0, "
-        "and the PDB keeps the need",
+        f"{_pools_text(plan)}{counts}; surge 1, maxUnavailable 0, and the PDB keeps the need",
     )
 
 

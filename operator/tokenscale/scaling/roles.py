@@ -61,6 +61,7 @@ from collections.abc import Mapping
 from pydantic import BaseModel, ConfigDict
 
 from tokenscale.api.inference_service import InferenceServiceSpec
+from tokenscale.planning.disaggregation import RATIO_SLACK
 from tokenscale.planning.result import Disaggregation, Plan, RolePool
 from tokenscale.scaling.buckets import BOUNDS, bucket_range, reads_low
 from tokenscale.scaling.cause import Cause
@@ -79,10 +80,6 @@ from tokenscale.scaling.state import ScalingState
 from tokenscale.scaling.traffic import idle_floor, is_idle
 
 ROLES = ("prefill", "decode")
-RATIO_SLACK = 2.0
-"""How far (×/÷) the prefill ÷ decode ratio may move from the plan's before the lagging role
-is raised: wide enough that each role follows its own signals through an ordinary change of
-prompt or answer length, narrow enough that neither pool idles behind the other."""
 PROMPT_LOAD_HIGH = 1.0
 """``prompt_load`` at the plan's operating point (the prefill pool's planned utilisation)."""
 BUCKETS_OF = {"prefill_ttft_p99_s": "ttft_p99_s"}
