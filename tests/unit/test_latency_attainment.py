@@ -14,6 +14,9 @@ from tests.helpers import spec as make_spec
 from tests.unit.test_engine import NOW, _spec, snap
 from tokenscale.catalog.vllm_metrics import TTFT_BUCKETS
 from tokenscale.cli.app import app
+from tokenscale.metrics.answers import Sample
+from tokenscale.metrics.prometheus import _bucket_counts
+from tokenscale.metrics.promql import QueryConfig
 from tokenscale.planning import plan_service
 from tokenscale.scaling import ScalingState, Snapshot
 from tokenscale.scaling.buckets import BucketCounts, over_slo
@@ -177,3 +180,27 @@ def test_target_attainment_defaults_to_99_percent_and_out_of_bounds_names_the_fi
         assert result.exit_code == 2, result.output
         assert "spec.scaling.targetAttainment" in result.output
         assert "Traceback" not in result.output
+
+
+def test_odd_bucket_answers_leave_the_group_out_and_never_raise() -> None:
+    def sample(svc: str, le: str, value: object) -> Sample:
+        return Sample({"namespace": "n", "inferenceservice": svc, "le": le}, [0, value])
+
+    good = [sample("a", "2.5", "9"), sample("a", "5.0", "9.5"), sample("a", "+Inf", "10")]
+    odd = [
+        sample("b", "2.5", "NaN"),  # an unreadable rate
+        sample("b", "+Inf", "1"),
+        sample("c", "abc", "1"),  # an unreadable bound
+        sample("c", "+Inf", "1"),
+        sample("d", "2.5", "1"),  # no +Inf bucket
+        sample("e", "2.5", "2"),  # a bucket over the total is capped at it
+        sample("e", "+Inf", "1"),
+    ]
+    got = dict(_bucket_counts(good + odd, QueryConfig()))
+    assert set(got) == {("n", "a", ""), ("n", "e", "")}
+    a = got[("n", "a", "")]
+    assert a.bounds == (2.5, 5.0)
+    assert a.cumulative == (9.0, 9.5)
+    assert a.total == 10.0
+    assert over_slo(a, 3.0) == pytest.approx((0.05, 0.1))
+    assert got[("n", "e", "")].cumulative == (1.0,)
