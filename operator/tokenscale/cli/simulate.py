@@ -31,8 +31,6 @@ from tokenscale.cli.model_source import model_source_for
 from tokenscale.planning.validate import validate_manifests
 
 if TYPE_CHECKING:
-    from collections.abc import Callable
-
     from tokenscale.simulation import PolicyName, Setup, SimResult
     from tokenscale.simulation.faults import Fault
     from tokenscale.simulation.result import Explanation, Frontier
@@ -224,7 +222,6 @@ def simulate_command(
         simulate,
     )
     from tokenscale.simulation.faults import parse_fault  # noqa: PLC0415
-    from tokenscale.simulation.frontier import static_frontier  # noqa: PLC0415
     from tokenscale.simulation.run import ORACLE_ROUNDS  # noqa: PLC0415
     from tokenscale.simulation.span import (  # noqa: PLC0415
         check_size,
@@ -380,7 +377,7 @@ def simulate_command(
                 at = explain_at if name == "tokenscale" else None
                 results.append(simulate(setup, name, advance, at))
             bar.update(task, description="replaying the yardsticks and the static frontier")
-            results = _with_yardsticks(setup, results, static_frontier)
+            results = _with_yardsticks(setup, results)
     except SimulationError as exc:
         # a plan that cannot serve is exit 1 (as for `plan`), not bad input
         Console(stderr=True).print(
@@ -449,75 +446,6 @@ def simulate_command(
             )
         else:
             console.print(explanation_text(explained), highlight=False)
-
-
-def _with_yardsticks(
-    setup: Setup,
-    results: list[SimResult],
-    frontier: Callable[[Setup, SimResult], Frontier],
-) -> list[SimResult]:
-    """Every result with the oracles' replayed attainment (the lead-time oracle replayed at
-    this cold start unless it ran), tokenscale's with the static frontier and its verdict."""
-    from tokenscale.simulation import simulate  # noqa: PLC0415
-
-    lead = next((r for r in results if r.policy == "oracle-lead-time"), None)
-    if lead is None:
-        lead = simulate(setup, "oracle-lead-time")
-    update: dict[str, Any] = {
-        "oracle_attainment": setup.oracle_replayed(),
-        "lead_time_oracle_attainment": lead.slo_attainment,
-    }
-    return [
-        r.model_copy(
-            update=update | ({"frontier": frontier(setup, r)} if r.policy == "tokenscale" else {})
-        )
-        for r in results
-    ]
-
-
-def _att(share: float | None) -> str:
-    return "–" if share is None else f"{share * 100:.2f} %"
-
-
-def yardsticks_text(r: SimResult) -> str:
-    """The oracles, each with its replayed attainment against the target."""
-    target = r.target_attainment
-
-    def said(share: float | None) -> str:
-        if share is None:
-            return "not replayed"
-        if share >= target - 1e-9:
-            return f"replayed {_att(share)} ≥ the {_att(target)} target"
-        return f"replayed {_att(share)}: MISSES the {_att(target)} target"
-
-    formula = r.oracle_formula_gpu_hours
-    before = (
-        ""
-        if formula is None or abs(formula - r.oracle_gpu_hours) < 5e-3
-        else f"; the per-minute formula alone: {formula:.2f}"
-    )
-    return (
-        f"oracle {r.oracle_gpu_hours:.2f} GPU-hours (hindsight, no cold start, repaired per "
-        f"minute; {said(r.oracle_attainment)}{before}); lead-time oracle "
-        f"{_hours(r.lead_time_oracle_gpu_hours)} GPU-hours (each replica started one cold start "
-        f"ahead; {said(r.lead_time_oracle_attainment)})"
-    )
-
-
-def frontier_text(ours: SimResult, f: Frontier) -> str:
-    """Every fixed fleet up to best static beside tokenscale, and the verdict."""
-    lines = [
-        f"static frontier (every fixed fleet up to best static, {f.best_static_replicas}; "
-        f"target {_att(f.target_attainment)}):"
-    ]
-    for p in f.points:
-        shown = _att(p.slo_attainment) if p.complete else f"< {_att(p.slo_attainment)}"
-        lines.append(f"  {'fixed ' + str(p.replicas):<10} {shown:>9}  {p.gpu_hours:8.2f} GPU-hours")
-    lines.append(
-        f"  {ours.policy:<10} {_att(ours.slo_attainment):>9}  {ours.gpu_hours:8.2f} GPU-hours: "
-        f"{f.verdict}"
-    )
-    return "\n".join(lines)
 
 
 def _hours(value: float | None) -> str:
@@ -623,3 +551,68 @@ def _no_nan(value: Any) -> Any:
     if isinstance(value, list):
         return [_no_nan(v) for v in value]
     return value
+
+
+def _with_yardsticks(setup: Setup, results: list[SimResult]) -> list[SimResult]:
+    """Every result with the oracles' replayed attainment (the lead-time oracle replayed at
+    this cold start unless it ran), tokenscale's with the static frontier and its verdict."""
+    from tokenscale.simulation import simulate  # noqa: PLC0415
+    from tokenscale.simulation.frontier import static_frontier  # noqa: PLC0415
+
+    lead = next((r for r in results if r.policy == "oracle-lead-time"), None)
+    if lead is None:
+        lead = simulate(setup, "oracle-lead-time")
+    update: dict[str, Any] = {
+        "oracle_attainment": setup.oracle_replayed(),
+        "lead_time_oracle_attainment": lead.slo_attainment,
+    }
+    out = []
+    for r in results:
+        extra = {"frontier": static_frontier(setup, r)} if r.policy == "tokenscale" else {}
+        out.append(r.model_copy(update=update | extra))
+    return out
+
+
+def _att(share: float | None) -> str:
+    return "–" if share is None else f"{share * 100:.2f} %"
+
+
+def yardsticks_text(r: SimResult) -> str:
+    """The oracles, each with its replayed attainment against the target."""
+    target = r.target_attainment
+
+    def said(share: float | None) -> str:
+        if share is None:
+            return "not replayed"
+        if share >= target - 1e-9:
+            return f"replayed {_att(share)} ≥ the {_att(target)} target"
+        return f"replayed {_att(share)}: MISSES the {_att(target)} target"
+
+    formula = r.oracle_formula_gpu_hours
+    before = (
+        ""
+        if formula is None or abs(formula - r.oracle_gpu_hours) < 5e-3
+        else f"; the per-minute formula alone: {formula:.2f}"
+    )
+    return (
+        f"oracle {r.oracle_gpu_hours:.2f} GPU-hours (hindsight, no cold start, repaired per "
+        f"minute; {said(r.oracle_attainment)}{before}); lead-time oracle "
+        f"{_hours(r.lead_time_oracle_gpu_hours)} GPU-hours (each replica started one cold start "
+        f"ahead; {said(r.lead_time_oracle_attainment)})"
+    )
+
+
+def frontier_text(ours: SimResult, f: Frontier) -> str:
+    """Every fixed fleet up to best static beside tokenscale, and the verdict."""
+    lines = [
+        f"static frontier (every fixed fleet up to best static, {f.best_static_replicas}; "
+        f"target {_att(f.target_attainment)}):"
+    ]
+    for p in f.points:
+        shown = _att(p.slo_attainment) if p.complete else f"< {_att(p.slo_attainment)}"
+        lines.append(f"  {'fixed ' + str(p.replicas):<10} {shown:>9}  {p.gpu_hours:8.2f} GPU-hours")
+    lines.append(
+        f"  {ours.policy:<10} {_att(ours.slo_attainment):>9}  {ours.gpu_hours:8.2f} GPU-hours: "
+        f"{f.verdict}"
+    )
+    return "\n".join(lines)
