@@ -32,9 +32,11 @@ started, and paid for, one cold start ahead); at 0.7 and 1.3 attainment ≥ 98 %
 than static-at-peak, queue-threshold or kv-threshold on both attainment and GPU-hours at
 once; one simulated hour < 20 s.
 
-The oracle is the SLO-meeting one: the per-minute formula ``ceil(λ_minute / μ)`` replayed and
-repaired (``ORACLE_ROUNDS`` rounds: one more replica in every minute whose arrivals met the
-SLO less than 99 % of the time); the table shows the formula's GPU-hours beside it.
+The oracle is the replay-verified one ``tokenscale simulate`` prints too
+(``simulation/run.verified_oracle``): the per-minute formula ``ceil(λ_minute / μ)`` replayed
+and repaired (up to ``ORACLE_ROUNDS`` rounds: one more replica in every minute whose arrivals
+met the SLO less than ``spec.scaling.targetAttainment``, 99 %, of the time); the table shows
+the formula's GPU-hours beside it.
 
 Held out (``--suite held-out``): the policy was developed on the shapes above only; these
 it never saw — other seeds of the same generators, a flash crowd (×8 for 2 minutes, shorter
@@ -68,6 +70,7 @@ from tokenscale.api.inference_service import InferenceService, InferenceServiceS
 from tokenscale.api.manifest import parse_manifests
 from tokenscale.data import AZURE_CONVERSATION, MOONCAKE_SYNTHETIC, bundled_trace
 from tokenscale.simulation import POLICIES, PolicyName, Setup, SimOptions, SimResult, simulate
+from tokenscale.simulation.run import ORACLE_ROUNDS
 from tokenscale.simulation.trace import Trace, parse_trace, scale_trace, trace_stats
 from tokenscale.simulation.workloads import (
     CODE,
@@ -91,8 +94,6 @@ NO_COLD_START: tuple[PolicyName, ...] = ("oracle", "best-static", "static")
 NO_ATTAINMENT_TARGET = ("flash",)
 """Shapes whose load comes and goes within one cold start: no attainment target at 1.0."""
 LEAD_TIME_RATIO = 1.25
-ORACLE_ROUNDS = 8
-"""Replay-and-repair rounds of the SLO-meeting oracle (simulation/capacity.py)."""
 
 
 @dataclass(frozen=True)

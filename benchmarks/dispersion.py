@@ -21,10 +21,10 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from benchmarks.autoscaling import HELD_OUT, ORACLE_ROUNDS, SUITE
+from benchmarks.autoscaling import HELD_OUT, SUITE
 from tokenscale.simulation import Setup, SimOptions
 from tokenscale.simulation.recorder import Outcome
-from tokenscale.simulation.run import _replay, meets
+from tokenscale.simulation.run import ORACLE_ROUNDS, _replay, meets
 
 
 def run(name: str, sizing: bool, cold_start_s: float) -> str:

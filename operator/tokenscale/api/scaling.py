@@ -189,8 +189,25 @@ class Activation(ApiModel):
     )
 
 
+MIN_TARGET_ATTAINMENT = 0.5
+MAX_TARGET_ATTAINMENT = 0.9999
+"""An error budget below 1 in 10,000 requests is more than vLLM's latency buckets can tell
+apart from a handful of outliers; below 1 in 2 the SLO's percentile means nothing."""
+
+
 class Scaling(ApiModel):
     """Replica bounds and policy."""
+
+    target_attainment: float = Field(
+        default=0.99,
+        ge=MIN_TARGET_ATTAINMENT,
+        le=MAX_TARGET_ATTAINMENT,
+        description="The share of requests that must meet the SLOs (TTFT and TPOT): what the "
+        "policy aims at (a latency signal acts only when more than 1 − this share of requests "
+        "is surely over its SLO, or the load signals confirm it), what the simulator's "
+        "yardsticks are judged against (the replay-verified oracles, best static) and what "
+        "status reports (each latency signal's errorBudget in status.decision.signals).",
+    )
 
     min_replicas: int = Field(
         default=1, ge=0, le=MAX_REPLICAS, description="Never fewer replicas than this."

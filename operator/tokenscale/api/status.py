@@ -139,6 +139,21 @@ class SignalStatus(ApiModel):
     low: float = Field(description="Below: counts as low.")
     level: str = Field(description="high, normal, low or missing.")
     replicas: int = Field(description="Replicas this signal recommends.")
+    over_slo_low: float | None = Field(
+        default=None,
+        description="A latency signal: the least share of the window's requests over its SLO, "
+        "from the histogram's buckets (requests in the SLO's own bucket counted as met).",
+    )
+    over_slo_high: float | None = Field(
+        default=None,
+        description="The most share over the SLO (requests in the SLO's own bucket counted "
+        "as missed).",
+    )
+    error_budget: float | None = Field(
+        default=None,
+        description="1 − spec.scaling.targetAttainment: a latency signal is high only when "
+        "overSloLow exceeds it, or a load signal confirms a possible breach.",
+    )
 
 
 class ForecastStatus(ApiModel):

@@ -29,7 +29,7 @@ if TYPE_CHECKING:
     from tokenscale.planning.result import Plan
     from tokenscale.simulation import PolicyName, Setup, SimResult
     from tokenscale.simulation.faults import Fault
-    from tokenscale.simulation.result import Explanation
+    from tokenscale.simulation.result import Explanation, Frontier
     from tokenscale.simulation.trace import Trace, TraceFormat
 
 
@@ -245,6 +245,7 @@ def simulate_command(
         simulate,
     )
     from tokenscale.simulation.faults import parse_fault  # noqa: PLC0415
+    from tokenscale.simulation.run import ORACLE_ROUNDS  # noqa: PLC0415
     from tokenscale.simulation.span import (  # noqa: PLC0415
         check_size,
         check_span,
@@ -302,6 +303,7 @@ def simulate_command(
             queue_target=queue_target,
             kv_target=kv_target,
             seed=seed,
+            oracle_repair_rounds=ORACLE_ROUNDS,
         )
         parsed = parse_trace(
             trace_text,
@@ -399,7 +401,9 @@ def simulate_command(
             transient=True,
             disable=not stderr.is_terminal,
         ) as bar:
-            task = bar.add_task("probing one replica's capacity", total=len(names) + 1)
+            task = bar.add_task(
+                "probing one replica's capacity, verifying the oracle", total=len(names) + 2
+            )
             setup = Setup(isvc.spec, scaled, opts, isvc.metadata.name)
             for message in setup.warnings:
                 warn(message)
@@ -417,6 +421,8 @@ def simulate_command(
 
                 at = explain_at if name == "tokenscale" else None
                 results.append(simulate(setup, name, advance, at))
+            bar.update(task, description="replaying the yardsticks and the static frontier")
+            results = _with_yardsticks(setup, results)
     except SimulationError as exc:
         # a plan that cannot serve is exit 1 (as for `plan`), not bad input
         Console(stderr=True).print(
@@ -458,12 +464,13 @@ def simulate_command(
         f"one replica sustains {r0.sustainable_rps_per_replica:.2f} req/s at the SLOs in "
         f"simulation on the trace's requests (mean {trace_in:,.0f} in / {trace_out:,.0f} out); "
         f"the planner's {r0.planner_rps_per_replica:.2f} is for the spec's token mix (mean "
-        f"{w.input_tokens.mean:,.0f} in / {w.output_tokens.mean:,.0f} out); oracle "
-        f"{r0.oracle_gpu_hours:.2f} GPU-hours (hindsight, no cold start), "
-        f"{_hours(r0.lead_time_oracle_gpu_hours)} GPU-hours with each replica started one "
-        f"cold start ahead (lead-time oracle)",
+        f"{w.input_tokens.mean:,.0f} in / {w.output_tokens.mean:,.0f} out)",
         highlight=False,
     )
+    console.print(yardsticks_text(r0), highlight=False)
+    ours = next((r for r in results if r.frontier is not None), None)
+    if ours is not None and ours.frontier is not None:
+        console.print(frontier_text(ours, ours.frontier), highlight=False)
     for r in results:
         if r.arrived_at_zero and r.wake_ttft_max_s is not None:  # minReplicas 0
             console.print(
@@ -665,3 +672,68 @@ def _no_nan(value: Any) -> Any:
     if isinstance(value, list):
         return [_no_nan(v) for v in value]
     return value
+
+
+def _with_yardsticks(setup: Setup, results: list[SimResult]) -> list[SimResult]:
+    """Every result with the oracles' replayed attainment (the lead-time oracle replayed at
+    this cold start unless it ran), tokenscale's with the static frontier and its verdict."""
+    from tokenscale.simulation import simulate  # noqa: PLC0415
+    from tokenscale.simulation.frontier import static_frontier  # noqa: PLC0415
+
+    lead = next((r for r in results if r.policy == "oracle-lead-time"), None)
+    if lead is None:
+        lead = simulate(setup, "oracle-lead-time")
+    update: dict[str, Any] = {
+        "oracle_attainment": setup.oracle_replayed(),
+        "lead_time_oracle_attainment": lead.slo_attainment,
+    }
+    out = []
+    for r in results:
+        extra = {"frontier": static_frontier(setup, r)} if r.policy == "tokenscale" else {}
+        out.append(r.model_copy(update=update | extra))
+    return out
+
+
+def _att(share: float | None) -> str:
+    return "–" if share is None else f"{share * 100:.2f} %"
+
+
+def yardsticks_text(r: SimResult) -> str:
+    """The oracles, each with its replayed attainment against the target."""
+    target = r.target_attainment
+
+    def said(share: float | None) -> str:
+        if share is None:
+            return "not replayed"
+        if share >= target - 1e-9:
+            return f"replayed {_att(share)} ≥ the {_att(target)} target"
+        return f"replayed {_att(share)}: MISSES the {_att(target)} target"
+
+    formula = r.oracle_formula_gpu_hours
+    before = (
+        ""
+        if formula is None or abs(formula - r.oracle_gpu_hours) < 5e-3
+        else f"; the per-minute formula alone: {formula:.2f}"
+    )
+    return (
+        f"oracle {r.oracle_gpu_hours:.2f} GPU-hours (hindsight, no cold start, repaired per "
+        f"minute; {said(r.oracle_attainment)}{before}); lead-time oracle "
+        f"{_hours(r.lead_time_oracle_gpu_hours)} GPU-hours (each replica started one cold start "
+        f"ahead; {said(r.lead_time_oracle_attainment)})"
+    )
+
+
+def frontier_text(ours: SimResult, f: Frontier) -> str:
+    """Every fixed fleet up to best static beside tokenscale, and the verdict."""
+    lines = [
+        f"static frontier (every fixed fleet up to best static, {f.best_static_replicas}; "
+        f"target {_att(f.target_attainment)}):"
+    ]
+    for p in f.points:
+        shown = _att(p.slo_attainment) if p.complete else f"< {_att(p.slo_attainment)}"
+        lines.append(f"  {'fixed ' + str(p.replicas):<10} {shown:>9}  {p.gpu_hours:8.2f} GPU-hours")
+    lines.append(
+        f"  {ours.policy:<10} {_att(ours.slo_attainment):>9}  {ours.gpu_hours:8.2f} GPU-hours: "
+        f"{f.verdict}"
+    )
+    return "\n".join(lines)

@@ -334,6 +334,9 @@ def decision_status(decision: Decision, observed_at_s: float | None = None) -> D
                 low=s.low,
                 level=s.level,
                 replicas=s.replicas,
+                over_slo_low=s.over_slo_low,
+                over_slo_high=s.over_slo_high,
+                error_budget=s.error_budget,
             )
             for s in decision.signals
         ],

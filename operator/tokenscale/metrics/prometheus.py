@@ -19,6 +19,7 @@ cycle run concurrently on a bounded pool.
 """
 
 import logging
+import math
 from collections import defaultdict
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -44,6 +45,7 @@ from tokenscale.metrics.promql import (
     running_per_pod,
 )
 from tokenscale.metrics.source import QueryError, QueryErrorKind, ServiceKey
+from tokenscale.scaling.buckets import BucketCounts
 from tokenscale.scaling.snapshot import Snapshot
 
 log = logging.getLogger(__name__)
@@ -76,6 +78,8 @@ FIELDS = {
     "arrivals_allan": "arrivals_per_window_allan",
     "arrival_windows": "arrival_windows",
 }
+BUCKET_FIELDS = ("ttft_buckets", "tpot_buckets")
+"""Queries answered one series per bucket (``le``), read by :func:`_bucket_counts`."""
 #: Fields only some engines have (speculative decoding), or that need history a young service
 #: lacks (the arrival counts: scaling/dispersion.py says why they are not used): their absence
 #: is not a problem.
@@ -330,6 +334,11 @@ def _assemble(
         value, _ = sample_value(series.value)
         if key is not None and value is not None:
             ages[key] = max(0.0, now_s - value)
+    for name in BUCKET_FIELDS:
+        for key, per_bucket in _bucket_counts(
+            by_name[name].series if name in by_name else None, cfg
+        ):
+            values[key][name] = per_bucket
     blocks = _kv_blocks(
         by_name["cache_info"].series or [], by_name["kv_per_instance"].series or [], cfg, note
     )
@@ -353,6 +362,45 @@ def _assemble(
             **fields,
         )
     return _by_service(out), implausible
+
+
+def _bucket_counts(
+    series: list[Sample] | None, cfg: QueryConfig
+) -> list[tuple[_GroupKey, BucketCounts]]:
+    """Each group's per-bucket rates (``sum by (…, le)``) as cumulative counts; a group whose
+    buckets cannot all be read (a bound or a rate that is not a finite number, no ``+Inf``
+    bucket) is left out: its latency signals fall back on the interpolated quantile."""
+    rows: dict[_GroupKey, list[tuple[float, float]]] = defaultdict(list)
+    broken: set[_GroupKey] = set()
+    for sample in series or []:
+        key = _key(sample.labels, cfg)
+        if key is None:
+            continue
+        le, _ = parse_number(sample.labels.get("le", ""))
+        if le is None and sample.labels.get("le") in ("+Inf", "Inf", "inf"):
+            le = math.inf
+        rate, _ = sample_value(sample.value)
+        if le is None or rate is None or not math.isfinite(rate) or rate < 0:
+            broken.add(key)
+            continue
+        rows[key].append((le, rate))
+    out: list[tuple[_GroupKey, BucketCounts]] = []
+    for key, pairs in rows.items():
+        pairs.sort()
+        if key in broken or not pairs or pairs[-1][0] != math.inf:
+            continue
+        finite = pairs[:-1]
+        out.append(
+            (
+                key,
+                BucketCounts(
+                    bounds=tuple(b for b, _ in finite),
+                    cumulative=tuple(min(c, pairs[-1][1]) for _, c in finite),
+                    total=pairs[-1][1],
+                ),
+            )
+        )
+    return out
 
 
 def _kv_blocks(

@@ -1,7 +1,7 @@
 """Every PromQL query the operator runs, in one place (vLLM 0.33 names; legacy fallbacks).
 
 Queries are fleet-wide and grouped ``by (<namespace label>, <service label>, <role label>)``
-so one evaluation cycle costs the same 29 queries for 1 or 1,000 InferenceServices
+so one evaluation cycle costs the same 31 queries for 1 or 1,000 InferenceServices
 (``queries`` and the per-pod running read; 3 more while a service sizes for its arrivals'
 dispersion, plus ``gateway_queries`` for the demand). The role
 label (``role``, which the PodMonitor copies from the pod label ``llm-d.ai/role``) is absent on
@@ -10,8 +10,10 @@ Gauges are read with ``last_over_time(…[gauge window])`` (a missed scrape is n
 and quantiles over the rate window. Renamed metrics fall back with ``or``:
 ``vllm:gpu_cache_usage_perc`` (before 0.12) and ``vllm:time_per_output_token_seconds`` (before
 0.13). Quantiles follow vLLM's own dashboard:
-``histogram_quantile(q, sum by (le) (rate(…_bucket[w])))``. The metric names
-come from ``catalog/vllm_metrics.py``.
+``histogram_quantile(q, sum by (le) (rate(…_bucket[w])))``; the TTFT and TPOT buckets are
+also read whole (``sum by (…, le) (rate(…_bucket[w]))``, one series per bucket) so the engine
+reads the share of requests over each SLO as the buckets bound it (``scaling/buckets.py``).
+The metric names come from ``catalog/vllm_metrics.py``.
 """
 
 from dataclasses import dataclass
@@ -60,8 +62,11 @@ def queries(
     def rate(metric: str) -> str:
         return f"sum by ({g}) (rate({metric}{s}[{rw}]))"
 
+    def buckets(metric: str) -> str:
+        return f"sum by ({g}, le) (rate({metric}_bucket{s}[{rw}]))"
+
     def quantile(q: float, metric: str) -> str:
-        return f"histogram_quantile({q}, sum by ({g}, le) (rate({metric}_bucket{s}[{rw}])))"
+        return f"histogram_quantile({q}, {buckets(metric)})"
 
     kv_new, kv_old = v.KV_CACHE_USAGE, v.KV_CACHE_USAGE_LEGACY
     tpot_new = v.REQUEST_TIME_PER_OUTPUT_TOKEN
@@ -94,6 +99,9 @@ def queries(
         f"{rate(v.TIME_TO_FIRST_TOKEN + '_count')}",
         "queue_mean": f"{rate(v.REQUEST_QUEUE_TIME + '_sum')} / "
         f"{rate(v.REQUEST_QUEUE_TIME + '_count')}",
+        # per bucket: the share of requests over each SLO, as a range (scaling/buckets.py)
+        "ttft_buckets": buckets(v.TIME_TO_FIRST_TOKEN),
+        "tpot_buckets": f"{buckets(tpot_new)} or {buckets(tpot_old)}",
         "e2e_p99": quantile(0.99, v.E2E_REQUEST_LATENCY),
         "queue_p99": quantile(0.99, v.REQUEST_QUEUE_TIME),
         "request_rate": rate(v.REQUEST_SUCCESS),

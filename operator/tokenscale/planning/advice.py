@@ -118,7 +118,8 @@ def bucket_advice(spec: InferenceServiceSpec) -> list[str]:
         out.append(
             f"spec.slo.{f.key}: {_secs(value)} sits inside vLLM's {_range(lo, hi)} "
             f"{f.kind.upper()} bucket ({f.metric}): live P99 reads there are interpolated — "
-            "scale-up acts on the interpolation, scale-down on the bucket's range; "
+            "scale-up reads the share of requests over the SLO as a range (it acts when "
+            "surely over the error budget), scale-down the bucket's range; "
             f"{f'{_secs(lo)} or ' if lo > 0 else ''}{_secs(hi)} reads exactly"
         )
     return out

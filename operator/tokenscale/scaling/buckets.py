@@ -5,12 +5,22 @@ rank, so a TPOT P99 of 0.07 s from vLLM's buckets only says the P99 lies in (0.0
 For scale-down the engine reads that range honestly: a latency counts as low when the
 interpolated value is below the low watermark, or when its bucket starts below the low
 watermark and ends below the SLO (the true P99 may well be low, and cannot be over the SLO).
-Scale-up keeps the interpolated value (a range reaching over the SLO is not yet a breach).
+
+Scale-up reads latency as attainment (:func:`over_slo` and :func:`latency_breach`): from the
+bucket counts over the rate window, the share of requests over the SLO is known only up to
+the bucket holding the SLO (its requests may be on either side), so it is a range
+``[lower, upper]``. A breach is acted on only when its lower bound exceeds the error budget
+``1 − spec.scaling.targetAttainment``, or, when the budget lies inside the range, when a load
+signal reads high too and the interpolated P99 is above the SLO's own bucket. A P99 that
+Prometheus interpolates inside the SLO's own bucket (TTFT SLO 3 s in vLLM's (2.5, 5] bucket
+reading 4.25 s while every request met 3 s) is never a breach by itself.
 """
 
 import bisect
 import math
 from collections.abc import Sequence
+
+from pydantic import BaseModel, ConfigDict, Field
 
 from tokenscale.catalog.vllm_metrics import INTER_TOKEN_BUCKETS, TTFT_BUCKETS
 
@@ -37,3 +47,74 @@ def reads_low(name: str, value: float, low: float, high: float) -> tuple[bool, s
         return False, ""
     lower, upper = bucket_range(value, bounds)
     return lower < low and upper < high, f" (bucket ({lower:g}, {upper:g}])"
+
+
+class BucketCounts(BaseModel):
+    """Requests observed per bucket of one latency histogram over the rate window, as
+    ``sum by (le) (rate(…_bucket[w]))`` answers (rates or counts: only their ratios are read)."""
+
+    model_config = ConfigDict(frozen=True)
+
+    bounds: tuple[float, ...] = Field(description="The finite upper bounds (le), ascending.")
+    cumulative: tuple[float, ...] = Field(description="Requests at or below each bound.")
+    total: float = Field(description="All requests (the +Inf bucket).")
+
+
+def over_slo(counts: BucketCounts | None, slo: float) -> tuple[float, float] | None:
+    """``(lower, upper)``: the least and the most share of the window's requests that can be
+    over ``slo``. Requests above the SLO's bucket are surely over it, those in it may be on
+    either side; an SLO on a bucket bound is exact (lower == upper). None: no request."""
+    if counts is None or counts.total <= 0 or len(counts.bounds) != len(counts.cumulative):
+        return None
+    total, bounds, cum = counts.total, counts.bounds, counts.cumulative
+    i = bisect.bisect_left(bounds, slo * (1 - 1e-9))
+    surely_met = cum[i - 1] if i > 0 else 0.0
+    maybe_met = cum[i] if i < len(bounds) else total
+    if i < len(bounds) and math.isclose(bounds[i], slo, rel_tol=1e-9):
+        surely_met = maybe_met
+    lower = min(max((total - maybe_met) / total, 0.0), 1.0)
+    upper = min(max((total - surely_met) / total, lower), 1.0)
+    return lower, upper
+
+
+def in_slo_bucket(value: float, slo: float, bounds: Sequence[float]) -> bool:
+    """Whether an interpolated quantile ``value`` lies in the bucket that holds the SLO (the
+    bucket ``(lower, upper]`` with ``lower < slo ≤ upper``): it then says nothing about which
+    side of the SLO the requests are."""
+    lower, upper = bucket_range(value, bounds)
+    return lower < slo <= upper
+
+
+def latency_breach(
+    value: float | None,
+    slo: float,
+    share: tuple[float, float] | None,
+    budget: float,
+    load_high: bool,
+    bounds: Sequence[float] | None,
+) -> tuple[bool, str]:
+    """Whether a latency signal is a breach to act on (module docstring), and why, in words.
+
+    ``share``: :func:`over_slo`'s range (None: no bucket counts, the interpolated ``value``
+    alone decides, never inside the SLO's own bucket); ``load_high``: a load signal reads high.
+    """
+    inside = value is not None and bounds is not None and in_slo_bucket(value, slo, bounds)
+    if share is None:
+        if value is None or value < slo:
+            return False, ""
+        if inside:
+            lo, hi = bucket_range(value, bounds or ())
+            return False, f" (in the SLO's own bucket ({lo:g}, {hi:g}]: not a breach)"
+        return True, ""
+    lower, upper = share
+    words = f" ({_pct(lower)}–{_pct(upper)} over the SLO, budget {_pct(budget)})"
+    if lower > budget:
+        return True, words
+    confirmed = load_high and upper > budget and value is not None and value >= slo
+    if confirmed and not inside:
+        return True, words[:-1] + ", confirmed by load)"
+    return False, words
+
+
+def _pct(share: float) -> str:
+    return f"{share * 100:.3g} %"

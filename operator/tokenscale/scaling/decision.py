@@ -29,6 +29,12 @@ class Signal(BaseModel):
     level: Literal["high", "normal", "low", "missing"]
     replicas: int
     reason: str
+    over_slo_low: float | None = None
+    """A latency signal read from its buckets: the least share of requests over the SLO."""
+    over_slo_high: float | None = None
+    """… and the most (requests in the SLO's own bucket may be on either side)."""
+    error_budget: float | None = None
+    """``1 − spec.scaling.targetAttainment``: the share over the SLO a latency signal allows."""
 
 
 class Decision(BaseModel):

@@ -18,7 +18,10 @@ that keeps their ratio useful.
   watermarks; ``running_per_replica`` against the plan's decode batch (``operating_point``).
 
 Each high signal asks for ``max(n + 1, ceil(n × min(value / high, cap)))`` replicas of its
-role (×2 cap for load, ×1.2 for latency: ``scaling/signals.py``'s rule).
+role (×2 cap for load, ×1.2 for latency: ``scaling/signals.py``'s rule). The two latency
+signals are read as attainment from the role's own buckets, as for one pool
+(``signals.as_attainment``: high only when the share surely over the threshold exceeds
+``1 − targetAttainment``, or a role load signal confirms a possible breach).
 
 **The model's need per role**: the role's arrival rate (requests reaching their first token on
 that pool), smoothed and projected one lead time ahead (``scaling/forecast.py``, the pods'
@@ -73,6 +76,7 @@ from tokenscale.scaling.signals import (
     MAX_LATENCY_RATIO,
     MAX_LOAD_RATIO,
     PEAK_HALF_LIFE_WINDOWS,
+    as_attainment,
     blindness,
 )
 from tokenscale.scaling.snapshot import Snapshot
@@ -177,7 +181,26 @@ def prefill_waiting_watermarks(
 
 
 def role_signals(role: str, snap: Snapshot, spec: InferenceServiceSpec, plan: Plan) -> list[Signal]:
-    """The role's pressure signals (see the module docstring)."""
+    """The role's pressure signals (see the module docstring), its latency read as attainment
+    from the role's own buckets as for one pool (``signals.as_attainment``)."""
+    out = _role_signals(role, snap, spec, plan)
+    load_high = any(s.level == "high" for s in out if s.name in ROLE_LOAD_SIGNALS)
+    budget = 1.0 - spec.scaling.target_attainment
+    n = max(snap.replicas_reporting, 1)
+    counts = {"prefill_ttft_p99_s": snap.ttft_buckets, "tpot_p99_s": snap.tpot_buckets}
+    return [
+        as_attainment(
+            s, n, s.high, counts[s.name], budget, load_high, BOUNDS[BUCKETS_OF.get(s.name, s.name)]
+        )
+        if s.name in counts
+        else s
+        for s in out
+    ]
+
+
+def _role_signals(
+    role: str, snap: Snapshot, spec: InferenceServiceSpec, plan: Plan
+) -> list[Signal]:
     d, prefill, decode = pools(plan)
     policy = spec.scaling.policy
     n = max(snap.replicas_reporting, 1)

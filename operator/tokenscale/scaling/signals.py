@@ -7,14 +7,18 @@ endpoint picker's flow control holding requests), TTFT P99 > SLO or TPOT P99 > S
 each recommend ``max(n + 1, ceil(n × min(value / threshold, cap)))`` replicas for the ``n``
 replicas that report (the cap: ×2 for load, ×1.2 for latency). A queue seen for the first
 time that the fleet's spare capacity clears before a new replica could be Ready reads
-``normal`` (``scaling/headroom.py``); the KV reading is judged on its own.
+``normal`` (``scaling/headroom.py``); the KV reading is judged on its own. A latency signal
+is read as attainment (``scaling/buckets.py``): high only when the share of requests surely
+over its SLO exceeds the error budget ``1 − spec.scaling.targetAttainment``, or the load
+signals confirm a possible breach; never on a P99 interpolated inside the SLO's own bucket.
 """
 
 import math
+from collections.abc import Sequence
 
 from tokenscale.api.inference_service import InferenceServiceSpec
 from tokenscale.api.scaling import ScalingPolicy
-from tokenscale.scaling.buckets import reads_low
+from tokenscale.scaling.buckets import BOUNDS, BucketCounts, latency_breach, over_slo, reads_low
 from tokenscale.scaling.decision import Signal
 from tokenscale.scaling.headroom import Backlog, decayed, raised
 from tokenscale.scaling.snapshot import Snapshot
@@ -134,13 +138,54 @@ def signals(
     if snap.pool_saturation is not None:
         # the endpoint picker holds requests at 1.0: the pool is full by its own measure
         add("pool_saturation", snap.pool_saturation, POOL_SATURATED, policy.kv_low_watermark)
-    for name, value, slo in (
-        ("ttft_p99_s", snap.ttft_p99_s, spec.slo.ttft_p99_seconds),
-        ("tpot_p99_s", snap.tpot_p99_s, spec.slo.tpot_p99_seconds),
+    load_high = any(s.level == "high" for s in out if s.name in LOAD_SIGNALS)
+    budget = 1.0 - spec.scaling.target_attainment
+    for name, value, slo, counts in (
+        ("ttft_p99_s", snap.ttft_p99_s, spec.slo.ttft_p99_seconds, snap.ttft_buckets),
+        ("tpot_p99_s", snap.tpot_p99_s, spec.slo.tpot_p99_seconds, snap.tpot_buckets),
     ):
         if slo is not None:
             add(name, value, slo * (1 + 1e-9), slo * policy.latency_low_ratio, latency=True)
+            out[-1] = as_attainment(out[-1], n, slo, counts, budget, load_high)
     return out
+
+
+def as_attainment(
+    sig: Signal,
+    n: int,
+    slo: float,
+    counts: BucketCounts | None,
+    budget: float,
+    load_high: bool,
+    bounds: Sequence[float] | None = None,
+) -> Signal:
+    """A latency signal re-read as attainment (``scaling/buckets.py``): high only on a breach
+    the buckets (or the load) bear out, high too when more than the budget is surely over the
+    SLO whatever the P99 reads; with the share's bounds and the budget on the signal."""
+    if sig.level == "missing":
+        return sig
+    share = over_slo(counts, slo)
+    bounds = BOUNDS.get(sig.name) if bounds is None else bounds
+    breach, words = latency_breach(sig.value, slo, share, budget, load_high, bounds)
+    update: dict[str, object] = {
+        "over_slo_low": None if share is None else share[0],
+        "over_slo_high": None if share is None else share[1],
+        "error_budget": budget,
+    }
+    value = sig.value
+    if breach and sig.level != "high":
+        ratio = 1.0 if value is None else value / sig.high
+        update |= {
+            "level": "high",
+            "replicas": max(n + 1, math.ceil(n * min(ratio, MAX_LATENCY_RATIO) - 1e-9)),
+            "reason": f"{sig.name}{words}",
+        }
+    elif not breach and sig.level == "high":
+        shown = "–" if value is None else f"{value:.3g}"
+        update |= {"level": "normal", "replicas": n, "reason": f"{sig.name} {shown}{words}"}
+    elif words:
+        update["reason"] = f"{sig.reason}{words}"
+    return sig.model_copy(update=update)
 
 
 def slo_headroom(state: ScalingState, sigs: list[Signal], now: float) -> tuple[float, float | None]:

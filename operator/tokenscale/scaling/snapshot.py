@@ -2,6 +2,8 @@
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from tokenscale.scaling.buckets import BucketCounts
+
 
 class Snapshot(BaseModel):
     """What Prometheus said, at ``at`` (unix seconds). Units in the names."""
@@ -29,6 +31,14 @@ class Snapshot(BaseModel):
     ttft_mean_s: float | None = Field(default=None, description="rate(_sum) / rate(_count)")
     queue_mean_s: float | None = Field(
         default=None, description="Mean time waiting before the prefill: rate(_sum) / rate(_count)"
+    )
+    ttft_buckets: BucketCounts | None = Field(
+        default=None,
+        description="The TTFT histogram's requests per bucket over the rate window: the share "
+        "over the SLO as a range (scaling/buckets.py).",
+    )
+    tpot_buckets: BucketCounts | None = Field(
+        default=None, description="The same for TPOT (time per output token)."
     )
     e2e_p99_s: float | None = None
     queue_p99_s: float | None = None

@@ -21,12 +21,14 @@ what makes it a bound no real policy reaches — and why the allocation is also 
 the simulator (policy ``oracle``): inside a bursty minute it can miss the SLO, and a ratio to
 a yardstick that misses is no yardstick.
 
-**SLO-meeting oracle** (``SimOptions.oracle_repair_rounds`` > 0, what the autoscaling
-benchmark uses): the formula's allocation, replayed; every bin whose arrivals met the SLO
-less than ``ORACLE_BIN_ATTAINMENT`` of the time gets one more replica; replayed again, up to
-the given rounds (``run.repair_oracle``). Still hindsight with no cold start, but now the
-fewest replicas per minute (greedily) that meet the SLO minute by minute: the yardstick a
-real policy is fairly compared with. The formula's figure stays in ``oracle_formula_gpu_hours``.
+**Replay-verified oracle** (``SimOptions.oracle_repair_rounds`` > 0, what ``tokenscale
+simulate`` and the autoscaling benchmark use, ``run.verified_oracle``): the formula's
+allocation, replayed; every bin whose arrivals met the SLO less than
+``spec.scaling.targetAttainment`` of the time gets one more replica; replayed again, up to the
+given rounds, and the schedule it returns is always one it replayed (its attainment is
+reported with it). Still hindsight with no cold start, but now the fewest replicas per minute
+(greedily) that meet the target minute by minute: the yardstick a real policy is fairly
+compared with. The formula's figure stays in ``oracle_formula_gpu_hours``.
 
 **Lead-time oracle** (policy ``oracle-lead-time``, ``lead_time_oracle_gpu_hours``): the same
 per-bin need ``s_b``, known in hindsight, but obeying the cold start ``c``: every replica a bin

@@ -18,6 +18,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from tokenscale.api.inference_service import InferenceServiceSpec
+from tokenscale.scaling.buckets import BucketCounts
 from tokenscale.scaling.dispersion import COUNT_WINDOW_S, DISPERSION_RANGE_S
 from tokenscale.scaling.snapshot import Snapshot
 from tokenscale.simulation.histogram import histogram_quantile
@@ -108,6 +109,19 @@ def snapshot_at(
             return None
         return histogram_quantile(q, hists[name].bounds, first.buckets[name], last.buckets[name])
 
+    def counts(name: str) -> BucketCounts | None:
+        """``sum by (le) (increase(…_bucket))`` over the window: what the buckets can tell."""
+        deltas = [a - b for a, b in zip(last.buckets[name], first.buckets[name], strict=True)]
+        if span <= 0 or sum(deltas) <= 0:
+            return None
+        cumulative, running = [], 0.0
+        for d in deltas[:-1]:
+            running += d
+            cumulative.append(running)
+        return BucketCounts(
+            bounds=tuple(hists[name].bounds), cumulative=tuple(cumulative), total=sum(deltas)
+        )
+
     def mean(name: str) -> float | None:
         """``rate(_sum) / rate(_count)``: None when nothing was observed in the window."""
         count = sum(last.buckets[name]) - sum(first.buckets[name])
@@ -141,6 +155,8 @@ def snapshot_at(
         itl_p99_s=quantile(0.99, "itl"),
         tpot_p50_s=quantile(0.5, "tpot"),
         tpot_p99_s=quantile(0.99, "tpot"),
+        ttft_buckets=counts("ttft"),
+        tpot_buckets=counts("tpot"),
         tpot_mean_s=mean("tpot"),
         ttft_mean_s=mean("ttft"),
         queue_mean_s=mean("queue"),

@@ -10,8 +10,8 @@
   start (plus one decision interval, so a decision falls in time) before the bin it serves
   (``capacity.lead_time_replicas_at``), replayed with the cold start: the fewest GPU-hours a
   policy that knew the future but had to start pods could spend.
-- ``best-static``: the smallest fixed count meeting 99 % attainment, found by bisection over
-  replayed static fleets (``run.best_static``).
+- ``best-static``: the smallest fixed count meeting ``spec.scaling.targetAttainment`` (0.99),
+  found by bisection over replayed static fleets (``run.best_static``).
 - ``static``: static-at-peak, the plan at the trace's peak (1-minute peak RPS, the trace's
   token statistics), fixed for the whole run.
 - ``queue-threshold``: KEDA's Prometheus scaler on ``sum(vllm:num_requests_waiting)`` with an

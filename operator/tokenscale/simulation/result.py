@@ -41,6 +41,32 @@ class Explanation(_Frozen):
     decision: Decision
 
 
+class FrontierPoint(_Frozen):
+    """One fixed fleet of the static frontier (``simulation/frontier.py``)."""
+
+    replicas: int
+    gpu_hours: float
+    slo_attainment: float = Field(
+        description="Replayed; with complete false, an upper bound (the replay stopped once "
+        "its misses showed it below this)"
+    )
+    complete: bool = Field(description="False: the replay stopped early (see slo_attainment)")
+
+
+class Frontier(_Frozen):
+    """Every fixed fleet from 1 replica to best static beside one autoscaled run, and the
+    verdict: dominated by a fixed fleet (≥ its attainment at ≤ its GPU-hours, or the target
+    met at fewer GPU-hours) or on the frontier."""
+
+    target_attainment: float
+    best_static_replicas: int
+    points: list[FrontierPoint]
+    dominated_by: int | None = Field(
+        description="The smallest fixed fleet that dominates the run (None: on the frontier)"
+    )
+    verdict: str = Field(description="'on the frontier' or 'dominated by a fixed fleet of N'")
+
+
 class SimResult(_Frozen):
     policy: str
     trace: str
@@ -63,8 +89,9 @@ class SimResult(_Frozen):
     e2e_p99_s: float
     gpu_hours: float = Field(description="GPUs held (starting, ready, draining) over the trace")
     oracle_gpu_hours: float = Field(
-        description="The yardstick: the SLO-meeting oracle's GPU-hours when the run repaired "
-        "it (oracle_repair_rounds > 0), else the per-bin formula's"
+        description="The yardstick: the replay-verified oracle's GPU-hours when the run "
+        "repaired it (oracle_repair_rounds > 0: simulate and the autoscaling suite), else the "
+        "per-bin formula's"
     )
     oracle_formula_gpu_hours: float | None = Field(
         default=None, description="The per-bin formula's GPU-hours, before any repair"
@@ -74,6 +101,24 @@ class SimResult(_Frozen):
         description="The lead-time oracle's GPU-hours at this run's cold start: the oracle's "
         "per-minute need, each added replica asked for (and paid) one cold start before the "
         "minute it serves",
+    )
+    oracle_attainment: float | None = Field(
+        default=None,
+        description="The oracle's replayed SLO attainment (the yardstick is verified, not assumed)",
+    )
+    lead_time_oracle_attainment: float | None = Field(
+        default=None,
+        description="The lead-time oracle's replayed SLO attainment at this cold start, where "
+        "the run replayed it",
+    )
+    target_attainment: float = Field(
+        default=0.99,
+        description="spec.scaling.targetAttainment: what the yardsticks are judged against",
+    )
+    frontier: Frontier | None = Field(
+        default=None,
+        description="tokenscale's run beside every fixed fleet up to best static, with the "
+        "verdict (simulate prints it for tokenscale)",
     )
     best_static_gpu_hours: float | None = Field(
         default=None,
@@ -93,7 +138,8 @@ class SimResult(_Frozen):
     )
     planner_rps_per_replica: float
     static_replicas: int | None = Field(
-        default=None, description="best-static: the smallest fixed count meeting 99 %"
+        default=None,
+        description="best-static: the smallest fixed count meeting spec.scaling.targetAttainment",
     )
     timeline: list[TimelinePoint] = Field(default_factory=list)
     arrived_at_zero: int = Field(
