@@ -25,6 +25,7 @@ from tokenscale.planning.parallel import (
     remote_node_copies,
     weight_bytes_per_gpu,
 )
+from tokenscale.planning.performance import link_bytes_per_s
 
 MULTI_NODE_EXAMPLES = {
     "llama-3.1-405b-h100-bf16",
@@ -66,7 +67,7 @@ def _perf(key: str, gpu_key: str, layout: Layout, bpp: float = 2.0) -> LayoutPer
         weight_bytes_per_param=bpp,
         tp=layout.tp,
         hbm_bytes_per_s=gpu.hbm_bandwidth_gbps * 1e9,
-        link_bytes_per_s=(gpu.interconnect_gbps or gpu.pcie_gbps) * 1e9,
+        link_bytes_per_s=link_bytes_per_s(gpu),
         flops_per_s=flops * 1e12,
         assumptions=Assumptions(),
         max_num_batched_tokens=8192,

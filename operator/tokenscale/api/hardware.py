@@ -44,9 +44,17 @@ class GpuSpec(ApiModel):
         default=None,
         ge=1,
         le=1e6,
-        description="GPU-to-GPU bandwidth per GPU, GB/s (NVLink); absent means PCIe only.",
+        description="GPU-to-GPU bandwidth per GPU, GB/s (NVLink), both directions together as "
+        "datasheets quote it (H100: 900); transfers and all-reduces use half, one way. Absent "
+        "means PCIe only.",
     )
-    pcie_gbps: float = Field(default=64.0, ge=1, le=1e6, description="Host link bandwidth, GB/s.")
+    pcie_gbps: float = Field(
+        default=64.0,
+        ge=1,
+        le=1e6,
+        description="Host link bandwidth, GB/s, both directions together (PCIe Gen4 x16: 64); "
+        "GPU-to-GPU traffic without NVLink uses half, one way.",
+    )
     inter_node_gbps: float | None = Field(
         default=None,
         ge=1,

@@ -565,7 +565,7 @@ def fabric_between(
         return Fabric(
             nvlink_bytes_per_s * interconnect_efficiency,
             latency_s,
-            f"NVLink inside one node ({nvlink_bytes_per_s / GB:,.0f} GB/s per GPU × "
+            f"NVLink inside one node ({nvlink_bytes_per_s / GB:,.0f} GB/s per GPU each way × "
             f"{interconnect_efficiency:.2f})",
         )
     line = (inter_node_gbps or 12.5) * GB

@@ -271,7 +271,7 @@ class LayoutPerfModel(PerfModel):
         )
         return (
             max(mem, comp)
-            + self._allreduce(per_rank)
+            + self.allreduce_seconds(per_rank)
             + a2a
             + self.assumptions.step_overhead_seconds
         )
@@ -318,7 +318,12 @@ class LayoutPerfModel(PerfModel):
                 self.link_bytes_per_s * self.assumptions.interconnect_efficiency,
                 self.inter_node_latency_seconds,
             )
-            return compute + self._allreduce(tokens) + a2a + self.assumptions.step_overhead_seconds
+            return (
+                compute
+                + self.allreduce_seconds(tokens)
+                + a2a
+                + self.assumptions.step_overhead_seconds
+            )
         return super()._prefill_seconds(tokens, cached) + self._pp_transfers(tokens)
 
     @cached_property

@@ -122,7 +122,7 @@ class PerfModel:
         pairs = g.full_layers * full_pairs + g.window_layers * win_pairs
         return linear + 4.0 * pairs * d_attn
 
-    def _allreduce(self, tokens: float) -> float:
+    def allreduce_seconds(self, tokens: float) -> float:
         """Two all-reduces per layer. A ring all-reduce takes ``2 (TP − 1)`` hops, so its fixed
         latency grows with TP: ``allreduceLatencySeconds`` is the TP = 2 figure, ×(TP − 1) above
         (A100 TP 4 → TP 8 decode steps of Mixtral-8x22B, benchmarks/accuracy)."""
@@ -168,7 +168,7 @@ class PerfModel:
         )
         steps = chunk_count(tokens, self.max_num_batched_tokens) if self.chunked_prefill else 1
         weight_floor = steps * self._weight_read_seconds(1)
-        comm = self._allreduce(tokens) + (steps - 1) * 2 * self.arch.layers * (
+        comm = self.allreduce_seconds(tokens) + (steps - 1) * 2 * self.arch.layers * (
             self.assumptions.allreduce_latency_seconds * (self.tp - 1) if self.tp > 1 else 0.0
         )
         return max(compute, weight_floor) + comm + steps * self.assumptions.step_overhead_seconds
@@ -231,7 +231,9 @@ class PerfModel:
         kv_bytes = batch * g.bytes_per_token_per_rank * self._decode_held_tokens
         mem = self._weight_read_seconds(batch) + kv_bytes / self._bw
         comp = batch * self._decode_flops_per_seq / self._decode_flops_rate
-        return max(mem, comp) + self._allreduce(batch) + self.assumptions.step_overhead_seconds
+        return (
+            max(mem, comp) + self.allreduce_seconds(batch) + self.assumptions.step_overhead_seconds
+        )
 
     def mixed_step_seconds(
         self, decode_seqs: int, decode_context_tokens: float, prefill_flops: float, tokens: int
@@ -263,7 +265,7 @@ class PerfModel:
         return (
             max(mem, comp)
             + prefill
-            + self._allreduce(max(tokens, 1))
+            + self.allreduce_seconds(max(tokens, 1))
             + self.assumptions.step_overhead_seconds
         )
 
@@ -338,7 +340,7 @@ class PerfModel:
         read += head * max(EMBEDDING_BYTES_PER_PARAM - self.weight_bytes_per_param, 0.0)
         return (
             read / self.tp / (self._bw * self.weight_read_efficiency)
-            + self._allreduce(1)
+            + self.allreduce_seconds(1)
             + self.assumptions.step_overhead_seconds
         )
 
@@ -461,6 +463,14 @@ def weight_read_efficiency(dtype: WeightDtype) -> float:
     return WEIGHT_ONLY_DECODE_BANDWIDTH_EFFICIENCY if dtype == "int4" else 1.0
 
 
+#: Datasheets quote GPU links as both directions together (H100 NVLink 4: 18 links × 50 GB/s =
+#: 900 GB/s, 450 each way; A100 NVLink 3: 600, 300 each way; PCIe Gen4 x16: 64, 32 each way).
+#: A KV transfer moves its bytes one way, and each step of a ring all-reduce sends one way
+#: while it receives the other, so a transfer's floor is its bytes over *half* the quoted figure.
+LINK_DIRECTIONS = 2.0
+
+
 def link_bytes_per_s(gpu: GpuSpec) -> float:
-    """GPU-GPU bandwidth for all-reduce: NVLink/Infinity Fabric if present, else PCIe."""
-    return (gpu.interconnect_gbps or gpu.pcie_gbps) * GB
+    """One-way GPU-GPU bandwidth for all-reduce and KV transfer: NVLink/Infinity Fabric if
+    present, else PCIe; the datasheet's bidirectional figure over :data:`LINK_DIRECTIONS`."""
+    return (gpu.interconnect_gbps or gpu.pcie_gbps) * GB / LINK_DIRECTIONS

@@ -659,7 +659,7 @@ def _assemble(
             "peak_tflops": flops / 1e12,
             "peak_tflops_note": flops_note,
             "hbm_bandwidth_gbps": r.gpu.hbm_bandwidth_gbps,
-            "interconnect_gbps": link_bytes_per_s(r.gpu) / 1e9,
+            "link_gbps_per_direction": link_bytes_per_s(r.gpu) / 1e9,
             "kv_bytes_per_element": model.kv_bytes_per_element,
             "serving_defaults": r.defaults.source,
             "operating_point_limited_by": op.limited_by,

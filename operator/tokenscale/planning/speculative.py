@@ -176,7 +176,9 @@ class SpeculativePerfModel(PerfModel):
         kv_bytes = batch * self.geometry.bytes_per_token_per_rank * self._decode_held_tokens
         mem = self._weight_read_seconds(tokens) + kv_bytes / self._bw
         comp = tokens * self._decode_flops_per_seq / self._decode_flops_rate
-        return max(mem, comp) + self._allreduce(tokens) + self.assumptions.step_overhead_seconds
+        return (
+            max(mem, comp) + self.allreduce_seconds(tokens) + self.assumptions.step_overhead_seconds
+        )
 
     def draft_seconds(self, batch: float) -> float:
         """``k`` proposer forwards for ``batch`` sequences (0 for n-gram lookup). A draft model
