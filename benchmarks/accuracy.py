@@ -89,6 +89,7 @@ from tokenscale.planning import (  # noqa: E402
     plan_service,
     replica_perf_model,
 )
+from tokenscale.planning.performance import link_bytes_per_s  # noqa: E402
 
 DATA = ROOT / "benchmarks" / "accuracy" / "measurements.yaml"
 #: The four files of the yardstick, by the name used in the tables.
@@ -548,9 +549,11 @@ def gate_entry(e: dict[str, Any]) -> dict[str, Any] | None:
 
 def _link_bytes_per_s(gpu: GpuSpec, same_node: bool) -> float | None:
     """The fastest a KV transfer's bytes can leave one GPU: its NVLink/Infinity Fabric figure
-    inside a node, its NIC share across nodes (the datasheet figure, no efficiency)."""
-    gbps = gpu.interconnect_gbps if same_node else gpu.inter_node_gbps
-    return None if gbps is None else gbps * 1e9
+    one way inside a node (the planner's :func:`link_bytes_per_s`: the datasheet counts both
+    directions), its NIC share across nodes (the datasheet figure, no efficiency)."""
+    if same_node:
+        return None if gpu.interconnect_gbps is None else link_bytes_per_s(gpu)
+    return None if gpu.inter_node_gbps is None else gpu.inter_node_gbps * 1e9
 
 
 def _transfer_verdict(perf: PerfModel, gpu: GpuSpec, e: dict[str, Any]) -> physics.Verdict:
