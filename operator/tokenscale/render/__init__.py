@@ -4,8 +4,9 @@ The names below load on first use: ``tokenscale plan`` checks the derived object
 (:mod:`tokenscale.render.names`) without loading the renderers and the scaling engine.
 """
 
-from importlib import import_module
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from tokenscale.lazy_names import loader
 
 if TYPE_CHECKING:
     from tokenscale.render.bundle import Owner, RenderedBundle, render_bundle
@@ -33,10 +34,4 @@ __all__ = [
 ]
 
 
-def __getattr__(name: str) -> Any:
-    home = _HOME.get(name)
-    if home is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(import_module(f"{__name__}.{home}"), name)
-    globals()[name] = value
-    return value
+__getattr__ = loader(__name__, _HOME)

@@ -4,8 +4,9 @@ The names below load on first use: ``tokenscale plan`` costs a day of schedule w
 (:mod:`tokenscale.scaling.schedule_day`) without loading the decision engine.
 """
 
-from importlib import import_module
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from tokenscale.lazy_names import loader
 
 if TYPE_CHECKING:
     from tokenscale.scaling.decision import Decision, Signal, decide_plan_only
@@ -34,10 +35,4 @@ __all__ = [
 ]
 
 
-def __getattr__(name: str) -> Any:
-    home = _HOME.get(name)
-    if home is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(import_module(f"{__name__}.{home}"), name)
-    globals()[name] = value
-    return value
+__getattr__ = loader(__name__, _HOME)
