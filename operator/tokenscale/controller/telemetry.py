@@ -72,6 +72,13 @@ class Telemetry:
             ("trigger",),
             registry=r,
         )
+        self.status_writes = Counter(
+            "tokenscale_status_writes",
+            "Reconciles by what they did with the status: written (a reader acts on the "
+            "change), held (kept in memory: nothing a reader acts on changed), same",
+            ("result",),
+            registry=r,
+        )
         self.api_requests = Counter(
             "tokenscale_api_requests",
             "The operator's own requests to the Kubernetes API (Kopf's watches and annotation "
