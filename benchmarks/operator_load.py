@@ -1,31 +1,42 @@
-"""Operator at scale: apply N InferenceServices at once against a real API server.
+"""Operator at scale: apply N InferenceServices at once against a real API server, measured
+against the control plane's own floor in the same run.
 
 Run: ``python benchmarks/operator_load.py [--count 200] [--rounds 1] [--interval 15]
-[--profile FILE]``. The
-operator runs at the chart's default interval (15 s) unless ``--interval`` says otherwise, so
-its periodic loop is part of the measurement. Each round starts a fresh namespace and
-operator process and:
+[--shards 1] [--metrics] [--profile FILE]``. The operator runs at the chart's default
+interval (15 s) unless ``--interval`` says otherwise, so its periodic loop is part of the
+measurement. Each round:
 
-1. creates N InferenceServices (the bundled single-node examples, renamed) from 8 client
-   threads and waits until every Deployment exists and every status carries its plan: the
-   ready time and the operator's peak RSS (VmHWM); then until the Deployment controller has
-   reported on every Deployment and the operator has logged no reconcile for 3 s:
-   reconciles and API calls per create;
-2. waits two intervals with nothing changing: the operator's API calls per service per
-   unchanged tick (target: none) and the reconciles those ticks ran;
-3. changes the workload of min(N, 50) services (four times the request rate: a new plan,
-   more replicas for most) and waits until their statuses observed the new generation: API
-   calls per such reconcile, and how many Deployments scaled.
+0. **the floor**: with no operator, a plain client writes what the operator writes for each
+   of the N × shards services — the InferenceService, its Deployment, Service and
+   PodDisruptionBudget (rendered by the operator's own code) and one status write — from 8
+   threads, in a namespace of its own; then waits (untimed) until the Deployment controller
+   has reported on those Deployments;
+1. starts one operator per shard (``--shards``: disjoint namespaces, one each, N services
+   each), creates the N × shards InferenceServices (the bundled single-node examples,
+   renamed) from 8 client threads and waits until every Deployment exists and every status
+   carries its plan: the ready time, **ready ÷ floor**, the operators' peak RSS (VmHWM);
+   then until the Deployment controller has reported on every Deployment and the operators
+   have logged no reconcile for 3 s: reconciles, API calls and status PUTs per create, the
+   resident growth per service and what the watch cache holds per service, by kind;
+2. waits with nothing changing (two intervals; 120 s with ``--metrics``): API calls per
+   service per unchanged tick (target: none), the reconciles those ticks ran, and status
+   writes per service per minute (``--metrics``: a real Prometheus scraping vLLM metrics
+   emulators at a steady light load, every service with series; target ≤ 0.2, one per five
+   minutes, when nothing a reader acts on moved);
+3. changes the workload of min(N, 50) services of the first shard (four times the request
+   rate: a new plan, more replicas for most) and waits until their statuses observed the new
+   generation: API calls per such reconcile, and how many Deployments scaled.
 
-Counts come from the operator's own ``/metrics`` (``tokenscale_api_requests_total``: its own
-requests, Kopf's watches and annotation patches not included; ``tokenscale_reconciles_total``
-by trigger); an operator without those series (an older build) reports reconciles from its
-debug log only and API calls as n/a. One reconcile's p50/p99 come from the debug log.
-Also reported, because the machine these run on is shared: the load average at the start,
-the machine's idle CPU share until ready, and the CPU seconds per create of etcd, the API
-server, the controllers and the operator together (a cost the machine's load does not
-inflate). ``--profile`` records the operator with py-spy until ready (docs/scale-out.md).
-Prints the median over rounds. Targets: ready < 30 s and RSS < 300 MB at 1,000.
+Counts come from the operators' own ``/metrics`` (``tokenscale_api_requests_total``: their
+own requests, Kopf's watches not included, a status PUT the only PUT;
+``tokenscale_reconciles_total`` by trigger); an operator without those series (an older
+build) reports reconciles from its debug log only and API calls as n/a. One reconcile's
+p50/p99 come from the debug log. Also reported, because the machine these run on is shared:
+the load average at the start, the machine's idle CPU share until ready, and the CPU seconds
+per create of etcd, the API server, the controllers and the operators (the operators' share
+apart), beside the control plane's CPU seconds per service during the floor.
+``--profile`` records the (first) operator with py-spy until ready (docs/scale-out.md).
+Prints the median over rounds. Targets: ready ÷ floor ≤ 1.3 and peak RSS < 250 MB at 1,000.
 """
 
 import argparse
@@ -39,6 +50,7 @@ import statistics
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -56,6 +68,7 @@ from tests.support.vllm_emulator import Load, VllmMetricsEmulator  # noqa: E402
 from tokenscale.api.manifest import parse_manifests  # noqa: E402
 from tokenscale.api.status import Condition, InferenceServiceStatus  # noqa: E402
 from tokenscale.controller.status import plan_summary, status_document  # noqa: E402
+from tokenscale.kube.connect import bearer_token  # noqa: E402
 from tokenscale.kube.store import slim  # noqa: E402
 from tokenscale.planning import plan_service  # noqa: E402
 from tokenscale.playground.cluster import Cluster  # noqa: E402
@@ -96,12 +109,19 @@ def _manifests(count: int) -> list[dict[str, Any]]:
     return out
 
 
-def _request(api: client.ApiClient, method: str, path: str, body: object) -> dict[str, Any]:
+def _request(
+    api: client.ApiClient,
+    method: str,
+    path: str,
+    body: object,
+    query: list[tuple[str, str]] | None = None,
+) -> dict[str, Any]:
     """One JSON request with the client's credentials; its answer parsed as plain JSON (no
     client models: the floor is the control plane's cost, not this client's)."""
     request = api.param_serialize(
         method,
         path,
+        query_params=query or [],
         header_params={"Accept": "application/json", "Content-Type": "application/json"},
         body=body,
         auth_settings=["BearerToken"],
@@ -228,17 +248,23 @@ def _deep_kb(obj: Any, seen: set[int] | None = None) -> float:
     return size / 1024
 
 
-def _cached_kb(api: client.ApiClient, ns: str, name: str) -> dict[str, float]:
-    """What the watch cache holds for one service, per kind: each object as the API server
-    serves it, slimmed as the cache slims it (``kube/store.py``)."""
+def _cached_kb(api: client.ApiClient, ns: str, sample: int = 50) -> dict[str, float]:
+    """What the watch cache holds per service, by kind: ``sample`` objects of each kind as
+    the API server serves them, slimmed as the cache slims them (``kube/store.py``), what
+    they hold together divided by ``sample`` (a string the cache shares counts once)."""
     pdb = "policy/v1beta1" if _served(api, "/apis/policy/v1") is False else "policy/v1"
     paths = {
-        "InferenceService": f"/apis/{GROUP}/{VERSION}/namespaces/{ns}/{PLURAL}/{name}",
-        "Deployment": f"/apis/apps/v1/namespaces/{ns}/deployments/{name}",
-        "Service": f"/api/v1/namespaces/{ns}/services/{name}",
-        "PodDisruptionBudget": f"/apis/{pdb}/namespaces/{ns}/poddisruptionbudgets/{name}",
+        "InferenceService": f"/apis/{GROUP}/{VERSION}/namespaces/{ns}/{PLURAL}",
+        "Deployment": f"/apis/apps/v1/namespaces/{ns}/deployments",
+        "Service": f"/api/v1/namespaces/{ns}/services",
+        "PodDisruptionBudget": f"/apis/{pdb}/namespaces/{ns}/poddisruptionbudgets",
     }
-    return {kind: _deep_kb(slim(_request(api, "GET", path, None))) for kind, path in paths.items()}
+    out = {}
+    for kind, path in paths.items():
+        items = _request(api, "GET", path, None, [("limit", str(sample))])["items"]
+        seen: set[int] = set()
+        out[kind] = sum(_deep_kb(slim(i), seen) for i in items) / max(1, len(items))
+    return out
 
 
 def _cpu_s(pid: int) -> float:
@@ -382,6 +408,72 @@ def serve_quiet_emulators(conn: Any, stop: Any) -> None:
         pod.stop()
 
 
+class Readiness:
+    """Which Deployments exist and which InferenceServices' statuses carry a plan in
+    ``namespaces``, followed by watch streams from before the first create: the wait costs the
+    API server no LIST (a poll listing a thousand Deployments and a thousand
+    InferenceServices twice a second was load the floor did not carry)."""
+
+    def __init__(self, api: client.ApiClient, namespaces: list[str]) -> None:
+        cfg = api.configuration
+        self.host, self.verify = cfg.host, (cfg.ssl_ca_cert or True) if cfg.verify_ssl else False
+        self.headers = {"Authorization": f"Bearer {bearer_token(api)}"}
+        self.deployments: set[tuple[str, str]] = set()
+        self.planned: set[tuple[str, str]] = set()
+        self.stop = threading.Event()
+        self.threads = []
+        for ns in namespaces:
+            for path, seen in (
+                (f"/apis/apps/v1/namespaces/{ns}/deployments", self._deployment),
+                (f"/apis/{GROUP}/{VERSION}/namespaces/{ns}/{PLURAL}", self._service),
+            ):
+                thread = threading.Thread(target=self._follow, args=(path, seen), daemon=True)
+                thread.start()
+                self.threads.append(thread)
+
+    def _deployment(self, obj: dict[str, Any]) -> None:
+        meta = obj["metadata"]
+        self.deployments.add((meta["namespace"], meta["name"]))
+
+    def _service(self, obj: dict[str, Any]) -> None:
+        if (obj.get("status") or {}).get("plan"):
+            meta = obj["metadata"]
+            self.planned.add((meta["namespace"], meta["name"]))
+
+    def _follow(self, path: str, seen: Any) -> None:
+        version = "0"
+        while not self.stop.is_set():
+            params = {"watch": "1", "resourceVersion": version, "timeoutSeconds": "60"}
+            try:
+                with requests.get(
+                    f"{self.host}{path}",
+                    params=params,
+                    headers=self.headers,
+                    verify=self.verify,
+                    stream=True,
+                    timeout=(10, 90),
+                ) as answer:
+                    for line in answer.iter_lines():
+                        if self.stop.is_set():
+                            return
+                        if not line:
+                            continue
+                        event = json.loads(line)
+                        obj = event.get("object") or {}
+                        version = (obj.get("metadata") or {}).get("resourceVersion", version)
+                        if event.get("type") in ("ADDED", "MODIFIED"):
+                            seen(obj)
+            except requests.RequestException:
+                time.sleep(1)
+
+    def count(self) -> tuple[int, int]:
+        """(Deployments seen, InferenceServices with a plan)."""
+        return len(self.deployments), len(self.planned)
+
+    def close(self) -> None:
+        self.stop.set()
+
+
 def _sum_counters(reads: list[dict[str, float]]) -> dict[str, float]:
     out: dict[str, float] = {}
     for read in reads:
@@ -455,6 +547,7 @@ def one_round(
         machine = _cpu_times()
         pids = [*cluster.pids, *(op.proc.pid for op in ops)]
         cluster_cpu = sum(_cpu_s(pid) for pid in pids)
+        readiness = Readiness(api, namespaces)
         work_items = [(ns, d) for d in docs for ns in namespaces]  # the shards interleaved
         start = time.monotonic()
         with ThreadPoolExecutor(8) as pool:
@@ -472,15 +565,12 @@ def one_round(
             for op in ops:
                 if not op.alive():
                     raise RuntimeError(op.tail())
-            for ns in namespaces:
-                if len(apps.list_namespaced_deployment(ns).items) < count:
-                    return False
-                items = custom.list_namespaced_custom_object(GROUP, VERSION, ns, PLURAL)["items"]
-                if sum(1 for i in items if (i.get("status") or {}).get("plan")) < count:
-                    return False
-            return True
+            return min(readiness.count()) >= total
 
-        wait_for(all_done, 1200, "all deployments and statuses", interval_s=0.5)
+        try:
+            wait_for(all_done, 1200, "all deployments and statuses", interval_s=0.2)
+        finally:
+            readiness.close()
         out["all_ready_s"] = time.monotonic() - start
         out["ready_over_floor"] = out["all_ready_s"] / out["floor_s"]
         out["machine_idle_pct_until_ready"] = _idle_pct(machine)
@@ -511,7 +601,7 @@ def one_round(
         rss_settled = sum(_peak_rss_mb(op.proc.pid, "VmRSS") for op in ops)
         out["rss_mb_before_creates"] = rss_before
         out["rss_kb_per_service_settled"] = (rss_settled - rss_before) * 1024 / total
-        for kind, kb in _cached_kb(api, namespaces[0], docs[0]["metadata"]["name"]).items():
+        for kind, kb in _cached_kb(api, namespaces[0]).items():
             out[f"  cached {kind} KB"] = kb
         ready = read()
         logged_ready = logged()

@@ -3,6 +3,7 @@ client-side token bucket and the 429 back-off (the real API server's 429s are in
 tests/integration/test_fleet.py)."""
 
 import copy
+import json
 from typing import Any
 
 import pytest
@@ -74,9 +75,25 @@ def test_store_selects_by_namespace_and_labels_and_primes_once() -> None:
     assert store.keys("Pod") == [("a", "p1"), ("a", "p2"), ("b", "p3")]
 
 
-def test_slim_leaves_an_object_without_managed_fields_alone() -> None:
+def test_slim_leaves_an_object_without_managed_fields_as_it_was() -> None:
     obj = {"metadata": {"name": "x"}}
-    assert slim(obj) is obj
+    assert slim(obj) == obj
+
+
+def test_slimmed_objects_share_their_keys_and_short_strings() -> None:
+    """Two objects parsed from two answers hold one copy of each key and short value."""
+
+    def parsed() -> dict[str, Any]:
+        text = '{"spec": {"template": {"imagePullPolicy": "IfNotPresent", "note": "%s"}}}'
+        return dict(json.loads(text % ("x" * 100)))
+
+    a, b = slim(parsed()), slim(parsed())
+    assert a == b == parsed()
+    key_a = next(k for k in a["spec"]["template"] if k != "note")
+    key_b = next(k for k in b["spec"]["template"] if k != "note")
+    assert key_a is key_b
+    assert a["spec"]["template"]["imagePullPolicy"] is b["spec"]["template"]["imagePullPolicy"]
+    assert a["spec"]["template"]["note"] is not b["spec"]["template"]["note"]  # long: its own
 
 
 def _body(**patch: Any) -> dict[str, Any]:
