@@ -7,7 +7,7 @@ import json
 from typing import Any
 
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 from kubernetes import client
 
@@ -282,3 +282,16 @@ def test_the_unwatched_bound_defaults_to_four_intervals() -> None:
     assert Settings(interval_seconds=2, unwatched_resync_seconds=30).unwatched_resync_s == 30.0
     with pytest.raises(ValueError, match="greater than 0"):
         Settings(unwatched_resync_seconds=0)
+
+
+@settings(max_examples=10, deadline=None)
+@given(st.lists(st.sampled_from(["a", "svc-2", "x" * 70, "team-b-chat"]), min_size=2, max_size=4))
+def test_services_that_differ_in_name_share_one_plan_equal_to_their_own(names: list[str]) -> None:
+    memo = PlanMemo()
+    for name in names:
+        body = _body()
+        body["metadata"]["name"] = name
+        service, plan = memo.planned(body, _unprofiled)
+        fresh = plan_service(service.spec, name)
+        assert plan == fresh.model_copy(update={"curve": []})
+    assert memo.plans_made == 1
