@@ -271,8 +271,11 @@ def _cached_kb(api: client.ApiClient, ns: str, sample: int = 50) -> dict[str, fl
     out = {}
     for kind, path in paths.items():
         items = _request(api, "GET", path, None, [("limit", str(sample))])["items"]
+        # each one parsed alone, as the cache's watch events are, and all kept alive while
+        # counted (a freed object's address would be taken for one already counted)
+        kept = [slim(json.loads(json.dumps(i))) for i in items]
         seen: set[int] = set()
-        out[kind] = sum(_deep_kb(slim(i), seen) for i in items) / max(1, len(items))
+        out[kind] = sum(_deep_kb(i, seen) for i in kept) / max(1, len(kept))
     return out
 
 
