@@ -184,6 +184,7 @@ DOCUMENTED = {
     "tokenscale_latency_p99_seconds": "gauge",
     "tokenscale_kv_cache_usage_ratio": "gauge",
     "tokenscale_cost_per_million_output_tokens": "gauge",
+    "tokenscale_status_writes": "counter",
 }
 
 
