@@ -8,9 +8,9 @@ annotation cap could not be marked at all. The handlers never read the diff (eve
 re-reads the whole object and is idempotent), so :class:`MemoryDiffBaseStorage` keeps the
 essence in memory by uid and writes nothing. A restarted operator, or a new leader, has no
 memory: Kopf then sees every object as created and runs the create handler once for each,
-which reconciles it exactly as the resume handler would have. An annotation left by an
-earlier version is ignored (Kopf drops annotations of a prefix marked ``kopf-managed`` from
-the essence).
+which reconciles it as any wake-up does (there is no resume handler: nothing would call
+it). An annotation left by an earlier version is ignored (Kopf drops annotations of a prefix
+marked ``kopf-managed`` from the essence).
 """
 
 from typing import Any

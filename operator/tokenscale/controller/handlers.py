@@ -1,6 +1,6 @@
 """Kopf handlers, registered on a registry built at start-up from the settings.
 
-Every entry point (create, update, resume, the resync loop, a change to an owned Deployment,
+Every entry point (create, update, the resync loop, a change to an owned Deployment,
 LeaderWorkerSet, Service or PodDisruptionBudget) calls the same
 :class:`~tokenscale.controller.resync.Reconciler`. Only the resync loop reads metrics, so only
 it brings a new observation for the decision engine; the other entry points render and apply
@@ -83,10 +83,6 @@ def build_registry(
             private_key_path=cfg.key_file,
         )
 
-    @kopf.on.resume(*resource, registry=registry)
-    def resumed(body: Any, **_: Any) -> None:
-        run(body, "resume")
-
     @kopf.on.create(*resource, registry=registry)
     def created(body: Any, **_: Any) -> None:
         run(body, "create")
@@ -159,7 +155,7 @@ def build_registry(
         change drifts from what was rendered or changes what its status reports."""
         raw: dict[str, Any] = dict(event.get("object") or {})
         cache(kind, event)
-        if event.get("type") is None:  # the initial listing: resume handles those
+        if event.get("type") is None:  # the initial listing: each service's create handles it
             return
         meta: dict[str, Any] = raw.get("metadata") or {}
         owner = next(

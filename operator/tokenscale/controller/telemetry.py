@@ -62,7 +62,7 @@ class Telemetry:
         )
         self.reconciles = Counter(
             "tokenscale_reconciles",
-            "Reconciles run, by what woke them (create, update, resume, owned, tick)",
+            "Reconciles run, by what woke them (create, update, owned, tick)",
             ("trigger",),
             registry=r,
         )
