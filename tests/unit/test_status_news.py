@@ -50,6 +50,7 @@ def test_a_quiet_tick_is_not_news() -> None:
         forecast={"horizonSeconds": 182.004, "expectedRps": 5.1, "replicas": 2},
     )
     new["live"]["at"] = "2026-01-01T00:00:15.000Z"
+    stored["live"]["sampleAgeSeconds"], new["live"]["sampleAgeSeconds"] = 1.2, 9.7  # the scrape
     new["scaling"] = {"observedAtSeconds": 1767225615.0, "calibration": 0.86}
     assert news(stored, new) is None
 

@@ -15,7 +15,8 @@ The rule, over the two status documents (the one the API server holds and the ne
 - a figure (a float) that moved by more than :data:`RELATIVE` of its larger value and by more
   than :data:`ABSOLUTE`, except in the engine's memory (:data:`MEMORY`);
 - the numbers inside a text are not compared (a message's counts and figures are fields of
-  their own, compared above), nor are times written as text (``observedAt``, ``live.at``);
+  their own, compared above), nor are times written as text (``observedAt``, ``live.at``) or
+  the read's own bookkeeping (:data:`READ_TIMES`: the newest sample's age);
 - the stored observation is :data:`REFRESH_S` or more older than the new one
   (``decision.observedAt``): status.live and status.decision are never older than that.
 """
@@ -50,7 +51,14 @@ def news(stored: Mapping[str, Any] | None, new: Mapping[str, Any]) -> str | None
     return None
 
 
+READ_TIMES = frozenset({"sampleAgeSeconds"})
+"""Figures that are the read's own bookkeeping, like its time: the newest sample's age cycles
+through the scrape interval on every read (``MetricsAvailable`` says when it is too old)."""
+
+
 def _differs(old: Any, new: Any, path: str) -> str | None:
+    if path.rsplit(".", 1)[-1] in READ_TIMES:
+        return None
     if isinstance(old, bool) or isinstance(new, bool) or old is None or new is None:
         return None if old == new else path
     if isinstance(old, dict) and isinstance(new, dict):
