@@ -23,8 +23,10 @@ measurement. Each round:
 2. waits with nothing changing (two intervals; 120 s with ``--metrics``): API calls per
    service per unchanged tick (target: none), the reconciles those ticks ran, and status
    writes per service per minute (``--metrics``: a real Prometheus scraping vLLM metrics
-   emulators at a steady light load, every service with series; target ≤ 0.2, one per five
-   minutes, when nothing a reader acts on moved);
+   emulators at a steady light load, every service with series; the window starts once no
+   decision moved for two intervals, the engines having first stepped down from the
+   forecast's replicas to what the light load needs; target ≤ 0.2, one per five minutes,
+   when nothing a reader acts on moved);
 3. changes the workload of min(N, 50) services of the first shard (four times the request
    rate: a new plan, more replicas for most) and waits until their statuses observed the new
    generation: API calls per such reconcile, and how many Deployments scaled.
@@ -86,6 +88,8 @@ SCRAPE_S = 10.0
 """``--metrics``: a production-like scrape interval (1,000 targets every second would starve
 this machine)."""
 QUIET_WITH_METRICS_S = 120.0
+QUIET_WAIT_S = 600.0
+"""``--metrics``: the longest wait for the decisions to stop moving before the quiet window."""
 STAMP = "2026-01-01T00:00:00Z"
 GROUP, VERSION, PLURAL = "tokenscale.io", "v1alpha1", "inferenceservices"
 
@@ -620,17 +624,30 @@ def one_round(
         for kind, kb in _cached_kb(api, namespaces[0]).items():
             out[f"  cached {kind} KB"] = kb
         ready = read()
+        calm, calm_since = ready, time.monotonic()
+        if metrics is not None:
+            # the engines first move from the forecast's replicas to what the emulated load
+            # needs (a scale-down per window): quiet is when no decision moved for 2 intervals
+            deadline = time.monotonic() + QUIET_WAIT_S
+            while time.monotonic() < deadline:
+                time.sleep(2 * interval_s)
+                now = read()
+                if _delta(now, calm, "scales") == 0:
+                    break
+                calm = now
+            out["decisions_settled_after_s"] = time.monotonic() - calm_since
+            calm = read()
         logged_ready = logged()
         quiet = 2 * interval_s + 2 if quiet_s is None else quiet_s  # nothing changing
         time.sleep(quiet)
         after_quiet = read()
-        ticks = _delta(after_quiet, ready, "ticks") / len(ops)
+        ticks = _delta(after_quiet, calm, "ticks") / len(ops)
         out["unchanged_ticks"] = ticks
         out["reconciles_per_unchanged_tick"] = (logged() - logged_ready) / max(1.0, ticks)
         out["status_writes_per_service_per_min_quiet"] = (
-            _delta(after_quiet, ready, "puts") / total / (quiet / 60)
+            _delta(after_quiet, calm, "puts") / total / (quiet / 60)
         )
-        out["decided_scales_while_quiet"] = _delta(after_quiet, ready, "scales")
+        out["decided_scales_while_quiet"] = _delta(after_quiet, calm, "scales")
         out["status_puts_per_create"] = ready.get("puts", 0.0) / total
         if any(k.startswith("reconciles:") for k in ready):
             creates = _sum(ready, "reconciles:", but="reconciles:tick")
@@ -643,10 +660,10 @@ def one_round(
 
             per = max(1.0, ticks) * total
             out["tick_reconciles_per_unchanged_tick"] = _delta(
-                after_quiet, ready, "reconciles:tick"
+                after_quiet, calm, "reconciles:tick"
             ) / max(1.0, ticks)
-            out["api_calls_per_unchanged_tick"] = _delta(after_quiet, ready, "requests") / per
-            out["gets_per_unchanged_tick"] = _delta(after_quiet, ready, "gets") / per
+            out["api_calls_per_unchanged_tick"] = _delta(after_quiet, calm, "requests") / per
+            out["gets_per_unchanged_tick"] = _delta(after_quiet, calm, "gets") / per
 
             # 3. a new plan for some services of the first shard: more replicas
             ns = namespaces[0]
@@ -726,6 +743,7 @@ ROWS = (
     ("reconciles_per_unchanged_tick", "all triggers, all services"),
     ("tick_reconciles_per_unchanged_tick", "all services"),
     ("status_writes_per_service_per_min_quiet", "≤ 0.2 (one per 5 min)"),
+    ("decisions_settled_after_s", "--metrics: until no decision moved for 2 intervals"),
     ("decided_scales_while_quiet", "decisions that moved while quiet"),
     ("reconciles_per_scale", ""),
     ("api_calls_per_scale", ""),
