@@ -104,3 +104,12 @@ def test_the_engines_smoothed_memory_is_not_news_but_a_streak_is() -> None:
     assert news(stored, new) is None
     new["scaling"]["pressureSinceSeconds"] = 16.0
     assert news(stored, new) == "status.scaling.pressureSinceSeconds"
+
+
+def test_the_forecasts_working_is_not_news_but_its_count_is() -> None:
+    stored = _status()
+    noisy = _status(forecast={"horizonSeconds": 182.0, "expectedRps": 0.71, "replicas": 2})
+    stored["decision"]["forecast"]["expectedRps"] = 0.5  # a low rate's noise × the horizon
+    assert news(stored, noisy) is None
+    more = _status(forecast={"horizonSeconds": 182.0, "expectedRps": 5.0, "replicas": 3})
+    assert news(stored, more) == "status.decision.forecast.replicas"

@@ -13,7 +13,8 @@ The rule, over the two status documents (the one the API server holds and the ne
 - a field that appears or disappears, a count (an integer), a flag (a boolean) or the words
   of a text (a reason, a condition's status or message, a cause, a level) that changed;
 - a figure (a float) that moved by more than :data:`RELATIVE` of its larger value and by more
-  than :data:`ABSOLUTE`, except in the engine's memory (:data:`MEMORY`);
+  than :data:`ABSOLUTE`, except in the engine's memory and the forecast's working
+  (:data:`WORKINGS`);
 - the numbers inside a text are not compared (a message's counts and figures are fields of
   their own, compared above), nor are times written as text (``observedAt``, ``live.at``) or
   the read's own bookkeeping (:data:`READ_TIMES`: the newest sample's age);
@@ -30,11 +31,14 @@ RELATIVE = 0.1
 """A figure is news when it moves by more than this share of its larger value…"""
 ABSOLUTE = 0.01
 """…and by more than this much (a KV usage of 0.01 → 0.015 is not news)."""
-MEMORY = "scaling"
-"""``status.scaling`` (and each role's): the engine's memory. A field of it that appears or
-disappears is news (a low or pressure streak begins or ends); its figures (the rate smoother's
-level, trend, variance and last error, the calibrations, the peak load) are not: the figures
-a reader acts on are in ``decision`` and ``live``."""
+WORKINGS = frozenset({"scaling", "forecast"})
+"""``status.scaling`` (and each role's): the engine's memory, and ``decision.forecast``: the
+forecast's working. A field of them that appears or disappears is news (a low or pressure
+streak begins or ends), and so are their counts and flags (the replicas the forecast asks
+for, whether the lead time was measured); their figures are not: the rate smoother's level,
+trend, variance and last error, the calibrations, the peak load, and the forecast's expected
+rate, horizon and headroom (trend × a three-minute horizon makes a low rate's noise a >10 %
+move on most reads). The figures a reader acts on are ``live``'s and ``decision``'s own."""
 REFRESH_S = 300.0
 """The longest the stored observation may lag the operator's: one write per five minutes."""
 _NUMBER = re.compile(r"[-+]?\d+(?:\.\d+)?(?:[eE][-+]?\d+)?")
@@ -80,8 +84,8 @@ def _differs(old: Any, new: Any, path: str) -> str | None:
     if isinstance(old, int) and isinstance(new, int):
         return None if old == new else path
     if isinstance(old, int | float) and isinstance(new, int | float):
-        if MEMORY in path.split("."):
-            return None  # the engine's smoothed memory: its figures are read by no one
+        if WORKINGS & set(path.split(".")):
+            return None  # the engine's memory and the forecast's working: read by no one
         step = abs(float(new) - float(old))
         moved = step > RELATIVE * max(abs(float(old)), abs(float(new))) and step > ABSOLUTE
         return path if moved else None
