@@ -184,6 +184,7 @@ DOCUMENTED = {
     "tokenscale_latency_p99_seconds": "gauge",
     "tokenscale_kv_cache_usage_ratio": "gauge",
     "tokenscale_cost_per_million_output_tokens": "gauge",
+    "tokenscale_status_writes": "counter",
 }
 
 
@@ -273,10 +274,21 @@ def test_deployment_events_between_two_reads_re_apply_the_stored_decision(
     def observed_at() -> str | None:
         return ((objects.get("test").get("status") or {}).get("decision") or {}).get("observedAt")
 
+    def reads() -> float:  # the resync cycles begun (each one reads the metrics first)
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=5) as answer:
+            text = answer.read().decode()
+        return sum(
+            float(ln.split()[-1])
+            for ln in text.splitlines()
+            if ln.startswith("tokenscale_evaluation_duration_seconds_count")
+        )
+
     wait_for(lambda: observed_at() is not None, 90, "a decision on a metrics read")
-    first = observed_at()
-    # wait for the next read: its decision then stands for a whole interval
-    wait_for(lambda: observed_at() not in (None, first), interval + 30, "the next read")
+    first = reads()
+    # wait for the next read: its decision then stands for a whole interval (the status is
+    # not rewritten for a read that changes nothing a reader acts on: count the cycles)
+    wait_for(lambda: reads() > first, interval + 30, "the next read")
+    time.sleep(2)  # its reconcile
     read_seen = time.monotonic()
     status = objects.get("test")["status"]
     decision, scaling = status["decision"], status["scaling"]

@@ -16,6 +16,7 @@ from kubernetes.client.exceptions import ApiException
 
 from tests.helpers import PROFILE, manifest
 from tests.integration.conftest import CRD_FILE, GROUP, PLURAL, VERSION, Objects
+from tokenscale.controller.handlers import KOPF_PREFIX
 from tokenscale.kube.connect import connect
 from tokenscale.kube.throttle import ClientLimits, install
 from tokenscale.playground.cluster import Cluster
@@ -65,23 +66,32 @@ def test_a_create_is_one_reconcile_and_an_unchanged_tick_asks_the_api_nothing(
     for name in names:
         objects.create({**manifest(), "metadata": {"name": name}})
     wait_for(lambda: _ready(objects, names), 60, "Deployments and plans")
-    time.sleep(3)  # the Deployment controller reports on the new Deployments
+
+    def reported() -> bool:  # the Deployment controller's first report on each Deployment
+        return all((objects.deployment(n).status.conditions or []) for n in names)
+
+    wait_for(reported, 60, "the Deployment controller's reports")
+    time.sleep(3)  # their watch events reach the operator
     settled = _counters(port)
     assert settled["reconciles:create"] == len(names), op.tail()
-    # the Deployment controller's first report changes what the status says, at most once
-    assert settled.get("reconciles:owned", 0.0) <= len(names), settled
+    # the Deployment controller's first report changes nothing the status counts: no
+    # reconcile, no second status write
+    assert settled.get("reconciles:owned", 0.0) == 0, settled
     assert objects.deployment("svc-0").spec.replicas >= 1
 
-    # per create: 3 GETs of names not yet cached, 3 applies, 1 event, 2 status writes (the
-    # second after the Deployment controller's first report); a status 409 (Kopf's own
-    # annotation patch came first) adds a re-read and a write
+    # per create: 3 GETs of names not yet cached, 3 applies, 1 event, 1 status write; a
+    # status 409 (Kopf's own annotation patch came first) adds a re-read and a write
     def spent(key: str) -> float:
         return settled.get(key, 0.0) - primed.get(key, 0.0)
 
     n, conflicts = len(names), spent("409")
     assert spent("method:PATCH") == 3 * n, settled  # the applies: no GET-then-apply loops
     assert spent("method:POST") == n, settled  # one event each
-    assert spent("requests") <= 9 * n + 2 * conflicts, settled
+    assert spent("method:PUT") == n + conflicts, settled  # one status write each
+    assert spent("requests") <= 8 * n + 2 * conflicts, settled
+    for name in names:  # Kopf's last-handled configuration is in memory: no PATCH of ours
+        annotations = objects.get(name)["metadata"].get("annotations") or {}
+        assert not [k for k in annotations if k.startswith(KOPF_PREFIX)], annotations
     created = [
         e for e in objects.core.list_namespaced_event(namespace).items if e.reason == "Created"
     ]

@@ -291,7 +291,7 @@ def test_restarting_the_operator_changes_nothing(
     svc_before = objects.core.read_namespaced_service("test", namespace).metadata.resource_version
     op.stop()
     again = start_operator(namespace, name="restarted")
-    time.sleep(8)  # resume + several timer periods
+    time.sleep(8)  # the start-up reconcile (a create) + several timer periods
     assert again.alive(), again.tail()
     assert objects.deployment("test").metadata.resource_version == before
     assert objects.core.read_namespaced_service("test", namespace).metadata.resource_version == (

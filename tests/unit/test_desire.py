@@ -16,6 +16,7 @@ from tokenscale.controller.desire import Desire, desire, settled_status
 from tokenscale.controller.observation import Observation
 from tokenscale.controller.reconcile import observe, reconcile
 from tokenscale.controller.status import status_document
+from tokenscale.controller.status_news import news
 from tokenscale.controller.workload import observe_workload
 from tokenscale.scaling import Snapshot
 
@@ -87,16 +88,22 @@ def test_the_clock_of_the_conditions_changes_no_object_and_no_decision(
 @settings(max_examples=15, deadline=None)
 @given(snapshot=snapshots, live=st.integers(0, 12))
 def test_reconcile_writes_the_status_desire_settles_on(snapshot: Snapshot, live: int) -> None:
-    """The status reconcile writes is ``settled_status`` of the observation it read, the
-    desire, and the Deployment as the apply left it."""
+    """The status reconcile writes (or holds back: nothing a reader acts on changed) is
+    ``settled_status`` of the observation it read, the desire, and the Deployment as the apply
+    left it."""
     kube = FakeKube(_body())
     seen = _observed(kube, snapshot, live)
     wanted = desire(seen)
     assert seen.metrics is not None
-    reconcile(kube, kube.body, NOW, _events()[1], seen.metrics)
+    stored = copy.deepcopy(kube.body["status"])
+    outcome = reconcile(kube, kube.body, NOW, _events()[1], seen.metrics)
     after = observe_workload({**kube.objects["Deployment"], "kind": "Deployment"})
     expected = status_document(settled_status(seen, wanted, after, {}))
-    assert kube.body["status"] == expected
+    if outcome.held_status is None:
+        assert kube.body["status"] == expected
+    else:
+        assert (outcome.held_status, kube.body["status"]) == (expected, stored)
+        assert news(stored, expected) is None
     # and what it applied is what desire said: the rendered Deployment, replicas included
     rendered = next(o for o in wanted.objects if o["kind"] == "Deployment")
     assert kube.objects["Deployment"]["spec"]["replicas"] == rendered["spec"]["replicas"]

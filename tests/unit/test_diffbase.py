@@ -1,67 +1,56 @@
-"""Kopf's last-handled configuration as a digest: a spec near 256 KiB is still marked handled."""
-
-import json
-from typing import Any
+"""Kopf's last-handled configuration in memory (controller/diffbase.py): nothing is written to
+the object, a change after handling is seen, a new or forgotten object is a creation."""
 
 import kopf
 
 from tests.helpers import manifest
-from tokenscale.controller.diffbase import DigestDiffBaseStorage
-from tokenscale.controller.handlers import KOPF_PREFIX
-
-KEY = f"{KOPF_PREFIX}/last-handled-configuration"
-ANNOTATIONS_LIMIT = 256 * 1024  # the API server's cap on all annotations of an object
+from tokenscale.controller.diffbase import MemoryDiffBaseStorage
 
 
-def _storage() -> DigestDiffBaseStorage:
-    return DigestDiffBaseStorage(prefix=KOPF_PREFIX, key="last-handled-configuration")
+def _body(uid: str = "u-1", rps: float = 2.0) -> kopf.Body:
+    raw = manifest(workload={"rps": {"mean": rps}})
+    raw["metadata"]["uid"] = uid
+    return kopf.Body(raw)
 
 
-def _big() -> dict[str, Any]:
-    body = manifest()
-    body["metadata"]["annotations"] = {"note": "x" * 200_000}  # a large, valid object
-    return body
-
-
-def _stored(storage: DigestDiffBaseStorage, raw: dict[str, Any]) -> dict[str, Any]:
+def _handled(storage: MemoryDiffBaseStorage, body: kopf.Body) -> kopf.Patch:
     patch = kopf.Patch()
-    storage.store(body=kopf.Body(raw), patch=patch, essence=storage.build(body=kopf.Body(raw)))
-    annotations = dict(patch.get("metadata", {}).get("annotations", {}))
-    return {
-        **raw,
-        "metadata": {
-            **raw["metadata"],
-            "annotations": {**raw["metadata"].get("annotations", {}), **annotations},
-        },
-    }
+    storage.store(body=body, patch=patch, essence=storage.build(body=body))
+    return patch
 
 
-def test_a_big_object_is_marked_handled_within_the_annotation_limit() -> None:
-    storage = _storage()
-    raw = _big()
-    kopf_json = json.dumps(storage.build(body=kopf.Body(raw)), separators=(",", ":"))
-    own = sum(len(k) + len(v) for k, v in raw["metadata"]["annotations"].items())
-    assert own + len(kopf_json) > ANNOTATIONS_LIMIT  # Kopf's JSON form would not fit
-    handled = _stored(storage, raw)
-    assert len(handled["metadata"]["annotations"][KEY]) < 100
-    body = kopf.Body(handled)
+def test_handling_writes_nothing_to_the_object() -> None:
+    storage = MemoryDiffBaseStorage()
+    body = _body()
+    assert storage.fetch(body=body) is None  # never handled: a creation
+    assert not _handled(storage, body)  # an empty patch: Kopf sends no PATCH
     assert storage.fetch(body=body) == storage.build(body=body)  # unchanged: no diff
 
 
-def test_a_change_after_handling_is_seen() -> None:
-    storage = _storage()
-    handled = _stored(storage, manifest())
-    handled["spec"]["workload"]["rps"]["mean"] = 99
-    body = kopf.Body(handled)
-    old = storage.fetch(body=body)
+def test_a_change_after_handling_is_seen_and_a_new_object_is_a_creation() -> None:
+    storage = MemoryDiffBaseStorage()
+    _handled(storage, _body())
+    changed = _body(rps=99.0)
+    old = storage.fetch(body=changed)
     assert old is not None
-    assert old != storage.build(body=body)
+    assert old != storage.build(body=changed)
+    assert storage.fetch(body=_body(uid="u-2")) is None  # same name, another object
+    storage.forget("u-1")
+    assert storage.fetch(body=_body()) is None
+    assert len(storage) == 0
 
 
-def test_kopfs_json_form_written_earlier_is_still_read() -> None:
-    storage = _storage()
-    raw = manifest()
-    essence = storage.build(body=kopf.Body(raw))
-    raw["metadata"]["annotations"] = {KEY: json.dumps(essence)}
-    assert storage.fetch(body=kopf.Body(raw)) == essence
-    assert storage.fetch(body=kopf.Body(manifest())) is None  # never handled: a creation
+def test_an_annotation_an_earlier_version_wrote_is_not_configuration() -> None:
+    storage = MemoryDiffBaseStorage()
+    body = _body()
+    _handled(storage, body)
+    raw = dict(body)
+    raw["metadata"] = {
+        **raw["metadata"],
+        "annotations": {
+            "kopf.tokenscale.io/kopf-managed": "yes",
+            "kopf.tokenscale.io/last-handled-configuration": "sha256:00",
+        },
+    }
+    later = kopf.Body(raw)
+    assert storage.fetch(body=later) == storage.build(body=later)

@@ -3,10 +3,11 @@ client-side token bucket and the 429 back-off (the real API server's 429s are in
 tests/integration/test_fleet.py)."""
 
 import copy
+import json
 from typing import Any
 
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 from kubernetes import client
 
@@ -74,9 +75,25 @@ def test_store_selects_by_namespace_and_labels_and_primes_once() -> None:
     assert store.keys("Pod") == [("a", "p1"), ("a", "p2"), ("b", "p3")]
 
 
-def test_slim_leaves_an_object_without_managed_fields_alone() -> None:
+def test_slim_leaves_an_object_without_managed_fields_as_it_was() -> None:
     obj = {"metadata": {"name": "x"}}
-    assert slim(obj) is obj
+    assert slim(obj) == obj
+
+
+def test_slimmed_objects_share_their_keys_and_short_strings() -> None:
+    """Two objects parsed from two answers hold one copy of each key and short value."""
+
+    def parsed() -> dict[str, Any]:
+        text = '{"spec": {"template": {"imagePullPolicy": "IfNotPresent", "note": "%s"}}}'
+        return dict(json.loads(text % ("x" * 100)))
+
+    a, b = slim(parsed()), slim(parsed())
+    assert a == b == parsed()
+    key_a = next(k for k in a["spec"]["template"] if k != "note")
+    key_b = next(k for k in b["spec"]["template"] if k != "note")
+    assert key_a is key_b
+    assert a["spec"]["template"]["imagePullPolicy"] is b["spec"]["template"]["imagePullPolicy"]
+    assert a["spec"]["template"]["note"] is not b["spec"]["template"]["note"]  # long: its own
 
 
 def _body(**patch: Any) -> dict[str, Any]:
@@ -93,7 +110,9 @@ def test_plan_memo_plans_once_per_spec_and_equals_a_fresh_plan() -> None:
     memo = PlanMemo()
     body = _body()
     service, plan = memo.planned(body, _unprofiled)
-    assert plan == plan_service(service.spec, "svc")
+    fresh = plan_service(service.spec, "svc")
+    assert fresh.curve  # `tokenscale plan`'s table: the memo does not keep it
+    assert plan == fresh.model_copy(update={"curve": []})
     again = copy.deepcopy(body)
     again["metadata"]["resourceVersion"] = "2"  # status, labels, versions: not the spec
     again["status"] = {"replicas": 3}
@@ -284,3 +303,16 @@ def test_pods_of_a_referenced_workload_are_asked_of_the_api_not_the_pod_cache(
     ours = kube.list_pods("a", "tokenscale.io/inferenceservice=s")
     assert [p["metadata"]["name"] for p in ours] == ["ours"]
     assert asked == ["app=their-vllm"]  # the cache answered
+
+
+@settings(max_examples=10, deadline=None)
+@given(st.lists(st.sampled_from(["a", "svc-2", "x" * 70, "team-b-chat"]), min_size=2, max_size=4))
+def test_services_that_differ_in_name_share_one_plan_equal_to_their_own(names: list[str]) -> None:
+    memo = PlanMemo()
+    for name in names:
+        body = _body()
+        body["metadata"]["name"] = name
+        service, plan = memo.planned(body, _unprofiled)
+        fresh = plan_service(service.spec, name)
+        assert plan == fresh.model_copy(update={"curve": []})
+    assert memo.plans_made == 1

@@ -1,14 +1,15 @@
 """Kopf handlers, registered on a registry built at start-up from the settings.
 
-Every entry point (create, update, resume, the resync loop, a change to an owned Deployment,
+Every entry point (create, update, the resync loop, a change to an owned Deployment,
 LeaderWorkerSet, Service or PodDisruptionBudget) calls the same
 :class:`~tokenscale.controller.resync.Reconciler`. Only the resync loop reads metrics, so only
 it brings a new observation for the decision engine; the other entry points render and apply
 the decision stored in status (``scaling/stepper.py``). Every watch event also feeds the watch
 cache (kube/store.py) the reconciles read from; an owned object's event reconciles only when
 it drifts from what was rendered or changes what the status reports, and pods (watched only
-with a metrics source) never wake a reconcile. Kopf keeps its own state in annotations (works
-on a 1.20 API server with a structural status schema) and always runs standalone: with
+with a metrics source) never wake a reconcile. Kopf keeps a retry's progress in annotations
+(works on a 1.20 API server with a structural status schema) and the last-handled
+configuration in memory (``controller/diffbase.py``), and always runs standalone: with
 several replicas, leader election on a Lease (controller/leader.py) decides which one runs
 Kopf at all.
 """
@@ -21,7 +22,7 @@ import kopf
 
 from tokenscale.api.crd import PLURAL
 from tokenscale.api.inference_service import API_GROUP, API_VERSION, KIND
-from tokenscale.controller.diffbase import DigestDiffBaseStorage
+from tokenscale.controller.diffbase import MemoryDiffBaseStorage
 from tokenscale.controller.resync import Reconciler, fleet_metrics, resync_forever
 from tokenscale.controller.settings import Settings
 from tokenscale.controller.telemetry import Telemetry
@@ -53,20 +54,19 @@ def build_registry(
             unwatched_resync_s=settings.unwatched_resync_s,
         )
     metrics = run.metrics
+    handled = MemoryDiffBaseStorage()
 
     @kopf.on.startup(registry=registry)
     def configure(settings: kopf.OperatorSettings, **_: Any) -> None:
         settings.persistence.progress_storage = kopf.AnnotationsProgressStorage(prefix=KOPF_PREFIX)
-        # a digest, not the whole object: a spec near 256 KiB still fits (controller/diffbase.py)
-        settings.persistence.diffbase_storage = DigestDiffBaseStorage(
-            prefix=KOPF_PREFIX, key="last-handled-configuration"
-        )
+        # in memory: no PATCH of the object per create and change (controller/diffbase.py)
+        settings.persistence.diffbase_storage = handled
         settings.posting.level = logging.WARNING  # our own events say what happened
         settings.watching.server_timeout = 300
         settings.execution.max_workers = 16
-        # after its own annotation patch Kopf waits this long for the patched version before
-        # it takes an older event (our status write's) at face value and, seeing no record of
-        # the creation, runs the create handler again: under load watch events lag by seconds
+        # after its own annotation patch (a retry's progress record; the last-handled
+        # configuration is in memory) Kopf waits this long for the patched version before it
+        # takes an older event at face value: under load watch events lag by seconds
         settings.persistence.consistency_timeout = 30.0
         # one "Handler … succeeded" line per watch event is noise at a thousand objects
         logging.getLogger("kopf.objects").setLevel(logging.WARNING)
@@ -82,10 +82,6 @@ def build_registry(
             certificate_path=cfg.cert_file,
             private_key_path=cfg.key_file,
         )
-
-    @kopf.on.resume(*resource, registry=registry)
-    def resumed(body: Any, **_: Any) -> None:
-        run(body, "resume")
 
     @kopf.on.create(*resource, registry=registry)
     def created(body: Any, **_: Any) -> None:
@@ -137,7 +133,8 @@ def build_registry(
     # hop per event (thousands when a fleet is created) would crowd out the reconciles.
     @kopf.on.event(*resource, registry=registry)
     async def inference_service_event(event: kopf.RawEvent, **_: Any) -> None:
-        cache(cached.INFERENCE_SERVICE, event)
+        if cache(cached.INFERENCE_SERVICE, event) is None:  # deleted
+            handled.forget(((event.get("object") or {}).get("metadata") or {}).get("uid"))
 
     if store is not None and cached.RESOURCE_QUOTA in store.kinds:
 
@@ -158,7 +155,7 @@ def build_registry(
         change drifts from what was rendered or changes what its status reports."""
         raw: dict[str, Any] = dict(event.get("object") or {})
         cache(kind, event)
-        if event.get("type") is None:  # the initial listing: resume handles those
+        if event.get("type") is None:  # the initial listing: each service's create handles it
             return
         meta: dict[str, Any] = raw.get("metadata") or {}
         owner = next(

@@ -25,6 +25,7 @@ import kopf
 from aiohttp import web
 from kubernetes.client.exceptions import ApiException
 
+from tokenscale.controller.arenas import limit_arenas
 from tokenscale.controller.handlers import build_registry
 from tokenscale.controller.leadership import (
     ElectionConfig,
@@ -245,6 +246,7 @@ async def run_elected(
 
 def run_operator(settings: Settings) -> None:
     """Connect once, serve /metrics, then block running the operator until a signal stops it."""
+    limit_arenas()  # before the first thread starts
     telemetry = Telemetry()
     if settings.metrics_port:
         telemetry.serve(settings.metrics_port)

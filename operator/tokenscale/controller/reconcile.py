@@ -71,6 +71,7 @@ from tokenscale.controller.status import (
     read_status,
     status_document,
 )
+from tokenscale.controller.status_news import news
 from tokenscale.controller.variants import (
     observe_variants,
     remove_old_variants,
@@ -142,6 +143,11 @@ class Outcome:
     """The workload as the status reports it."""
     created: list[str] = field(default_factory=list)
     """Objects created by this reconcile, not yet announced (kind, name, replicas)."""
+    held_status: dict[str, Any] | None = None
+    """The status this reconcile computed and did not write: nothing a reader acts on changed
+    (``controller/status_news.py``); the next reconcile starts from it."""
+    status_written: bool = False
+    """This reconcile wrote the status."""
 
 
 def _reject(
@@ -167,7 +173,7 @@ def _reject(
     # a workload of that name that is not ours says nothing about this InferenceService
     observed = observe_workload(workload if workload and is_ours(workload, meta["uid"]) else None)
     new_status = rejected_status(status, reason, message, observed, plan, service, name, now, gen)
-    _write_status(kube, body, new_status)
+    outcome.status_written = _write_status(kube, body, new_status)
     return outcome
 
 
@@ -201,10 +207,18 @@ def reconcile(
     now: str,
     emit: EventSink,
     metrics: MetricsView | None = None,
+    held: Mapping[str, Any] | None = None,
 ) -> Outcome:
     """Bring the owned objects of ``body`` to the rendered state and write its status:
     :func:`observe`, :func:`~tokenscale.controller.desire.desire` (pure), :func:`act`, then
-    the status :func:`~tokenscale.controller.desire.settled_status` derives."""
+    the status :func:`~tokenscale.controller.desire.settled_status` derives, written only when
+    it is news against the status the API server holds
+    (:func:`~tokenscale.controller.status_news.news`), else returned in
+    ``Outcome.held_status``. ``held``: the status a previous reconcile held back, newer than
+    ``body``'s (the engine's memory goes on from it)."""
+    stored = body.get("status")
+    if held is not None:
+        body = {**body, "status": dict(held)}
     seen = observe(kube, body, now, emit, metrics)
     if isinstance(seen, Outcome):  # the spec or its target cannot be served: said in status
         return seen
@@ -231,7 +245,16 @@ def reconcile(
     observed, role_lives = acted
     outcome.observed = observed
     outcome.ready_replicas = observed.ready_replicas if observed else 0
-    _write_status(kube, body, settled_status(seen, wanted, observed, role_lives))
+    new = status_document(settled_status(seen, wanted, observed, role_lives))
+    if new != dict(stored or {}):
+        why = news(stored, new)
+        if why is None:
+            outcome.held_status = new
+        else:
+            log.debug("%s/%s: status written: %s changed", seen.namespace, seen.name, why)
+            meta = body["metadata"]
+            kube.replace_status(meta["namespace"], meta["name"], new, meta.get("resourceVersion"))
+            outcome.status_written = True
     return outcome
 
 
@@ -535,7 +558,7 @@ def _target_problem(
         now,
         meta.get("generation"),
     )
-    _write_status(kube, body, new_status)
+    outcome.status_written = _write_status(kube, body, new_status)
     return outcome
 
 
@@ -624,7 +647,7 @@ def _name_conflict(
     new_status = conflict_status(
         previous, status, taken, summary, selector_string(meta["name"]), now, meta.get("generation")
     )
-    _write_status(kube, body, new_status)
+    outcome.status_written = _write_status(kube, body, new_status)
     outcome.decision, outcome.replicas = None, None
     return outcome
 
@@ -688,15 +711,17 @@ def _least_work_first(
     )
 
 
-def _write_status(kube: KubeApi, body: Mapping[str, Any], new: InferenceServiceStatus) -> None:
+def _write_status(kube: KubeApi, body: Mapping[str, Any], new: InferenceServiceStatus) -> bool:
     """Replace the status whole when it differs from the one read. The write carries the
     resourceVersion read; on 409 Conflict ``Kube.replace_status`` re-reads the version and
     writes the same status again (the operator is the status' only writer: whatever another
     client wrote there since the read is replaced)."""
     document = status_document(new)
-    if document != dict(body.get("status") or {}):
-        meta = body["metadata"]
-        kube.replace_status(meta["namespace"], meta["name"], document, meta.get("resourceVersion"))
+    if document == dict(body.get("status") or {}):
+        return False
+    meta = body["metadata"]
+    kube.replace_status(meta["namespace"], meta["name"], document, meta.get("resourceVersion"))
+    return True
 
 
 def _announce_created(outcome: Outcome, emit: EventSink) -> None:

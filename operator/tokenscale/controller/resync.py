@@ -330,6 +330,10 @@ def _essence(body: dict[str, Any]) -> str:
     )
 
 
+def _canonical(status: Any) -> str:
+    return json.dumps(status, sort_keys=True, default=str)
+
+
 def _version(obj: dict[str, Any] | None) -> str | None:
     return None if obj is None else (obj.get("metadata") or {}).get("resourceVersion")
 
@@ -361,6 +365,10 @@ class Reconciler:
         self._guard = threading.Lock()
         self._last_error: dict[tuple[str, str], str] = {}
         self._seen: dict[tuple[str, str], Seen] = {}
+        self._held: dict[tuple[str, str], tuple[str, dict[str, Any]]] = {}
+        """A status a reconcile held back (nothing a reader acts on changed), with the stored
+        status (canonical JSON) it is newer than: the next reconcile starts from it while the
+        API server still holds that one."""
         self._in_flight = 0
 
     @property
@@ -495,6 +503,7 @@ class Reconciler:
                 self._locks.pop(key, None)
                 self._seen.pop(key, None)
                 self._reconciled_at.pop(key, None)
+                self._held.pop(key, None)
                 return
             self.telemetry.reconciles.labels(trigger).inc()
             self._reconcile(key, current, trigger)
@@ -507,9 +516,16 @@ class Reconciler:
         if isinstance(self.kube, CachedKube):
             self.kube.written.pop(key, None)
         view = self.metrics.view(key, demand_query(body), dispersion_wanted(body))
+        stored = _canonical(body.get("status"))
+        kept = self._held.pop(key, None)
+        held = kept[1] if kept is not None and kept[0] == stored else None
         try:
-            outcome = reconcile(self.kube, body, now_stamp(), emitter(self.kube, body), view)
+            outcome = reconcile(
+                self.kube, body, now_stamp(), emitter(self.kube, body), view, held=held
+            )
         except ApiException as exc:
+            if kept is not None:
+                self._held[key] = kept
             self._seen.pop(key, None)
             message = f"{exc.status} {exc.reason}: {exc.body}"
             if self._last_error.get(key) != message:  # one event per distinct error
@@ -518,6 +534,11 @@ class Reconciler:
             raise kopf.TemporaryError(f"API error {exc.status}", delay=10) from exc
         self._last_error.pop(key, None)
         self._reconciled_at[key] = self.clock()
+        if outcome.held_status is not None:
+            self._held[key] = (stored, outcome.held_status)
+        self.telemetry.status_writes.labels(
+            "written" if outcome.status_written else "held" if outcome.held_status else "same"
+        ).inc()
         seen = self._seen_now(key, outcome.desired, outcome.observed, body)
         if seen is not None:
             self._seen[key] = seen

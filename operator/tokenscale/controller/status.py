@@ -5,7 +5,7 @@ Every builder returns a typed model of api/status.py; reconcile assembles one
 longer applies (``live`` without metrics, ``decision`` for an infeasible spec) disappears.
 """
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any, Literal
 
@@ -35,7 +35,10 @@ class Observed:
     ready_replicas: int
     available_replicas: int
     available: bool
-    available_message: str
+    available_message: str = field(compare=False)
+    """The workload controller's words (the Available condition's message): not compared, so
+    that its first report on a new workload, which changes nothing counted, wakes no
+    reconcile."""
 
 
 def observe_deployment(live: dict[str, Any] | None) -> Observed | None:
@@ -240,8 +243,9 @@ def deployment_condition(
         "DeploymentAvailable",
         "False",
         "ReplicasUnavailable",
-        f"{observed.available_replicas}/{observed.replicas} available: "
-        f"{observed.available_message}",
+        # not the workload controller's message: its first report ("does not have minimum
+        # availability") would cost a second status write that tells a reader nothing new
+        f"{observed.available_replicas}/{observed.replicas} available",
         now,
         generation,
     )

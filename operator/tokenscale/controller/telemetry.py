@@ -62,7 +62,7 @@ class Telemetry:
         )
         self.reconciles = Counter(
             "tokenscale_reconciles",
-            "Reconciles run, by what woke them (create, update, resume, owned, tick)",
+            "Reconciles run, by what woke them (create, update, owned, tick)",
             ("trigger",),
             registry=r,
         )
@@ -70,6 +70,13 @@ class Telemetry:
             "tokenscale_reconciles_skipped",
             "Wake-ups that needed no reconcile: nothing the last one read had changed",
             ("trigger",),
+            registry=r,
+        )
+        self.status_writes = Counter(
+            "tokenscale_status_writes",
+            "Reconciles by what they did with the status: written (a reader acts on the "
+            "change), held (kept in memory: nothing a reader acts on changed), same",
+            ("result",),
             registry=r,
         )
         self.api_requests = Counter(

@@ -11,9 +11,11 @@ Ordering: an object replaces the cached one only when its ``resourceVersion`` is
 (compared as integers: one etcd behind one API server hands them out in increasing order;
 a non-numeric version always replaces). ``metadata.managedFields`` keeps only the operator's
 own server-side-apply entry (drift is judged on the fields it applied, ``kube/drift.py``); the
-other managers' entries, most of an object's size, are dropped.
+other managers' entries, most of an object's size, are dropped. Keys and short strings are
+interned: one copy of ``"containerPort"`` or ``"IfNotPresent"`` for the whole cache.
 """
 
+import sys
 import threading
 from collections.abc import Callable, Iterable
 from typing import Any
@@ -32,18 +34,37 @@ def _version(obj: dict[str, Any]) -> int | None:
         return None
 
 
+SHARED_TEXT = 64
+"""Strings up to this long (every key, and values such as ``TCP``, ``True``, an image, a
+label) are kept once for the whole cache (``sys.intern``), not once per object."""
+
+
+def _shared(value: Any) -> Any:
+    """``value`` with its dict keys and short strings interned: a thousand Deployments parsed
+    from a thousand answers repeat the same few hundred keys and values (half a cached
+    object's memory)."""
+    if isinstance(value, dict):
+        return {sys.intern(k) if isinstance(k, str) else k: _shared(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_shared(v) for v in value]
+    if isinstance(value, str) and len(value) <= SHARED_TEXT:
+        return sys.intern(value)
+    return value
+
+
 def slim(obj: dict[str, Any]) -> dict[str, Any]:
-    """The object with only the operator's own applied entry in ``metadata.managedFields``."""
+    """The object with only the operator's own applied entry in ``metadata.managedFields``,
+    its keys and short strings shared with the rest of the cache."""
     meta = obj.get("metadata") or {}
     if "managedFields" not in meta:
-        return obj
+        return dict(_shared(obj))
     ours = [
         e
         for e in meta.get("managedFields") or []
         if e.get("manager") == FIELD_MANAGER and e.get("operation") == "Apply"
     ]
     rest = {k: v for k, v in meta.items() if k != "managedFields"}
-    return {**obj, "metadata": {**rest, "managedFields": ours} if ours else rest}
+    return dict(_shared({**obj, "metadata": {**rest, "managedFields": ours} if ours else rest}))
 
 
 class WatchStore:
