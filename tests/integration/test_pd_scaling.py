@@ -9,6 +9,7 @@ alone. ``status.roles`` says each role's decision and ``kubectl get``'s table sh
 """
 
 import json
+import math
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -19,8 +20,11 @@ from tests.helpers import manifest
 from tests.integration.conftest import GROUP, PLURAL, VERSION, Objects
 from tests.integration.test_autoscaling import start_metrics_operator  # noqa: F401 (fixture)
 from tests.support.vllm_emulator import Load, VllmMetricsEmulator
+from tokenscale.api import InferenceService
+from tokenscale.planning import plan_service
 from tokenscale.playground.processes import Process, wait_for
 from tokenscale.playground.prometheus import PrometheusServer
+from tokenscale.scaling.roles import binding_rps_per_replica, pools
 
 pytestmark = pytest.mark.integration
 
@@ -46,6 +50,22 @@ def role_pods(
     for pod in pods.values():
         prometheus.remove_target(pod.target)
         pod.stop()
+
+
+def _decode_on_full_kv(prefill_replicas: int, roles: dict[str, Any]) -> int:
+    """Decode replicas once its KV cache fills while prompts still wait at the prefill pool:
+    the ``kv_usage`` step (1 → 2), or more where the backlog floor asks for it
+    (``scaling/roles.py``'s ``backlog_floor``): ``prefill_replicas`` engines at the plan's
+    prefill rate feed ``ceil(their output ÷ a decode replica's rate)`` decode replicas, each
+    rate × its role's calibration as status shows it (the emulator's prompts and answers are
+    the spec's means, so no length rescaling). Bounded by maxReplicas."""
+    spec = InferenceService.model_validate(_spec()).spec
+    _, prefill, decode = pools(plan_service(spec))
+    feed = prefill_replicas * binding_rps_per_replica(prefill, spec)
+    feed *= roles["prefill"]["decision"].get("prefillCalibration") or 1.0
+    carry = binding_rps_per_replica(decode, spec)
+    carry *= roles["decode"]["decision"].get("calibration") or 1.0
+    return min(max(2, math.ceil(feed / carry - 1e-9)), spec.scaling.max_replicas)
 
 
 def _count(objects: Objects, role: str) -> int | None:
@@ -136,25 +156,29 @@ def test_each_role_scales_on_its_own_signal(
     assert levels["waiting_per_replica"] == "high"
     assert roles["decode"]["decision"]["cause"] != "Pressure"
 
-    # the decode pool's KV cache fills: decode scales, prefill keeps its 2
+    # the decode pool's KV cache fills: decode scales, prefill keeps its 2 (its prompts still
+    # wait, so decode takes what the backlogged prefill pool feeds where that is more than 2)
+    want = _decode_on_full_kv(2, roles)
     decode.set_state(running=40, waiting=0, kv_usage=0.97)
-    wait_for(lambda: _count(objects, "decode") == 2, 60, "decode scaled up to 2")
+    wait_for(lambda: _count(objects, "decode") == want, 60, f"decode scaled up to {want}")
     wait_for(
-        lambda: _scaled(objects, "Scaled decode Deployment test-decode 1→2: kv_usage 0.97"),
+        lambda: _scaled(objects, f"Scaled decode Deployment test-decode 1→{want}: kv_usage 0.97"),
         30,
         "the decode Scaled event",
     )
     assert _count(objects, "prefill") == 2
     wait_for(
-        lambda: (_roles(objects).get("decode") or {}).get("replicas") == 2,
+        lambda: (_roles(objects).get("decode") or {}).get("replicas") == want,
         30,
-        "status.roles.decode.replicas = 2",
+        f"status.roles.decode.replicas = {want}",
     )
+    levels = {s["name"]: s["level"] for s in _roles(objects)["decode"]["decision"]["signals"]}
+    assert levels["kv_usage"] == "high"
     status = objects.get("test")["status"]
-    assert status["replicas"] == 4  # prefill + decode
+    assert status["replicas"] == 2 + want  # prefill + decode
     table = _table(api, namespace)
     names = [c["name"] for c in table["columnDefinitions"]]
     row = next(r for r in table["rows"] if r["object"]["metadata"]["name"] == "test")
     cells = dict(zip(names, row["cells"], strict=True))
-    assert (cells["Prefill"], cells["Decode"]) == (2, 2)
+    assert (cells["Prefill"], cells["Decode"]) == (2, want)
     assert op.alive()
