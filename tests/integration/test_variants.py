@@ -14,10 +14,11 @@ from tests.helpers import ROOT
 from tests.integration.conftest import Objects
 from tests.support.vllm_emulator import Load, VllmMetricsEmulator
 from tokenscale.api.manifest import parse_manifests
-from tokenscale.planning import plan_service
+from tokenscale.planning import Plan, plan_service
 from tokenscale.playground.processes import Process, wait_for
 from tokenscale.playground.prometheus import PrometheusServer
 from tokenscale.render.variants import variant_workload_name
+from tokenscale.scaling.variant_order import mix_counts
 
 pytestmark = pytest.mark.integration
 MIXED = ROOT / "deploy" / "examples" / "variants" / "llama-3.1-8b-h100-l40s.yaml"
@@ -28,6 +29,15 @@ def _manifest() -> dict[str, Any]:
     doc = yaml.safe_load(MIXED.read_text())
     doc["spec"]["gateway"] = {"inferencePool": {"name": "llama-8b-pool"}}
     return doc
+
+
+def _plan() -> Plan:
+    """The example's plan, as the operator makes it: the mix the tests expect comes from it."""
+    return plan_service(parse_manifests(yaml.safe_dump(_manifest()))[0].spec, NAME)
+
+
+def _mix(plan: Plan) -> dict[str, int]:
+    return {v.name: v.replicas for v in plan.variants}
 
 
 def _replicas(objects: Objects, variant: str) -> int | None:
@@ -45,8 +55,7 @@ def test_two_variants_reconcile_to_one_deployment_each(
     objects: Objects, namespace: str, start_operator: Callable[..., Process]
 ) -> None:
     doc = _manifest()
-    plan = plan_service(parse_manifests(yaml.safe_dump(doc))[0].spec, NAME)
-    mix = {v.name: v.replicas for v in plan.variants}
+    mix = _mix(_plan())
     assert all(mix.values())  # both variants in the mix
     op = start_operator(namespace)
     objects.create(doc)
@@ -118,17 +127,25 @@ def test_a_resource_quota_is_never_exceeded(
         },
     )
     wait_for(lambda: used() == "2", 30, "the other workload's 2 GPUs counted")
+    # the plan's mix (one GPU a replica) does not fit the 7 GPUs left: the dearest
+    # capacity (L40S) gives way, in the operator's scale order, and the H100s keep their 4
+    plan = _plan()
+    wanted = sum(_mix(plan).values())
+    fit = mix_counts(plan, wanted, {"nvidia.com/gpu": 7}).counts
+    assert sum(fit.values()) == 7 < wanted
+    assert fit["h100-sxm-80gb"] == _mix(plan)["h100-sxm-80gb"]
+    assert fit["l40s-48gb"] < _mix(plan)["l40s-48gb"]
+    h100, l40s = fit["h100-sxm-80gb"], fit["l40s-48gb"]
     op = start_operator(namespace)
     objects.create(_manifest())
-    # the mix is 4 H100 + 6 L40S = 10 GPUs; 7 allowed: the dearest capacity (L40S) gives way
     wait_for(
         lambda: (
             op.alive()
-            and _replicas(objects, "h100-sxm-80gb") == 4
-            and _replicas(objects, "l40s-48gb") == 3
+            and _replicas(objects, "h100-sxm-80gb") == h100
+            and _replicas(objects, "l40s-48gb") == l40s
         ),
         60,
-        "4 H100 + 3 L40S within the quota",
+        f"{h100} H100 + {l40s} L40S within the quota",
     )
     wait_for(
         lambda: (objects.condition(NAME, "PlanFeasible") or {}).get("reason") == "QuotaLimited",
@@ -138,19 +155,22 @@ def test_a_resource_quota_is_never_exceeded(
     cond = objects.condition(NAME, "PlanFeasible")
     assert cond is not None
     assert cond["status"] == "False"
-    assert "10 replicas wanted, 7 fit the GPU quota (3 short)" in cond["message"]
+    assert f"{wanted} replicas wanted, 7 fit the GPU quota ({wanted - 7} short)" in cond["message"]
     assert "ResourceQuota team-gpus" in cond["message"]
 
     # the quota controller counts them: used is the service's 7 GPUs and the other pod's 2
     wait_for(lambda: used() == "9", 60, "the quota's used at 9")
     # settled, not passing through: once the 7 pods exist and count in the quota's used, the
-    # reconciles their Deployments' status changes bring keep 4 + 3 (while the quota had no
-    # status, counting the service's own pods back as room grew the L40S to 6 here)
+    # reconciles their Deployments' status changes bring keep them (while the quota had no
+    # status, counting the service's own pods back as room grew the L40S to the plan's here)
     wait_for(lambda: len(_gpu_pods(objects)) == 7, 60, "the 7 pods")
     deadline = time.monotonic() + 10  # five operator intervals
     while time.monotonic() < deadline:
         assert op.alive()
-        assert (_replicas(objects, "h100-sxm-80gb"), _replicas(objects, "l40s-48gb")) == (4, 3)
+        assert (_replicas(objects, "h100-sxm-80gb"), _replicas(objects, "l40s-48gb")) == (
+            h100,
+            l40s,
+        )
         assert len(_gpu_pods(objects)) <= 7
         time.sleep(0.5)
 
@@ -158,6 +178,15 @@ def test_a_resource_quota_is_never_exceeded(
 def test_a_stockout_moves_the_need_to_the_next_variant(
     objects: Objects, namespace: str, start_operator: Callable[..., Process]
 ) -> None:
+    plan = _plan()
+    mix = _mix(plan)
+    total = sum(mix.values())
+    assert mix["h100-sxm-80gb"] == 4  # 3 stuck, 1 placed
+    # the need moves in the scale order: the H100s keep what is placed (1, or 0 once the
+    # ReplicaSet removed the placed pod), the L40S take the rest of the same total
+    room = {kept: mix_counts(plan, total, None, {"h100-sxm-80gb": kept}).counts for kept in (1, 0)}
+    moved = {kept: (c["h100-sxm-80gb"], c["l40s-48gb"]) for kept, c in room.items()}
+    assert moved == {1: (1, total - 1), 0: (0, total)}
     op = start_operator(namespace)
     objects.create(_manifest())
     h100 = variant_workload_name(NAME, "h100-sxm-80gb")
@@ -198,12 +227,12 @@ def test_a_stockout_moves_the_need_to_the_next_variant(
     wait_for(
         lambda: (
             op.alive()
-            # 1 + 9, or 0 + 10 once the ReplicaSet removed the placed pod (its choice)
+            # 1 + the rest, or 0 + all once the ReplicaSet removed the placed pod (its choice)
             and (_replicas(objects, "h100-sxm-80gb"), _replicas(objects, "l40s-48gb"))
-            in ((1, 9), (0, 10))
+            in moved.values()
         ),
         120,
-        "1 H100 + 9 L40S",
+        f"1 H100 + {total - 1} L40S",
     )
     wait_for(
         lambda: (objects.condition(NAME, "VariantExhausted") or {}).get("status") == "True",
@@ -224,7 +253,7 @@ def test_a_stockout_moves_the_need_to_the_next_variant(
     assert kept in (0, 1)  # 0 once the ReplicaSet removed the placed pod: all 4 move
     assert variants["l40s-48gb"] == {
         "name": "l40s-48gb",
-        "replicas": 10 - kept,
+        "replicas": total - kept,
         "exhausted": False,
         "unplaced": 0,
     }
@@ -234,14 +263,12 @@ def test_a_stockout_moves_the_need_to_the_next_variant(
 def test_back_to_one_gpu_type_deletes_the_variants_deployments(
     objects: Objects, namespace: str, start_operator: Callable[..., Process]
 ) -> None:
+    mix = _mix(_plan())
+    assert all(mix.values())  # both variants in the mix
     op = start_operator(namespace)
     objects.create(_manifest())
     wait_for(
-        lambda: (
-            op.alive()
-            and _replicas(objects, "h100-sxm-80gb") == 4
-            and _replicas(objects, "l40s-48gb") == 6
-        ),
+        lambda: op.alive() and all(_replicas(objects, v) == n for v, n in mix.items()),
         60,
         "the variants' Deployments",
     )
@@ -258,13 +285,19 @@ def test_back_to_one_gpu_type_deletes_the_variants_deployments(
         60,
         "the one-GPU Deployment alone",
     )
-    events = objects.core.list_namespaced_event(namespace).items
-    removed = sorted(e.message for e in events if e.reason == "WorkloadRemoved")
-    assert removed == [
+
+    def removed() -> list[str]:
+        events = objects.core.list_namespaced_event(namespace).items
+        return sorted(str(e.message) for e in events if e.reason == "WorkloadRemoved")
+
+    said = [
         f"Deleted Deployment {variant_workload_name(NAME, v)}: its GPU variant is no longer in "
         "spec.hardware"
         for v in ("h100-sxm-80gb", "l40s-48gb")
     ]
+    # events are posted in the background: the deletions can be seen before their events are
+    wait_for(lambda: len(removed()) >= len(said), 30, "the WorkloadRemoved events")
+    assert removed() == said
     assert objects.get(NAME)["status"].get("variants", []) == []
 
 
