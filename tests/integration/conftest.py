@@ -119,6 +119,34 @@ class Objects:
 
 
 @pytest.fixture
+def start_metrics_operator(cluster: Cluster, tmp_path: Path) -> Iterator[Callable[..., Process]]:
+    """An operator reading Prometheus with short windows (gauges 5 s, rates 10 s), so a test
+    sees the load it sets within a few ticks; ``extra`` flags are passed on."""
+    started: list[Process] = []
+
+    def start(namespace: str, prometheus_url: str, *extra: str, interval_s: float = 2) -> Process:
+        proc = cluster.operator(
+            f"operator-metrics-{len(started)}",
+            namespace,
+            interval_s,
+            tmp_path,
+            "--prometheus-url",
+            prometheus_url,
+            "--metrics-gauge-window",
+            "5s",
+            "--metrics-rate-window",
+            "10s",
+            *extra,
+        )
+        started.append(proc)
+        return proc
+
+    yield start
+    for proc in started:
+        proc.stop()
+
+
+@pytest.fixture
 def objects(api: client.ApiClient, namespace: str) -> Objects:
     return Objects(api, namespace)
 

@@ -2,7 +2,7 @@
 
 import time
 import urllib.request
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -11,7 +11,6 @@ import pytest
 from tests.helpers import manifest
 from tests.integration.conftest import GROUP, PLURAL, VERSION, Objects
 from tests.support.vllm_emulator import Load, VllmMetricsEmulator
-from tokenscale.playground.cluster import Cluster
 from tokenscale.playground.processes import Process, free_port, wait_for
 from tokenscale.playground.prometheus import PrometheusServer
 from tokenscale.render.labels import CONFIG_HASH_ANNOTATION
@@ -29,32 +28,6 @@ def _spec() -> dict[str, Any]:
             "policy": {"scaleDownStabilizationSeconds": WINDOW_S},
         },
     )
-
-
-@pytest.fixture
-def start_metrics_operator(cluster: Cluster, tmp_path: Path) -> Iterator[Callable[..., Process]]:
-    started: list[Process] = []
-
-    def start(namespace: str, prometheus_url: str, *extra: str, interval_s: float = 2) -> Process:
-        proc = cluster.operator(
-            f"operator-metrics-{len(started)}",
-            namespace,
-            interval_s,
-            tmp_path,
-            "--prometheus-url",
-            prometheus_url,
-            "--metrics-gauge-window",
-            "5s",
-            "--metrics-rate-window",
-            "10s",
-            *extra,
-        )
-        started.append(proc)
-        return proc
-
-    yield start
-    for proc in started:
-        proc.stop()
 
 
 def _replicas(objects: Objects) -> int | None:

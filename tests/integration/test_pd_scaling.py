@@ -18,7 +18,6 @@ from kubernetes import client
 
 from tests.helpers import manifest
 from tests.integration.conftest import GROUP, PLURAL, VERSION, Objects
-from tests.integration.test_autoscaling import start_metrics_operator  # noqa: F401 (fixture)
 from tests.support.vllm_emulator import Load, VllmMetricsEmulator
 from tokenscale.api import InferenceService
 from tokenscale.planning import plan_service
@@ -97,7 +96,7 @@ def _table(api: client.ApiClient, namespace: str) -> dict[str, Any]:
 
 
 def test_each_role_scales_on_its_own_signal(
-    start_metrics_operator: Callable[..., Process],  # noqa: F811
+    start_metrics_operator: Callable[..., Process],
     prometheus: PrometheusServer,
     objects: Objects,
     namespace: str,

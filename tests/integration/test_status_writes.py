@@ -7,8 +7,7 @@ every read.
 """
 
 import time
-from collections.abc import Callable, Iterator
-from pathlib import Path
+from collections.abc import Callable
 from typing import Any
 
 import pytest
@@ -18,38 +17,12 @@ from tests.helpers import manifest
 from tests.integration.conftest import GROUP, PLURAL, VERSION, Objects
 from tests.support.vllm_emulator import Load, VllmMetricsEmulator
 from tokenscale.controller.status_news import news
-from tokenscale.playground.cluster import Cluster
 from tokenscale.playground.processes import Process, wait_for
 from tokenscale.playground.prometheus import PrometheusServer
 
 pytestmark = pytest.mark.integration
 INTERVAL_S = 2.0
 QUIET_S = 30.0  # fifteen ticks
-
-
-@pytest.fixture
-def start_metrics_operator(cluster: Cluster, tmp_path: Path) -> Iterator[Callable[..., Process]]:
-    started: list[Process] = []
-
-    def start(namespace: str, prometheus_url: str) -> Process:
-        proc = cluster.operator(
-            f"operator-status-{len(started)}",
-            namespace,
-            INTERVAL_S,
-            tmp_path,
-            "--prometheus-url",
-            prometheus_url,
-            "--metrics-gauge-window",
-            "5s",
-            "--metrics-rate-window",
-            "10s",
-        )
-        started.append(proc)
-        return proc
-
-    yield start
-    for proc in started:
-        proc.stop()
 
 
 def _status_writes(objects: Objects, seconds: float) -> list[dict[str, Any]]:
@@ -85,7 +58,7 @@ def test_a_quiet_service_writes_no_status_per_tick_and_a_change_is_written_at_on
     pod = emulators(namespace, "test")
     pod.set_state(running=4, waiting=0, kv_usage=0.3)
     pod.set_load(Load(rps=5, ttft_s=0.2, tpot_s=0.02))
-    op = start_metrics_operator(namespace, prometheus.url)
+    op = start_metrics_operator(namespace, prometheus.url, interval_s=INTERVAL_S)
     objects.create(manifest(workload={"rps": {"mean": 0.5}}, scaling={"maxReplicas": 6}))
     wait_for(
         lambda: (objects.condition("test", "MetricsAvailable") or {}).get("status") == "True",
