@@ -132,7 +132,8 @@ class SignalStatus(ApiModel):
 
     name: str = Field(
         description="kv_usage, waiting_per_replica, gateway_queue_per_replica, "
-        "pool_saturation, ttft_p99_s, tpot_p99_s."
+        "pool_saturation, ttft_p99_s, tpot_p99_s, lora_slot_wait (the share of LoRA engines "
+        "waiting for an adapter slot; never asks for replicas itself)."
     )
     value: float | None = Field(default=None, description="Observed value.")
     high: float = Field(description="At or above: scale up.")
