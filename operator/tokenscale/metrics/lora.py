@@ -34,14 +34,17 @@ def _names(text: str | None) -> list[str]:
 
 
 def engine_state(labels: dict[str, str]) -> tuple[int, int, bool]:
-    """(running adapters, waiting adapters, slot-bound) of one engine's series."""
+    """(running adapters, adapters waiting that none of the running requests uses, slot-bound)
+    of one engine's series."""
     running, waiting = _names(labels.get(v.LORA_RUNNING)), _names(labels.get(v.LORA_WAITING))
     try:
         slots = int(labels.get(v.LORA_MAX, ""))
     except ValueError:
         slots = 0
-    bound = bool(waiting) and slots > 0 and len(running) >= slots
-    return len(running), len(waiting), bound
+    # an adapter waiting and running at once waits for compute, not for a slot
+    for_a_slot = set(waiting) - set(running)
+    bound = bool(for_a_slot) and slots > 0 and len(running) >= slots
+    return len(running), len(for_a_slot), bound
 
 
 def lora_readings(

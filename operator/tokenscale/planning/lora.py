@@ -212,16 +212,20 @@ class LoraSetup:
     def mean_adapter_bytes(self) -> float:
         return sum(p * b for p, b in zip(self.shares, self.adapter_bytes, strict=True))
 
-    def host_load_seconds(self, tp: int) -> float:
-        """Activating an adapter from host memory: its shard over PCIe plus a fixed cost."""
-        return HOST_FIXED_S + self.mean_adapter_bytes / tp / self.pcie_bytes_per_s
+    def _bytes(self, adapter: int | None) -> float:
+        return self.mean_adapter_bytes if adapter is None else self.adapter_bytes[adapter]
 
-    def source_load_seconds(self, tp: int) -> float:
+    def host_load_seconds(self, tp: int, adapter: int | None = None) -> float:
+        """Activating an adapter (the mean one, or index ``adapter``) from host memory: its
+        shard over PCIe plus a fixed cost."""
+        return HOST_FIXED_S + self._bytes(adapter) / tp / self.pcie_bytes_per_s
+
+    def source_load_seconds(self, tp: int, adapter: int | None = None) -> float:
         """Reading an adapter from its source (:data:`SOURCE_BYTES_PER_S`) then over PCIe."""
         return (
             SOURCE_FIXED_S
-            + self.mean_adapter_bytes / SOURCE_BYTES_PER_S
-            + self.host_load_seconds(tp)
+            + self._bytes(adapter) / SOURCE_BYTES_PER_S
+            + self.host_load_seconds(tp, adapter)
         )
 
     def load_seconds_per_request(self, tp: int) -> float:
@@ -230,11 +234,16 @@ class LoraSetup:
         return host * self.host_load_seconds(tp) + self.host_miss * self.source_load_seconds(tp)
 
     def kernel_seconds(self, batch: float, tp: int, hbm_bytes_per_s: float) -> float:
-        """The LoRA kernels' time in one decode step of ``batch`` sequences."""
+        """The LoRA kernels' time in one decode step of ``batch`` sequences (the expected
+        distinct adapters among them)."""
         if batch <= 0:
             return 0.0
-        fixed = 2.0 * LORA_GROUPS * self.arch.layers * LORA_KERNEL_SECONDS
         distinct = expected_distinct(list(self.shares), batch, self.max_loras)
+        return self.kernel_seconds_for(distinct, tp, hbm_bytes_per_s)
+
+    def kernel_seconds_for(self, distinct: float, tp: int, hbm_bytes_per_s: float) -> float:
+        """The LoRA kernels' time in one step whose batch holds ``distinct`` adapters."""
+        fixed = 2.0 * LORA_GROUPS * self.arch.layers * LORA_KERNEL_SECONDS
         reads = distinct * slot_bytes_per_gpu(self.arch, self.max_lora_rank, tp)
         return fixed + reads / hbm_bytes_per_s
 
@@ -343,6 +352,13 @@ class LoraPerfModel(PerfModel):
     pay the adapter loads their requests cause (module docstring)."""
 
     lora: LoraSetup | None = None
+
+    def lora_kernel_seconds(self, distinct: int) -> float:
+        """The LoRA kernels' time in a step whose batch holds ``distinct`` adapters (the
+        simulator's, which plays the loads out itself); 0 without LoRA."""
+        if self.lora is None:
+            return 0.0
+        return self.lora.kernel_seconds_for(float(distinct), self.tp, self._bw)
 
     def _step_seconds(self, batch: float) -> float:
         base = super()._step_seconds(batch)
