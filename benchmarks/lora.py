@@ -1,0 +1,160 @@
+"""LoRA adapters: what the plan says they cost, and the plan against the simulator.
+
+One base model (Llama-3.1-8B on H100 SXM, TP 1, the conversation mix: 1,000 / P99 4,000 prompt
+tokens, 200 / P99 800 out, TTFT P99 2 s, TPOT P99 80 ms) serving a steady ``--rps`` over 1, 10
+and 100 rank-16 adapters with Zipf shares (exponent 1: the first takes ``1/H_n`` of the
+requests). For each adapter count:
+
+- the plan (``tokenscale plan`` for the same spec): the LoRA slots out of the KV pool, the
+  throughput change at the operating batch, the swaps per second, the recommended ``maxLoras``
+  and its replicas; and the plan at vLLM's default ``maxLoras`` 1;
+- with ``--simulate``, on the many-adapter shape (``simulation/workloads.py``
+  ``many_adapters``: the same Poisson rate, each request's adapter drawn by the shares) the
+  simulator's best static fleet (the fewest replicas whose replay meets the SLOs for
+  ``targetAttainment`` of the requests, ``simulation/run.py`` ``best_static``) at the
+  recommended ``maxLoras`` and at 1; the plan's replicas against it (target: within 15 %).
+
+The figures are reported, not asserted.
+
+    python benchmarks/lora.py [--rps 20] [--duration 600] [--simulate] [--json]
+"""
+
+import argparse
+import json
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))  # run as a script: benchmarks/ is first on the path
+sys.path.insert(0, str(ROOT / "operator"))
+
+from tokenscale.api import InferenceService  # noqa: E402
+from tokenscale.api.inference_service import InferenceServiceSpec  # noqa: E402
+from tokenscale.planning import plan_service  # noqa: E402
+from tokenscale.planning.formulas import GIB  # noqa: E402
+from tokenscale.planning.result import Plan  # noqa: E402
+from tokenscale.simulation.run import Setup, SimOptions, best_static  # noqa: E402
+from tokenscale.simulation.workloads import CONVERSATION, many_adapters  # noqa: E402
+
+COUNTS = (1, 10, 100)
+TARGET = 0.15
+
+
+def service(adapters: int, rps: float, max_loras: int | None = None) -> InferenceServiceSpec:
+    lora: dict[str, Any] = {
+        "zipfExponent": 1.0,
+        "adapters": [
+            {"name": f"tenant-{i:03d}", "source": f"/adapters/tenant-{i:03d}", "rank": 16}
+            for i in range(adapters)
+        ],
+    }
+    if max_loras is not None:
+        lora["maxLoras"] = max_loras
+    doc = {
+        "apiVersion": "tokenscale.io/v1alpha1",
+        "kind": "InferenceService",
+        "metadata": {"name": f"lora-{adapters}"},
+        "spec": {
+            "model": {"name": "meta-llama/Llama-3.1-8B-Instruct", "catalog": "llama-3.1-8b"},
+            "hardware": {"gpu": "H100-SXM-80GB", "tensorParallelSize": 1},
+            "workload": {
+                "rps": {"mean": rps},
+                "inputTokens": {"mean": 1000, "p99": 4000},
+                "outputTokens": {"mean": 200, "p99": 800},
+                "maxContextTokens": 16384,
+            },
+            "slo": {"ttftP99Seconds": 2.0, "tpotP99Seconds": 0.08},
+            "scaling": {"minReplicas": 1, "maxReplicas": 64},
+            "lora": lora,
+        },
+    }
+    return InferenceService.model_validate(doc).spec
+
+
+def _plan_row(p: Plan) -> dict[str, Any]:
+    assert p.lora is not None
+    e = p.lora
+    return {
+        "max_loras": e.max_loras,
+        "replicas": None if p.replicas is None else p.replicas.total,
+        "kv_pool_minus_gib": e.slots_bytes_per_gpu / GIB,
+        "throughput_change": e.throughput_ratio - 1.0,
+        "swaps_per_s_per_replica": e.swaps_per_s_per_replica,
+        "operating_batch": p.operating_batch,
+        "limited_by": p.assumptions.get("operating_point_limited_by"),
+        "summary": e.summary,
+    }
+
+
+def _simulated(spec: InferenceServiceSpec, name: str, duration_s: float, rps: float) -> int:
+    assert spec.lora is not None
+    trace = many_adapters(duration_s, rps, len(spec.lora.adapters), 1.0, CONVERSATION, seed=1)
+    setup = Setup(spec, trace, SimOptions(capacity_requests=600, timeline=False), name)
+    return best_static(setup).static_replicas or 0
+
+
+def run(rps: float, duration_s: float, simulate: bool) -> list[dict[str, Any]]:
+    rows: list[dict[str, Any]] = []
+    for count in COUNTS:
+        started = time.perf_counter()
+        recommended = plan_service(service(count, rps), f"lora-{count}")
+        default = plan_service(service(count, rps, 1), f"lora-{count}-default")
+        row: dict[str, Any] = {
+            "adapters": count,
+            "plan": _plan_row(recommended),
+            "plan_at_default": _plan_row(default),
+        }
+        if simulate:
+            m = recommended.lora.max_loras if recommended.lora is not None else 1
+            sim = _simulated(service(count, rps, m), f"lora-{count}", duration_s, rps)
+            sim_default = _simulated(service(count, rps, 1), f"lora-{count}-1", duration_s, rps)
+            planned = row["plan"]["replicas"]
+            row["simulated_best_static"] = sim
+            row["simulated_best_static_at_default"] = sim_default
+            row["plan_vs_simulated"] = None if not sim or planned is None else planned / sim - 1.0
+        row["seconds"] = time.perf_counter() - started
+        rows.append(row)
+    return rows
+
+
+def _print(rows: list[dict[str, Any]], rps: float) -> None:
+    print(f"Llama-3.1-8B on H100 SXM, {rps:g} RPS, rank-16 adapters, Zipf 1.0")
+    for row in rows:
+        p, d = row["plan"], row["plan_at_default"]
+        print(f"\n{row['adapters']} adapter(s): {p['summary']}")
+        print(
+            f"  plan: maxLoras {p['max_loras']} → {p['replicas']} replicas (batch "
+            f"{p['operating_batch']:.0f}, limited by {p['limited_by']}); vLLM's default "
+            f"maxLoras 1 → {d['replicas']} replicas (batch {d['operating_batch']:.0f}, "
+            f"{d['swaps_per_s_per_replica']:.2g} swaps/s)"
+        )
+        if "simulated_best_static" in row:
+            diff = row["plan_vs_simulated"]
+            verdict = (
+                "n/a" if diff is None else f"{diff:+.0%} ({'ok' if abs(diff) <= TARGET else 'MISS'})"
+            )
+            print(
+                f"  simulator best static: {row['simulated_best_static']} at maxLoras "
+                f"{p['max_loras']}, {row['simulated_best_static_at_default']} at maxLoras 1; "
+                f"plan vs simulator {verdict}"
+            )
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--rps", type=float, default=20.0)
+    parser.add_argument("--duration", type=float, default=600.0, help="simulated seconds")
+    parser.add_argument("--simulate", action="store_true", help="also the simulator's fleets")
+    parser.add_argument("--json", action="store_true")
+    args = parser.parse_args()
+    rows = run(args.rps, args.duration, args.simulate)
+    if args.json:
+        print(json.dumps(rows, indent=2))
+    else:
+        _print(rows, args.rps)
+
+
+if __name__ == "__main__":
+    main()
