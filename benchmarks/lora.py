@@ -9,14 +9,16 @@ requests). For each adapter count:
   throughput change at the operating batch, the swaps per second, the recommended ``maxLoras``
   and its replicas; and the plan at vLLM's default ``maxLoras`` 1;
 - with ``--simulate``, on the many-adapter shape (``simulation/workloads.py``
-  ``many_adapters``: the same Poisson rate, each request's adapter drawn by the shares) the
-  simulator's best static fleet (the fewest replicas whose replay meets the SLOs for
-  ``targetAttainment`` of the requests, ``simulation/run.py`` ``best_static``) at the
-  recommended ``maxLoras`` and at 1; the plan's replicas against it (target: within 15 %).
+  ``many_adapters``: 100 adapters, Poisson arrivals at ``--sim-rps`` for ``--duration``
+  seconds, each request's adapter drawn by the shares, seed 1) the simulator's best static
+  fleet (the fewest replicas whose replay meets the SLOs for ``targetAttainment`` of the
+  requests, ``simulation/run.py`` ``best_static``) against the plan's replicas (target: within
+  15 %), without LoRA (the same arrivals: the planner's margin apart from LoRA), at the
+  recommended ``maxLoras`` and at vLLM's default 1.
 
 The figures are reported, not asserted.
 
-    python benchmarks/lora.py [--rps 20] [--duration 600] [--simulate] [--json]
+    python benchmarks/lora.py [--rps 20] [--simulate [--sim-rps 60] [--duration 300]] [--json]
 """
 
 import argparse
@@ -36,7 +38,7 @@ from tokenscale.planning import plan_service  # noqa: E402
 from tokenscale.planning.formulas import GIB  # noqa: E402
 from tokenscale.planning.result import Plan  # noqa: E402
 from tokenscale.simulation.run import Setup, SimOptions, best_static  # noqa: E402
-from tokenscale.simulation.workloads import CONVERSATION, many_adapters  # noqa: E402
+from tokenscale.simulation.workloads import CONVERSATION, many_adapters, steady  # noqa: E402
 
 COUNTS = (1, 10, 100)
 TARGET = 0.15
@@ -89,34 +91,60 @@ def _plan_row(p: Plan) -> dict[str, Any]:
 
 
 def _simulated(spec: InferenceServiceSpec, name: str, duration_s: float, rps: float) -> int:
-    assert spec.lora is not None
-    trace = many_adapters(duration_s, rps, len(spec.lora.adapters), 1.0, CONVERSATION, seed=1)
+    """The simulator's best static fleet on the many-adapter shape (no LoRA: the same
+    arrivals, no adapter)."""
+    count = len(spec.lora.adapters) if spec.lora is not None else 1
+    trace = many_adapters(duration_s, rps, count, 1.0, CONVERSATION, seed=1)
+    if spec.lora is None:
+        trace = steady(duration_s, rps, CONVERSATION, seed=1)
     setup = Setup(spec, trace, SimOptions(capacity_requests=600, timeline=False), name)
     return best_static(setup).static_replicas or 0
 
 
-def run(rps: float, duration_s: float, simulate: bool) -> list[dict[str, Any]]:
+def plans(rps: float) -> list[dict[str, Any]]:
+    """The plan for 1, 10 and 100 adapters, recommended and at vLLM's default maxLoras."""
     rows: list[dict[str, Any]] = []
     for count in COUNTS:
-        started = time.perf_counter()
         recommended = plan_service(service(count, rps), f"lora-{count}")
         default = plan_service(service(count, rps, 1), f"lora-{count}-default")
-        row: dict[str, Any] = {
-            "adapters": count,
-            "plan": _plan_row(recommended),
-            "plan_at_default": _plan_row(default),
-        }
-        if simulate:
-            m = recommended.lora.max_loras if recommended.lora is not None else 1
-            sim = _simulated(service(count, rps, m), f"lora-{count}", duration_s, rps)
-            sim_default = _simulated(service(count, rps, 1), f"lora-{count}-1", duration_s, rps)
-            planned = row["plan"]["replicas"]
-            row["simulated_best_static"] = sim
-            row["simulated_best_static_at_default"] = sim_default
-            row["plan_vs_simulated"] = None if not sim or planned is None else planned / sim - 1.0
-        row["seconds"] = time.perf_counter() - started
-        rows.append(row)
+        rows.append(
+            {
+                "adapters": count,
+                "plan": _plan_row(recommended),
+                "plan_at_default": _plan_row(default),
+            }
+        )
     return rows
+
+
+def simulated(rps: float, duration_s: float, adapters: int = 100) -> list[dict[str, Any]]:
+    """The many-adapter shape: the plan's replicas against the simulator's best static fleet,
+    without LoRA (the same arrivals), at the recommended maxLoras and at vLLM's default 1."""
+    recommended = plan_service(service(adapters, rps), "rec")
+    m = recommended.lora.max_loras if recommended.lora is not None else 1
+    cases = (
+        ("no LoRA", service(adapters, rps).model_copy(update={"lora": None})),
+        (f"maxLoras {m} (recommended)", service(adapters, rps, m)),
+        ("maxLoras 1 (vLLM's default)", service(adapters, rps, 1)),
+    )
+    out: list[dict[str, Any]] = []
+    for label, spec in cases:
+        started = time.perf_counter()
+        p = plan_service(spec, "case")
+        sim = _simulated(spec, "case", duration_s, rps)
+        planned = None if p.replicas is None else p.replicas.total
+        out.append(
+            {
+                "case": label,
+                "plan_replicas": planned,
+                "plan_needed": None if p.replicas is None else p.replicas.needed,
+                "max_replicas": spec.scaling.max_replicas,
+                "simulated_best_static": sim,
+                "plan_vs_simulated": None if not sim or planned is None else planned / sim - 1.0,
+                "seconds": time.perf_counter() - started,
+            }
+        )
+    return out
 
 
 def _print(rows: list[dict[str, Any]], rps: float) -> None:
@@ -130,30 +158,39 @@ def _print(rows: list[dict[str, Any]], rps: float) -> None:
             f"maxLoras 1 → {d['replicas']} replicas (batch {d['operating_batch']:.0f}, "
             f"{d['swaps_per_s_per_replica']:.2g} swaps/s)"
         )
-        if "simulated_best_static" in row:
-            diff = row["plan_vs_simulated"]
-            verdict = (
-                "n/a" if diff is None else f"{diff:+.0%} ({'ok' if abs(diff) <= TARGET else 'MISS'})"
-            )
-            print(
-                f"  simulator best static: {row['simulated_best_static']} at maxLoras "
-                f"{p['max_loras']}, {row['simulated_best_static_at_default']} at maxLoras 1; "
-                f"plan vs simulator {verdict}"
-            )
+
+
+def _print_sim(rows: list[dict[str, Any]], rps: float, duration_s: float) -> None:
+    print(f"\nmany-adapter shape: 100 adapters, {rps:g} RPS, {duration_s:g} s, seed 1")
+    for r in rows:
+        diff = r["plan_vs_simulated"]
+        verdict = (
+            "n/a" if diff is None else f"{diff:+.0%} ({'ok' if abs(diff) <= TARGET else 'MISS'})"
+        )
+        capped = " (maxReplicas)" if r["simulated_best_static"] >= r["max_replicas"] else ""
+        print(
+            f"  {r['case']}: plan {r['plan_replicas']} (need {r['plan_needed']:.2f}), "
+            f"simulator best static {r['simulated_best_static']}{capped}: {verdict} "
+            f"[{r['seconds']:.0f} s]"
+        )
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rps", type=float, default=20.0)
-    parser.add_argument("--duration", type=float, default=600.0, help="simulated seconds")
-    parser.add_argument("--simulate", action="store_true", help="also the simulator's fleets")
+    parser.add_argument("--simulate", action="store_true", help="also the many-adapter shape")
+    parser.add_argument("--sim-rps", type=float, default=60.0)
+    parser.add_argument("--duration", type=float, default=300.0, help="simulated seconds")
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args()
-    rows = run(args.rps, args.duration, args.simulate)
+    rows = plans(args.rps)
+    sims = simulated(args.sim_rps, args.duration) if args.simulate else []
     if args.json:
-        print(json.dumps(rows, indent=2))
-    else:
-        _print(rows, args.rps)
+        print(json.dumps({"plans": rows, "simulated": sims}, indent=2))
+        return
+    _print(rows, args.rps)
+    if sims:
+        _print_sim(sims, args.sim_rps, args.duration)
 
 
 if __name__ == "__main__":

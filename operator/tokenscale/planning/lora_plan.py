@@ -77,6 +77,11 @@ def choose_max_loras(
     notes = list(chosen.notes)
     if not timed:
         notes.append("LoRA kernel time and loads are not modelled for multi-node layouts")
+    elif plan.speculative is not None and plan.speculative.enabled:
+        notes.append(
+            "LoRA kernel time and loads are not modelled with speculative decoding on (the "
+            "speculative step replaces them); the slots still come out of the KV pool"
+        )
     rank = max(chosen.ranks)
     rank_words = (
         f"rank {rank}" if rank == min(chosen.ranks) else f"ranks {min(chosen.ranks)}–{rank}"
