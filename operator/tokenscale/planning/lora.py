@@ -39,9 +39,12 @@ each decode step pays ``B / mean_output × (f_host × t_host + f_source × t_sou
 """
 
 import dataclasses
-import math
+from collections.abc import Sequence
 from dataclasses import dataclass
-from functools import cached_property
+from functools import cached_property, lru_cache
+
+import numpy as np
+import numpy.typing as npt
 
 from tokenscale.api.errors import SpecError, SpecIssue
 from tokenscale.api.lora import Lora, rank_choice
@@ -101,18 +104,29 @@ def slot_bytes_per_gpu(arch: Architecture, max_lora_rank: int, tp: int) -> float
     return max_lora_rank * LORA_BYTES_PER_ELEMENT * arch.layers * per_layer
 
 
-def expected_distinct(shares: list[float], batch: float, cap: int) -> float:
+@lru_cache(maxsize=256)
+def _shares_array(shares: tuple[float, ...]) -> npt.NDArray[np.float64]:
+    return np.asarray(shares, dtype=np.float64)
+
+
+def expected_distinct(shares: Sequence[float], batch: float, cap: int) -> float:
     """Distinct adapters among ``batch`` independent requests, at most ``cap``."""
     if batch <= 0:
         return 0.0
-    distinct = sum(1.0 - math.pow(1.0 - p, batch) for p in shares)
+    p = _shares_array(tuple(shares))
+    distinct = float(np.sum(1.0 - np.power(1.0 - p, batch)))
     return min(float(cap), distinct)
 
 
-def slot_batch(shares: list[float], max_loras: int) -> float | None:
+def slot_batch(shares: Sequence[float], max_loras: int) -> float | None:
     """The largest batch whose requests span, on average, no more than ``max_loras`` adapters
     (vLLM's scheduler admits a request only while its adapter has a slot in the batch); None
     when every adapter has a slot."""
+    return _slot_batch(tuple(shares), max_loras)
+
+
+@lru_cache(maxsize=4096)
+def _slot_batch(shares: tuple[float, ...], max_loras: int) -> float | None:
     if max_loras >= len(shares):
         return None
     lo, hi = 1.0, 2.0
@@ -127,16 +141,22 @@ def slot_batch(shares: list[float], max_loras: int) -> float | None:
     return lo
 
 
-def lru_miss_fraction(shares: list[float], capacity: int) -> float:
+def lru_miss_fraction(shares: Sequence[float], capacity: int) -> float:
     """Share of requests whose adapter is not among the ``capacity`` an LRU cache holds
     (Che's approximation; 0 when every adapter fits)."""
+    return _lru_miss_fraction(tuple(shares), capacity)
+
+
+@lru_cache(maxsize=4096)
+def _lru_miss_fraction(shares: tuple[float, ...], capacity: int) -> float:
     if capacity >= len(shares):
         return 0.0
     if capacity <= 0:
         return 1.0
+    p = _shares_array(shares)
 
     def occupied(t: float) -> float:
-        return sum(1.0 - math.exp(-p * t) for p in shares)
+        return float(np.sum(1.0 - np.exp(-p * t)))
 
     lo, hi = 0.0, 1.0
     while occupied(hi) < capacity:
@@ -148,7 +168,7 @@ def lru_miss_fraction(shares: list[float], capacity: int) -> float:
         else:
             hi = mid
     t = (lo + hi) / 2.0
-    return sum(p * math.exp(-p * t) for p in shares)
+    return float(np.sum(p * np.exp(-p * t)))
 
 
 @dataclass(frozen=True)
@@ -190,7 +210,7 @@ class LoraSetup:
     @cached_property
     def batch_cap(self) -> float | None:
         """:func:`slot_batch` at this ``max_loras``."""
-        return slot_batch(list(self.shares), self.max_loras)
+        return slot_batch(self.shares, self.max_loras)
 
     def slots_bytes(self, tp: int) -> float:
         """All ``max_loras`` slots on one GPU."""
@@ -202,11 +222,11 @@ class LoraSetup:
 
     @cached_property
     def gpu_miss(self) -> float:
-        return lru_miss_fraction(list(self.shares), self.max_loras)
+        return lru_miss_fraction(self.shares, self.max_loras)
 
     @cached_property
     def host_miss(self) -> float:
-        return lru_miss_fraction(list(self.shares), self.max_cpu_loras)
+        return lru_miss_fraction(self.shares, self.max_cpu_loras)
 
     @cached_property
     def mean_adapter_bytes(self) -> float:
@@ -238,7 +258,7 @@ class LoraSetup:
         distinct adapters among them)."""
         if batch <= 0:
             return 0.0
-        distinct = expected_distinct(list(self.shares), batch, self.max_loras)
+        distinct = expected_distinct(self.shares, batch, self.max_loras)
         return self.kernel_seconds_for(distinct, tp, hbm_bytes_per_s)
 
     def kernel_seconds_for(self, distinct: float, tp: int, hbm_bytes_per_s: float) -> float:
