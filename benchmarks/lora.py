@@ -140,7 +140,10 @@ def simulated(rps: float, duration_s: float, adapters: int = 100) -> list[dict[s
                 "plan_needed": None if p.replicas is None else p.replicas.needed,
                 "max_replicas": spec.scaling.max_replicas,
                 "simulated_best_static": sim,
-                "plan_vs_simulated": None if not sim or planned is None else planned / sim - 1.0,
+                # a fleet at maxReplicas did not meet the target: no count to compare with
+                "plan_vs_simulated": None
+                if not sim or planned is None or sim >= spec.scaling.max_replicas
+                else planned / sim - 1.0,
                 "seconds": time.perf_counter() - started,
             }
         )
@@ -167,7 +170,11 @@ def _print_sim(rows: list[dict[str, Any]], rps: float, duration_s: float) -> Non
         verdict = (
             "n/a" if diff is None else f"{diff:+.0%} ({'ok' if abs(diff) <= TARGET else 'MISS'})"
         )
-        capped = " (maxReplicas)" if r["simulated_best_static"] >= r["max_replicas"] else ""
+        capped = (
+            " (maxReplicas: the target is not met)"
+            if r["simulated_best_static"] >= r["max_replicas"]
+            else ""
+        )
         print(
             f"  {r['case']}: plan {r['plan_replicas']} (need {r['plan_needed']:.2f}), "
             f"simulator best static {r['simulated_best_static']}{capped}: {verdict} "
