@@ -16,7 +16,9 @@ from tests.helpers import manifest
 from tests.integration.conftest import Objects
 from tests.support.vllm_args import CommandLine, parse_in_vllm, serve_argv
 from tests.support.vllm_cpu import vllm_python
+from tests.support.vllm_emulator import Load, VllmMetricsEmulator
 from tokenscale.playground.processes import Process, wait_for
+from tokenscale.playground.prometheus import PrometheusServer
 
 BASE = "meta-llama/Llama-3.1-8B-Instruct"
 #: The command lines the operator rendered in this module's first test.
@@ -139,3 +141,70 @@ def _camel(container: dict[str, Any]) -> dict[str, Any]:
     """The Python client's snake_case container as the API's camelCase keys serve_argv reads
     (command, args and env are all it looks at)."""
     return {"command": container.get("command"), "args": container.get("args"), "env": []}
+
+
+def _signal(objects: Objects, name: str) -> dict[str, Any] | None:
+    decision = (objects.get("test").get("status") or {}).get("decision") or {}
+    return next((x for x in decision.get("signals") or [] if x["name"] == name), None)
+
+
+def test_a_queue_waiting_for_adapter_slots_is_told_from_a_compute_queue(
+    start_metrics_operator: Callable[..., Process],
+    prometheus: PrometheusServer,
+    objects: Objects,
+    namespace: str,
+    emulators: Callable[..., VllmMetricsEmulator],
+) -> None:
+    """Real Prometheus scraping an engine that reports vllm:lora_requests_info: while adapters
+    wait with both slots in use, status.decision.signals shows lora_slot_wait and the queue
+    signal asks for one replica more, naming spec.lora.maxLoras."""
+    pod = emulators(namespace, "test")
+    pod.set_state(running=4, waiting=0, kv_usage=0.3)
+    pod.set_load(Load(rps=1, ttft_s=0.2, tpot_s=0.02))
+    pod.set_lora(["a0"], [], 2)
+    start_metrics_operator(namespace, prometheus.url)
+    adapters = [{"name": f"a{i}", "source": f"/adapters/a{i}", "rank": 8} for i in range(6)]
+    objects.create(
+        manifest(
+            workload={"rps": {"mean": 0.5}},
+            scaling={"minReplicas": 1, "maxReplicas": 6},
+            lora={"adapters": adapters, "maxLoras": 2},
+        )
+    )
+    wait_for(
+        lambda: (_signal(objects, "lora_slot_wait") or {}).get("level") == "low",
+        90,
+        "lora_slot_wait low: no adapter waits",
+    )
+    time.sleep(1.1)  # a newer second for the next series' value
+    pod.set_lora(["a0", "a1"], ["a2", "a3", "a4"], 2)
+    pod.set_state(running=8, waiting=40, kv_usage=0.4)
+    wait_for(
+        lambda: (_signal(objects, "lora_slot_wait") or {}).get("value") == 1.0,
+        90,
+        "lora_slot_wait 1.0: the one engine waits for a slot",
+    )
+    slot = _signal(objects, "lora_slot_wait")
+    assert slot is not None
+    assert slot["level"] == "normal"
+    assert slot["replicas"] == 1  # never asks for replicas itself
+    # the queue reads high from its second sighting (scaling/headroom.py); at one replica its
+    # ratio (capped at ×2) and "one more" agree, so the reason below tells the path apart
+    # (tests/unit/test_lora_live.py checks the step at four replicas)
+    wait_for(
+        lambda: (_signal(objects, "waiting_per_replica") or {}).get("level") == "high",
+        60,
+        "the queue signal high",
+    )
+    queue = _signal(objects, "waiting_per_replica")
+    assert queue is not None
+    assert queue["replicas"] == 2
+    # the decision says why: the Scaled event carries the queue signal's reason
+    wait_for(
+        lambda: any(e.reason == "Scaled" for e in objects.events("test")),
+        60,
+        "the Scaled event",
+    )
+    scaled = [e.message for e in objects.events("test") if e.reason == "Scaled"]
+    assert "wait for an adapter slot" in scaled[-1], scaled
+    assert "spec.lora.maxLoras" in scaled[-1], scaled
