@@ -87,6 +87,15 @@ def test_adapters_from_config_maps_render_and_a_new_list_rolls_once(
         "sql=/adapters/sql",
         "support=/adapters/support",
     ]
+    # the plan's LoRA cost in status: two adapters, ranks 8 and 32, maxLoras as given
+    wait_for(
+        lambda: ((objects.get("test").get("status") or {}).get("plan") or {}).get("lora"),
+        30,
+        "status.plan.lora",
+    )
+    cost = objects.get("test")["status"]["plan"]["lora"]
+    assert cost.startswith("2 adapters, ranks 8–32: KV pool −"), cost
+    assert "(maxLoras 2); spec.lora.maxLoras" in cost, cost
     first = objects.deployment("test")
     generation = first.metadata.generation
     wait_for(lambda: len(_replica_sets(objects)) == 1, 30, "the first ReplicaSet")

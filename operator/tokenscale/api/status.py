@@ -75,6 +75,11 @@ class PlanSummary(ApiModel):
         description="Speculative decoding: on or off, the acceptance rate planned with (the "
         "measured one once vLLM reports it) and why.",
     )
+    lora: str | None = Field(
+        default=None,
+        description="What spec.lora's adapters cost (KV pool, throughput, swaps) and the "
+        "maxLoras rendered, with why.",
+    )
     pools: list[PoolSummary] = Field(
         default_factory=list,
         description="The pools planned: one, one per GPU variant, or prefill and decode.",
