@@ -128,6 +128,15 @@ def test_a_rank_read_from_a_config_file_is_checked_against_max_lora_rank(tmp_pat
     assert "spec.lora.adapters[0].rank" in result.output
 
 
+def test_an_adapter_config_file_the_operator_cannot_read_names_its_field() -> None:
+    """The operator reads no path: a file left for it (not inlined) is refused, with the fix."""
+    s = spec(lora={"adapters": [{"name": "a", "source": "org/a", "adapterConfigFile": "a.json"}]})
+    with pytest.raises(SpecError) as err:
+        plan_service(s, "svc")
+    assert err.value.paths == ("spec.lora.adapters[0].adapterConfigFile",)
+    assert "adapterConfigRef" in str(err.value)
+
+
 def test_an_unreadable_adapter_config_file_names_its_field(tmp_path: Path) -> None:
     doc = manifest(
         lora={"adapters": [{"name": "a", "source": "org/a", "adapterConfigFile": "nope.json"}]}

@@ -282,6 +282,15 @@ def check_adapters(lora: Lora, model_name: str) -> None:
     issues: list[SpecIssue] = []
     for i, a in enumerate(lora.adapters):
         where = f"spec.lora.adapters[{i}]"
+        if a.adapter_config_file is not None and a.adapter_config is None:
+            issues.append(
+                SpecIssue(
+                    f"{where}.adapterConfigFile",
+                    f"{a.adapter_config_file!r} is a file only the command line reads; in the "
+                    "cluster put the adapter_config.json in a ConfigMap and set "
+                    "adapterConfigRef, or give rank and targetModules",
+                )
+            )
         rank = a.effective_rank
         if lora.max_lora_rank is not None and rank is not None and rank > lora.max_lora_rank:
             issues.append(
