@@ -209,7 +209,37 @@ def fixture_lines() -> list[CommandLine]:
             },
         }
         out += render_text(yaml.safe_dump(body), f"speculative {method}")
+    for case, lora in sorted(LORA_CASES.items()):
+        body = {
+            "apiVersion": "tokenscale.io/v1alpha1",
+            "kind": "InferenceService",
+            "metadata": {"name": f"lora-{case}", "namespace": "inference"},
+            "spec": {**long_spec, "lora": lora, "cost": {"gpuHourPrice": 3.0}},
+        }
+        out += render_text(yaml.safe_dump(body), f"lora {case}")
     return out
+
+
+#: LoRA services: Hugging Face ids as sources with the planner's maxLoras, and fixed
+#: maxLoras / maxCpuLoras / maxLoraRank with paths in a volume.
+LORA_CASES: dict[str, dict[str, Any]] = {
+    "hub-ids": {
+        "adapters": [
+            {"name": "sql", "source": "yard1/llama-2-7b-sql-lora-test", "rank": 8},
+            {"name": "chat", "source": "org/chat-lora", "rank": 16},
+        ]
+    },
+    "volume": {
+        "maxLoras": 4,
+        "maxCpuLoras": 8,
+        "maxLoraRank": 64,
+        "adapterVolume": {"claimName": "adapters"},
+        "adapters": [
+            {"name": f"tenant-{i}", "source": f"/adapters/tenant-{i}", "rank": 64}
+            for i in range(10)
+        ],
+    },
+}
 
 
 #: One service per speculative method, the proposers ``tests/unit/test_speculative.py`` uses.

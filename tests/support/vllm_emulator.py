@@ -78,6 +78,13 @@ class VllmMetricsEmulator:
         }
         self.info = Gauge("vllm:cache_config_info", "Cache config", tuple(info_labels), registry=r)
         self.info.labels(**info_labels).set(1)
+        # vLLM's LoRA gauge: one series per label set, set to the time it was last set
+        self.lora_info = Gauge(
+            "vllm:lora_requests_info",
+            "Running stats on lora requests.",
+            ("max_lora", "waiting_lora_adapters", "running_lora_adapters"),
+            registry=r,
+        )
         self.prompt = Counter("vllm:prompt_tokens", "Prompt tokens", names, registry=r)
         self.generation = Counter("vllm:generation_tokens", "Generated tokens", names, registry=r)
         self.success = Counter(
@@ -195,6 +202,15 @@ class VllmMetricsEmulator:
         self.waiting.labels(**self.labels).set(waiting)
         self.waiting_by_reason.labels(**self.labels, reason="capacity").set(waiting)
         self.kv.labels(**self.labels).set(kv_usage)
+
+    def set_lora(self, running: list[str], waiting: list[str], max_lora: int) -> None:
+        """The engine's adapters as vLLM reports them: a new series for this label set, set to
+        the current time (older series stay, with older times)."""
+        self.lora_info.labels(
+            max_lora=str(max_lora),
+            waiting_lora_adapters=",".join(waiting),
+            running_lora_adapters=",".join(running),
+        ).set_to_current_time()
 
     def set_load(self, load: Load) -> None:
         self._load = load

@@ -11,6 +11,7 @@ from tokenscale.api.deployment import DeploymentOverrides
 from tokenscale.api.gateway import Gateway
 from tokenscale.api.hardware import HardwareSpec
 from tokenscale.api.k8s_names import Namespace, ObjectName
+from tokenscale.api.lora import Lora
 from tokenscale.api.model import ModelSpec
 from tokenscale.api.profile import BenchProfile, ProfileRef
 from tokenscale.api.scaling import Scaling
@@ -38,6 +39,10 @@ class InferenceServiceSpec(ApiModel):
         "only) instead of rendering one; absent: tokenscale renders and owns the workload.",
     )
     serving: Serving = Field(default_factory=Serving, description="vLLM engine settings.")
+    lora: Lora | None = Field(
+        default=None,
+        description="LoRA adapters served on the model (--enable-lora); absent = LoRA off.",
+    )
     cost: Cost = Field(default_factory=Cost, description="Prices.")
     assumptions: Assumptions = Field(
         default_factory=Assumptions, description="Planner efficiencies and overheads."
@@ -63,6 +68,25 @@ class InferenceServiceSpec(ApiModel):
     def _one_profile(self) -> Self:
         if self.profile is not None and self.profile_ref is not None:
             raise ValueError("set spec.profile or spec.profileRef, not both")
+        return self
+
+    @model_validator(mode="after")
+    def _adapters_fit_the_model(self) -> Self:
+        if self.lora is None:
+            return self
+        wrong = [
+            f"spec.lora.adapters[{i}] ({a.name}): its adapter_config.json's "
+            f"base_model_name_or_path is {a.base_model!r}, not spec.model.name "
+            f"{self.model.name!r}"
+            for i, a in enumerate(self.lora.adapters)
+            if a.base_model is not None and a.base_model.rstrip("/") != self.model.name.rstrip("/")
+        ]
+        if wrong:
+            raise ValueError(
+                "; ".join(wrong) + ": an adapter trained on another base model gives wrong "
+                "answers (or does not load); serve it with its own base model, or correct the "
+                "config if the names differ only in where the base was read from"
+            )
         return self
 
     @model_validator(mode="after")

@@ -36,6 +36,11 @@ OWNED_FLAGS: dict[str, str] = {
     "--kv-transfer-config": "spec.serving.disaggregation",
     "-q": "spec.model.weightDtype",
     "--speculative-config": "spec.serving.speculative",
+    "--enable-lora": "spec.lora",
+    "--max-loras": "spec.lora.maxLoras",
+    "--max-lora-rank": "spec.lora.maxLoraRank",
+    "--max-cpu-loras": "spec.lora.maxCpuLoras",
+    "--lora-modules": "spec.lora.adapters",
 }
 
 

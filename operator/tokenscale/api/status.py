@@ -75,6 +75,11 @@ class PlanSummary(ApiModel):
         description="Speculative decoding: on or off, the acceptance rate planned with (the "
         "measured one once vLLM reports it) and why.",
     )
+    lora: str | None = Field(
+        default=None,
+        description="What spec.lora's adapters cost (KV pool, throughput, swaps) and the "
+        "maxLoras rendered, with why.",
+    )
     pools: list[PoolSummary] = Field(
         default_factory=list,
         description="The pools planned: one, one per GPU variant, or prefill and decode.",
@@ -132,7 +137,8 @@ class SignalStatus(ApiModel):
 
     name: str = Field(
         description="kv_usage, waiting_per_replica, gateway_queue_per_replica, "
-        "pool_saturation, ttft_p99_s, tpot_p99_s."
+        "pool_saturation, ttft_p99_s, tpot_p99_s, lora_slot_wait (the share of LoRA engines "
+        "waiting for an adapter slot; never asks for replicas itself)."
     )
     value: float | None = Field(default=None, description="Observed value.")
     high: float = Field(description="At or above: scale up.")

@@ -35,6 +35,13 @@ NUM_PREEMPTIONS = "vllm:num_preemptions_total"
 SPEC_DECODE_NUM_DRAFTS = "vllm:spec_decode_num_drafts_total"
 SPEC_DECODE_NUM_DRAFT_TOKENS = "vllm:spec_decode_num_draft_tokens_total"
 SPEC_DECODE_NUM_ACCEPTED_TOKENS = "vllm:spec_decode_num_accepted_tokens_total"
+#: LoRA (vllm/v1/metrics/loggers.py): a gauge set to the current time whenever the engine's
+#: adapters change, labelled with the running and waiting adapters (comma-separated names)
+#: and ``max_lora``; the newest series of an engine is its state.
+LORA_REQUESTS_INFO = "vllm:lora_requests_info"
+LORA_RUNNING = "running_lora_adapters"
+LORA_WAITING = "waiting_lora_adapters"
+LORA_MAX = "max_lora"
 
 TTFT_BUCKETS = (
     0.001,

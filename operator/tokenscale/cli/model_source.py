@@ -36,9 +36,10 @@ def _parsed(text: str, path: str, where: str) -> dict[str, Any]:
     return data
 
 
-def read_config_file(path: str, base: Path | None) -> dict[str, Any]:
+def read_config_file(
+    path: str, base: Path | None, where: str = "spec.model.hfConfigFile"
+) -> dict[str, Any]:
     """The JSON object in ``path`` (relative paths from ``base``, the manifest's directory)."""
-    where = "spec.model.hfConfigFile"
     full = Path(path)
     if not full.is_absolute() and base is not None:
         full = base / full
@@ -46,7 +47,12 @@ def read_config_file(path: str, base: Path | None) -> dict[str, Any]:
         text = full.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as exc:
         reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
-        raise SpecError.single(where, f"cannot read {full}: {reason}; {ALTERNATIVES}") from exc
+        fix = (
+            ALTERNATIVES
+            if where.startswith("spec.model")
+            else "give the adapter's rank and targetModules, or adapterConfig (its content inline)"
+        )
+        raise SpecError.single(where, f"cannot read {full}: {reason}; {fix}") from exc
     return _parsed(text, str(full), where)
 
 
@@ -156,8 +162,31 @@ def inline_model_source(
     return service.model_copy(update={"spec": service.spec.model_copy(update={"model": model})})
 
 
+def inline_adapter_configs(service: InferenceService, base: Path | None) -> InferenceService:
+    """``service`` with each ``spec.lora.adapters[i].adapterConfigFile`` read into
+    ``adapterConfig`` (the path is kept beside it, as hfConfigFile's is)."""
+    lora = service.spec.lora
+    if lora is None or all(a.adapter_config_file is None for a in lora.adapters):
+        return service
+    adapters = [
+        a
+        if a.adapter_config_file is None
+        else a.model_copy(
+            update={
+                "adapter_config": read_config_file(
+                    a.adapter_config_file, base, f"spec.lora.adapters[{i}].adapterConfigFile"
+                )
+            }
+        )
+        for i, a in enumerate(lora.adapters)
+    ]
+    spec = service.spec.model_copy(update={"lora": lora.model_copy(update={"adapters": adapters})})
+    return service.model_copy(update={"spec": spec})
+
+
 def model_source_for(file: Path) -> Callable[[InferenceService], InferenceService]:
     """Inline a model's config.json from ``hfConfigFile`` (relative to the manifest ``file``) or
-    the Hugging Face Hub, before the planner sees the spec (every command that plans)."""
+    the Hugging Face Hub, and the adapters' ``adapterConfigFile``s, before the planner sees the
+    spec (every command that plans)."""
     base = None if str(file) == "-" else file.resolve().parent
-    return lambda service: inline_model_source(service, base)
+    return lambda service: inline_adapter_configs(inline_model_source(service, base), base)

@@ -43,6 +43,7 @@ SUMMARY_COLUMNS = (
     "currency",
     "why_not",
     "pools",
+    "lora",
 )
 
 
@@ -91,6 +92,8 @@ def compact_renderable(p: Plan, advice: list[str], schedule: ScheduleDay | None 
         _figure_rows(grid, p)
     if p.speculative is not None:
         grid.add_row("speculative", p.speculative.reason)
+    if p.lora is not None:
+        grid.add_row("lora", f"{p.lora.summary}; {p.lora.max_loras_reason}")
     if schedule is not None:  # spec.scaling.schedule: each window at the need, and a day
         lines = [window_line(w, schedule.need) for w in schedule.windows] + [day_line(schedule)]
         for i, line in enumerate(lines):
@@ -165,6 +168,11 @@ def short_line(p: Plan) -> str:
     ]
     if p.speculative is not None:
         parts.append(f"speculative {'on' if p.speculative.enabled else 'off'}")
+    if p.lora is not None:
+        parts.append(
+            f"lora {p.lora.adapters}×maxLoras{p.lora.max_loras} "
+            f"{p.lora.throughput_ratio - 1.0:+.0%} {p.lora.swaps_per_s_per_replica:.2g} swaps/s"
+        )
     return "  ".join(parts)
 
 
@@ -206,10 +214,11 @@ def summary_row(p: Plan) -> dict[str, str]:
         "cost_per_1m_output": opt(p.cost_per_million_output_tokens, ".3f"),
         "currency": p.currency,
         "why_not": "; ".join(p.infeasible_reasons),
+        "lora": "" if p.lora is None else f"{p.lora.summary}; {p.lora.max_loras_reason}",
     }
     if cannot_serve(p):  # no figures for a replica that cannot run
         for key in SUMMARY_COLUMNS[SUMMARY_COLUMNS.index("binding") :]:
-            if key not in ("currency", "why_not", "pools"):
+            if key not in ("currency", "why_not", "pools", "lora"):
                 row[key] = ""
     return row | _pool_cells(p)
 
@@ -291,6 +300,11 @@ def markdown_report(
         )
         if p.speculative is not None:
             lines += ["", f"Speculative decoding: {_md_cell(p.speculative.reason)}."]
+        if p.lora is not None:
+            lines += [
+                "",
+                f"LoRA: {_md_cell(p.lora.summary)}; {_md_cell(p.lora.max_loras_reason)}.",
+            ]
         day = (schedules or {}).get(p.name)
         if day is not None:
             lines += ["", "Schedule windows (UTC):", ""]

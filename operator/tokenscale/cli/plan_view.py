@@ -11,6 +11,7 @@ from rich.table import Table
 from rich.text import Text
 
 from tokenscale.cli.fit import Column, FittedTable
+from tokenscale.cli.lora_view import lora_rows
 from tokenscale.cli.plan_figures import Latency, cannot_serve, duration_text, latencies
 from tokenscale.cli.pool_view import pools_table, several
 from tokenscale.planning.formulas import GIB, batch_text, counted
@@ -104,6 +105,11 @@ def plan_renderable(
             ("CUDA graphs", _gib(m.cuda_graph_bytes)),
             ("NCCL buffers", _gib(m.nccl_bytes)),
             ("runtime", _gib(m.runtime_bytes)),
+            *(
+                [("LoRA slots (maxLoras × maxLoraRank)", _gib(m.lora_bytes))]
+                if m.lora_bytes
+                else []
+            ),
             ("KV pool", _gib(m.kv_pool_bytes)),
         ],
         "Memory per GPU",
@@ -138,6 +144,7 @@ def plan_renderable(
                 if p.speculative is not None
                 else []
             ),
+            *(lora_rows(p.lora) if p.lora is not None else []),
             (
                 "operating batch",
                 "none: this configuration cannot serve"

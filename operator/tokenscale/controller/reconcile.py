@@ -41,6 +41,7 @@ from tokenscale.controller.desire import (
 )
 from tokenscale.controller.graceful import DELETION_COST, deletion_costs
 from tokenscale.controller.lead_time import lead_time_s
+from tokenscale.controller.lora_config_ref import with_adapter_configs
 from tokenscale.controller.model_config_ref import with_hf_config
 from tokenscale.controller.observation import MetricsView, Observation
 from tokenscale.controller.ownership import REASON as NAME_CONFLICT
@@ -279,7 +280,9 @@ def observe(
         running, found_ref = read_running(kube, ns, dict(body))
         service, plan = PLANS.planned(
             body,
-            lambda parsed: with_hf_config(kube, ns, with_profile(kube, ns, parsed)),
+            lambda parsed: with_adapter_configs(
+                kube, ns, with_hf_config(kube, ns, with_profile(kube, ns, parsed))
+            ),
             lambda spec: at_running_layout(with_measured_acceptance(spec, rate), running)[0],
             ("" if rate is None else f"acceptance={rate:.2f}") + (running.key if running else ""),
         )

@@ -144,6 +144,9 @@ def plan_summary(plan: Plan, ttft_slo: float | None, tpot_slo: float | None) -> 
         warnings=plan.warnings,
         sources=plan.sources,
         speculative=plan.speculative.reason if plan.speculative is not None else None,
+        lora=(
+            f"{plan.lora.summary}; {plan.lora.max_loras_reason}" if plan.lora is not None else None
+        ),
         pools=pool_summaries(plan),
         coordination=plan.coordination.rule if plan.coordination is not None else None,
     )

@@ -37,6 +37,7 @@ from tokenscale.metrics.demand import (
     assemble,
     by_pool,
 )
+from tokenscale.metrics.lora import lora_readings
 from tokenscale.metrics.promql import (
     QueryConfig,
     activation_query,
@@ -342,6 +343,9 @@ def _assemble(
     blocks = _kv_blocks(
         by_name["cache_info"].series or [], by_name["kv_per_instance"].series or [], cfg, note
     )
+    lora = lora_readings(
+        by_name["lora_info"].series or [] if "lora_info" in by_name else [], cfg, _key
+    )
     out: dict[_GroupKey, Snapshot] = {}
     for key in set(counts) | set(values) | set(problems):
         fields = dict(values.get(key, {}))
@@ -352,6 +356,14 @@ def _assemble(
                 why = by_name[name].error or "no series"
                 problems[key].append(f"{target}: {why}")
         total, free = blocks.get(key, (None, None))
+        adapters = lora.get(key)
+        if adapters is not None:
+            fields |= {
+                "lora_engines": adapters.engines,
+                "lora_waiting_adapters": float(adapters.waiting_adapters),
+                "lora_running_adapters": float(adapters.running_adapters),
+                "lora_slot_bound_engines": adapters.slot_bound_engines,
+            }
         out[key] = Snapshot(
             at=now_s,
             replicas_reporting=counts.get(key, 0),

@@ -116,6 +116,9 @@ def queries(
         # speculative decoding: accepted ÷ drafted tokens (vLLM's own acceptance rate)
         "spec_decode_acceptance": f"{rate(v.SPEC_DECODE_NUM_ACCEPTED_TOKENS)} / "
         f"{rate(v.SPEC_DECODE_NUM_DRAFT_TOKENS)}",
+        # LoRA: every engine's adapter series over the gauge window (metrics/lora.py picks
+        # each engine's newest)
+        "lora_info": f"last_over_time({v.LORA_REQUESTS_INFO}{s}[{gw}])",
         "newest_sample": f"max by ({g}) (timestamp({v.NUM_REQUESTS_RUNNING}{s}))",
         **(arrival_count_queries(cfg, namespaces) if dispersion else {}),
     }

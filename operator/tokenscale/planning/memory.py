@@ -77,11 +77,14 @@ class MemoryBudget:
     cuda_graph_bytes: float
     nccl_bytes: float
     runtime_bytes: float
+    lora_bytes: float = 0.0
+    """LoRA slots (planning/lora.py)."""
 
     @property
     def kv_pool_bytes(self) -> float:
         return self.usable_bytes - (
-            self.weights_bytes
+            self.lora_bytes
+            + self.weights_bytes
             + self.activation_bytes
             + self.cuda_graph_bytes
             + self.nccl_bytes

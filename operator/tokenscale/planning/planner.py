@@ -61,6 +61,8 @@ from tokenscale.planning.load import (
     point_at_batch,
     queued,
 )
+from tokenscale.planning.lora import lora_perf, max_loras_candidates
+from tokenscale.planning.lora_plan import choose_max_loras
 from tokenscale.planning.measured import MeasuredPoint, measured_point, token_mismatch
 from tokenscale.planning.memory import (
     MemoryBudget,
@@ -177,7 +179,9 @@ def perf_at(
     )
     if layout.pp == 1 and layout.dp == 1:
         s = r.speculative
-        return speculative_perf(base, s) if s is not None and s.enabled else base
+        if s is not None and s.enabled:
+            return speculative_perf(base, s)
+        return lora_perf(base, r.lora) if r.lora is not None else base
     fabric, _ = inter_node_bytes_per_s(spec.hardware.inter_node_gbps or gpu.inter_node_gbps)
     same = {f.name: getattr(base, f.name) for f in dataclasses.fields(base)}
     return LayoutPerfModel(**same, layout=layout, inter_node_bytes_per_s=fabric)
@@ -248,6 +252,9 @@ class _Estimate:
 #: ``operating_point_limited_by`` when the KV pool, at the workload's token mix, holds fewer
 #: sequences than the knee, the SLOs and ``maxNumSeqs`` allow.
 KV_LIMIT = "KV pool"
+#: ``operating_point_limited_by`` when the batch, at the adapters' shares, would span more
+#: adapters than ``maxLoras`` slots (``planning/lora.py``).
+LORA_LIMIT = "LoRA slots"
 
 
 def _estimate(r: Resolved, c: Conditions, layout: Layout) -> _Estimate:
@@ -294,9 +301,13 @@ def _estimate(r: Resolved, c: Conditions, layout: Layout) -> _Estimate:
         if a.activation_peak_gib is not None
         else activation_peak_bytes(arch, tp, batched, math.ceil(seqs / lanes))
     )
+    if r.lora is not None and a.activation_peak_gib is None:
+        activation += r.lora.shrink_buffer_bytes(batched)
     budget = memory_budget(
         r.gpu, spec.hardware.gpu_memory_utilization, per_gpu * tp, tp, activation, a
     )
+    if r.lora is not None:  # the slots are allocated before the KV cache is sized
+        budget = dataclasses.replace(budget, lora_bytes=r.lora.slots_bytes(tp))
     if layout.gpus > 1 and budget.nccl_bytes == 0.0:
         budget = dataclasses.replace(budget, nccl_bytes=a.nccl_buffer_gib * GIB)
     # a GPU holds its stage's layers' KV; each DP rank a pool of its own
@@ -353,6 +364,9 @@ def _estimate(r: Resolved, c: Conditions, layout: Layout) -> _Estimate:
         warnings.append("chunked prefill is off: long prompts stall every decode (TPOT P99)")
     if 1 <= kv_batch < op.batch:  # the batch runs only as wide as the pool holds at this mix
         op = dataclasses.replace(op, batch=kv_batch, limited_by=KV_LIMIT)
+    slot_cap = r.lora.batch_cap if r.lora is not None else None
+    if slot_cap is not None and slot_cap < op.batch:  # requests of other adapters wait
+        op = dataclasses.replace(op, batch=slot_cap, limited_by=LORA_LIMIT)
     return _Estimate(
         layout=layout,
         perf=perf,
@@ -435,7 +449,41 @@ def _load(e: _Estimate, c: Conditions, replicas: int) -> tuple[LoadPoint, bool]:
 def plan_at(r: Resolved, conditions: Conditions, tp: int | Layout) -> Plan:
     """Plan ``r`` under ``conditions`` at tensor-parallel size ``tp`` on one node, or at a
     multi-node :class:`Layout` (no layout choice). With ``spec.serving.speculative`` the plan is
-    made with and without it (``planning/speculative.py`` keeps one and says why)."""
+    made with and without it (``planning/speculative.py`` keeps one and says why); with
+    ``spec.lora`` at each ``maxLoras`` candidate (``planning/lora_plan.py`` keeps one)."""
+    setup = r.lora
+    if setup is None:
+        return _plan_speculative(r, conditions, tp)
+    layout = _as_layout(tp)
+    plans = [
+        (
+            m,
+            _plan_speculative(
+                dataclasses.replace(r, lora=setup.with_max_loras(m)), conditions, layout
+            ),
+        )
+        for m in max_loras_candidates(setup)
+    ]
+    bare = _plan_speculative(dataclasses.replace(r, lora=None), conditions, layout)
+
+    def perf_pair(m: int, plan: Plan) -> tuple[PerfModel, PerfModel]:
+        with_m = as_planned(dataclasses.replace(r, lora=setup.with_max_loras(m)), plan)
+        return (
+            perf_at(with_m, conditions, layout, plan.max_num_batched_tokens),
+            perf_at(
+                dataclasses.replace(with_m, lora=None),
+                conditions,
+                layout,
+                plan.max_num_batched_tokens,
+            ),
+        )
+
+    return choose_max_loras(
+        setup, plans, bare, perf_pair, layout.tp, layout.pp == 1 and layout.dp == 1
+    )
+
+
+def _plan_speculative(r: Resolved, conditions: Conditions, tp: int | Layout) -> Plan:
     s = r.speculative
     if s is None:
         return _plan_at(r, conditions, tp)
@@ -456,8 +504,11 @@ def plan_at(r: Resolved, conditions: Conditions, tp: int | Layout) -> Plan:
 
 
 def as_planned(r: Resolved, plan: Plan) -> Resolved:
-    """``r`` with speculation on exactly when ``plan`` has it on (the timing model of the
-    plan the fleet runs)."""
+    """``r`` with speculation on exactly when ``plan`` has it on, and LoRA at the plan's
+    ``maxLoras`` (the timing model of the plan the fleet runs)."""
+    if r.lora is not None and plan.lora is not None:
+        pinned = r.lora.with_max_loras(plan.lora.max_loras)
+        r = dataclasses.replace(r, lora=dataclasses.replace(pinned, max_loras_given=True))
     s = r.speculative
     if s is None:
         return r
@@ -603,6 +654,7 @@ def _assemble(
             cuda_graph_bytes=budget.cuda_graph_bytes,
             nccl_bytes=budget.nccl_bytes,
             runtime_bytes=budget.runtime_bytes,
+            lora_bytes=budget.lora_bytes,
             kv_pool_bytes=budget.kv_pool_bytes,
         ),
         kv_capacity_tokens_per_replica=e.capacity_tokens,

@@ -20,6 +20,7 @@ from tokenscale.planning.inputs import (
     valid_tp_sizes,
     vllm_serving_defaults,
 )
+from tokenscale.planning.lora import LoraSetup, resolve_lora
 from tokenscale.planning.speculative import SpeculativeSetup, resolve_speculative
 
 
@@ -35,6 +36,8 @@ class Resolved:
     defaults: ServingDefaults
     speculative: SpeculativeSetup | None = None
     """``spec.serving.speculative`` sized (``enabled`` says whether this question uses it)."""
+    lora: LoraSetup | None = None
+    """``spec.lora`` sized, at the ``maxLoras`` this question asks about."""
 
     def tp_sizes(self) -> list[int]:
         """The tensor-parallel sizes to plan: the pinned one (checked), or every valid one."""
@@ -69,4 +72,5 @@ def resolve(spec: InferenceServiceSpec, name: str = "") -> Resolved:
         model=model,
         defaults=vllm_serving_defaults(gpu),
         speculative=resolve_speculative(spec, model),
+        lora=resolve_lora(spec.lora, model.architecture, gpu.pcie_gbps, spec.model.name),
     )

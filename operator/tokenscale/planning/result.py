@@ -29,6 +29,9 @@ class MemoryBreakdown(_Frozen):
     cuda_graph_bytes: Whole
     nccl_bytes: Whole
     runtime_bytes: Whole
+    lora_bytes: Whole = Field(
+        default=0.0, description="LoRA slots: maxLoras × maxLoraRank for every LoRA module"
+    )
     kv_pool_bytes: Whole = Field(description="usable − everything above (negative: no fit)")
 
 
@@ -86,6 +89,42 @@ class SpeculativeEstimate(_Frozen):
     draft_weight_bytes_per_gpu: Whole
     draft_kv_bytes_per_token_per_gpu: Whole
     source: str = Field(description="How the proposer was sized")
+
+
+class LoraChoice(_Frozen):
+    """One ``maxLoras`` the planner compared."""
+
+    max_loras: int
+    gpus: int | None = Field(description="GPUs the plan needs (null: infeasible)")
+    rps_per_replica: float
+    swaps_per_s_per_replica: float
+
+
+class LoraEstimate(_Frozen):
+    """What the adapters cost one replica at this plan's maxLoras (planning/lora.py)."""
+
+    adapters: int
+    max_lora_rank: int
+    max_loras: int
+    max_loras_reason: str = Field(description="Given, or why the planner recommends it")
+    max_cpu_loras: int
+    summary: str = Field(description="The cost in one line")
+    mean_adapter_bytes: Whole = Field(description="Share-weighted adapter size, whole model")
+    host_cache_bytes: Whole = Field(description="maxCpuLoras adapters in host memory (max)")
+    slots_bytes_per_gpu: Whole = Field(description="Out of the KV pool")
+    kv_pool_without_bytes: Whole = Field(description="The KV pool per GPU without LoRA")
+    throughput_ratio: float = Field(
+        description="Output tokens/s with ÷ without LoRA at the operating batch"
+    )
+    distinct_at_batch: float = Field(description="Distinct adapters in the operating batch")
+    gpu_miss_fraction: float = Field(description="Requests whose adapter is not on the GPU")
+    host_miss_fraction: float = Field(description="Requests whose adapter is not in host memory")
+    swaps_per_s_per_replica: float = Field(description="Adapter loads onto the GPU per second")
+    source_loads_per_s_per_replica: float = Field(description="Of them, read from the source")
+    load_seconds_host: float
+    load_seconds_source: float
+    compared: list[LoraChoice] = Field(default_factory=list)
+    notes: list[str] = Field(default_factory=list)
 
 
 class SloCheck(_Frozen):
@@ -475,6 +514,9 @@ class Plan(_Frozen):
     )
     speculative: SpeculativeEstimate | None = Field(
         default=None, description="Speculative decoding, when spec.serving.speculative is set"
+    )
+    lora: LoraEstimate | None = Field(
+        default=None, description="LoRA adapters' cost, when spec.lora is set"
     )
     variants: list[VariantShare] = Field(
         default_factory=list,

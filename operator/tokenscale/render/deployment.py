@@ -15,6 +15,7 @@ from tokenscale.render.labels import (
     selector_labels,
     workload_labels,
 )
+from tokenscale.render.lora import lora_volume
 from tokenscale.render.names import child_name
 
 GPU_PRODUCT_LABEL = "nvidia.com/gpu.product"
@@ -95,7 +96,8 @@ def startup_budget_seconds(spec: InferenceServiceSpec, plan: Plan) -> int:
 
 
 def _resources(spec: InferenceServiceSpec, plan: Plan, gpu: GpuSpec) -> dict[str, Any]:
-    """CPU 4 per GPU, host memory ``8 GiB × GPUs + 10 % of the pod's weight share``; GPUs =
+    """CPU 4 per GPU, host memory ``8 GiB × GPUs + 10 % of the pod's weight share`` plus, with
+    LoRA, the host cache of ``maxCpuLoras`` adapters (each TP rank caches its own copy); GPUs =
     the pod's share of the layout exactly (TP on a single node).
 
     The user's requests and limits override these; a user limit below a default request lowers
@@ -103,6 +105,8 @@ def _resources(spec: InferenceServiceSpec, plan: Plan, gpu: GpuSpec) -> dict[str
     """
     gpus = gpus_per_pod(plan)
     host_gib = 8 * gpus + math.ceil(weight_bytes_per_pod(plan) / GIB * 0.1)
+    if plan.lora is not None:
+        host_gib += math.ceil(plan.lora.host_cache_bytes * gpus / GIB)
     requests: dict[str, str] = {"cpu": str(4 * gpus), "memory": f"{host_gib}Gi"}
     limits: dict[str, str] = {}
     user = spec.deployment.resources or {}
@@ -146,6 +150,10 @@ def pod_template(name: str, spec: InferenceServiceSpec, plan: Plan, gpu: GpuSpec
             {"name": "model-cache", "persistentVolumeClaim": {"claimName": d.model_cache_claim}}
         )
         mounts.append({"name": "model-cache", "mountPath": "/models"})
+    adapters = lora_volume(spec)
+    if adapters is not None:
+        volumes.append(adapters[0])
+        mounts.append(adapters[1])
     if gpus_per_pod(plan) > 1:
         volumes.append(
             {"name": "dshm", "emptyDir": {"medium": "Memory", "sizeLimit": f"{d.shm_size_gib:g}Gi"}}

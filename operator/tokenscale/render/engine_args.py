@@ -4,6 +4,7 @@ import json
 
 from tokenscale.api.inference_service import InferenceServiceSpec
 from tokenscale.planning.result import Plan
+from tokenscale.render.lora import lora_args
 
 VLLM_PORT = 8000
 #: The longest n-gram prompt lookup matches (``prompt_lookup_max``).
@@ -52,7 +53,7 @@ def speculative_config(spec: InferenceServiceSpec, plan: Plan) -> str | None:
 def engine_args(spec: InferenceServiceSpec, plan: Plan) -> list[str]:
     """The model as ``vllm serve``'s positional ``model_tag`` (vLLM 0.32 warns that ``--model``
     "will be removed in a future version"), flags in a fixed order (so the config hash is
-    stable), then ``serving.extraArgs``."""
+    stable), the LoRA flags (``render/lora.py``), then ``serving.extraArgs``."""
     s = spec.serving
     args = [
         spec.model.name,
@@ -84,4 +85,4 @@ def engine_args(spec: InferenceServiceSpec, plan: Plan) -> list[str]:
     speculative = speculative_config(spec, plan)
     if speculative:
         args += ["--speculative-config", speculative]
-    return args + list(s.extra_args)
+    return args + lora_args(spec, plan) + list(s.extra_args)

@@ -11,6 +11,13 @@ time that the fleet's spare capacity clears before a new replica could be Ready 
 is read as attainment (``scaling/buckets.py``): high only when the share of requests surely
 over its SLO exceeds the error budget ``1 − spec.scaling.targetAttainment``, or the load
 signals confirm a possible breach; never on a P99 interpolated inside the SLO's own bucket.
+
+With ``spec.lora``, ``lora_slot_wait`` is the share of LoRA engines whose queue waits for an
+adapter slot (``metrics/lora.py``). It never asks for replicas itself (more replicas do not
+free a slot; a larger ``spec.lora.maxLoras`` does) and reads ``normal`` while any engine is
+slot-bound, so no scale-down happens over such a queue; when at least
+:data:`LORA_SLOT_BOUND` of the engines are, the queue signal asks for one replica more, not for
+its ratio: the queue measures adapter churn, not missing compute.
 """
 
 import math
@@ -30,6 +37,8 @@ MAX_LATENCY_RATIO = 1.2
 PEAK_HALF_LIFE_WINDOWS = 2.0
 POOL_SATURATED = 1.0
 """The endpoint picker's saturation at which its flow control starts holding requests."""
+LORA_SLOT_BOUND = 0.5
+"""Share of LoRA engines waiting for an adapter slot from which the queue is read as theirs."""
 LOAD_SIGNALS = ("kv_usage", "waiting_per_replica", "gateway_queue_per_replica", "pool_saturation")
 LATENCY_SIGNALS = ("ttft_p99_s", "tpot_p99_s")
 
@@ -126,6 +135,8 @@ def signals(
                         f"({backlog.lead_s:.0f} s)",
                     }
                 )
+    if spec.lora is not None and snap.lora_engines:
+        out.extend(lora_slot_signals(snap, out, n))
     if snap.gateway_queued is not None:
         # requests held at the gateway (the endpoint picker's flow control): load the engines
         # have not seen yet, judged per reporting replica like the engines' own queue
@@ -148,6 +159,40 @@ def signals(
             add(name, value, slo * (1 + 1e-9), slo * policy.latency_low_ratio, latency=True)
             out[-1] = as_attainment(out[-1], n, slo, counts, budget, load_high)
     return out
+
+
+def lora_slot_signals(snap: Snapshot, sigs: list[Signal], n: int) -> list[Signal]:
+    """``lora_slot_wait``, and the queue signal in ``sigs`` stepped by one replica when the
+    queue is the adapter slots' (module docstring); ``sigs`` is changed in place."""
+    engines = snap.lora_engines or 0
+    bound = snap.lora_slot_bound_engines or 0
+    share = bound / engines if engines else 0.0
+    waiting = int(snap.lora_waiting_adapters or 0)
+    if share >= LORA_SLOT_BOUND:
+        for k, w in enumerate(sigs):
+            if w.name == "waiting_per_replica" and w.level == "high":
+                sigs[k] = w.model_copy(
+                    update={
+                        "replicas": n + 1,
+                        "reason": f"{w.reason}; {bound} of {engines} engines wait for an "
+                        "adapter slot (all maxLoras in use): one replica more, not the "
+                        "queue's ratio; raise spec.lora.maxLoras",
+                    }
+                )
+    return [
+        Signal(
+            name="lora_slot_wait",
+            value=share,
+            high=1.0,
+            low=0.0,
+            level="normal" if bound else "low",
+            replicas=n,
+            reason=f"lora_slot_wait {share:.2f}: {bound} of {engines} engines have every adapter "
+            f"slot in use and {waiting} adapter{'s' if waiting != 1 else ''} waiting"
+            if bound
+            else f"lora_slot_wait 0: no engine waits for an adapter slot ({waiting} waiting)",
+        )
+    ]
 
 
 def as_attainment(

@@ -76,6 +76,21 @@ class Snapshot(BaseModel):
     spec_decode_acceptance_rate: float | None = Field(
         default=None, description="Speculative decoding: accepted ÷ drafted tokens (rates)."
     )
+    lora_engines: int | None = Field(
+        default=None,
+        description="Engines reporting vllm:lora_requests_info (None: no engine serves LoRA).",
+    )
+    lora_waiting_adapters: float | None = Field(
+        default=None, description="Adapters with requests waiting, summed over engines."
+    )
+    lora_running_adapters: float | None = Field(
+        default=None, description="Adapters in the running batches, summed over engines."
+    )
+    lora_slot_bound_engines: int | None = Field(
+        default=None,
+        description="Engines whose every adapter slot (max_lora) is in use while adapters wait: "
+        "their queue waits for a slot, not for compute.",
+    )
     gateway_queued: float | None = Field(
         default=None,
         description="Requests held in the endpoint picker's flow-control queue for this "

@@ -68,11 +68,13 @@ def run_one_replica(
     seed: int,
     prefixes: Sequence[tuple[int, ...]] | None = None,
     in_order: bool = False,
+    adapters: Sequence[int] | None = None,
 ) -> Recorder:
     """Replay ``requests`` Poisson arrivals at ``rate_rps`` on one replica; returns its record.
     ``prefixes[i]`` (optional) are the prefix-block ids of ``pairs[i]`` (prefix-cache reuse);
     ``in_order`` takes consecutive requests from a seeded start instead of random ones (a
-    trace's prefix reuse is local in time)."""
+    trace's prefix reuse is local in time); ``adapters[i]`` (optional) the LoRA adapter of
+    ``pairs[i]``."""
     rng = random.Random(seed)
     rec = Recorder()
     replica = Replica(cfg, rec, 0.0)
@@ -84,7 +86,8 @@ def run_one_replica(
         n_in, n_out = pairs[i]
         replica.run_until(t)
         blocks = prefixes[i] if prefixes is not None else ()
-        replica.add(SimRequest(t, n_in, n_out, prefix_blocks=blocks), t)
+        adapter = adapters[i] if adapters is not None else -1
+        replica.add(SimRequest(t, n_in, n_out, prefix_blocks=blocks, adapter=adapter), t)
     replica.run_until(math.inf)
     return rec
 
@@ -115,12 +118,13 @@ def sustainable_rps(
     rel_precision: float = 0.02,
     prefixes: Sequence[tuple[int, ...]] | None = None,
     in_order: bool = False,
+    adapters: Sequence[int] | None = None,
 ) -> float:
     """Bisection for μ (module docstring); ``guess_rps`` seeds the bracket (the planner's)."""
 
     def ok(rate: float) -> bool:
         n = min(max(requests, math.ceil(rate * MIN_REPLAY_S)), max(requests, MAX_REPLAY_REQUESTS))
-        recorded = run_one_replica(cfg, rate, pairs, n, seed, prefixes, in_order)
+        recorded = run_one_replica(cfg, rate, pairs, n, seed, prefixes, in_order, adapters)
         return meets_slo(recorded, slo)
 
     lo, hi = 0.0, max(guess_rps, 0.01)

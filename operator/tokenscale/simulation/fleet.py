@@ -146,12 +146,12 @@ class Fleet:
 
     # -- metrics --------------------------------------------------------------------------------
     def scrape(self, now: float) -> Scrape:
+        answering = [m for m in self.members if m.phase != "starting"]
         engines = [
-            (len(m.replica.waiting), len(m.replica.running), m.replica.kv_usage)
-            for m in self.members
-            if m.phase != "starting"
+            (len(m.replica.waiting), len(m.replica.running), m.replica.kv_usage) for m in answering
         ]
-        return scrape(now, engines, self.cfg.kv_blocks, self.rec, len(self.pending))
+        lora = [m.replica.lora_state() for m in answering] if self.cfg.lora else None
+        return scrape(now, engines, self.cfg.kv_blocks, self.rec, len(self.pending), lora)
 
     def in_flight(self) -> int:
         return len(self.pending) + sum(m.replica.load for m in self.members)

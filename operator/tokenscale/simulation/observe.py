@@ -38,6 +38,9 @@ class Scrape:
     held: int = 0
     """Requests the gateway holds because no replica is ready (what the endpoint picker's
     flow-control queue, or an activator's pending count, reads)."""
+    lora: tuple[tuple[int, int, bool], ...] | None = None
+    """Each engine's ``vllm:lora_requests_info``: running adapters, waiting adapters and
+    whether every slot is in use while adapters wait (None: LoRA off)."""
 
 
 LOOKBACK_S = 300.0
@@ -50,11 +53,13 @@ def scrape(
     blocks_per_engine: int,
     rec: Recorder,
     held: int = 0,
+    lora: Sequence[tuple[int, int, bool]] | None = None,
 ) -> Scrape:
     """``engines``: (waiting, running, KV usage) of each engine that answers the scrape;
-    ``held``: requests held at the gateway."""
+    ``held``: requests held at the gateway; ``lora``: each engine's adapters (LoRA on)."""
     return Scrape(
         held=held,
+        lora=None if lora is None else tuple(lora),
         at=at,
         waiting=tuple(e[0] for e in engines),
         running=tuple(e[1] for e in engines),
@@ -171,7 +176,20 @@ def snapshot_at(
         preemptions_per_s=rate("preemptions"),
         newest_sample_age_s=now - last.at,
         problems=problems,
+        **_lora_fields(last),
     )
+
+
+def _lora_fields(last: Scrape) -> dict[str, float | int]:
+    """The snapshot's LoRA fields from the engines' adapter states (none without LoRA)."""
+    if last.lora is None or not last.lora:
+        return {}
+    return {
+        "lora_engines": len(last.lora),
+        "lora_running_adapters": float(sum(e[0] for e in last.lora)),
+        "lora_waiting_adapters": float(sum(e[1] for e in last.lora)),
+        "lora_slot_bound_engines": sum(1 for e in last.lora if e[2]),
+    }
 
 
 def with_dispersion(

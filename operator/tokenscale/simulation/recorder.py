@@ -44,6 +44,10 @@ class Recorder:
     preemptions: float = 0.0
     prefix_queries: float = 0.0
     prefix_hits: float = 0.0
+    lora_host_loads: float = 0.0
+    """LoRA adapters loaded onto the GPU from host memory."""
+    lora_source_loads: float = 0.0
+    """LoRA adapters read from their source (not among the host's maxCpuLoras)."""
     outcomes: list[Outcome] = field(default_factory=list)
 
     def counters(self) -> dict[str, float]:

@@ -11,6 +11,13 @@ Each step (``vllm/v1/core/sched/scheduler.py``, in outline):
    blocks and ``max_num_seqs`` allow; a prompt's leading blocks already in the prefix cache
    are not recomputed (at least its last token is).
 
+With ``spec.lora`` (the plan's ``maxLoras``): a waiting request whose adapter would make the
+step's batch span more than ``maxLoras`` adapters is skipped (vLLM's scheduler does the same,
+and admits the requests behind it); an adapter entering the batch that is not among the
+``maxLoras`` on the GPU (least recently used out) is loaded first — from host memory when it is
+among the ``maxCpuLoras`` cached there, else from its source — and the step waits for it; each
+step also runs the LoRA kernels for the distinct adapters it holds (``planning/lora.py``).
+
 The step's duration is the planner's own timing model (``PerfModel.mixed_step_seconds``)
 divided by ``mismatch``: the "truth" can be faster or slower than what the planner assumes.
 Stretches of pure decoding are advanced many steps at once (until a request finishes, blocks
@@ -24,7 +31,12 @@ from dataclasses import dataclass
 
 from tokenscale.api.inference_service import InferenceServiceSpec
 from tokenscale.planning import PerfModel, Plan, replica_perf_model
+from tokenscale.planning.lora import LoraPerfModel, LoraSetup
 from tokenscale.simulation.recorder import Outcome, Recorder
+
+#: Waiting requests a step looks past for one whose adapter has a slot (vLLM looks at all;
+#: the cap keeps a long queue's step cheap).
+MAX_SKIPPED = 1024
 
 
 @dataclass(slots=True, eq=False)
@@ -46,6 +58,8 @@ class SimRequest:
     remote_tokens: int = 0
     """Prompt tokens whose KV arrived from a prefill worker (disaggregated decode): admitted as
     computed, like a prefix-cache hit; a preemption loses them (vLLM recomputes)."""
+    adapter: int = -1
+    """The LoRA adapter it addresses; -1: the base model."""
 
     def __post_init__(self) -> None:
         self.prompt_tokens = self.input_tokens
@@ -62,14 +76,17 @@ class ReplicaConfig:
     prefix_caching: bool
     prefix_block_tokens: int
     mismatch: float = 1.0
+    lora: LoraSetup | None = None
+    """``spec.lora`` at the plan's ``maxLoras`` (None: LoRA off)."""
 
 
 def replica_config(
     spec: InferenceServiceSpec, plan: Plan, prefix_block_tokens: int, mismatch: float = 1.0
 ) -> ReplicaConfig:
     """The engine ``plan`` deploys: its TP's timing model, KV blocks and vLLM flags."""
+    perf = replica_perf_model(spec, plan)
     return ReplicaConfig(
-        perf=replica_perf_model(spec, plan),
+        perf=perf,
         kv_blocks=plan.kv_capacity_blocks_per_replica,
         block_size=spec.serving.block_size,
         max_num_seqs=plan.max_num_seqs,
@@ -78,6 +95,7 @@ def replica_config(
         prefix_caching=spec.serving.enable_prefix_caching,
         prefix_block_tokens=prefix_block_tokens,
         mismatch=mismatch,
+        lora=perf.lora if isinstance(perf, LoraPerfModel) else None,
     )
 
 
@@ -96,6 +114,12 @@ class Replica:
         self._cache_capacity = max(
             1, cfg.kv_blocks * cfg.block_size // max(cfg.prefix_block_tokens, 1)
         )
+        self._slots: OrderedDict[int, None] = OrderedDict()
+        """Adapters on the GPU, least recently used first (at most ``maxLoras``)."""
+        self._host: OrderedDict[int, None] = OrderedDict()
+        """Adapters in host memory, least recently used first (at most ``maxCpuLoras``)."""
+        self._lora_kernel_s = 0.0
+        """The LoRA kernels' time per step of the current step's batch."""
 
     # -- what the fleet and the metrics see ------------------------------------------------------
     @property
@@ -109,6 +133,14 @@ class Replica:
     @property
     def kv_usage(self) -> float:
         return 1.0 - self.free_blocks / self.cfg.kv_blocks
+
+    def lora_state(self) -> tuple[int, int, bool]:
+        """What ``vllm:lora_requests_info`` says: adapters running, adapters waiting, and
+        whether every ``maxLoras`` slot is in use while adapters wait."""
+        running = {r.adapter for r in self.running if r.adapter >= 0}
+        waiting = {r.adapter for r in self.waiting if r.adapter >= 0} - running
+        slots = self.cfg.lora.max_loras if self.cfg.lora is not None else 0
+        return len(running), len(waiting), bool(waiting) and 0 < slots <= len(running)
 
     def flush_prefix_cache(self) -> None:
         """Forget every cached prefix block (a fault drill's cache flush)."""
@@ -205,8 +237,21 @@ class Replica:
             i += 1
         if preempted:
             return decode, chunks, True
-        while self.waiting and budget > 0 and len(self.running) < cfg.max_num_seqs:
-            r = self.waiting[0]
+        lora = cfg.lora
+        active = {r.adapter for r in self.running if r.adapter >= 0} if lora else set()
+        j = 0  # waiting requests skipped for want of an adapter slot stay in place, in order
+        while len(self.waiting) > j and budget > 0 and len(self.running) < cfg.max_num_seqs:
+            r = self.waiting[j]
+            if (
+                lora is not None
+                and r.adapter >= 0
+                and r.adapter not in active
+                and len(active) >= lora.max_loras
+            ):
+                j += 1
+                if j >= MAX_SKIPPED:
+                    break
+                continue
             if not r.looked_up:
                 self._lookup_prefix(r)
             rest = r.prompt_tokens - r.computed
@@ -216,7 +261,9 @@ class Replica:
             need = self._blocks_for(r.kv + n) - r.blocks
             if need > self.free_blocks:
                 break
-            self.waiting.popleft()
+            del self.waiting[j]
+            if r.adapter >= 0:
+                active.add(r.adapter)
             if r.queued:
                 r.queued = False
                 self.rec.queue.observe(max(0.0, self.clock - r.arrival_s))
@@ -235,19 +282,22 @@ class Replica:
             self.clock = max(self.clock, t_limit)
             return
         perf, mismatch = self.cfg.perf, self.cfg.mismatch
+        load_s = self._lora_step(decode, chunks)
         ctx = float(sum(r.kv for r in decode))
         flops = 0.0
         tokens = len(decode)
         for r, n in chunks:
             flops += perf.prefill_flops(n, r.kv)
             tokens += n
-        dt = perf.mixed_step_seconds(len(decode), ctx, flops, tokens) / mismatch
+        dt = (perf.mixed_step_seconds(len(decode), ctx, flops, tokens) + self._lora_kernel_s) / (
+            mismatch
+        )
         steps = 1
         if decode and not chunks and not preempted:
             steps = self._stretch(decode, t_limit, dt, ctx)
             if steps > 1:
                 dt = self._decode_step_s(len(decode), ctx + len(decode) * (steps - 1) / 2.0)
-        end = self.clock + dt * steps
+        end = self.clock + dt * steps + load_s
         rec = self.rec
         clock, on_time = self.clock, 0
         for r in decode:
@@ -287,7 +337,43 @@ class Replica:
     def _decode_step_s(self, seqs: int, context_tokens: float) -> float:
         """One pure-decode step of ``seqs`` sequences holding ``context_tokens`` in all."""
         step = self.cfg.perf.mixed_step_seconds(seqs, context_tokens, 0.0, seqs)
-        return step / self.cfg.mismatch
+        return (step + self._lora_kernel_s) / self.cfg.mismatch
+
+    def _lora_step(self, decode: list[SimRequest], chunks: list[tuple[SimRequest, int]]) -> float:
+        """The adapters of this step's batch: load those not on the GPU (LRU out, host memory
+        or the source), set the kernels' time; returns the seconds the loads stall the step."""
+        lora = self.cfg.lora
+        if lora is None:
+            return 0.0
+        used = {r.adapter for r in decode if r.adapter >= 0}
+        used.update(r.adapter for r, _ in chunks if r.adapter >= 0)
+        tp = self.cfg.perf.tp
+        stall = 0.0
+        for a in used:
+            if a in self._slots:
+                self._slots.move_to_end(a)
+                continue
+            if a in self._host:
+                self._host.move_to_end(a)
+                stall += lora.host_load_seconds(tp, a)
+                self.rec.lora_host_loads += 1
+            else:
+                stall += lora.source_load_seconds(tp, a)
+                self.rec.lora_source_loads += 1
+                self._host[a] = None
+                while len(self._host) > lora.max_cpu_loras:
+                    self._host.popitem(last=False)
+            self._slots[a] = None
+            while len(self._slots) > lora.max_loras:
+                victim = next((x for x in self._slots if x not in used), None)
+                if victim is None:
+                    break
+                del self._slots[victim]
+        perf = self.cfg.perf
+        self._lora_kernel_s = (
+            perf.lora_kernel_seconds(len(used)) if isinstance(perf, LoraPerfModel) else 0.0
+        )
+        return stall
 
     def _stretch(self, decode: list[SimRequest], t_limit: float, dt: float, ctx: float) -> int:
         """How many identical decode steps to take at once (≥ 1): the stretch ends at most one

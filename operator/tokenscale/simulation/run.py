@@ -45,6 +45,7 @@ from tokenscale.simulation.recorder import Outcome, Recorder
 from tokenscale.simulation.replica import SimRequest, replica_config
 from tokenscale.simulation.result import Explanation, SimResult, TimelinePoint
 from tokenscale.simulation.trace import Trace, TraceRequest, percentile, trace_stats
+from tokenscale.simulation.workloads import with_adapters
 
 Progress = Callable[[float], None]
 ORACLE_ROUNDS = 8
@@ -116,6 +117,12 @@ class Setup:
                 + "; ".join(forecast.infeasible_reasons)
             ]
         )
+        if spec.lora is not None and all(r.adapter < 0 for r in trace.requests):
+            trace = with_adapters(trace, spec.lora.shares, opts.seed)
+            self.warnings.append(
+                "the trace's requests address no adapter: each is given one drawn from "
+                f"spec.lora's shares (seed {opts.seed})"
+            )
         self.spec = spec
         self.forecast = forecast
         self.trace = trace
@@ -143,6 +150,7 @@ class Setup:
             seed=opts.seed,
             prefixes=prefixes,
             in_order=prefixes is not None,
+            adapters=[r.adapter for r in fits] if spec.lora is not None else None,
         )
         self.faults: tuple[Fault, ...] = ()
         """Fleet-level faults injected into every replay (``simulation/drills.py``)."""
@@ -556,7 +564,11 @@ def _admit(fleet: Fleet, r: TraceRequest, now: float, max_len: int, counts: _Cou
         counts.rejected += 1
         return
     request = SimRequest(
-        r.arrival_s, max(r.input_tokens, 1), max(r.output_tokens, 1), r.prefix_blocks
+        r.arrival_s,
+        max(r.input_tokens, 1),
+        max(r.output_tokens, 1),
+        r.prefix_blocks,
+        adapter=r.adapter,
     )
     if fleet.active == 0:
         counts.at_zero.add(r.arrival_s)

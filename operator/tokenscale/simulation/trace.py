@@ -37,6 +37,8 @@ class TraceRequest:
     output_tokens: int
     prefix_blocks: tuple[int, ...] = ()
     """Hashes of the prompt's leading ``block_tokens``-token blocks (shared prefixes hit)."""
+    adapter: int = -1
+    """The LoRA adapter it addresses (index into ``spec.lora.adapters``); -1: the base model."""
 
 
 @dataclass(frozen=True)

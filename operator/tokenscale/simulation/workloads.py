@@ -19,11 +19,13 @@ Token mixes (lognormal, stated by mean and P99): :data:`CONVERSATION` (1k / 4k i
 Arrivals are re-based to start at 0 s; a shape's duration is its last arrival.
 """
 
+import dataclasses
 import math
 import random
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
+from tokenscale.api.lora import zipf_shares
 from tokenscale.simulation.trace import MOONCAKE_BLOCK_TOKENS, Trace, TraceRequest, synthetic_trace
 
 
@@ -251,3 +253,28 @@ def decline(
         return start_rps + (end_rps - start_rps) * min(1.0, t / duration_s)
 
     return _shaped(duration_s, rate, mix, seed, f"decline-{start_rps:g}-{end_rps:g}")
+
+
+def with_adapters(trace: Trace, shares: Sequence[float], seed: int = 0) -> Trace:
+    """``trace`` with each request addressing LoRA adapter ``k`` with probability
+    ``shares[k]`` (seeded, independent of the arrivals)."""
+    rng = random.Random(seed)
+    indices = range(len(shares))
+    picks = rng.choices(indices, weights=shares, k=len(trace.requests))
+    requests = tuple(
+        dataclasses.replace(r, adapter=k) for r, k in zip(trace.requests, picks, strict=True)
+    )
+    return dataclasses.replace(trace, requests=requests, source=f"{trace.source} (adapters)")
+
+
+def many_adapters(
+    duration_s: float,
+    rps: float,
+    adapters: int,
+    exponent: float = 1.0,
+    mix: TokenMix = CONVERSATION,
+    seed: int = 0,
+) -> Trace:
+    """The many-adapter shape: steady Poisson arrivals over ``adapters`` LoRA adapters with
+    Zipf shares (the k-th takes ``k^-s``): a few take most requests, a long tail a few each."""
+    return with_adapters(steady(duration_s, rps, mix, seed), zipf_shares(adapters, exponent), seed)

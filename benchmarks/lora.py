@@ -1,0 +1,204 @@
+"""LoRA adapters: what the plan says they cost, and the plan against the simulator.
+
+One base model (Llama-3.1-8B on H100 SXM, TP 1, the conversation mix: 1,000 / P99 4,000 prompt
+tokens, 200 / P99 800 out, TTFT P99 2 s, TPOT P99 80 ms) serving a steady ``--rps`` over 1, 10
+and 100 rank-16 adapters with Zipf shares (exponent 1: the first takes ``1/H_n`` of the
+requests). For each adapter count:
+
+- the plan (``tokenscale plan`` for the same spec): the LoRA slots out of the KV pool, the
+  throughput change at the operating batch, the swaps per second, the recommended ``maxLoras``
+  and its replicas; and the plan at vLLM's default ``maxLoras`` 1;
+- with ``--simulate``, on the many-adapter shape (``simulation/workloads.py``
+  ``many_adapters``: 100 adapters, Poisson arrivals at ``--sim-rps`` for ``--duration``
+  seconds, each request's adapter drawn by the shares, seed 1) the simulator's best static
+  fleet (the fewest replicas whose replay meets the SLOs for ``targetAttainment`` of the
+  requests, ``simulation/run.py`` ``best_static``) against the plan's replicas (target: within
+  15 %), without LoRA (the same arrivals: the planner's margin apart from LoRA), at the
+  recommended ``maxLoras`` and at vLLM's default 1.
+
+The figures are reported, not asserted.
+
+    python benchmarks/lora.py [--rps 20] [--simulate [--sim-rps 60] [--duration 300]] [--json]
+"""
+
+import argparse
+import json
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))  # run as a script: benchmarks/ is first on the path
+sys.path.insert(0, str(ROOT / "operator"))
+
+from tokenscale.api import InferenceService  # noqa: E402
+from tokenscale.api.inference_service import InferenceServiceSpec  # noqa: E402
+from tokenscale.planning import plan_service  # noqa: E402
+from tokenscale.planning.formulas import GIB  # noqa: E402
+from tokenscale.planning.result import Plan  # noqa: E402
+from tokenscale.simulation.run import Setup, SimOptions, best_static  # noqa: E402
+from tokenscale.simulation.workloads import CONVERSATION, many_adapters, steady  # noqa: E402
+
+COUNTS = (1, 10, 100)
+TARGET = 0.15
+
+
+def service(adapters: int, rps: float, max_loras: int | None = None) -> InferenceServiceSpec:
+    lora: dict[str, Any] = {
+        "zipfExponent": 1.0,
+        "adapters": [
+            {"name": f"tenant-{i:03d}", "source": f"/adapters/tenant-{i:03d}", "rank": 16}
+            for i in range(adapters)
+        ],
+    }
+    if max_loras is not None:
+        lora["maxLoras"] = max_loras
+    doc = {
+        "apiVersion": "tokenscale.io/v1alpha1",
+        "kind": "InferenceService",
+        "metadata": {"name": f"lora-{adapters}"},
+        "spec": {
+            "model": {"name": "meta-llama/Llama-3.1-8B-Instruct", "catalog": "llama-3.1-8b"},
+            "hardware": {"gpu": "H100-SXM-80GB", "tensorParallelSize": 1},
+            "workload": {
+                "rps": {"mean": rps},
+                "inputTokens": {"mean": 1000, "p99": 4000},
+                "outputTokens": {"mean": 200, "p99": 800},
+                "maxContextTokens": 16384,
+            },
+            "slo": {"ttftP99Seconds": 2.0, "tpotP99Seconds": 0.08},
+            "scaling": {"minReplicas": 1, "maxReplicas": 64},
+            "lora": lora,
+        },
+    }
+    return InferenceService.model_validate(doc).spec
+
+
+def _plan_row(p: Plan) -> dict[str, Any]:
+    assert p.lora is not None
+    e = p.lora
+    return {
+        "max_loras": e.max_loras,
+        "replicas": None if p.replicas is None else p.replicas.total,
+        "kv_pool_minus_gib": e.slots_bytes_per_gpu / GIB,
+        "throughput_change": e.throughput_ratio - 1.0,
+        "swaps_per_s_per_replica": e.swaps_per_s_per_replica,
+        "operating_batch": p.operating_batch,
+        "limited_by": p.assumptions.get("operating_point_limited_by"),
+        "summary": e.summary,
+    }
+
+
+def _simulated(spec: InferenceServiceSpec, name: str, duration_s: float, rps: float) -> int:
+    """The simulator's best static fleet on the many-adapter shape (no LoRA: the same
+    arrivals, no adapter)."""
+    count = len(spec.lora.adapters) if spec.lora is not None else 1
+    trace = many_adapters(duration_s, rps, count, 1.0, CONVERSATION, seed=1)
+    if spec.lora is None:
+        trace = steady(duration_s, rps, CONVERSATION, seed=1)
+    setup = Setup(spec, trace, SimOptions(capacity_requests=600, timeline=False), name)
+    return best_static(setup).static_replicas or 0
+
+
+def plans(rps: float) -> list[dict[str, Any]]:
+    """The plan for 1, 10 and 100 adapters, recommended and at vLLM's default maxLoras."""
+    rows: list[dict[str, Any]] = []
+    for count in COUNTS:
+        recommended = plan_service(service(count, rps), f"lora-{count}")
+        default = plan_service(service(count, rps, 1), f"lora-{count}-default")
+        rows.append(
+            {
+                "adapters": count,
+                "plan": _plan_row(recommended),
+                "plan_at_default": _plan_row(default),
+            }
+        )
+    return rows
+
+
+def simulated(rps: float, duration_s: float, adapters: int = 100) -> list[dict[str, Any]]:
+    """The many-adapter shape: the plan's replicas against the simulator's best static fleet,
+    without LoRA (the same arrivals), at the recommended maxLoras and at vLLM's default 1."""
+    recommended = plan_service(service(adapters, rps), "rec")
+    m = recommended.lora.max_loras if recommended.lora is not None else 1
+    cases = (
+        ("no LoRA", service(adapters, rps).model_copy(update={"lora": None})),
+        (f"maxLoras {m} (recommended)", service(adapters, rps, m)),
+        ("maxLoras 1 (vLLM's default)", service(adapters, rps, 1)),
+    )
+    out: list[dict[str, Any]] = []
+    for label, spec in cases:
+        started = time.perf_counter()
+        p = plan_service(spec, "case")
+        sim = _simulated(spec, "case", duration_s, rps)
+        planned = None if p.replicas is None else p.replicas.total
+        out.append(
+            {
+                "case": label,
+                "plan_replicas": planned,
+                "plan_needed": None if p.replicas is None else p.replicas.needed,
+                "max_replicas": spec.scaling.max_replicas,
+                "simulated_best_static": sim,
+                # a fleet at maxReplicas did not meet the target: no count to compare with
+                "plan_vs_simulated": None
+                if not sim or planned is None or sim >= spec.scaling.max_replicas
+                else planned / sim - 1.0,
+                "seconds": time.perf_counter() - started,
+            }
+        )
+    return out
+
+
+def _print(rows: list[dict[str, Any]], rps: float) -> None:
+    print(f"Llama-3.1-8B on H100 SXM, {rps:g} RPS, rank-16 adapters, Zipf 1.0")
+    for row in rows:
+        p, d = row["plan"], row["plan_at_default"]
+        print(f"\n{row['adapters']} adapter(s): {p['summary']}")
+        print(
+            f"  plan: maxLoras {p['max_loras']} → {p['replicas']} replicas (batch "
+            f"{p['operating_batch']:.0f}, limited by {p['limited_by']}); vLLM's default "
+            f"maxLoras 1 → {d['replicas']} replicas (batch {d['operating_batch']:.0f}, "
+            f"{d['swaps_per_s_per_replica']:.2g} swaps/s)"
+        )
+
+
+def _print_sim(rows: list[dict[str, Any]], rps: float, duration_s: float) -> None:
+    print(f"\nmany-adapter shape: 100 adapters, {rps:g} RPS, {duration_s:g} s, seed 1")
+    for r in rows:
+        diff = r["plan_vs_simulated"]
+        verdict = (
+            "n/a" if diff is None else f"{diff:+.0%} ({'ok' if abs(diff) <= TARGET else 'MISS'})"
+        )
+        capped = (
+            " (maxReplicas: the target is not met)"
+            if r["simulated_best_static"] >= r["max_replicas"]
+            else ""
+        )
+        print(
+            f"  {r['case']}: plan {r['plan_replicas']} (need {r['plan_needed']:.2f}), "
+            f"simulator best static {r['simulated_best_static']}{capped}: {verdict} "
+            f"[{r['seconds']:.0f} s]"
+        )
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--rps", type=float, default=20.0)
+    parser.add_argument("--simulate", action="store_true", help="also the many-adapter shape")
+    parser.add_argument("--sim-rps", type=float, default=60.0)
+    parser.add_argument("--duration", type=float, default=300.0, help="simulated seconds")
+    parser.add_argument("--json", action="store_true")
+    args = parser.parse_args()
+    rows = plans(args.rps)
+    sims = simulated(args.sim_rps, args.duration) if args.simulate else []
+    if args.json:
+        print(json.dumps({"plans": rows, "simulated": sims}, indent=2))
+        return
+    _print(rows, args.rps)
+    if sims:
+        _print_sim(sims, args.sim_rps, args.duration)
+
+
+if __name__ == "__main__":
+    main()
