@@ -80,7 +80,8 @@ def models(m: dict[str, Any]) -> tuple[LoraPerfModel, PerfModel]:
     cond = forecast_conditions(r)
     on = perf_at(r, cond, 1)
     off = perf_at(dataclasses.replace(r, lora=None), cond, 1)
-    assert isinstance(on, LoraPerfModel) and on.lora is not None
+    assert isinstance(on, LoraPerfModel)
+    assert on.lora is not None
     return on, off
 
 
@@ -199,7 +200,8 @@ def main(argv: list[str] | None = None) -> int:
         print(json.dumps(result, indent=2))
         return 0
     print(
-        f"{'entry':20} {'set':8} {'validity':9} {'N':>4} {'D':>6} {'kind':17} {'meas/est':>16} {'err':>7}"
+        f"{'entry':20} {'set':8} {'validity':9} {'N':>4} {'D':>6} {'kind':17} "
+        f"{'meas/est':>16} {'err':>7}"
     )
     for r in result["entries"]:
         s = "held-out" if r["held_out"] else "fit"

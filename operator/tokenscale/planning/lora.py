@@ -22,7 +22,8 @@ the profiling step's activation peak includes: ``3 × T × max_lora_rank × 4 B`
 gate_up, down) per layer whatever the batch holds, and each kernel reads the slots of the
 distinct adapters in the batch at ``max_lora_rank``::
 
-    t_lora(B) = 2 × groups × L × (t_kernel + D(B) × t_adapter) + D(B) × slot_bytes_per_gpu(1) / HBM_bw
+    t_lora(B) = 2 × groups × L × (t_kernel + D(B) × t_adapter)
+              + D(B) × slot_bytes_per_gpu(1) / HBM_bw
     D(B) = min(max_loras, Σ_i 1 − (1 − p_i)^B)
 
 with ``t_kernel + D(B) × t_adapter`` per kernel (:data:`LORA_KERNEL_SECONDS`,
@@ -395,6 +396,15 @@ class LoraPerfModel(PerfModel):
         if self.lora is None:
             return 0.0
         return self.lora.kernel_seconds_for(float(distinct), self.tp, self._bw)
+
+    @property
+    def weight_floor_seconds(self) -> float:
+        """The base floor plus the LoRA kernels of a one-adapter step: a fixed cost every step
+        pays, as the step overhead is, so the knee stays relative to what batching amortizes."""
+        base = super().weight_floor_seconds
+        if self.lora is None:
+            return base
+        return base + self.lora.kernel_seconds_for(1.0, self.tp, self._bw)
 
     def _step_seconds(self, batch: float) -> float:
         base = super()._step_seconds(batch)
