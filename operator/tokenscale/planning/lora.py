@@ -59,11 +59,11 @@ from tokenscale.planning.performance import PerfModel
 LORA_BYTES_PER_ELEMENT = 2.0
 #: Seconds one shrink or expand kernel costs a decode step whatever its adapters, and what each
 #: distinct adapter in the batch adds to it: least squares (``benchmarks/accuracy_lora.py
-#: --fit``) over the fit set of ``benchmarks/accuracy/lora.yaml`` (vLLM 0.8.5 V1, Llama-3.1-8B,
-#: rank 8, batch 220, 1–300 adapters: 68.8 µs and 1.24 µs). An effective figure: it holds
+#: --fit``) over the fit set of ``benchmarks/accuracy/lora.yaml`` (vLLM 0.8.5 V1, Qwen2.5-7B,
+#: rank 8, batch 250, 1–300 adapters: 70.4 µs and 1.43 µs). An effective figure: it holds
 #: whatever the engine spends per LoRA step (metadata, launches), measured at one batch size.
-LORA_KERNEL_SECONDS = 68.8e-6
-LORA_ADAPTER_KERNEL_SECONDS = 1.24e-6
+LORA_KERNEL_SECONDS = 70.4e-6
+LORA_ADAPTER_KERNEL_SECONDS = 1.43e-6
 #: Module groups vLLM runs LoRA kernels for per layer in a Llama-style decoder.
 LORA_GROUPS = 4
 #: Read rate of an adapter's source when it is not in host memory (local NVMe or a warm page
