@@ -2,9 +2,10 @@
 
 Run: ``python benchmarks/accuracy.py`` (``--json`` for machine-readable output).
 
-One yardstick over the four files of ``benchmarks/accuracy/`` (sources in
+One yardstick over the five files of ``benchmarks/accuracy/`` (sources in
 ``benchmarks/accuracy/README.md``): ``measurements.yaml`` (aggregated serving),
-``disaggregation.yaml`` (prefill/decode pairs), ``speculative.yaml`` and ``multinode.yaml``.
+``disaggregation.yaml`` (prefill/decode pairs), ``speculative.yaml``, ``multinode.yaml`` and
+``lora.yaml`` (LoRA adapters' step cost).
 Each entry of ``measurements.yaml`` is rebuilt as an InferenceService spec (same model, GPU, TP,
 weight and KV dtype, ``gpuMemoryUtilization``, context and block size, fixed input/output lengths)
 and planned with :func:`tokenscale.planning.plan_service`; latencies come from the replica's
@@ -21,11 +22,12 @@ and planned with :func:`tokenscale.planning.plan_service`; latencies come from t
 
 The other files' entries are estimated by their own scripts' functions
 (``accuracy_disaggregation.estimate``, ``accuracy_speculative.score``,
-``accuracy_multinode.estimate``) and scored here in the same groups: KV capacity, decode
-(TPOT, batch latency, P/D decode step), TTFT (TTFT, P/D TTFT idle and under load, P/D prefill),
-throughput, and three groups without a target — ``overhead`` (a TTFT at concurrency 1 whose
-prefill is a few percent of it, ``measures: request-overhead``: it scores the request overhead,
-not the prefill), ``transfer`` (a P/D KV transfer) and ``speculative`` (the speed-up).
+``accuracy_multinode.estimate``, ``accuracy_lora.score``) and scored here in the same groups:
+KV capacity, decode (TPOT, batch latency, P/D decode step), TTFT (TTFT, P/D TTFT idle and under
+load, P/D prefill), throughput, and four groups without a target — ``overhead`` (a TTFT at
+concurrency 1 whose prefill is a few percent of it, ``measures: request-overhead``: it scores the
+request overhead, not the prefill), ``transfer`` (a P/D KV transfer), ``speculative`` (the
+speed-up) and ``lora`` (the LoRA part of a decode step, or the throughput with LoRA ÷ without).
 
 Engine version: vLLM reserves CUDA-graph memory before it sizes the KV pool only since 0.21
 (before, graphs were captured out of the ``gpu_memory_utilization`` slack; vLLM issue 46462
@@ -45,7 +47,7 @@ target); ``excluded`` entries stay in the file and are not scored.
 
 The targets are reported, not asserted: scoring always exits 0.
 
-``--check [FILE ...]`` is the physics gate instead (the four files by default): every
+``--check [FILE ...]`` is the physics gate instead (the five files by default): every
 entry's implied FLOP/s, HBM bytes/s and link bytes/s against its GPU's datasheet peaks
 (:mod:`tokenscale.planning.physics`); exit 1 naming each rejected entry that is not already
 ``excluded``, 0 when all pass, 2 when a file cannot be read as a measurements file.
@@ -75,6 +77,7 @@ sys.path.insert(0, str(ROOT / "operator"))
 
 from benchmarks import (  # noqa: E402
     accuracy_disaggregation,
+    accuracy_lora,
     accuracy_multinode,
     accuracy_speculative,
 )
@@ -92,10 +95,10 @@ from tokenscale.planning import (  # noqa: E402
 from tokenscale.planning.performance import link_bytes_per_s  # noqa: E402
 
 DATA = ROOT / "benchmarks" / "accuracy" / "measurements.yaml"
-#: The four files of the yardstick, by the name used in the tables.
+#: The five files of the yardstick, by the name used in the tables.
 FILES = {
     name: ROOT / "benchmarks" / "accuracy" / f"{name}.yaml"
-    for name in ("measurements", "disaggregation", "speculative", "multinode")
+    for name in ("measurements", "disaggregation", "speculative", "multinode", "lora")
 }
 GIB = 1024**3
 
@@ -122,6 +125,9 @@ GROUPS = {
     "throughput_tok_s_per_gpu": "throughput",
     "throughput_tok_s_per_node": "throughput",
     "layout_ratio": "throughput",
+    # lora.yaml (entries carry no kind: the scorer names it)
+    "lora_step_s": "lora",
+    "lora_throughput_ratio": "lora",
 }
 
 #: (mean target, worst target or None) per group, as fractions; None: reported, no target
@@ -133,6 +139,7 @@ TARGETS: dict[str, tuple[float, float | None] | None] = {
     "overhead": None,
     "transfer": None,
     "speculative": None,
+    "lora": None,
 }
 
 #: The group of an entry that ``measures: request-overhead``.
@@ -381,10 +388,22 @@ def _bound_held(v: str, group: str, measured: float, est: float) -> bool | None:
     return est >= measured * (1.0 - (target[0] if target else 0.0))
 
 
+def lora_kind(e: dict[str, Any]) -> str:
+    """The kind of a lora.yaml entry: a decode step's LoRA part, or a throughput ratio."""
+    return "lora_step_s" if e.get("itl_ms_with") is not None else "lora_throughput_ratio"
+
+
 def _other_row(name: str, data: dict[str, Any], e: dict[str, Any], split: str) -> Row:
-    """One entry of disaggregation.yaml, speculative.yaml or multinode.yaml, scored."""
+    """One entry of disaggregation.yaml, speculative.yaml, multinode.yaml or lora.yaml, scored."""
     kind = str(e.get("kind", "speedup"))
-    if name == "disaggregation":
+    if name == "lora":
+        kind = lora_kind(e)
+        e = e | {"kind": kind}
+        scored = accuracy_lora.score(e | {"held_out": split == "held-out"})
+        measured = float(scored.get("measured", math.nan))
+        est = float(scored.get("estimate", math.nan))
+        tp, unit = 1, "ms" if kind == "lora_step_s" else "ratio"
+    elif name == "disaggregation":
         measured, est, _ = accuracy_disaggregation.estimate(data, e)
         tp, unit = int(e["layout"]["prefill_tp"]), "ratio" if kind == "itl_ratio" else "s"
     elif name == "speculative":
@@ -522,9 +541,13 @@ DEFAULT_MAX_NUM_SEQS = 256
 
 
 def gate_entry(e: dict[str, Any]) -> dict[str, Any] | None:
-    """The entry of any of the four files as a measurements.yaml entry the gate can count the
+    """The entry of any of the five files as a measurements.yaml entry the gate can count the
     work of (the kind it is judged as, the replica's TP, seconds), or None: nothing to check."""
     kind = e.get("kind")
+    if "itl_ms_without" in e or "throughput_without" in e:  # lora.yaml: the step without LoRA
+        if e.get("itl_ms_without") is None or e.get("gpu") is None:
+            return None
+        return e | {"tp": 1, "weight_dtype": "bf16", "concurrency": e["batch"], "kind": "lora"}
     if kind is None:  # speculative.yaml: the TPOT without speculation, and the target's step
         if e.get("tpot_ms_without") is None and e.get("tpot_ms_with") is None:
             return None
@@ -589,6 +612,10 @@ def _verdict(
         if e.get("tpot_ms_with") is not None:
             steps.append(float(e["tpot_ms_with"]) / 1e3 * float(e["mean_accepted_length"]))
         work = physics.decode_step_work(perf, float(e["batch"]), inp + out / 2.0, min(steps))
+    elif kind == "lora":
+        # a decode step at the entry's batch, with or without LoRA: the weights read once
+        step = min(float(e["itl_ms_without"]), float(e["itl_ms_with"])) / 1e3
+        work = physics.decode_step_work(perf, float(e["batch"]), inp + out / 2.0, step)
     elif kind == "batch_latency_s":
         work = physics.batch_latency_work(perf, float(e["batch"]), inp, out, _seconds(e))
     else:  # throughput_tok_s
@@ -598,7 +625,7 @@ def _verdict(
 
 def physics_check(data: dict[str, Any]) -> list[Check]:
     """Every entry against its GPU's peaks (:mod:`tokenscale.planning.physics`), and every
-    pair of TTFTs of one series on their difference. ``data`` is any of the four files."""
+    pair of TTFTs of one series on their difference. ``data`` is any of the five files."""
     if "defaults" in data:
         data = data | {"measurements": [data["defaults"] | e for e in data["measurements"]]}
     entries = sorted(data["measurements"], key=lambda e: str(e["id"]))
@@ -647,6 +674,10 @@ def physics_check(data: dict[str, Any]) -> list[Check]:
 
 def _nothing_alone(e: dict[str, Any]) -> str:
     kind = e.get("kind")
+    if "throughput_without" in e:
+        return "a throughput with LoRA ÷ without: a ratio, nothing to check alone"
+    if "itl_ms_without" in e:
+        return "a step whose GPU the source does not state: nothing to count"
     if kind is None:
         return "a speed-up: a ratio, nothing to check alone"
     if kind in ("throughput_tok_s_per_gpu", "throughput_tok_s_per_node"):
@@ -744,7 +775,7 @@ def main() -> int:
         nargs="*",
         type=Path,
         metavar="FILE",
-        help="the physics gate on FILE(s) (default: the four files of benchmarks/accuracy/) "
+        help="the physics gate on FILE(s) (default: the five files of benchmarks/accuracy/) "
         "instead",
     )
     args = parser.parse_args()

@@ -22,10 +22,13 @@ the profiling step's activation peak includes: ``3 × T × max_lora_rank × 4 B`
 gate_up, down) per layer whatever the batch holds, and each kernel reads the slots of the
 distinct adapters in the batch at ``max_lora_rank``::
 
-    t_lora(B) = 2 × groups × L × t_kernel + D(B) × slot_bytes_per_gpu(1) / HBM_bw
+    t_lora(B) = 2 × groups × L × (t_kernel + D(B) × t_adapter)
+              + D(B) × slot_bytes_per_gpu(1) / HBM_bw
     D(B) = min(max_loras, Σ_i 1 − (1 − p_i)^B)
 
-with ``t_kernel`` = :data:`LORA_KERNEL_SECONDS` (an assumption, not fitted to measurements).
+with ``t_kernel + D(B) × t_adapter`` per kernel (:data:`LORA_KERNEL_SECONDS`,
+:data:`LORA_ADAPTER_KERNEL_SECONDS`, fitted to published vLLM measurements:
+``benchmarks/accuracy/lora.yaml``).
 
 **Slots**: vLLM's scheduler admits a request only while the batch holds at most ``max_loras``
 adapters, so the batch runs at most as wide as ``D_∞(B) = max_loras`` allows (``D_∞``: ``D``
@@ -54,9 +57,13 @@ from tokenscale.planning.performance import PerfModel
 
 #: Bytes per LoRA weight: vLLM's ``--lora-dtype auto`` is the model's activation dtype (BF16).
 LORA_BYTES_PER_ELEMENT = 2.0
-#: Seconds one shrink or expand kernel takes at decode batch sizes, launch and tail included
-#: (an assumption: a small Triton kernel under CUDA graphs).
-LORA_KERNEL_SECONDS = 5e-6
+#: Seconds one shrink or expand kernel costs a decode step whatever its adapters, and what each
+#: distinct adapter in the batch adds to it: least squares (``benchmarks/accuracy_lora.py
+#: --fit``) over the fit set of ``benchmarks/accuracy/lora.yaml`` (vLLM 0.8.5 V1, Qwen2.5-7B,
+#: rank 8, batch 250, 1–300 adapters: 70.4 µs and 1.43 µs). An effective figure: it holds
+#: whatever the engine spends per LoRA step (metadata, launches), measured at one batch size.
+LORA_KERNEL_SECONDS = 70.4e-6
+LORA_ADAPTER_KERNEL_SECONDS = 1.43e-6
 #: Module groups vLLM runs LoRA kernels for per layer in a Llama-style decoder.
 LORA_GROUPS = 4
 #: Read rate of an adapter's source when it is not in host memory (local NVMe or a warm page
@@ -263,9 +270,10 @@ class LoraSetup:
 
     def kernel_seconds_for(self, distinct: float, tp: int, hbm_bytes_per_s: float) -> float:
         """The LoRA kernels' time in one step whose batch holds ``distinct`` adapters."""
-        fixed = 2.0 * LORA_GROUPS * self.arch.layers * LORA_KERNEL_SECONDS
+        per_kernel = LORA_KERNEL_SECONDS + distinct * LORA_ADAPTER_KERNEL_SECONDS
+        kernels = 2.0 * LORA_GROUPS * self.arch.layers * per_kernel
         reads = distinct * slot_bytes_per_gpu(self.arch, self.max_lora_rank, tp)
-        return fixed + reads / hbm_bytes_per_s
+        return kernels + reads / hbm_bytes_per_s
 
     def step_extra_seconds(
         self, batch: float, tp: int, hbm_bytes_per_s: float, mean_output_tokens: float
@@ -388,6 +396,15 @@ class LoraPerfModel(PerfModel):
         if self.lora is None:
             return 0.0
         return self.lora.kernel_seconds_for(float(distinct), self.tp, self._bw)
+
+    @property
+    def weight_floor_seconds(self) -> float:
+        """The base floor plus the LoRA kernels of a one-adapter step: a fixed cost every step
+        pays, as the step overhead is, so the knee stays relative to what batching amortizes."""
+        base = super().weight_floor_seconds
+        if self.lora is None:
+            return base
+        return base + self.lora.kernel_seconds_for(1.0, self.tp, self._bw)
 
     def _step_seconds(self, batch: float) -> float:
         base = super()._step_seconds(batch)
