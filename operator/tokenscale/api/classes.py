@@ -150,8 +150,8 @@ def _cdf(x: float, mu: float, sigma: float) -> float:
 def mixture_quantile(parts: Sequence[tuple[float, TokenDistribution]], p: float) -> float:
     """The ``p`` quantile of the mixture of ``parts`` (weight, distribution): each part a
     log-normal through its mean and its own ``p`` quantile (P95 absent: fitted through P99),
-    found by bisection on the weighted CDF (``p`` is 0.95 or 0.99). Always between the parts' smallest and largest
-    ``p`` quantile."""
+    found by bisection on the weighted CDF (``p`` is 0.95 or 0.99). Always between the parts'
+    smallest and largest ``p`` quantile."""
     total = sum(w for w, _ in parts)
     fits = []
     for w, d in parts:

@@ -90,6 +90,11 @@ class Workload(ApiModel):
                 f"classes: the name {name!r} is given twice; every class needs its own name "
                 "(it names the class's InferenceObjective and its rows in the plan)"
             )
+        if not any(c.guaranteed for c in classes):
+            raise ValueError(
+                "classes: no class is critical or standard, so the fleet has nothing to be "
+                "sized for; give at least one class priority standard or critical"
+            )
         total = sum_rps(classes)
         if abs(self.rps.mean - total.mean) > 0.01 * max(total.mean, 1e-9):
             raise ValueError(
