@@ -10,6 +10,7 @@ from rich.panel import Panel
 from rich.table import Table
 from rich.text import Text
 
+from tokenscale.cli.class_view import classes_table
 from tokenscale.cli.fit import Column, FittedTable
 from tokenscale.cli.plan_figures import Latency, cannot_serve, duration_text, latencies
 from tokenscale.cli.pool_view import pools_table, several
@@ -214,6 +215,8 @@ def plan_renderable(
     parts: list[Any] = [Text(header, style="bold"), memory, kv, perf, cons, cost]
     if _pooled(p):
         parts.insert(parts.index(cons), pools_table(p))
+    if p.classes:
+        parts.insert(parts.index(cost) + 1, classes_table(p))
     if cannot_serve(p):  # no estimates or cost for a replica that cannot run
         parts = [
             Text(header, style="bold"),
