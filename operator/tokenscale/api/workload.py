@@ -56,18 +56,20 @@ class Workload(ApiModel):
     @model_validator(mode="before")
     @classmethod
     def _totals_from_classes(cls, data: Any) -> Any:
-        """Fill absent totals from the classes (when every class parses; otherwise leave the
-        input as it is and let field validation name what is wrong)."""
+        """Fill absent totals from the classes that parse (a class that does not is named by
+        its own error; none parses: the input as it is, and field validation names it)."""
         if not isinstance(data, dict) or not isinstance(data.get("classes"), list):
             return data
         keys = {"rps": ("rps",), "in": ("inputTokens", "input_tokens")}
         keys["out"] = ("outputTokens", "output_tokens")
         if all(any(k in data for k in names) for names in keys.values()):
             return data
-        try:
-            classes = [WorkloadClass.model_validate(c) for c in data["classes"]]
-        except (ValueError, TypeError):
-            return data
+        classes = []
+        for raw in data["classes"]:
+            try:
+                classes.append(WorkloadClass.model_validate(raw))
+            except (ValueError, TypeError):
+                continue  # its own error names it; the sum of the others fills the totals
         if not classes:
             return data
         filled = dict(data)
