@@ -256,3 +256,26 @@ def test_every_view_shows_the_classes(tmp_path: Any) -> None:
         out = runner.invoke(app, ["plan", str(path), "-o", fmt], env={"COLUMNS": "200"}).stdout
         assert "chat binds" in out, fmt
         assert "batch" in out, fmt
+
+
+def test_check_judges_quotas_and_priority_isolation() -> None:
+    from tokenscale.render import render_bundle  # noqa: PLC0415
+    from tokenscale.render.readiness import readiness  # noqa: PLC0415
+
+    def items(d: dict[str, Any]) -> dict[str, Any]:
+        (service,) = parse_manifests(yaml.safe_dump(d))
+        p = plan_service(service.spec, "test")
+        objects = render_bundle("test", "team", service.spec, p, p.replica_count).objects
+        return {i.item: i for i in readiness(service.spec, p, objects)}
+
+    bare = items(doc([chat(), batch()]))
+    assert not bare["tenant-quotas"].ok
+    assert "spec.workload.classes[1] (batch)" in bare["tenant-quotas"].why
+    assert not bare["priority-isolation"].ok
+    assert "no spec.gateway.inferencePool" in bare["priority-isolation"].why
+    full = doc([chat(quota={"maxRps": 30}), batch(quota={"maxRps": 50})])
+    full["spec"]["gateway"] = {"inferencePool": {}}
+    good = items(full)
+    assert good["tenant-quotas"].ok
+    assert good["priority-isolation"].ok, good["priority-isolation"].why
+    assert "tenant-quotas" not in items(manifest())
