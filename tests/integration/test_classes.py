@@ -24,7 +24,9 @@ pytestmark = pytest.mark.integration
 
 
 def _objectives(objects: Objects) -> dict[str, dict[str, Any]]:
-    got = objects.custom.list_namespaced_custom_object(GROUP, VERSION, objects.ns, PLURAL)
+    got: dict[str, Any] = objects.custom.list_namespaced_custom_object(
+        GROUP, VERSION, objects.ns, PLURAL
+    )
     return {o["metadata"]["name"]: o for o in got["items"]}
 
 
