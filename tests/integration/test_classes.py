@@ -82,6 +82,10 @@ def test_classes_render_priority_and_objectives_and_a_dropped_class_loses_its_ow
     args = dep.spec.template.spec.containers[0].args
     assert args[args.index("--scheduling-policy") + 1] == "priority"
 
+    planned = objects.get("test")["status"]["plan"]["classes"]
+    assert planned[0].startswith("chat binds at")
+    assert planned[3].startswith("batch (sheddable, priority -10)")
+
     objects.patch_spec("test", {"workload": {"classes": [chat(), agent()]}})
 
     def dropped() -> bool:
