@@ -279,3 +279,31 @@ def test_check_judges_quotas_and_priority_isolation() -> None:
     assert good["tenant-quotas"].ok
     assert good["priority-isolation"].ok, good["priority-isolation"].why
     assert "tenant-quotas" not in items(manifest())
+
+
+def test_a_guaranteed_class_that_cannot_be_served_says_so_and_promises_nothing() -> None:
+    impossible = chat(slo={"ttftP99Seconds": 0.001, "tpotP99Seconds": 0.001})
+    p = plan_of(doc([impossible, batch()]))
+    s = p.classes_summary
+    assert s is not None
+    assert not p.feasible
+    assert "cannot be met on this hardware" in s.reason
+    assert s.sheddable_served_at_peak == 0.0
+    assert all(c.served_fraction_at_mean == 0.0 for c in p.classes)
+    assert all(c.gpus == 0.0 for c in p.classes)
+
+
+def test_classes_plan_over_a_gpu_mix() -> None:
+    d = doc([chat(slo={"ttftP99Seconds": 2.0, "tpotP99Seconds": 0.06}), agent(), batch()])
+    d["spec"]["hardware"] = {
+        "variants": [
+            {"gpu": "H100-SXM-80GB", "tensorParallelSize": 1, "maxReplicas": 4},
+            {"gpu": "L40S-48GB", "tensorParallelSize": 1, "maxReplicas": 24},
+        ]
+    }
+    d["spec"]["gateway"] = {"inferencePool": {"endpointPicker": "epp"}}
+    p = plan_of(d)
+    assert p.feasible, p.infeasible_reasons
+    assert len(p.pools) == 2
+    assert p.gpus_total is not None
+    assert sum(c.gpus for c in p.classes) == pytest.approx(p.gpus_total, rel=1e-6)

@@ -83,16 +83,21 @@ def plan_classes(spec: InferenceServiceSpec, name: str, planner: Planner) -> Pla
 
     all_plan = planner(_with(spec, _sum_workload(w, list(w.classes or [])), binding_slo), name)
     replicas = plan.replica_count
-    n_g_peak = _needed(plan)
+    serves = plan.replicas is not None
+    n_g_peak = _needed(plan) if serves else 0.0
     g_rps = sum_rps(guaranteed)
     n_g_mean = n_g_peak * (g_rps.mean / g_rps.design_rps) if g_rps.design_rps > 0 else 0.0
-    n_s = max(0.0, _needed(all_plan) - n_g_peak) if sheddable else 0.0
-    at_peak = _fraction(replicas - n_g_peak, n_s)
-    at_mean = _fraction(replicas - n_g_mean, n_s)
-
     prompt_p99 = g_work.input_tokens.p99_or_mean
     per_req = {c.name: _per_request_s(plan, prompt_p99, c) for c in w.classes or []}
-    served_mean = {c.name: (1.0 if c.guaranteed else at_mean) for c in w.classes or []}
+    if all_plan.replicas is not None:
+        n_s = max(0.0, _needed(all_plan) - n_g_peak) if sheddable else 0.0
+    else:  # nothing serves everything guaranteed: the sheddable peak's replica-seconds
+        n_s = sum(c.design_rps * per_req[c.name] for c in sheddable)
+    at_peak = _fraction(replicas - n_g_peak, n_s) if serves else 0.0
+    at_mean = _fraction(replicas - n_g_mean, n_s) if serves else 0.0
+
+    full = 1.0 if serves else 0.0
+    served_mean = {c.name: (full if c.guaranteed else at_mean) for c in w.classes or []}
     used = {c.name: c.rps.mean * per_req[c.name] * served_mean[c.name] for c in w.classes or []}
     total_used = sum(used.values())
     if total_used > replicas > 0:  # the unit overstates: scale the uses into the fleet
@@ -100,7 +105,7 @@ def plan_classes(spec: InferenceServiceSpec, name: str, planner: Planner) -> Pla
     idle = max(0.0, replicas - sum(used.values()))
     reserve = {c.name: c.design_rps * per_req[c.name] for c in guaranteed}
     reserve_total = sum(reserve.values()) or 1.0
-    gpr = plan.gpus_per_replica
+    gpr = (plan.gpus_total or 0) / replicas if replicas > 0 else 0.0  # a mix: the average
     price = plan.pools[0].variant.gpu_hour_price if plan.pools else None
 
     rows = []
@@ -126,10 +131,10 @@ def plan_classes(spec: InferenceServiceSpec, name: str, planner: Planner) -> Pla
                 input_tokens_mean=c.input_tokens.mean,
                 output_tokens_mean=c.output_tokens.mean,
                 slo_checks=checks,
-                replicas_for_slo=own.replica_count if own is not None else None,
+                replicas_for_slo=own.replica_count if own is not None and own.replicas else None,
                 binding=c.name == chosen_class.name,
-                served_fraction_at_peak=1.0 if c.guaranteed else at_peak,
-                served_fraction_at_mean=1.0 if c.guaranteed else at_mean,
+                served_fraction_at_peak=full if c.guaranteed else at_peak,
+                served_fraction_at_mean=full if c.guaranteed else at_mean,
                 replica_seconds_per_request=per_req[c.name],
                 gpus=gpus,
                 gpu_hours_per_day=gpus * 24.0,
@@ -187,6 +192,12 @@ def _reason(
     sheddable: list[WorkloadClass],
     at_peak: float,
 ) -> str:
+    if plan.replicas is None:
+        return (
+            f"{binding.name}'s SLO cannot be met on this hardware: the guaranteed classes "
+            "cannot be served (the plan's reasons say why); nothing is left for "
+            + (", ".join(c.name for c in sheddable) or "sheddable classes")
+        )
     tight = _tightest(plan.slo_checks)
     what = (
         f"its tightest SLO {tight.name.replace('_', ' ').upper()} {tight.estimate_s:.3g} s of "
