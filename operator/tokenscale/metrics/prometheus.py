@@ -231,12 +231,18 @@ class PrometheusSource:
             by_pool(queued_r.series or [], "gateway_queued", self.cfg.query) if queued_r else {}
         )
         sat = by_pool(sat_r.series or [], "pool_saturation", self.cfg.query) if sat_r else {}
+        shed_r = by_name.get("gateway_queued_sheddable")
+        shed = (
+            by_pool(shed_r.series or [], "gateway_queued_sheddable", self.cfg.query)
+            if shed_r is not None and shed_r.error is None
+            else None
+        )
         gateway_error = next((r.error for r in (queued_r, sat_r) if r and r.error), None)
         activation = {
             k: activation_value(by_name[names[k]].series, by_name[names[k]].error) for k in acts
         }
         failed = [r.failure for r in results if r.failure is not None]
-        return assemble(wanted, queued, sat, gateway_error, activation), failed
+        return assemble(wanted, queued, sat, gateway_error, activation, shed), failed
 
     def running_by_pod(self, namespaces: list[str] | None) -> dict[ServiceKey, dict[str, float]]:
         """Running requests per pod, per service (empty when unknown: nothing is guessed)."""
