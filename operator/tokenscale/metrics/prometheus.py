@@ -201,9 +201,10 @@ class PrometheusSource:
     def demand(
         self, wanted: dict[ServiceKey, DemandQuery], namespaces: list[str] | None
     ) -> tuple[dict[ServiceKey, Demand], list[QueryError]]:
-        """Demand in front of the engines for each wanted service (``metrics/demand.py``): two
-        fleet-wide endpoint-picker queries when any service has a pool, one query per
-        activation query. Never raises for a backend failure; failures come back typed."""
+        """Demand in front of the engines for each wanted service (``metrics/demand.py``): three
+        fleet-wide endpoint-picker queries (the queue, its sheddable part, the saturation) when
+        any service has a pool, one query per activation query. Never raises for a backend
+        failure; failures come back typed."""
         if not wanted:
             return {}, []
         plan: dict[str, str] = {}
