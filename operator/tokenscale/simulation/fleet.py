@@ -111,6 +111,11 @@ class Fleet:
         while self.pending and any(m.phase == "ready" for m in self.members):
             self.route(self.pending.popleft(), t)
 
+    def saturated(self) -> bool:
+        """Every ready engine has requests waiting (none could start one now)."""
+        ready = [m for m in self.members if m.phase == "ready"]
+        return bool(ready) and all(m.replica.waiting for m in ready)
+
     def route(self, req: SimRequest, now: float) -> None:
         best: Member | None = None
         for m in self.members:

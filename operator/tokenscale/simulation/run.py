@@ -28,6 +28,7 @@ from tokenscale.simulation.capacity import (
     schedule_gpu_hours,
     sustainable_rps,
 )
+from tokenscale.simulation.classes import class_results
 from tokenscale.simulation.errors import TraceError
 from tokenscale.simulation.faults import Fault, make_fleet
 from tokenscale.simulation.fleet import Fleet
@@ -292,6 +293,8 @@ class _Counts:
     replicas_max: int = 0
     at_zero: set[float] = field(default_factory=set)
     """Arrival times of requests that found no replica asked for (a fleet at zero)."""
+    shed: list[int] = field(default_factory=list)
+    """The priority of each request the gateway shed (sheddable, the fleet saturated)."""
 
 
 def simulate(
@@ -551,12 +554,22 @@ def _replay(
 
 
 def _admit(fleet: Fleet, r: TraceRequest, now: float, max_len: int, counts: _Counts) -> None:
-    """Route one arrival; longer than the max model len is rejected (vLLM answers 400)."""
+    """Route one arrival; longer than the max model len is rejected (vLLM answers 400); a
+    sheddable one (negative priority) is shed while every ready engine has requests waiting,
+    as the endpoint picker's flow control sheds the lowest priorities of a saturated pool
+    (dropped at once here, where flow control would hold it up to its TTL first)."""
     if r.input_tokens + r.output_tokens > max_len:
         counts.rejected += 1
         return
+    if r.priority < 0 and fleet.saturated():  # flow control sheds the sheddable first
+        counts.shed.append(r.priority)
+        return
     request = SimRequest(
-        r.arrival_s, max(r.input_tokens, 1), max(r.output_tokens, 1), r.prefix_blocks
+        r.arrival_s,
+        max(r.input_tokens, 1),
+        max(r.output_tokens, 1),
+        r.prefix_blocks,
+        priority=r.priority,
     )
     if fleet.active == 0:
         counts.at_zero.add(r.arrival_s)
@@ -656,5 +669,7 @@ def _result(
         planner_rps_per_replica=setup.forecast.rps_per_replica,
         timeline=timeline,
         arrived_at_zero=len(counts.at_zero),
+        shed=len(counts.shed),
+        classes=class_results(setup.spec, setup.trace, outs, counts.shed, gpu_hours),
         wake_ttft_max_s=max(woke) if woke else None,
     )

@@ -37,6 +37,8 @@ class TraceRequest:
     output_tokens: int
     prefix_blocks: tuple[int, ...] = ()
     """Hashes of the prompt's leading ``block_tokens``-token blocks (shared prefixes hit)."""
+    priority: int = 0
+    """Its class's InferenceObjective priority (higher is served first; < 0: sheddable)."""
 
 
 @dataclass(frozen=True)
