@@ -111,10 +111,10 @@ class Fleet:
         while self.pending and any(m.phase == "ready" for m in self.members):
             self.route(self.pending.popleft(), t)
 
-    def saturated(self) -> bool:
-        """Every ready engine has requests waiting (none could start one now)."""
+    def saturated(self, batch: float) -> bool:
+        """Every ready engine holds at least ``batch`` requests (running and waiting)."""
         ready = [m for m in self.members if m.phase == "ready"]
-        return bool(ready) and all(m.replica.waiting for m in ready)
+        return bool(ready) and all(m.replica.load >= batch for m in ready)
 
     def route(self, req: SimRequest, now: float) -> None:
         best: Member | None = None

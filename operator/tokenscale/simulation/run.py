@@ -464,6 +464,9 @@ def _replay(
     misses, judged = 0, 0
     explanation: Explanation | None = None
     rec = Recorder()
+    # with classes the gateway holds sheddable requests once every engine carries the plan's
+    # operating batch (flow control's saturation threshold at the plan's operating point)
+    sheds = setup.forecast.operating_batch if setup.spec.workload.classes else None
     fleet = make_fleet(
         setup.faults, setup.replica, rec, setup.forecast.gpus_per_replica, cold_start_s, initial
     )
@@ -492,7 +495,7 @@ def _replay(
         )
         fleet.advance(t)
         while i < len(arrivals) and arrivals[i].arrival_s <= t:
-            _admit(fleet, arrivals[i], t, setup.forecast.max_model_len, counts)
+            _admit(fleet, arrivals[i], t, setup.forecast.max_model_len, counts, sheds)
             i += 1
             arrivals_since += 1
         if t >= t_scrape:
@@ -553,15 +556,24 @@ def _replay(
     return result if explanation is None else result.model_copy(update={"explanation": explanation})
 
 
-def _admit(fleet: Fleet, r: TraceRequest, now: float, max_len: int, counts: _Counts) -> None:
+def _admit(
+    fleet: Fleet,
+    r: TraceRequest,
+    now: float,
+    max_len: int,
+    counts: _Counts,
+    sheds: float | None,
+) -> None:
     """Route one arrival; longer than the max model len is rejected (vLLM answers 400); a
-    sheddable one (negative priority) is shed while every ready engine has requests waiting,
-    as the endpoint picker's flow control sheds the lowest priorities of a saturated pool
-    (dropped at once here, where flow control would hold it up to its TTL first)."""
+    sheddable one (negative priority) is shed while every ready engine holds ``sheds``
+    requests (the plan's operating batch; None: no classes, nothing is shed), as the endpoint
+    picker's flow control sheds the lowest priorities of a saturated pool (dropped at once
+    here, where flow control would hold it up to its TTL first; its saturation thresholds
+    are assumed set to the plan's operating point, which tokenscale does not render)."""
     if r.input_tokens + r.output_tokens > max_len:
         counts.rejected += 1
         return
-    if r.priority < 0 and fleet.saturated():  # flow control sheds the sheddable first
+    if sheds is not None and r.priority < 0 and fleet.saturated(sheds):
         counts.shed.append(r.priority)
         return
     request = SimRequest(
