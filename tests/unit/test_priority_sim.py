@@ -75,3 +75,15 @@ def test_a_saturated_fleet_sheds_the_sheddable_and_the_result_has_per_class_rows
     assert rows[10].slo_attainment is not None
     assert rows[10].shed == 0
     assert abs(sum(r.gpu_hours for r in rows.values()) - result.gpu_hours) < 1e-9
+
+
+def test_a_csv_trace_carries_an_optional_priority_column() -> None:
+    from tokenscale.simulation.trace import TraceError, parse_csv  # noqa: PLC0415
+
+    t = parse_csv("t,in,out,priority\n1.0,10,5,10\n2.0,10,5,-10\n3.0,10,5,\n", "t", "in", "out")
+    assert [r.priority for r in t.requests] == [10, -10, 0]
+    assert [r.arrival_s for r in t.requests] == [0.0, 1.0, 2.0]  # rebased, priority kept
+    import pytest  # noqa: PLC0415
+
+    with pytest.raises(TraceError, match="priority"):
+        parse_csv("t,in,out,priority\n1.0,10,5,high\n", "t", "in", "out")
