@@ -38,6 +38,8 @@ class Scrape:
     held: int = 0
     """Requests the gateway holds because no replica is ready (what the endpoint picker's
     flow-control queue, or an activator's pending count, reads)."""
+    held_sheddable: int = 0
+    """Of them, the sheddable requests flow control holds while the fleet is saturated."""
 
 
 LOOKBACK_S = 300.0
@@ -50,11 +52,13 @@ def scrape(
     blocks_per_engine: int,
     rec: Recorder,
     held: int = 0,
+    held_sheddable: int = 0,
 ) -> Scrape:
     """``engines``: (waiting, running, KV usage) of each engine that answers the scrape;
-    ``held``: requests held at the gateway."""
+    ``held``: requests held at the gateway, ``held_sheddable`` of them sheddable."""
     return Scrape(
         held=held,
+        held_sheddable=held_sheddable,
         at=at,
         waiting=tuple(e[0] for e in engines),
         running=tuple(e[1] for e in engines),
@@ -271,9 +275,11 @@ def with_demand(
     if snap is None or not seen or not (pool or activation):
         return snap
     held = float(seen[-1].held)
+    sheddable = float(seen[-1].held_sheddable) if spec.workload.classes else None
     return snap.model_copy(
         update={
             "gateway_queued": held if pool else None,
+            "gateway_queued_sheddable": sheddable if pool else None,
             "activation_demand": held if activation else None,
         }
     )

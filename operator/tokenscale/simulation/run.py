@@ -294,7 +294,7 @@ class _Counts:
     at_zero: set[float] = field(default_factory=set)
     """Arrival times of requests that found no replica asked for (a fleet at zero)."""
     shed: list[int] = field(default_factory=list)
-    """The priority of each request the gateway shed (sheddable, the fleet saturated)."""
+    """The priority of each request the gateway shed (held past its TTL, the fleet saturated)."""
 
 
 def simulate(
@@ -470,6 +470,7 @@ def _replay(
     fleet = make_fleet(
         setup.faults, setup.replica, rec, setup.forecast.gpus_per_replica, cold_start_s, initial
     )
+    fleet.hold_batch = sheds
     scrapes: deque[Scrape] = deque(
         maxlen=math.ceil(max(opts.rate_window_s, opts.gauge_window_s) / opts.scrape_interval_s) + 2
     )
@@ -552,6 +553,7 @@ def _replay(
         outcomes_out.extend(rec.outcomes)
     if fleet_events_out is not None:
         fleet_events_out.extend(getattr(fleet, "events", []))
+    counts.shed = list(fleet.shed)
     result = _result(setup, policy_name, rec, gpu_seconds, counts, fleet.in_flight(), timeline)
     return result if explanation is None else result.model_copy(update={"explanation": explanation})
 
@@ -565,16 +567,13 @@ def _admit(
     sheds: float | None,
 ) -> None:
     """Route one arrival; longer than the max model len is rejected (vLLM answers 400); a
-    sheddable one (negative priority) is shed while every ready engine holds ``sheds``
-    requests (the plan's operating batch; None: no classes, nothing is shed), as the endpoint
-    picker's flow control sheds the lowest priorities of a saturated pool (dropped at once
-    here, where flow control would hold it up to its TTL first; its saturation thresholds
-    are assumed set to the plan's operating point, which tokenscale does not render)."""
+    sheddable one (negative priority) is held at the gateway while every ready engine holds
+    ``sheds`` requests (the plan's operating batch; None: no classes, nothing is held) and
+    dropped after ``HOLD_TTL_S``, as the endpoint picker's flow control holds and sheds the
+    lowest priorities of a saturated pool (its saturation thresholds are assumed set to the
+    plan's operating point, which tokenscale does not render)."""
     if r.input_tokens + r.output_tokens > max_len:
         counts.rejected += 1
-        return
-    if sheds is not None and r.priority < 0 and fleet.saturated(sheds):
-        counts.shed.append(r.priority)
         return
     request = SimRequest(
         r.arrival_s,
@@ -585,6 +584,9 @@ def _admit(
     )
     if fleet.active == 0:
         counts.at_zero.add(r.arrival_s)
+    if sheds is not None and r.priority < 0:
+        fleet.admit_sheddable(request, now)
+        return
     fleet.route(request, now)
 
 
