@@ -87,3 +87,27 @@ def test_a_csv_trace_carries_an_optional_priority_column() -> None:
 
     with pytest.raises(TraceError, match="priority"):
         parse_csv("t,in,out,priority\n1.0,10,5,high\n", "t", "in", "out")
+
+
+def test_simulate_prints_a_row_per_class_priority(tmp_path: object) -> None:
+    from pathlib import Path  # noqa: PLC0415
+
+    from typer.testing import CliRunner  # noqa: PLC0415
+
+    from tests.helpers import ROOT  # noqa: PLC0415
+    from tokenscale.cli.app import app  # noqa: PLC0415
+
+    rows = ["t,in,out,priority"]
+    rows += [f"{i * 0.2:.2f},400,100,10" for i in range(150)]
+    rows += [f"{5 + i * 0.05:.2f},800,150,-10" for i in range(150)]
+    trace = Path(str(tmp_path)) / "t.csv"
+    trace.write_text("\n".join(rows) + "\n")
+    example = ROOT / "deploy" / "examples" / "tenants" / "llama-3.1-8b-h100-tenants.yaml"
+    args = ["simulate", str(example), "--trace", str(trace), "--format", "csv"]
+    args += ["--columns", "arrival=t,input=in,output=out", "--policy", "static"]
+    out = CliRunner().invoke(app, args, env={"COLUMNS": "200"})
+    assert out.exit_code == 0, out.stdout
+    assert "static: chat (priority 10): 150 of 150 served" in out.stdout
+    assert "static: agent (priority 0): no request of this priority" in out.stdout
+    assert "static: batch (priority -10):" in out.stdout
+    assert "no SLO (sheddable)" in out.stdout

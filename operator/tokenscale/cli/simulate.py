@@ -481,6 +481,13 @@ def simulate_command(
             )
     for r in results:
         for c in r.classes:  # spec.workload.classes: per priority (the trace's `priority`)
+            if c.requests == 0:
+                console.print(
+                    f"{r.policy}: {c.classes} (priority {c.priority}): no request of this "
+                    "priority in the trace (a CSV trace's priority column)",
+                    highlight=False,
+                )
+                continue
             attained = (
                 "no SLO (sheddable)"
                 if c.slo_attainment is None
