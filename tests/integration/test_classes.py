@@ -82,7 +82,13 @@ def test_classes_render_priority_and_objectives_and_a_dropped_class_loses_its_ow
     args = dep.spec.template.spec.containers[0].args
     assert args[args.index("--scheduling-policy") + 1] == "priority"
 
-    planned = objects.get("test")["status"]["plan"]["classes"]
+    def planned_lines() -> list[str]:
+        status = objects.get("test").get("status") or {}
+        return list((status.get("plan") or {}).get("classes") or [])
+
+    # the status is written after the objects are applied, in the same reconcile
+    wait_for(planned_lines, 60, "status.plan.classes")
+    planned = planned_lines()
     assert planned[0].startswith("chat binds at")
     assert planned[3].startswith("batch (sheddable, priority -10)")
 
