@@ -18,19 +18,22 @@ from tokenscale.playground.prometheus import PrometheusServer
 CRD_FILE = ROOT / "crds" / "inferenceservices.tokenscale.io.yaml"
 # Other projects' CRDs (their 1.20-compatible copies), served by the session's API server as on a
 # cluster that runs them: LeaderWorkerSets for replicas that span nodes, KEDA's ScaledObjects,
-# the Gateway API Inference Extension's InferencePools.
+# the Gateway API Inference Extension's InferencePools, llm-d's InferenceObjectives.
 LWS_CRD = ROOT / "tests" / "fixtures" / "crds" / "leaderworkersets.x-k8s.io.k8s120.yaml"
 KEDA_CRD = ROOT / "tests" / "fixtures" / "crds" / "keda.sh_scaledobjects.k8s120.yaml"
 POOL_CRD = (
     ROOT / "tests" / "fixtures" / "crds" / "inference.networking.k8s.io_inferencepools.k8s120.yaml"
 )
+# llm-d's InferenceObjectives (one per spec.workload.classes entry): installs unchanged on 1.20.
+OBJECTIVE_CRD = ROOT / "tests" / "fixtures" / "crds" / "llm-d.ai_inferenceobjectives.upstream.yaml"
 GROUP, VERSION, PLURAL = "tokenscale.io", "v1alpha1", "inferenceservices"
 
 
 @pytest.fixture(scope="session")
 def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
     c = Cluster(
-        tmp_path_factory.mktemp("cluster"), crd_files=[CRD_FILE, LWS_CRD, KEDA_CRD, POOL_CRD]
+        tmp_path_factory.mktemp("cluster"),
+        crd_files=[CRD_FILE, LWS_CRD, KEDA_CRD, POOL_CRD, OBJECTIVE_CRD],
     )
     try:
         c.start()

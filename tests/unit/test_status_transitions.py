@@ -68,6 +68,15 @@ class FakeKube:
     def read_inference_pool(self, ns: str, name: str) -> None:
         return None  # nor an InferencePool
 
+    def read_inference_objective(self, ns: str, name: str) -> None:
+        return None  # nor an InferenceObjective
+
+    def list_inference_objectives(self, ns: str, selector: str) -> list[dict[str, Any]]:
+        return []
+
+    def delete_inference_objective(self, ns: str, name: str) -> None:
+        raise AssertionError("no class, no objective to delete")
+
     # the paths below (KEDA, workloadRef, least-busy pods first) need objects this stand-in
     # never holds: a call is a test that took a path it did not mean to
     def delete_scaled_object(self, ns: str, name: str) -> None:

@@ -47,6 +47,10 @@ app.kubernetes.io/instance: {{ .Release.Name }}
 - apiGroups: ["inference.networking.k8s.io"]
   resources: ["inferencepools"]
   verbs: ["get", "create", "patch"]
+{{- /* spec.workload.classes with spec.gateway.inferencePool: one InferenceObjective per class, listed to delete a dropped class's */}}
+- apiGroups: ["llm-d.ai"]
+  resources: ["inferenceobjectives"]
+  verbs: ["get", "list", "create", "patch", "delete"]
 {{- /* spec.workloadRef: read the referenced workload, write replicas only through /scale */}}
 - apiGroups: ["apps"]
   resources: ["deployments/scale"]

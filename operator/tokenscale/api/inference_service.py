@@ -101,6 +101,18 @@ class InferenceServiceSpec(ApiModel):
             )
         return self
 
+    @model_validator(mode="after")
+    def _sheddable_cap(self) -> Self:
+        if self.scaling.max_replicas_for_sheddable is None:
+            return self
+        if not self.workload.sheddable_classes or self.gateway.inference_pool is None:
+            raise ValueError(
+                "spec.scaling.maxReplicasForSheddable caps the replicas a sheddable backlog "
+                "adds, read from the endpoint picker's queue: it needs a sheddable class in "
+                "spec.workload.classes and spec.gateway.inferencePool; remove it, or add them"
+            )
+        return self
+
     @property
     def activation_sources(self) -> list[str]:
         """What can wake this service at zero replicas, in words (empty: nothing)."""

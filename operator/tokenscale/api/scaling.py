@@ -215,6 +215,15 @@ class Scaling(ApiModel):
     max_replicas: int = Field(
         default=64, ge=1, le=MAX_REPLICAS, description="Never more replicas than this."
     )
+    max_replicas_for_sheddable: int | None = Field(
+        default=None,
+        ge=1,
+        le=MAX_REPLICAS,
+        description="With spec.workload.classes: while only sheddable requests wait in the "
+        "endpoint picker's queue, scale up to at most this many replicas (never below the "
+        "forecast plan's count); absent: sheddable backlog scales like any other. Needs "
+        "spec.gateway.inferencePool (the queue's priority label).",
+    )
     redundancy: Redundancy = Field(default_factory=Redundancy, description="Headroom.")
     replicas: int | None = Field(
         default=None,

@@ -87,6 +87,12 @@ class PlanSummary(ApiModel):
     coordination: str | None = Field(
         default=None, description="The rule between the pools: none, mix or disaggregated."
     )
+    classes: list[str] = Field(
+        default_factory=list,
+        description="spec.workload.classes as planned: the binding class first, then one line "
+        "per class (its SLO estimates on the fleet, served fraction, showback); planned, not "
+        "measured attainment.",
+    )
 
 
 class LiveStatus(ApiModel):

@@ -13,6 +13,7 @@ from rich.padding import Padding
 from rich.table import Table
 from rich.text import Text
 
+from tokenscale.cli.class_view import classes_lines, classes_markdown, short_text
 from tokenscale.cli.plan_figures import Latency, cannot_serve, duration_text, latencies, why_not
 from tokenscale.cli.plan_view import disaggregation_renderable, layout_text, replica_bounds_text
 from tokenscale.cli.pool_view import bindings, fleet_text, pool_layout, pool_line, several
@@ -44,6 +45,7 @@ SUMMARY_COLUMNS = (
     "why_not",
     "pools",
     "lora",
+    "classes",
 )
 
 
@@ -90,6 +92,8 @@ def compact_renderable(p: Plan, advice: list[str], schedule: ScheduleDay | None 
         grid.add_row("figures", "none: a replica that cannot serve has no latency or cost")
     else:
         _figure_rows(grid, p)
+    for i, line in enumerate(classes_lines(p)):
+        grid.add_row("classes" if i == 0 else "", line)
     if p.speculative is not None:
         grid.add_row("speculative", p.speculative.reason)
     if p.lora is not None:
@@ -173,6 +177,8 @@ def short_line(p: Plan) -> str:
             f"lora {p.lora.adapters}×maxLoras{p.lora.max_loras} "
             f"{p.lora.throughput_ratio - 1.0:+.0%} {p.lora.swaps_per_s_per_replica:.2g} swaps/s"
         )
+    if (classes := short_text(p)) is not None:
+        parts.append(classes)
     return "  ".join(parts)
 
 
@@ -218,9 +224,9 @@ def summary_row(p: Plan) -> dict[str, str]:
     }
     if cannot_serve(p):  # no figures for a replica that cannot run
         for key in SUMMARY_COLUMNS[SUMMARY_COLUMNS.index("binding") :]:
-            if key not in ("currency", "why_not", "pools", "lora"):
+            if key not in ("currency", "why_not", "pools", "lora", "classes"):
                 row[key] = ""
-    return row | _pool_cells(p)
+    return row | _pool_cells(p) | {"classes": "; ".join(classes_lines(p))}
 
 
 def _pool_cells(p: Plan) -> dict[str, str]:
@@ -318,6 +324,7 @@ def markdown_report(
             lines += ["", "This configuration cannot serve: no latency, throughput or cost."]
         else:
             lines += _markdown_figures(p)
+            lines += classes_markdown(p)
         notes = (
             [f"- ✗ {r}" for r in p.infeasible_reasons]
             + [f"- warning: {w}" for w in p.warnings]

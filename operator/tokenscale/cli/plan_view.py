@@ -10,6 +10,7 @@ from rich.panel import Panel
 from rich.table import Table
 from rich.text import Text
 
+from tokenscale.cli.class_view import classes_table
 from tokenscale.cli.fit import Column, FittedTable
 from tokenscale.cli.lora_view import lora_rows
 from tokenscale.cli.plan_figures import Latency, cannot_serve, duration_text, latencies
@@ -221,6 +222,8 @@ def plan_renderable(
     parts: list[Any] = [Text(header, style="bold"), memory, kv, perf, cons, cost]
     if _pooled(p):
         parts.insert(parts.index(cons), pools_table(p))
+    if p.classes:
+        parts.insert(parts.index(cost) + 1, classes_table(p))
     if cannot_serve(p):  # no estimates or cost for a replica that cannot run
         parts = [
             Text(header, style="bold"),

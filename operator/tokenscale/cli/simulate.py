@@ -479,6 +479,26 @@ def simulate_command(
                 f"{cold_start:g} s)",
                 highlight=False,
             )
+    for r in results:
+        for c in r.classes:  # spec.workload.classes: per priority (the trace's `priority`)
+            if c.requests == 0:
+                console.print(
+                    f"{r.policy}: {c.classes} (priority {c.priority}): no request of this "
+                    "priority in the trace (a CSV trace's priority column)",
+                    highlight=False,
+                )
+                continue
+            attained = (
+                "no SLO (sheddable)"
+                if c.slo_attainment is None
+                else f"{c.slo_attainment:.2%} of its requests within its SLO"
+            )
+            console.print(
+                f"{r.policy}: {c.classes} (priority {c.priority}): {c.completed:,} of "
+                f"{c.requests:,} served, {c.shed:,} shed · {attained} · TTFT P99 "
+                f"{c.ttft_p99_s:.3g} s · E2E P99 {c.e2e_p99_s:.3g} s · {c.gpu_hours:.3g} GPU-h",
+                highlight=False,
+            )
     if plot is not None:
         console.print(f"timeline written to {plot}", highlight=False)
     if explain_at is not None:

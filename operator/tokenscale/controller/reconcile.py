@@ -43,6 +43,7 @@ from tokenscale.controller.graceful import DELETION_COST, deletion_costs
 from tokenscale.controller.lead_time import lead_time_s
 from tokenscale.controller.lora_config_ref import with_adapter_configs
 from tokenscale.controller.model_config_ref import with_hf_config
+from tokenscale.controller.objectives import remove_dropped_objectives
 from tokenscale.controller.observation import MetricsView, Observation
 from tokenscale.controller.ownership import REASON as NAME_CONFLICT
 from tokenscale.controller.ownership import (
@@ -95,6 +96,7 @@ from tokenscale.controller.workload_ref import (
 )
 from tokenscale.kube.client import FIELD_MANAGER
 from tokenscale.kube.drift import differences, managed_by
+from tokenscale.kube.inference_objective import InferenceObjectiveNotInstalledError
 from tokenscale.kube.inference_pool import InferencePoolNotInstalledError
 from tokenscale.kube.keda import KedaNotInstalledError
 from tokenscale.kube.lws import KIND as LWS_KIND
@@ -102,6 +104,7 @@ from tokenscale.kube.lws import LwsNotInstalledError
 from tokenscale.planning import Plan
 from tokenscale.planning.speculative import with_measured_acceptance
 from tokenscale.render import child_name, selector_string
+from tokenscale.render.inference_objective import KIND as INFERENCE_OBJECTIVE
 from tokenscale.render.inference_pool import KIND as INFERENCE_POOL
 from tokenscale.render.keda import KIND as SCALED_OBJECT
 from tokenscale.render.labels import CONFIG_HASH_ANNOTATION
@@ -411,7 +414,7 @@ def act(
         child = obj["metadata"]["name"]  # the InferenceService's name, or one derived from it
         # the reader chose the type (a PDB may be served as policy/v1beta1 on old clusters)
         desired = {k: v for k, v in obj.items() if k not in ("apiVersion", "kind")}
-        if kind not in (SCALED_OBJECT, INFERENCE_POOL):  # not watched: no event to compare
+        if kind not in (SCALED_OBJECT, INFERENCE_POOL, INFERENCE_OBJECTIVE):  # not watched
             outcome.desired[(kind, child)] = obj
         release = kind in WORKLOAD_KINDS and not actuator.writes_replicas and not handed_over(live)
         if release:  # KEDA writes the replicas from now on: hand the field over first
@@ -437,6 +440,10 @@ def act(
             except InferencePoolNotInstalledError as err:
                 return _reject(
                     kube, body, "InferencePoolMissing", str(err), now, emit, plan, service
+                )
+            except InferenceObjectiveNotInstalledError as err:
+                return _reject(
+                    kube, body, "InferenceObjectiveMissing", str(err), now, emit, plan, service
                 )
             except ApiException as exc:  # refused, not lost: say so in status, then the retry
                 if refused(exc):
@@ -488,6 +495,12 @@ def act(
             message = f"Deleted Deployment {child}: its GPU variant is no longer in spec.hardware"
             emit("Normal", "WorkloadRemoved", message)
             outcome.events.append(("Normal", "WorkloadRemoved", message))
+    if service.spec.gateway.inference_pool is not None:  # classes the spec dropped
+        kept = {o["metadata"]["name"] for o in objects if o["kind"] == INFERENCE_OBJECTIVE}
+        for child in remove_dropped_objectives(kube, ns, name, uid, kept):
+            message = f"Deleted InferenceObjective {child}: its class is no longer in the spec"
+            emit("Normal", "ObjectiveRemoved", message)
+            outcome.events.append(("Normal", "ObjectiveRemoved", message))
     return observed, role_lives
 
 
@@ -619,6 +632,8 @@ def _read_live(kube: KubeApi, ns: str, obj: dict[str, Any]) -> dict[str, Any] | 
         return kube.read_scaled_object(ns, obj["metadata"]["name"])
     if kind == INFERENCE_POOL:  # only with spec.gateway.inferencePool.endpointPicker
         return kube.read_inference_pool(ns, obj["metadata"]["name"])
+    if kind == INFERENCE_OBJECTIVE:  # only with classes and spec.gateway.inferencePool
+        return kube.read_inference_objective(ns, obj["metadata"]["name"])
     read = {
         "Service": kube.read_service,
         "PodDisruptionBudget": kube.read_pdb,

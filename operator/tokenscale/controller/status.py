@@ -149,7 +149,32 @@ def plan_summary(plan: Plan, ttft_slo: float | None, tpot_slo: float | None) -> 
         ),
         pools=pool_summaries(plan),
         coordination=plan.coordination.rule if plan.coordination is not None else None,
+        classes=class_lines(plan),
     )
+
+
+def class_lines(plan: Plan) -> list[str]:
+    """``status.plan.classes``: the summary's reason, then one line per class."""
+    s = plan.classes_summary
+    if s is None:
+        return []
+    lines = [s.reason]
+    for c in plan.classes:
+        checks = ", ".join(
+            f"{x.name} {x.estimate_s:.3g}s/{x.target_s:.3g}s {'met' if x.met else 'MISSED'}"
+            for x in c.slo_checks
+        )
+        served = (
+            "guaranteed"
+            if c.guaranteed
+            else f"served {c.served_fraction_at_peak:.0%} at the guaranteed peak, "
+            f"{c.served_fraction_at_mean:.0%} at their mean"
+        )
+        lines.append(
+            f"{c.name} ({c.tier}, priority {c.priority}): {checks or 'no SLO'}; {served}; "
+            f"{c.gpus:.2f} GPUs"
+        )
+    return lines
 
 
 def pool_summaries(plan: Plan) -> list[PoolSummary]:

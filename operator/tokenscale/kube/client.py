@@ -12,8 +12,9 @@ from kubernetes.client.exceptions import ApiException
 
 from tokenscale.api.crd import PLURAL
 from tokenscale.api.inference_service import API_GROUP, API_VERSION
-from tokenscale.kube import inference_pool, keda, lws, scale
+from tokenscale.kube import inference_objective, inference_pool, keda, lws, scale
 from tokenscale.kube.custom import or_none as _or_none
+from tokenscale.render.inference_objective import KIND as INFERENCE_OBJECTIVE
 from tokenscale.render.inference_pool import KIND as INFERENCE_POOL
 from tokenscale.render.keda import KIND as SCALED_OBJECT
 
@@ -151,6 +152,16 @@ class Kube:
     def read_inference_pool(self, namespace: str, name: str) -> dict[str, Any] | None:
         return inference_pool.RESOURCE.read(self._raw, namespace, name)
 
+    # -- InferenceObjectives (kube/inference_objective.py) ------------------------------------
+    def read_inference_objective(self, namespace: str, name: str) -> dict[str, Any] | None:
+        return inference_objective.RESOURCE.read(self._raw, namespace, name)
+
+    def list_inference_objectives(self, namespace: str, selector: str) -> list[dict[str, Any]]:
+        return inference_objective.list_labelled(self._raw, namespace, selector)
+
+    def delete_inference_objective(self, namespace: str, name: str) -> None:
+        inference_objective.RESOURCE.delete(self._raw, namespace, name)
+
     # -- any workload's /scale (spec.workloadRef, kube/scale.py) -----------------------------
     def scalable(self, api_version: str, kind: str) -> scale.Resource | None:
         """From discovery; a kind found is remembered (one discovery read per kind, not one
@@ -215,6 +226,8 @@ class Kube:
             return keda.RESOURCE.apply(self._raw, obj, FIELD_MANAGER, APPLY)
         if kind == INFERENCE_POOL:
             return inference_pool.RESOURCE.apply(self._raw, obj, FIELD_MANAGER, APPLY)
+        if kind == INFERENCE_OBJECTIVE:
+            return inference_objective.RESOURCE.apply(self._raw, obj, FIELD_MANAGER, APPLY)
         if kind == "PodDisruptionBudget":
             return self._apply_pdb(obj)
         if kind not in ("Deployment", "Service"):  # pragma: no cover - the renderer makes these

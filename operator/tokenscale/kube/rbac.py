@@ -19,6 +19,7 @@ NAMESPACED: tuple[Rule, ...] = (
     ("", "services", ("get", "list", "watch", "create", "patch")),
     ("keda.sh", "scaledobjects", ("get", "create", "patch", "delete")),
     ("inference.networking.k8s.io", "inferencepools", ("get", "create", "patch")),
+    ("llm-d.ai", "inferenceobjectives", ("get", "list", "create", "patch", "delete")),
     ("apps", "deployments/scale", ("get", "patch")),
     ("apps", "statefulsets", ("get",)),
     ("apps", "statefulsets/scale", ("get", "patch")),
@@ -43,7 +44,10 @@ keda``, kube/keda.py): read and applied, not watched, deleted when the mode chan
 keda; with keda the workload's replicas are handed over by a server-side apply of
 ``spec.replicas`` alone (patch on the workload, already granted). InferencePools
 (``spec.gateway.inferencePool.endpointPicker``, kube/inference_pool.py): read and applied, not
-watched (the owner reference deletes them with the service). ``spec.workloadRef``
+watched (the owner reference deletes them with the service). InferenceObjectives
+(``spec.workload.classes`` with ``spec.gateway.inferencePool``, kube/inference_objective.py):
+read and applied, listed by label to delete those of classes the spec dropped
+(controller/objectives.py). ``spec.workloadRef``
 (controller/workload_ref.py): get the referenced Deployment, StatefulSet or LeaderWorkerSet and
 get/patch its ``/scale`` (the discovery documents it reads are open to every authenticated
 user); a custom resource needs the same two grants from its owner's Role."""

@@ -47,6 +47,7 @@ RANGES: dict[str, tuple[float, float]] = {
     "num_gpu_blocks": (0.0, MAX_GPU_BLOCKS),
     "spec_decode_acceptance_rate": (0.0, 1.0),
     "gateway_queued": (0.0, MAX_COUNT),
+    "gateway_queued_sheddable": (0.0, MAX_COUNT),
     "activation_demand": (0.0, MAX_COUNT),
     "pool_saturation": (0.0, MAX_SATURATION),
     "arrivals_per_window_mean": (0.0, MAX_COUNT),

@@ -39,11 +39,13 @@ class Demand:
     pool_saturation: float | None = None
     activation_demand: float | None = None
     problems: tuple[str, ...] = ()
+    gateway_queued_sheddable: float | None = None
 
     def fields(self) -> dict[str, float | None]:
         """The Snapshot fields this reading fills."""
         return {
             "gateway_queued": self.gateway_queued,
+            "gateway_queued_sheddable": self.gateway_queued_sheddable,
             "pool_saturation": self.pool_saturation,
             "activation_demand": self.activation_demand,
         }
@@ -82,12 +84,14 @@ def assemble(
     saturation: Mapping[PoolKey, float],
     gateway_error: str | None,
     activation: Mapping[ServiceKey, tuple[float | None, str]],
+    sheddable: Mapping[PoolKey, float] | None = None,
 ) -> dict[ServiceKey, Demand]:
     """One :class:`Demand` per wanted service (see the module docstring)."""
     out: dict[ServiceKey, Demand] = {}
     for key, q in wanted.items():
         problems: list[str] = []
         gw_q: float | None = None
+        shed_q: float | None = None
         sat: float | None = None
         if q.pool is not None:
             pool = (key[0], q.pool)
@@ -98,10 +102,12 @@ def assemble(
             if gw_q is None:
                 why = gateway_error or "no endpoint-picker series for this pool"
                 problems.append(f"gateway_queued: {why} (inference_pool={q.pool})")
+            elif sheddable is not None:  # no negative-priority series: none of it is sheddable
+                shed_q = min(gw_q, (sheddable or {}).get(pool, 0.0))
         act: float | None = None
         if q.activation is not None:
             act, why = activation.get(key, (None, "activation query not run"))
             if act is None:
                 problems.append(why)
-        out[key] = Demand(gw_q, sat, act, tuple(problems))
+        out[key] = Demand(gw_q, sat, act, tuple(problems), shed_q)
     return out

@@ -202,9 +202,10 @@ class PrometheusSource:
     def demand(
         self, wanted: dict[ServiceKey, DemandQuery], namespaces: list[str] | None
     ) -> tuple[dict[ServiceKey, Demand], list[QueryError]]:
-        """Demand in front of the engines for each wanted service (``metrics/demand.py``): two
-        fleet-wide endpoint-picker queries when any service has a pool, one query per
-        activation query. Never raises for a backend failure; failures come back typed."""
+        """Demand in front of the engines for each wanted service (``metrics/demand.py``): three
+        fleet-wide endpoint-picker queries (the queue, its sheddable part, the saturation) when
+        any service has a pool, one query per activation query. Never raises for a backend
+        failure; failures come back typed."""
         if not wanted:
             return {}, []
         plan: dict[str, str] = {}
@@ -232,12 +233,18 @@ class PrometheusSource:
             by_pool(queued_r.series or [], "gateway_queued", self.cfg.query) if queued_r else {}
         )
         sat = by_pool(sat_r.series or [], "pool_saturation", self.cfg.query) if sat_r else {}
+        shed_r = by_name.get("gateway_queued_sheddable")
+        shed = (
+            by_pool(shed_r.series or [], "gateway_queued_sheddable", self.cfg.query)
+            if shed_r is not None and shed_r.error is None
+            else None
+        )
         gateway_error = next((r.error for r in (queued_r, sat_r) if r and r.error), None)
         activation = {
             k: activation_value(by_name[names[k]].series, by_name[names[k]].error) for k in acts
         }
         failed = [r.failure for r in results if r.failure is not None]
-        return assemble(wanted, queued, sat, gateway_error, activation), failed
+        return assemble(wanted, queued, sat, gateway_error, activation, shed), failed
 
     def running_by_pod(self, namespaces: list[str] | None) -> dict[ServiceKey, dict[str, float]]:
         """Running requests per pod, per service (empty when unknown: nothing is guessed)."""

@@ -166,20 +166,23 @@ EPP_POOL_SATURATION = (
 
 def gateway_queries(cfg: QueryConfig, namespaces: list[str] | None) -> dict[str, str]:
     """The endpoint picker's queue (requests held by flow control, summed over fairness ids
-    and priorities) and its pool saturation (max over stages: llm-d's ``effective`` stage is
-    already the max), grouped by namespace and pool, for every pool at once."""
+    and priorities), the part of it at a negative ``priority`` (sheddable classes), and its
+    pool saturation (max over stages: llm-d's ``effective`` stage is already the max), grouped
+    by namespace and pool, for every pool at once."""
     parts = [f'{cfg.pool_label}!=""']
     if namespaces:
         parts.append(f'{cfg.namespace_label}=~"{"|".join(namespaces)}"')
     s = "{" + ",".join(parts) + "}"
+    shed = "{" + ",".join([*parts, 'priority=~"-[0-9]+"']) + "}"
     g = f"{cfg.namespace_label}, {cfg.pool_label}"
     gw = cfg.gauge_window
 
-    def either(agg: str, names: tuple[str, str]) -> str:
-        return " or ".join(f"{agg} by ({g}) (last_over_time({n}{s}[{gw}]))" for n in names)
+    def either(agg: str, names: tuple[str, str], sel: str = s) -> str:
+        return " or ".join(f"{agg} by ({g}) (last_over_time({n}{sel}[{gw}]))" for n in names)
 
     return {
         "gateway_queued": either("sum", EPP_QUEUE_SIZE),
+        "gateway_queued_sheddable": either("sum", EPP_QUEUE_SIZE, shed),
         "pool_saturation": either("max", EPP_POOL_SATURATION),
     }
 

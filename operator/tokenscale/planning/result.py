@@ -400,6 +400,70 @@ Coordination = Annotated[
 ]
 
 
+class ClassShare(_Frozen):
+    """One class of ``spec.workload.classes`` on the shared fleet: its SLO checked there, what
+    it is served and what it costs (showback)."""
+
+    name: str
+    tier: Literal["critical", "standard", "sheddable"]
+    priority: int = Field(description="The InferenceObjective priority (higher: served first)")
+    guaranteed: bool = Field(description="critical/standard: sized for; sheddable: slack only")
+    rps_mean: float
+    rps_design: float = Field(description="Peak (capped by quota.maxRps)")
+    input_tokens_mean: float
+    output_tokens_mean: float
+    slo_checks: list[SloCheck] = Field(
+        description="The class's own SLO at the fleet's load (empty: sheddable, or no SLO)"
+    )
+    replicas_for_slo: int | None = Field(
+        description="Replicas the class's own SLO needs on the shared pool at the guaranteed "
+        "load (null: sheddable)"
+    )
+    binding: bool = Field(description="This class's SLO sets the fleet's size")
+    served_fraction_at_peak: float = Field(
+        description="Share of the class's peak the fleet carries at the guaranteed classes' peak"
+    )
+    served_fraction_at_mean: float = Field(
+        description="Share of the class's peak the fleet carries at the guaranteed classes' mean"
+    )
+    replica_seconds_per_request: float = Field(
+        description="Showback's unit: a request's prefill + decode time on a replica at the "
+        "operating batch"
+    )
+    gpus: float = Field(description="GPU-hours per hour charged to the class (showback)")
+    gpu_hours_per_day: float
+    cost_per_hour: float | None
+    cost_per_million_tokens: float | None = Field(
+        description="cost_per_hour ÷ the input + output tokens it is served per hour, × 1M"
+    )
+    quota_max_rps: float | None = None
+    quota_max_tokens_per_second: float | None = None
+
+
+class ClassesSummary(_Frozen):
+    """How the classes were sized: the binding class, the slack, the price of guaranteeing
+    everything."""
+
+    binding_class: str
+    reason: str = Field(description="Which class's SLO binds at how many replicas, in words")
+    guaranteed_rps_mean: float
+    guaranteed_rps_design: float
+    sheddable_rps_mean: float
+    sheddable_rps_design: float
+    sheddable_served_at_peak: float = Field(
+        description="Fraction of the sheddable peak carried at the guaranteed classes' peak"
+    )
+    sheddable_served_at_mean: float = Field(
+        description="Fraction of the sheddable peak carried at the guaranteed classes' mean"
+    )
+    guarantee_all_gpus: int | None = Field(
+        description="GPUs if the sheddable classes were guaranteed too (at the binding SLO)"
+    )
+    guarantee_all_cost_per_hour: float | None
+    extra_gpus_to_guarantee_all: int | None
+    assumptions: list[str]
+
+
 class Plan(_Frozen):
     """The capacity plan for one InferenceService."""
 
@@ -545,6 +609,14 @@ class Plan(_Frozen):
     )
     coordination: Coordination | None = Field(
         default=None, description="The rule between the pools: none, mix or disaggregated"
+    )
+    classes: list[ClassShare] = Field(
+        default_factory=list,
+        description="spec.workload.classes on the shared fleet: each class's SLO, served "
+        "fraction and showback (empty: no classes)",
+    )
+    classes_summary: ClassesSummary | None = Field(
+        default=None, description="The binding class, the slack, the cost to guarantee all"
     )
 
     @property

@@ -11,6 +11,7 @@ from tokenscale.planning.inputs import resolve_gpu
 from tokenscale.planning.result import Plan
 from tokenscale.render.deployment import deployment, pod_template
 from tokenscale.render.disaggregated import ROLES, decode_service, role_objects, stamp
+from tokenscale.render.inference_objective import inference_objectives
 from tokenscale.render.inference_pool import inference_pool
 from tokenscale.render.lws import group_pdb_max_unavailable, leader_worker_set, lws_templates
 from tokenscale.render.names import derived_names
@@ -73,16 +74,23 @@ def render_bundle(
     role, ``prefill``/``decode``; a role not named runs the plan's count); and, when
     ``spec.gateway.inferencePool.endpointPicker`` is set, the
     InferencePool for the pods (``render/inference_pool.py``; not for a prefill/decode pair,
-    whose two roles one pool cannot tell apart)."""
+    whose two roles one pool cannot tell apart); with ``spec.gateway.inferencePool`` and
+    ``spec.workload.classes``, one InferenceObjective per class
+    (``render/inference_objective.py``)."""
     bundle = _render(name, namespace, spec, plan, replicas, owner, counts)
     ref = spec.gateway.inference_pool
     d = plan.disaggregation
-    if ref is None or ref.endpoint_picker is None or (d is not None and d.enabled):
+    extra: list[dict[str, Any]] = []
+    if ref is not None and ref.endpoint_picker is not None and not (d is not None and d.enabled):
+        extra.append(inference_pool(name, namespace, ref, leaders_only=plan.nodes_per_replica > 1))
+    if ref is not None and spec.workload.classes:
+        extra += inference_objectives(name, namespace, ref, spec.workload.classes)
+    if not extra:
         return bundle
-    pool = inference_pool(name, namespace, ref, leaders_only=plan.nodes_per_replica > 1)
     if owner is not None:
-        pool["metadata"]["ownerReferences"] = [owner.reference()]
-    return replace(bundle, objects=[*bundle.objects, pool])
+        for obj in extra:
+            obj["metadata"]["ownerReferences"] = [owner.reference()]
+    return replace(bundle, objects=[*bundle.objects, *extra])
 
 
 def _render(

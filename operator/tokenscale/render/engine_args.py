@@ -53,7 +53,10 @@ def speculative_config(spec: InferenceServiceSpec, plan: Plan) -> str | None:
 def engine_args(spec: InferenceServiceSpec, plan: Plan) -> list[str]:
     """The model as ``vllm serve``'s positional ``model_tag`` (vLLM 0.32 warns that ``--model``
     "will be removed in a future version"), flags in a fixed order (so the config hash is
-    stable), the LoRA flags (``render/lora.py``), then ``serving.extraArgs``."""
+    stable), the LoRA flags (``render/lora.py``), then ``serving.extraArgs``. With
+    ``spec.workload.classes``, ``--scheduling-policy priority``: vLLM then takes the waiting
+    request with the lowest ``priority`` value first and preempts the highest
+    (docs/tenants.md)."""
     s = spec.serving
     args = [
         spec.model.name,
@@ -79,6 +82,8 @@ def engine_args(spec: InferenceServiceSpec, plan: Plan) -> list[str]:
         "--enable-chunked-prefill" if s.enable_chunked_prefill else "--no-enable-chunked-prefill",
         "--enable-prefix-caching" if s.enable_prefix_caching else "--no-enable-prefix-caching",
     ]
+    if spec.workload.classes:  # classes carry priorities: vLLM serves the lower value first
+        args += ["--scheduling-policy", "priority"]
     quant = quantization_flag(plan)
     if quant:
         args += ["--quantization", quant]

@@ -341,6 +341,70 @@ def _schedule(spec: InferenceServiceSpec, plan: Plan) -> ReadinessItem:
     return ReadinessItem("schedule", True, f"{windows}; {day_line(day)}")
 
 
+def _tenant_quotas(spec: InferenceServiceSpec) -> ReadinessItem:
+    """The knowledge map's single- and multi-tenant quotas (§2): every class states one, and
+    the gateway's rate limits enforce it (tokenscale sees no per-request identity)."""
+    classes = spec.workload.classes or []
+    missing = [
+        f"spec.workload.classes[{i}] ({c.name})" for i, c in enumerate(classes) if not c.quota
+    ]
+    if missing:
+        return ReadinessItem(
+            "tenant-quotas",
+            False,
+            f"no quota on {', '.join(missing)}: one tenant's burst can take the others' "
+            "capacity; add quota.maxRps or maxTokensPerSecond and the gateway rate limit that "
+            "enforces it",
+        )
+    return ReadinessItem(
+        "tenant-quotas",
+        True,
+        "every class states a quota; enforce each with the gateway's rate limits (tokenscale "
+        "sizes for it, it does not enforce it)",
+    )
+
+
+def _priority_isolation(
+    spec: InferenceServiceSpec, plan: Plan, args: list[str], objects: Sequence[Mapping[str, Any]]
+) -> ReadinessItem:
+    """Tenant and priority isolation (§22.13): vLLM schedules by priority, the gateway knows
+    each class (an InferenceObjective per class), and every guaranteed class meets its SLO."""
+    problems = []
+    if _flag(args, "--scheduling-policy") != "priority":
+        problems.append("vLLM runs without --scheduling-policy priority")
+    if spec.gateway.inference_pool is None:
+        problems.append(
+            "no spec.gateway.inferencePool: no InferenceObjective tells the endpoint picker "
+            "which requests to hold or shed first"
+        )
+    else:
+        names = {c.name for c in spec.workload.classes or []}
+        bound = {
+            o["metadata"]["labels"].get("tokenscale.io/class")
+            for o in objects
+            if o.get("kind") == "InferenceObjective"
+        }
+        if names - bound:
+            problems.append(f"no InferenceObjective for {', '.join(sorted(names - bound))}")
+    missed = [
+        f"{c.name} {x.name.replace('_', ' ').upper()}"
+        for c in plan.classes
+        for x in c.slo_checks
+        if not x.met
+    ]
+    if missed:
+        problems.append("guaranteed SLOs missed: " + ", ".join(missed))
+    if problems:
+        return ReadinessItem("priority-isolation", False, "; ".join(problems))
+    s = plan.classes_summary
+    detail = f"; {s.reason}" if s is not None else ""
+    return ReadinessItem(
+        "priority-isolation",
+        True,
+        "vLLM schedules by priority, one InferenceObjective per class" + detail,
+    )
+
+
 def _rollback(spec: InferenceServiceSpec, objects: Sequence[Mapping[str, Any]]) -> ReadinessItem:
     image = spec.serving.image
     tail = image.rsplit("/", 1)[-1]
@@ -381,6 +445,11 @@ def readiness(
         _kv_watermark(spec),
         _rollout_capacity(plan, objects),
         *([_schedule(spec, plan)] if spec.scaling.schedule else []),
+        *(
+            [_tenant_quotas(spec), _priority_isolation(spec, plan, args, objects)]
+            if spec.workload.classes
+            else []
+        ),
         _load_tested(spec),
         _chunked_prefill(args, plan),
         _prefix_caching(spec, args),

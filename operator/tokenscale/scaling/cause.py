@@ -43,6 +43,8 @@ class Cause(StrEnum):
     """At zero replicas, demand in front of the engines: replicas for the queued work."""
     AT_ZERO = "AtZero"
     """At zero replicas and nothing waiting in front of the engines: hold at zero."""
+    SHEDDABLE_CAP = "SheddableCap"
+    """Only sheddable requests wait at the gateway: held at ``maxReplicasForSheddable``."""
 
     @property
     def moves(self) -> bool:
@@ -80,4 +82,5 @@ _WORDS = {
     Cause.SCALE_TO_ZERO: "scaling to zero, idle for the whole window",
     Cause.WAKE: "waking from zero, requests waiting in front of the engines",
     Cause.AT_ZERO: "holding at zero, nothing waiting",
+    Cause.SHEDDABLE_CAP: "holding, only sheddable requests wait (maxReplicasForSheddable)",
 }

@@ -11,6 +11,8 @@ Three parts, one module each, composed here:
   against their watermarks, each with the replicas it asks for.
 - **The policy** (``scaling/policy.py``): fast up, careful down, else hold — a transition with
   a typed :class:`~tokenscale.scaling.cause.Cause`.
+- **The sheddable cap** (``scaling/sheddable.py``): with ``maxReplicasForSheddable``, a
+  scale-up while only sheddable requests wait at the gateway stops at the cap.
 - **Never blind**: no snapshot, missing core signals or stale samples → hold the operator's own
   last decision, never below the forecast plan (with ``minReplicas`` 0: the last decision
   alone), never down; ``metrics_available`` False.
@@ -19,6 +21,7 @@ The engine is a function of its input; ``scaling/stepper.py`` decides when it ru
 observation, with the real time since the last one).
 """
 
+import dataclasses
 import math
 
 from pydantic import BaseModel, ConfigDict
@@ -41,6 +44,7 @@ from tokenscale.scaling.need import (
     profile_calibration,
 )
 from tokenscale.scaling.policy import SCALE_DOWN_STEP_S, bounded, hold_blind, transition
+from tokenscale.scaling.sheddable import sheddable_cap
 from tokenscale.scaling.signals import (
     LATENCY_SIGNALS,
     LOAD_SIGNALS,
@@ -180,6 +184,15 @@ def decide(inp: EngineInput) -> Decision:
     peak = peak_load(state, sigs, snap.replicas_reporting, now, policy)
     # the policy
     step = transition(spec, state, current, model, binding, sigs, peak, now)
+    cap = sheddable_cap(spec, snap, current, floor)
+    if cap is not None and step.replicas > cap.replicas:
+        held = cap.replicas <= current
+        step = dataclasses.replace(
+            step,
+            replicas=cap.replicas,
+            cause=Cause.SHEDDABLE_CAP if held else step.cause,
+            why=cap.why if held else f"{step.why}; {cap.why}",
+        )
     new_state = state.model_copy(
         update={
             "calibration": factor,

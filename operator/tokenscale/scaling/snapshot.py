@@ -96,6 +96,11 @@ class Snapshot(BaseModel):
         description="Requests held in the endpoint picker's flow-control queue for this "
         "service's InferencePool: load the engines have not seen yet.",
     )
+    gateway_queued_sheddable: float | None = Field(
+        default=None,
+        description="Of gateway_queued, the requests of negative priority (sheddable classes' "
+        "InferenceObjectives): the flow-control queue's priority label.",
+    )
     pool_saturation: float | None = Field(
         default=None,
         description="The endpoint picker's saturation of the pool (1.0: flow control holds "

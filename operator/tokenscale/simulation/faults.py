@@ -186,7 +186,9 @@ class FaultyFleet(Fleet):
         lost = [*victim.replica.waiting, *victim.replica.running]
         self.members.remove(victim)
         for r in lost:
-            retry = SimRequest(r.arrival_s, r.input_tokens, r.output_tokens, r.prefix_blocks)
+            retry = SimRequest(
+                r.arrival_s, r.input_tokens, r.output_tokens, r.prefix_blocks, priority=r.priority
+            )
             heapq.heappush(self._retries, (now + RETRY_DELAY_S, next(self._seq), retry))
         # the Deployment's ReplicaSet replaces the pod: it holds GPUs and serves after a cold start
         self.members.append(

@@ -32,6 +32,11 @@ Phase = Literal["starting", "ready", "draining"]
 LEAD_TIME_SAMPLES = 5
 
 
+#: How long the gateway holds a sheddable request before dropping it (an assumption standing
+#: for flow control's request TTL, which its deployment configures).
+HOLD_TTL_S = 60.0
+
+
 def launch_lead_times(replicas: int, cold_start_s: float) -> list[float]:
     """The lead times the launch fleet's pods show the operator from the first read: each
     took the cold start from creation to Ready before the trace began (none without a cold
@@ -67,6 +72,12 @@ class Fleet:
             Member(Replica(cfg, rec, now), now, "ready") for _ in range(initial_ready)
         ]
         self.pending: deque[SimRequest] = deque()
+        self.held: deque[SimRequest] = deque()
+        """Sheddable requests flow control holds while the fleet is saturated (classes)."""
+        self.hold_batch: float | None = None
+        """The load per engine at which the gateway holds sheddable requests (None: never)."""
+        self.shed: list[int] = []
+        """The priority of each held request dropped after :data:`HOLD_TTL_S`."""
         self.gpu_seconds = 0.0
         self._t = now
         self.target = initial_ready
@@ -110,6 +121,28 @@ class Fleet:
         self.members = [m for m in self.members if not (m.phase == "draining" and m.replica.idle)]
         while self.pending and any(m.phase == "ready" for m in self.members):
             self.route(self.pending.popleft(), t)
+        self._release(t)
+
+    def admit_sheddable(self, req: SimRequest, now: float) -> None:
+        """A sheddable request: held behind earlier held ones, or while every engine carries
+        ``hold_batch``; else routed."""
+        if self.hold_batch is not None and (self.held or self.saturated(self.hold_batch)):
+            self.held.append(req)
+            return
+        self.route(req, now)
+
+    def _release(self, t: float) -> None:
+        """Drop held requests older than the TTL; route the others while there is room."""
+        while self.held and self.held[0].arrival_s + HOLD_TTL_S < t:
+            self.shed.append(self.held.popleft().priority)
+        batch = self.hold_batch
+        while self.held and batch is not None and not self.saturated(batch):
+            self.route(self.held.popleft(), t)
+
+    def saturated(self, batch: float) -> bool:
+        """Every ready engine holds at least ``batch`` requests (running and waiting)."""
+        ready = [m for m in self.members if m.phase == "ready"]
+        return bool(ready) and all(m.replica.load >= batch for m in ready)
 
     def route(self, req: SimRequest, now: float) -> None:
         best: Member | None = None
@@ -151,10 +184,11 @@ class Fleet:
             (len(m.replica.waiting), len(m.replica.running), m.replica.kv_usage) for m in answering
         ]
         lora = [m.replica.lora_state() for m in answering] if self.cfg.lora else None
-        return scrape(now, engines, self.cfg.kv_blocks, self.rec, len(self.pending), lora)
+        held = len(self.pending) + len(self.held)
+        return scrape(now, engines, self.cfg.kv_blocks, self.rec, held, len(self.held), lora=lora)
 
     def in_flight(self) -> int:
-        return len(self.pending) + sum(m.replica.load for m in self.members)
+        return len(self.pending) + len(self.held) + sum(m.replica.load for m in self.members)
 
 
 def _busier(a: Replica, b: Replica, now: float) -> bool:

@@ -41,6 +41,8 @@ class Scrape:
     lora: tuple[tuple[int, int, bool], ...] | None = None
     """Each engine's ``vllm:lora_requests_info``: running adapters, waiting adapters and
     whether every slot is in use while adapters wait (None: LoRA off)."""
+    held_sheddable: int = 0
+    """Of them, the sheddable requests flow control holds while the fleet is saturated."""
 
 
 LOOKBACK_S = 300.0
@@ -53,12 +55,15 @@ def scrape(
     blocks_per_engine: int,
     rec: Recorder,
     held: int = 0,
+    held_sheddable: int = 0,
     lora: Sequence[tuple[int, int, bool]] | None = None,
 ) -> Scrape:
     """``engines``: (waiting, running, KV usage) of each engine that answers the scrape;
-    ``held``: requests held at the gateway; ``lora``: each engine's adapters (LoRA on)."""
+    ``held``: requests held at the gateway, ``held_sheddable`` of them sheddable; ``lora``:
+    each engine's adapters (LoRA on)."""
     return Scrape(
         held=held,
+        held_sheddable=held_sheddable,
         lora=None if lora is None else tuple(lora),
         at=at,
         waiting=tuple(e[0] for e in engines),
@@ -289,9 +294,11 @@ def with_demand(
     if snap is None or not seen or not (pool or activation):
         return snap
     held = float(seen[-1].held)
+    sheddable = float(seen[-1].held_sheddable) if spec.workload.classes else None
     return snap.model_copy(
         update={
             "gateway_queued": held if pool else None,
+            "gateway_queued_sheddable": sheddable if pool else None,
             "activation_demand": held if activation else None,
         }
     )

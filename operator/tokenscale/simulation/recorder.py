@@ -28,6 +28,8 @@ class Outcome:
     tpot_s: float
     e2e_s: float
     output_tokens: int
+    priority: int = 0
+    input_tokens: int = 0
 
 
 @dataclass

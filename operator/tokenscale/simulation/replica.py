@@ -60,6 +60,8 @@ class SimRequest:
     computed, like a prefix-cache hit; a preemption loses them (vLLM recomputes)."""
     adapter: int = -1
     """The LoRA adapter it addresses; -1: the base model."""
+    priority: int = 0
+    """Its class's objective priority (higher first); used with priority scheduling."""
 
     def __post_init__(self) -> None:
         self.prompt_tokens = self.input_tokens
@@ -78,6 +80,10 @@ class ReplicaConfig:
     mismatch: float = 1.0
     lora: LoraSetup | None = None
     """``spec.lora`` at the plan's ``maxLoras`` (None: LoRA off)."""
+    priority_scheduling: bool = False
+    """vLLM's ``--scheduling-policy priority`` (rendered with spec.workload.classes): the
+    waiting request of the highest class priority goes first (vLLM: the lowest ``priority``
+    value), and a preemption takes the running request of the lowest (then the latest)."""
 
 
 def replica_config(
@@ -96,6 +102,7 @@ def replica_config(
         prefix_block_tokens=prefix_block_tokens,
         mismatch=mismatch,
         lora=perf.lora if isinstance(perf, LoraPerfModel) else None,
+        priority_scheduling=bool(spec.workload.classes),
     )
 
 
@@ -149,7 +156,31 @@ class Replica:
     def add(self, req: SimRequest, now: float) -> None:
         if self.idle:
             self.clock = max(self.clock, now)
-        self.waiting.append(req)
+        self._enqueue(req, front=False)
+
+    def _enqueue(self, req: SimRequest, front: bool) -> None:
+        """FCFS: at the back (a preempted request at the front). Priority: after every waiting
+        request of at least its priority (a preempted one before those of its own)."""
+        if not self.cfg.priority_scheduling:
+            if front:
+                self.waiting.appendleft(req)
+            else:
+                self.waiting.append(req)
+            return
+        i = 0
+        for i, w in enumerate(self.waiting):  # noqa: B007 - the position is the answer
+            if w.priority < req.priority or (front and w.priority == req.priority):
+                break
+        else:
+            i = len(self.waiting)
+        self.waiting.insert(i, req)
+
+    def _victim(self) -> SimRequest:
+        """Who a preemption takes: the latest admitted (FCFS), or the lowest priority, the
+        latest of those (priority scheduling)."""
+        if not self.cfg.priority_scheduling:
+            return self.running[-1]
+        return min(reversed(self.running), key=lambda r: r.priority)
 
     def run_until(self, t: float) -> None:
         """Run steps that start before ``t`` (the last one may end after it)."""
@@ -170,7 +201,7 @@ class Replica:
         victim.prompt_tokens = victim.input_tokens + victim.generated
         victim.looked_up = False
         victim.remote_tokens = 0
-        self.waiting.appendleft(victim)
+        self._enqueue(victim, front=True)
         self.preemptions += 1
         self.rec.preemptions += 1
 
@@ -220,8 +251,8 @@ class Replica:
                 i += 1
                 continue
             need = -(-(r.kv + n) // bs) - r.blocks
-            while need > self.free_blocks and self.running[-1] is not r:
-                self._preempt(self.running[-1])
+            while need > self.free_blocks and (victim := self._victim()) is not r:
+                self._preempt(victim)
                 preempted = True
             if need > self.free_blocks:
                 self._preempt(r)
@@ -424,6 +455,8 @@ class Replica:
         rec.output_tokens.observe(r.generated)
         if r.generated > 1:
             rec.tpot.observe(tpot)
-        rec.outcomes.append(Outcome(r.arrival_s, ttft, tpot, e2e, r.generated))
+        rec.outcomes.append(
+            Outcome(r.arrival_s, ttft, tpot, e2e, r.generated, r.priority, r.input_tokens)
+        )
         if self.finished is not None:
             self.finished.append(r)

@@ -67,6 +67,23 @@ class Frontier(_Frozen):
     verdict: str = Field(description="'on the frontier' or 'dominated by a fixed fleet of N'")
 
 
+class ClassSimResult(_Frozen):
+    """One priority of ``spec.workload.classes`` in a replay (classes sharing a priority are
+    one row: nothing in a request tells them apart but its priority)."""
+
+    classes: str = Field(description="The class names at this priority, joined")
+    priority: int
+    requests: int
+    completed: int
+    shed: int = Field(description="Dropped by the gateway while the fleet was saturated")
+    slo_attainment: float | None = Field(
+        description="Share of its requests meeting its own SLO (null: sheddable, none promised)"
+    )
+    ttft_p99_s: float = Field(description="Arrival to first token: the wait included")
+    e2e_p99_s: float
+    gpu_hours: float = Field(description="The run's GPU-hours split by served tokens")
+
+
 class SimResult(_Frozen):
     policy: str
     trace: str
@@ -146,6 +163,12 @@ class SimResult(_Frozen):
         default=0,
         description="Requests that arrived with no replica asked for (minReplicas 0): held "
         "at the gateway until a woken replica was Ready",
+    )
+    shed: int = Field(
+        default=0, description="Sheddable requests the gateway dropped (the fleet saturated)"
+    )
+    classes: list[ClassSimResult] = Field(
+        default_factory=list, description="Per priority of spec.workload.classes (empty: none)"
     )
     wake_ttft_max_s: float | None = Field(
         default=None,

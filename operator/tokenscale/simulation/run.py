@@ -28,6 +28,7 @@ from tokenscale.simulation.capacity import (
     schedule_gpu_hours,
     sustainable_rps,
 )
+from tokenscale.simulation.classes import class_results
 from tokenscale.simulation.errors import TraceError
 from tokenscale.simulation.faults import Fault, make_fleet
 from tokenscale.simulation.fleet import Fleet
@@ -300,6 +301,8 @@ class _Counts:
     replicas_max: int = 0
     at_zero: set[float] = field(default_factory=set)
     """Arrival times of requests that found no replica asked for (a fleet at zero)."""
+    shed: list[int] = field(default_factory=list)
+    """The priority of each request the gateway shed (held past its TTL, the fleet saturated)."""
 
 
 def simulate(
@@ -469,9 +472,13 @@ def _replay(
     misses, judged = 0, 0
     explanation: Explanation | None = None
     rec = Recorder()
+    # with classes the gateway holds sheddable requests once every engine carries the plan's
+    # operating batch (flow control's saturation threshold at the plan's operating point)
+    sheds = setup.forecast.operating_batch if setup.spec.workload.classes else None
     fleet = make_fleet(
         setup.faults, setup.replica, rec, setup.forecast.gpus_per_replica, cold_start_s, initial
     )
+    fleet.hold_batch = sheds
     scrapes: deque[Scrape] = deque(
         maxlen=math.ceil(max(opts.rate_window_s, opts.gauge_window_s) / opts.scrape_interval_s) + 2
     )
@@ -497,7 +504,7 @@ def _replay(
         )
         fleet.advance(t)
         while i < len(arrivals) and arrivals[i].arrival_s <= t:
-            _admit(fleet, arrivals[i], t, setup.forecast.max_model_len, counts)
+            _admit(fleet, arrivals[i], t, setup.forecast.max_model_len, counts, sheds)
             i += 1
             arrivals_since += 1
         if t >= t_scrape:
@@ -554,12 +561,25 @@ def _replay(
         outcomes_out.extend(rec.outcomes)
     if fleet_events_out is not None:
         fleet_events_out.extend(getattr(fleet, "events", []))
+    counts.shed = list(fleet.shed)
     result = _result(setup, policy_name, rec, gpu_seconds, counts, fleet.in_flight(), timeline)
     return result if explanation is None else result.model_copy(update={"explanation": explanation})
 
 
-def _admit(fleet: Fleet, r: TraceRequest, now: float, max_len: int, counts: _Counts) -> None:
-    """Route one arrival; longer than the max model len is rejected (vLLM answers 400)."""
+def _admit(
+    fleet: Fleet,
+    r: TraceRequest,
+    now: float,
+    max_len: int,
+    counts: _Counts,
+    sheds: float | None,
+) -> None:
+    """Route one arrival; longer than the max model len is rejected (vLLM answers 400); a
+    sheddable one (negative priority) is held at the gateway while every ready engine holds
+    ``sheds`` requests (the plan's operating batch; None: no classes, nothing is held) and
+    dropped after ``HOLD_TTL_S``, as the endpoint picker's flow control holds and sheds the
+    lowest priorities of a saturated pool (its saturation thresholds are assumed set to the
+    plan's operating point, which tokenscale does not render)."""
     if r.input_tokens + r.output_tokens > max_len:
         counts.rejected += 1
         return
@@ -569,9 +589,13 @@ def _admit(fleet: Fleet, r: TraceRequest, now: float, max_len: int, counts: _Cou
         max(r.output_tokens, 1),
         r.prefix_blocks,
         adapter=r.adapter,
+        priority=r.priority,
     )
     if fleet.active == 0:
         counts.at_zero.add(r.arrival_s)
+    if sheds is not None and r.priority < 0:
+        fleet.admit_sheddable(request, now)
+        return
     fleet.route(request, now)
 
 
@@ -668,5 +692,7 @@ def _result(
         planner_rps_per_replica=setup.forecast.rps_per_replica,
         timeline=timeline,
         arrived_at_zero=len(counts.at_zero),
+        shed=len(counts.shed),
+        classes=class_results(setup.spec, setup.trace, outs, counts.shed, gpu_hours),
         wake_ttft_max_s=max(woke) if woke else None,
     )

@@ -12,6 +12,7 @@ per policy); a span is bounded before anything is simulated:
   the limit and the largest ``--time-scale`` that fits.
 """
 
+import dataclasses
 import math
 from dataclasses import dataclass
 
@@ -55,9 +56,7 @@ def cut_idle_gaps(trace: Trace, max_gap_s: float = MAX_IDLE_GAP_S) -> CutGaps:
                 if gap > longest:
                     longest, where = gap, i
         previous = r.arrival_s
-        rows.append(
-            TraceRequest(r.arrival_s - shift, r.input_tokens, r.output_tokens, r.prefix_blocks)
-        )
+        rows.append(dataclasses.replace(r, arrival_s=r.arrival_s - shift))
     if not count:
         return CutGaps(trace, 0.0, ())
     note = (

@@ -14,6 +14,7 @@ reads the file and hands over its text.
 """
 
 import csv
+import dataclasses
 import io
 import json
 import math
@@ -39,6 +40,8 @@ class TraceRequest:
     """Hashes of the prompt's leading ``block_tokens``-token blocks (shared prefixes hit)."""
     adapter: int = -1
     """The LoRA adapter it addresses (index into ``spec.lora.adapters``); -1: the base model."""
+    priority: int = 0
+    """Its class's InferenceObjective priority (higher is served first; < 0: sheddable)."""
 
 
 @dataclass(frozen=True)
@@ -110,10 +113,7 @@ def _rebased(rows: list[TraceRequest], source: str, block_tokens: int) -> Trace:
     rows.sort(key=lambda r: r.arrival_s)
     t0 = rows[0].arrival_s
     return Trace(
-        requests=tuple(
-            TraceRequest(r.arrival_s - t0, r.input_tokens, r.output_tokens, r.prefix_blocks)
-            for r in rows
-        ),
+        requests=tuple(dataclasses.replace(r, arrival_s=r.arrival_s - t0) for r in rows),
         source=source,
         block_tokens=block_tokens,
     )
@@ -154,7 +154,9 @@ def parse_csv(
     arrival_unit: Literal["s", "ms"] = "s",
     source: str = "csv",
 ) -> Trace:
-    """A CSV with a header; the three named columns are arrival, input and output tokens."""
+    """A CSV with a header; the three named columns are arrival, input and output tokens. An
+    optional ``priority`` column (an integer: the request's class's InferenceObjective
+    priority, ``spec.workload.classes``) is read when present."""
     reader = csv.DictReader(io.StringIO(text))
     fields = reader.fieldnames or []
     for col in (arrival, input_col, output_col):
@@ -175,9 +177,20 @@ def parse_csv(
                 ),
                 input_tokens=_tokens(rec[input_col] or "", input_col, f"line {i}"),
                 output_tokens=_tokens(rec[output_col] or "", output_col, f"line {i}"),
+                priority=_priority(rec.get("priority"), f"line {i}"),
             )
         )
     return _rebased(rows, source, MOONCAKE_BLOCK_TOKENS)
+
+
+def _priority(text: str | None, where: str) -> int:
+    """The optional ``priority`` column: an integer, absent or empty: 0."""
+    if text is None or not text.strip():
+        return 0
+    try:
+        return int(text)
+    except ValueError as exc:
+        raise TraceError(f"{where}, column 'priority': {text!r} is not an integer") from exc
 
 
 def parse_azure(text: str, source: str = "azure") -> Trace:
@@ -272,9 +285,7 @@ def scale_trace(
         t = r.arrival_s * time_scale
         for c in range(copies):
             jitter = 0.0 if c == 0 else rng.uniform(-0.5, 0.5)
-            rows.append(
-                TraceRequest(max(0.0, t + jitter), r.input_tokens, r.output_tokens, r.prefix_blocks)
-            )
+            rows.append(dataclasses.replace(r, arrival_s=max(0.0, t + jitter)))
     if not rows:
         raise TraceError(f"--rate-scale {rate_scale} left no requests")
     rows.sort(key=lambda r: r.arrival_s)

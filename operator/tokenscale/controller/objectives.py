@@ -1,0 +1,24 @@
+"""The InferenceObjectives of classes the spec no longer has: found by the service's label and
+the class label (``render/inference_objective.py``), deleted when this InferenceService
+controls them and no class renders them any more. An objective of another owner, even with
+our labels, is never touched."""
+
+from tokenscale.controller.api import KubeApi
+from tokenscale.controller.ownership import is_ours
+from tokenscale.render.inference_objective import CLASS_LABEL
+from tokenscale.render.labels import INFERENCE_SERVICE_LABEL
+from tokenscale.render.names import label_value
+
+
+def remove_dropped_objectives(
+    kube: KubeApi, namespace: str, name: str, uid: str, kept: set[str]
+) -> list[str]:
+    """Delete our objectives not in ``kept`` (their names); return the names deleted."""
+    selector = f"{INFERENCE_SERVICE_LABEL}={label_value(name)},{CLASS_LABEL}"
+    gone = []
+    for live in kube.list_inference_objectives(namespace, selector):
+        child = str((live.get("metadata") or {}).get("name") or "")
+        if child and child not in kept and is_ours(live, uid):
+            kube.delete_inference_objective(namespace, child)
+            gone.append(child)
+    return gone

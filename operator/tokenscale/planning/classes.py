@@ -1,0 +1,219 @@
+"""Classes (``spec.workload.classes``) as a rule on one plan, not a second planner.
+
+1. **Guaranteed.** The critical and standard classes' sum (the guaranteed load: rates added at
+   their peaks, tokens the mixture's) is planned once per guaranteed class, each at that
+   class's own SLO (``spec.slo`` when it has none). The fleet is the largest of those plans;
+   its class is the **binding** class, and every guaranteed class's SLO is checked on that
+   fleet's pools.
+2. **Sheddable.** The sheddable classes are served from the slack. The same spec planned with
+   every class guaranteed at the binding class's SLO says what the sheddable peak needs on
+   top (``needed_all − needed_guaranteed`` replicas, unrounded); the slack is the fleet's
+   replicas less what the guaranteed load needs at its peak (or at its mean, scaled by rate).
+   The served fraction is slack ÷ that need, within [0, 1]; the cost to guarantee everything
+   is the all-guaranteed plan's GPUs and price.
+3. **Showback.** The fleet's GPUs are split over the classes: each is charged the
+   replica-seconds it uses at its mean rate (a request's prefill at the idle prefill rate plus
+   its decode at the operating batch's per-sequence step time; a sheddable class only for the
+   fraction it is served at the guaranteed mean), and the idle remainder is split over the
+   guaranteed classes by their peak use (they reserve it). The charges sum to the fleet.
+"""
+
+import math
+from collections.abc import Callable
+
+from tokenscale.api.classes import WorkloadClass, sum_rps, tokens_of
+from tokenscale.api.inference_service import InferenceServiceSpec
+from tokenscale.api.slo import Slo
+from tokenscale.api.workload import Workload
+from tokenscale.planning.pools import checks_over, totals
+from tokenscale.planning.result import ClassesSummary, ClassShare, Plan, SloCheck
+
+Planner = Callable[[InferenceServiceSpec, str], Plan]
+
+
+def _sum_workload(w: Workload, classes: list[WorkloadClass]) -> Workload:
+    ins, outs = tokens_of(classes)
+    return w.model_copy(
+        update={
+            "rps": sum_rps(classes),
+            "input_tokens": ins,
+            "output_tokens": outs,
+            "classes": None,
+        }
+    )
+
+
+def _with(spec: InferenceServiceSpec, w: Workload, slo: Slo) -> InferenceServiceSpec:
+    return spec.model_copy(update={"workload": w, "slo": slo})
+
+
+def _needed(p: Plan) -> float:
+    return p.replicas.needed if p.replicas is not None else math.inf
+
+
+def _tightest(checks: list[SloCheck]) -> SloCheck | None:
+    return max(checks, key=lambda c: c.estimate_s / c.target_s, default=None)
+
+
+def _per_request_s(plan: Plan, prompt_p99: float, c: WorkloadClass) -> float:
+    """A request's replica-seconds: its prompt at the idle prefill rate of the plan's P99
+    prompt (``prompt_p99`` tokens), its answer at the operating batch's per-sequence share of
+    a decode step."""
+    prefill_per_token = plan.prefill_p99_s / max(prompt_p99, 1.0)
+    decode_per_token = plan.tpot_estimate_s / max(plan.operating_batch, 1.0)
+    return c.input_tokens.mean * prefill_per_token + c.output_tokens.mean * decode_per_token
+
+
+def _fraction(slack: float, need: float) -> float:
+    if need <= 0:
+        return 1.0
+    return min(1.0, max(0.0, slack / need))
+
+
+def plan_classes(spec: InferenceServiceSpec, name: str, planner: Planner) -> Plan:
+    """Plan ``spec`` whose workload has classes (module docstring); ``planner`` plans one
+    class-free spec (any hardware form)."""
+    w = spec.workload
+    guaranteed, sheddable = w.guaranteed_classes, w.sheddable_classes
+    g_work = _sum_workload(w, guaranteed)
+    per_class = [(c, planner(_with(spec, g_work, c.slo or spec.slo), name)) for c in guaranteed]
+    chosen_class, plan = max(per_class, key=lambda cp: _needed(cp[1]))
+    binding_slo = chosen_class.slo or spec.slo
+    fleet = totals(plan.pools)
+
+    all_plan = planner(_with(spec, _sum_workload(w, list(w.classes or [])), binding_slo), name)
+    replicas = plan.replica_count
+    serves = plan.replicas is not None
+    n_g_peak = _needed(plan) if serves else 0.0
+    g_rps = sum_rps(guaranteed)
+    n_g_mean = n_g_peak * (g_rps.mean / g_rps.design_rps) if g_rps.design_rps > 0 else 0.0
+    prompt_p99 = g_work.input_tokens.p99_or_mean
+    per_req = {c.name: _per_request_s(plan, prompt_p99, c) for c in w.classes or []}
+    if all_plan.replicas is not None:
+        n_s = max(0.0, _needed(all_plan) - n_g_peak) if sheddable else 0.0
+    else:  # nothing serves everything guaranteed: the sheddable peak's replica-seconds
+        n_s = sum(c.design_rps * per_req[c.name] for c in sheddable)
+    at_peak = _fraction(replicas - n_g_peak, n_s) if serves else 0.0
+    at_mean = _fraction(replicas - n_g_mean, n_s) if serves else 0.0
+
+    full = 1.0 if serves else 0.0
+    served_mean = {c.name: (full if c.guaranteed else at_mean) for c in w.classes or []}
+    used = {c.name: c.rps.mean * per_req[c.name] * served_mean[c.name] for c in w.classes or []}
+    total_used = sum(used.values())
+    if total_used > replicas > 0:  # the unit overstates: scale the uses into the fleet
+        used = {k: v * replicas / total_used for k, v in used.items()}
+    idle = max(0.0, replicas - sum(used.values()))
+    reserve = {c.name: c.design_rps * per_req[c.name] for c in guaranteed}
+    reserve_total = sum(reserve.values()) or 1.0
+    gpr = (plan.gpus_total or 0) / replicas if replicas > 0 else 0.0  # a mix: the average
+    price = plan.pools[0].variant.gpu_hour_price if plan.pools else None
+
+    rows = []
+    for c in w.classes or []:
+        share = used[c.name] + idle * reserve.get(c.name, 0.0) / reserve_total
+        gpus = share * gpr if replicas > 0 else 0.0
+        cost = plan.cost_per_hour * share / replicas if plan.cost_per_hour and replicas else None
+        if price is None or plan.cost_per_hour is None:
+            cost = None
+        tokens_h = (
+            c.rps.mean * served_mean[c.name] * (c.input_tokens.mean + c.output_tokens.mean) * 3600
+        )
+        own = next((p for k, p in per_class if k.name == c.name), None)
+        checks = checks_over(own.slo_checks, fleet) if own is not None else []
+        rows.append(
+            ClassShare(
+                name=c.name,
+                tier=c.tier,
+                priority=c.objective_priority,
+                guaranteed=c.guaranteed,
+                rps_mean=c.rps.mean,
+                rps_design=c.design_rps,
+                input_tokens_mean=c.input_tokens.mean,
+                output_tokens_mean=c.output_tokens.mean,
+                slo_checks=checks,
+                replicas_for_slo=own.replica_count if own is not None and own.replicas else None,
+                binding=c.name == chosen_class.name,
+                served_fraction_at_peak=full if c.guaranteed else at_peak,
+                served_fraction_at_mean=full if c.guaranteed else at_mean,
+                replica_seconds_per_request=per_req[c.name],
+                gpus=gpus,
+                gpu_hours_per_day=gpus * 24.0,
+                cost_per_hour=cost,
+                cost_per_million_tokens=cost / tokens_h * 1e6 if cost and tokens_h > 0 else None,
+                quota_max_rps=c.quota.max_rps if c.quota else None,
+                quota_max_tokens_per_second=c.quota.max_tokens_per_second if c.quota else None,
+            )
+        )
+    s_rps = sum_rps(sheddable) if sheddable else None
+    summary = ClassesSummary(
+        binding_class=chosen_class.name,
+        reason=_reason(chosen_class, plan, per_class, sheddable, at_peak),
+        guaranteed_rps_mean=g_rps.mean,
+        guaranteed_rps_design=g_rps.design_rps,
+        sheddable_rps_mean=s_rps.mean if s_rps else 0.0,
+        sheddable_rps_design=s_rps.design_rps if s_rps else 0.0,
+        sheddable_served_at_peak=at_peak,
+        sheddable_served_at_mean=at_mean,
+        guarantee_all_gpus=all_plan.gpus_total,
+        guarantee_all_cost_per_hour=all_plan.cost_per_hour,
+        extra_gpus_to_guarantee_all=(
+            all_plan.gpus_total - plan.gpus_total
+            if all_plan.gpus_total is not None and plan.gpus_total is not None
+            else None
+        ),
+        assumptions=[
+            "guaranteed load: the critical and standard classes' peaks added (they may not "
+            "coincide: the safe side), tokens their rate-weighted mixture",
+            "every guaranteed class's SLO is checked with the mixture's token lengths (the "
+            "shared batch), not its own",
+            "sheddable classes at their own peak, at the guaranteed peak and at the guaranteed "
+            "mean; slack counts redundancy replicas (spare capacity when nothing has failed)",
+            "showback: replica-seconds used at the mean rate, idle capacity charged to the "
+            "guaranteed classes by their peak use",
+            "quotas are enforced by the gateway's rate limits, not by tokenscale",
+        ],
+    )
+    warnings = list(plan.warnings)
+    warnings.append(
+        f"sized for the guaranteed classes ({g_rps.design_rps:g} RPS at peak), not the "
+        f"top-level workload's {w.rps.design_rps:g}: the sheddable classes fill the slack"
+        if sheddable
+        else f"sized for the classes' sum ({g_rps.design_rps:g} RPS at peak)"
+    )
+    return plan.model_copy(
+        update={"classes": rows, "classes_summary": summary, "warnings": warnings}
+    )
+
+
+def _reason(
+    binding: WorkloadClass,
+    plan: Plan,
+    per_class: list[tuple[WorkloadClass, Plan]],
+    sheddable: list[WorkloadClass],
+    at_peak: float,
+) -> str:
+    if plan.replicas is None:
+        return (
+            f"{binding.name}'s SLO cannot be met on this hardware: the guaranteed classes "
+            "cannot be served (the plan's reasons say why); nothing is left for "
+            + (", ".join(c.name for c in sheddable) or "sheddable classes")
+        )
+    tight = _tightest(plan.slo_checks)
+    what = (
+        f"its tightest SLO {tight.name.replace('_', ' ').upper()} {tight.estimate_s:.3g} s of "
+        f"{tight.target_s:.3g} s"
+        if tight is not None
+        else "no SLO"
+    )
+    parts = [
+        f"{binding.name} binds at {plan.replica_count} replicas ({plan.binding_constraint} "
+        f"constraint; {what})"
+    ]
+    for c, p in per_class:
+        if c.name != binding.name:
+            parts.append(f"{c.name}'s SLO needs {p.replica_count}")
+    parts += [
+        f"{c.name} adds none (served from slack: {at_peak:.0%} of its peak at the guaranteed peak)"
+        for c in sheddable
+    ]
+    return "; ".join(parts)
