@@ -40,7 +40,7 @@ from tokenscale.scaling.roles import pools
 from tokenscale.simulation.capacity import meets_slo
 from tokenscale.simulation.disaggregated import engines, fewest_disaggregated, replay_disaggregated
 from tokenscale.simulation.disaggregated_scaling import replay_scaled
-from tokenscale.simulation.run import meets
+from tokenscale.simulation.summary import meets
 from tokenscale.simulation.trace import Trace, percentile
 from tokenscale.simulation.workloads import LONG_PROMPT, step
 

@@ -75,7 +75,7 @@ def test_the_router_sends_a_prompt_to_an_engine_that_is_free_now() -> None:
     the first listed, and waited there for the step to end)."""
     plan = plan_service(LONG)
     e = engines(LONG, plan)
-    fleet = Fleet(e.prefill, Recorder(), 1, 0.0, 2)
+    fleet = Fleet.one_pool(e.prefill, Recorder(), 1, 0.0, 2)
     fleet.advance(0.0)
     first, second = (m.replica for m in fleet.members)
     fleet.route(SimRequest(0.0, 8000, 1), 0.0)

@@ -1,7 +1,10 @@
 """Both architectures replaying one trace: a shared pool, or prefill and decode pools.
 
+Both are fixed fleets of the one fleet (``fleet.py``) replayed by the one loop (``loop.py``)
+with a pinned policy, every request served to completion.
+
 - **Aggregated**: ``n`` engines of the plan's replica behind a least-loaded gateway (the
-  fleet's routing, ``fleet.py``), no scaling.
+  fleet's routing), no scaling.
 - **Disaggregated**: ``p`` prefill engines and ``d`` decode engines (``planning.disaggregation``
   ``role_plan``: each role's layout, flags and KV pool). A request enters the least-loaded prefill
   engine as a one-token request (vLLM's prefill worker runs ``max_tokens=1``); when its prefill
@@ -16,7 +19,6 @@ each architecture whose replay meets the SLO (P99s after a 20 % warm-up, ``capac
 the simulator's answer to "which architecture is cheaper", to hold the planner's ``auto`` to.
 """
 
-import heapq
 import math
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -26,9 +28,11 @@ from tokenscale.api.slo import Slo
 from tokenscale.planning import Plan, plan_service
 from tokenscale.planning.disaggregation import role_plan
 from tokenscale.simulation.capacity import meets_slo
+from tokenscale.simulation.fleet import Fleet, Handoff, PoolEngine
+from tokenscale.simulation.loop import Clock, replay
 from tokenscale.simulation.recorder import Recorder
-from tokenscale.simulation.replica import Replica, ReplicaConfig, SimRequest, replica_config
-from tokenscale.simulation.trace import Trace, percentile
+from tokenscale.simulation.replica import ReplicaConfig, SimRequest, replica_config
+from tokenscale.simulation.trace import Trace, TraceRequest, percentile
 
 #: Largest fleet the searches try per pool before giving up.
 MAX_SEARCH_REPLICAS = 256
@@ -90,23 +94,37 @@ def engines(spec: InferenceServiceSpec, plan: Plan, mismatch: float = 1.0) -> En
     )
 
 
-def _least_loaded(pool: list[Replica]) -> Replica:
-    return min(pool, key=lambda e: e.load)
+class _Pinned:
+    """A fixed fleet's hooks: arrivals routed, nothing scraped, nothing decided."""
+
+    def __init__(self, fleet: Fleet) -> None:
+        self.fleet = fleet
+
+    def admit(self, r: TraceRequest, t: float) -> None:
+        if self.fleet.handoff is None:
+            self.fleet.route(
+                SimRequest(r.arrival_s, r.input_tokens, r.output_tokens, r.prefix_blocks), t
+            )
+        else:
+            req = SimRequest(r.arrival_s, r.input_tokens, 1, r.prefix_blocks)
+            self.fleet.admit_prefill(req, r.output_tokens, t)
+
+    def scrape(self, t: float) -> None:
+        return None
+
+    def decide(self, t: float) -> bool:
+        return False
+
+
+def _serve_all(fleet: Fleet, trace: Trace) -> None:
+    """The one loop on a fixed fleet, every request served to completion."""
+    replay(fleet, trace.requests, trace.duration_s, _Pinned(fleet), Clock(drain_limit_s=math.inf))
 
 
 def replay_aggregated(cfg: ReplicaConfig, replicas: int, trace: Trace) -> Recorder:
     """``replicas`` engines serving ``trace``; every request to the least-loaded engine."""
     rec = Recorder()
-    pool = [Replica(cfg, rec, 0.0) for _ in range(max(replicas, 1))]
-    for r in trace.requests:
-        for e in pool:
-            e.run_until(r.arrival_s)
-        _least_loaded(pool).add(
-            SimRequest(r.arrival_s, r.input_tokens, r.output_tokens, r.prefix_blocks),
-            r.arrival_s,
-        )
-    for e in pool:
-        e.run_until(math.inf)
+    _serve_all(Fleet.one_pool(cfg, rec, 1, 0.0, max(replicas, 1)), trace)
     return rec
 
 
@@ -120,44 +138,15 @@ def replay_disaggregated(
 ) -> Recorder:
     """``prefills`` prefill and ``decodes`` decode engines serving ``trace`` (module docstring);
     the record is the decode pool's (what a user sees, from the arrival)."""
-    rec, scratch = Recorder(), Recorder()
-    handed: list[SimRequest] = []
-    p_pool = [Replica(prefill, scratch, 0.0) for _ in range(max(prefills, 1))]
-    for e in p_pool:
-        e.finished = handed
-    d_pool = [Replica(decode, rec, 0.0) for _ in range(max(decodes, 1))]
-    outputs: dict[int, int] = {}
-    transit: list[tuple[float, int, SimRequest]] = []
-    order = 0
-
-    def deliver(until: float) -> None:
-        nonlocal order
-        for r in handed:
-            order += 1
-            heapq.heappush(transit, (r.last_token_s + transfer_s(r.input_tokens), order, r))
-        handed.clear()
-        while transit and transit[0][0] <= until:
-            at, _, r = heapq.heappop(transit)
-            for e in d_pool:
-                e.run_until(at)
-            out = outputs.pop(id(r))
-            moved = SimRequest(r.arrival_s, r.input_tokens, out, remote_tokens=r.input_tokens)
-            _least_loaded(d_pool).add(moved, at)
-
-    for t in trace.requests:
-        for e in p_pool:
-            e.run_until(t.arrival_s)
-        deliver(t.arrival_s)
-        for e in d_pool:
-            e.run_until(t.arrival_s)
-        req = SimRequest(t.arrival_s, t.input_tokens, 1, t.prefix_blocks)
-        outputs[id(req)] = t.output_tokens
-        _least_loaded(p_pool).add(req, t.arrival_s)
-    for e in p_pool:
-        e.run_until(math.inf)
-    deliver(math.inf)
-    for e in d_pool:
-        e.run_until(math.inf)
+    rec = Recorder()
+    fleet = Fleet(
+        [PoolEngine("prefill", prefill, 1), PoolEngine("decode", decode, 1)],
+        [Recorder(), rec],
+        0.0,
+        [max(prefills, 1), max(decodes, 1)],
+        handoff=Handoff(0, 1, transfer_s),
+    )
+    _serve_all(fleet, trace)
     return rec
 
 

@@ -48,11 +48,25 @@ def scrape(
     at: float,
     engines: Sequence[tuple[int, int, float]],
     blocks_per_engine: int,
-    rec: Recorder,
+    recs: Sequence[Recorder],
     held: int = 0,
 ) -> Scrape:
     """``engines``: (waiting, running, KV usage) of each engine that answers the scrape;
-    ``held``: requests held at the gateway."""
+    ``recs``: the recorders of the pools scraped together (their series summed, as
+    ``sum(rate(...))`` over the pools' pods); ``held``: requests held at the gateway."""
+    if len(recs) == 1:
+        rec = recs[0]
+        counters = rec.counters()
+        buckets = {k: h.copy_counts() for k, h in rec.histograms().items()}
+        sums = {k: h.total for k, h in rec.histograms().items()}
+    else:
+        counters = {k: sum(r.counters()[k] for r in recs) for k in recs[0].counters()}
+        names = recs[0].histograms()
+        buckets = {
+            k: tuple(map(sum, zip(*(r.histograms()[k].counts for r in recs), strict=True)))
+            for k in names
+        }
+        sums = {k: sum(r.histograms()[k].total for r in recs) for k in names}
     return Scrape(
         held=held,
         at=at,
@@ -60,9 +74,9 @@ def scrape(
         running=tuple(e[1] for e in engines),
         kv_usage=tuple(e[2] for e in engines),
         blocks_per_engine=blocks_per_engine,
-        counters=rec.counters(),
-        buckets={k: h.copy_counts() for k, h in rec.histograms().items()},
-        sums={k: h.total for k, h in rec.histograms().items()},
+        counters=counters,
+        buckets=buckets,
+        sums=sums,
     )
 
 
