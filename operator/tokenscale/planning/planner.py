@@ -27,6 +27,7 @@ letting the model re-choose it.
 import dataclasses
 import math
 from dataclasses import dataclass
+from typing import Any
 
 from tokenscale.api.inference_service import InferenceServiceSpec
 from tokenscale.api.slo import Slo
@@ -569,8 +570,7 @@ def _assemble(
     )
     if prices.gpu_hour_price is None:
         warnings.append("no spec.cost.gpuHourPrice: cost figures are omitted")
-    flops, flops_note = peak_flops(r.gpu, model.weight_dtype)
-    budget, op = e.budget, e.op
+    op = e.op
     geom_bytes = e.perf.geometry
     return Plan(
         name=r.name,
@@ -595,16 +595,7 @@ def _assemble(
         max_num_seqs=math.ceil(e.knobs.max_num_seqs / lanes),
         max_num_batched_tokens=e.knobs.max_num_batched_tokens,
         serving_knobs_reason=e.knobs.reason,
-        memory_per_gpu=MemoryBreakdown(
-            gpu_total_bytes=budget.total_bytes,
-            usable_bytes=budget.usable_bytes,
-            weights_bytes=budget.weights_bytes,
-            activation_bytes=budget.activation_bytes,
-            cuda_graph_bytes=budget.cuda_graph_bytes,
-            nccl_bytes=budget.nccl_bytes,
-            runtime_bytes=budget.runtime_bytes,
-            kv_pool_bytes=budget.kv_pool_bytes,
-        ),
+        memory_per_gpu=_memory(e.budget),
         kv_capacity_tokens_per_replica=e.capacity_tokens,
         kv_capacity_blocks_per_replica=e.blocks,
         kv_bytes_per_request_mean=geom_bytes.bytes_per_token * e.held_mean,
@@ -612,13 +603,7 @@ def _assemble(
         max_concurrency_per_replica=measured.concurrency
         if measured is not None
         else float(op.safe_concurrency),
-        concurrency_limits=ConcurrencyLimits(
-            max_num_seqs=e.knobs.max_num_seqs,
-            slo=float(op.slo_batch) if op.slo_batch is not None else None,
-            knee=float(op.knee),
-            kv_mean_context=e.capacity_tokens * a.kv_target_utilization / e.held_mean,
-            kv_p99_context=e.capacity_tokens / e.held_p99 if e.held_p99 > 0 else 0.0,
-        ),
+        concurrency_limits=_limits(e, a.kv_target_utilization),
         design_rps=design_rps,
         input_tps=input_tps,
         output_tps=output_tps,
@@ -654,22 +639,53 @@ def _assemble(
         feasible=not reasons,
         infeasible_reasons=reasons,
         warnings=warnings,
-        assumptions={
-            **perf.assumptions.model_dump(mode="json"),
-            "peak_tflops": flops / 1e12,
-            "peak_tflops_note": flops_note,
-            "hbm_bandwidth_gbps": r.gpu.hbm_bandwidth_gbps,
-            "link_gbps_per_direction": link_bytes_per_s(r.gpu) / 1e9,
-            "kv_bytes_per_element": model.kv_bytes_per_element,
-            "serving_defaults": r.defaults.source,
-            "operating_point_limited_by": op.limited_by,
-            "calibration_prefill": c.calibration.prefill,
-            "calibration_decode": c.calibration.decode,
-            "knee_policy": c.knee,
-        },
+        assumptions=_assumptions(r, c, e),
         tp_candidates=[],
         sources=sources,
     )
+
+
+def _memory(budget: MemoryBudget) -> MemoryBreakdown:
+    return MemoryBreakdown(
+        gpu_total_bytes=budget.total_bytes,
+        usable_bytes=budget.usable_bytes,
+        weights_bytes=budget.weights_bytes,
+        activation_bytes=budget.activation_bytes,
+        cuda_graph_bytes=budget.cuda_graph_bytes,
+        nccl_bytes=budget.nccl_bytes,
+        runtime_bytes=budget.runtime_bytes,
+        kv_pool_bytes=budget.kv_pool_bytes,
+    )
+
+
+def _limits(e: _Estimate, kv_target_utilization: float) -> ConcurrencyLimits:
+    """What bounds a replica's concurrency: its flags, the SLO, the knee, the KV pool."""
+    op = e.op
+    return ConcurrencyLimits(
+        max_num_seqs=e.knobs.max_num_seqs,
+        slo=float(op.slo_batch) if op.slo_batch is not None else None,
+        knee=float(op.knee),
+        kv_mean_context=e.capacity_tokens * kv_target_utilization / e.held_mean,
+        kv_p99_context=e.capacity_tokens / e.held_p99 if e.held_p99 > 0 else 0.0,
+    )
+
+
+def _assumptions(r: Resolved, c: Conditions, e: _Estimate) -> dict[str, Any]:
+    """The plan's assumptions: the timing model's and the hardware figures it used."""
+    flops, flops_note = peak_flops(r.gpu, r.model.weight_dtype)
+    return {
+        **e.perf.assumptions.model_dump(mode="json"),
+        "peak_tflops": flops / 1e12,
+        "peak_tflops_note": flops_note,
+        "hbm_bandwidth_gbps": r.gpu.hbm_bandwidth_gbps,
+        "link_gbps_per_direction": link_bytes_per_s(r.gpu) / 1e9,
+        "kv_bytes_per_element": r.model.kv_bytes_per_element,
+        "serving_defaults": r.defaults.source,
+        "operating_point_limited_by": e.op.limited_by,
+        "calibration_prefill": c.calibration.prefill,
+        "calibration_decode": c.calibration.decode,
+        "knee_policy": c.knee,
+    }
 
 
 def _slo_checks(

@@ -15,7 +15,6 @@ Latencies count from the arrival; the record is the decode pool's.
 import math
 from collections import deque
 from collections.abc import Sequence
-from dataclasses import dataclass, field
 
 from tokenscale.api.inference_service import InferenceServiceSpec
 from tokenscale.api.slo import Slo
@@ -31,49 +30,12 @@ from tokenscale.simulation.loop import Clock, replay
 from tokenscale.simulation.observe import Scrape, snapshot_at
 from tokenscale.simulation.recorder import Outcome, Recorder
 from tokenscale.simulation.replica import SimRequest
-from tokenscale.simulation.summary import meets
-from tokenscale.simulation.trace import Trace, TraceRequest, percentile
+from tokenscale.simulation.result import FleetRun, PoolsPoint
+from tokenscale.simulation.summary import summarize
+from tokenscale.simulation.trace import Trace, TraceRequest
 
 #: After the trace's end, requests in flight are served for their latencies, at most this long.
 DRAIN_LIMIT_S = 3600.0
-
-
-@dataclass(frozen=True)
-class RoleCounts:
-    """Each role's decided count at one decision, and why."""
-
-    at_s: float
-    prefill: int
-    decode: int
-    prefill_reason: str
-    decode_reason: str
-    coordination: str
-    prefill_calibration: float = 1.0
-    decode_calibration: float = 1.0
-
-
-@dataclass(frozen=True)
-class ScaledRun:
-    """A scaled disaggregated replay: what the requests saw and what it held."""
-
-    requests: int
-    served: int
-    ttft_p99_s: float
-    tpot_p99_s: float
-    meets_slo: bool
-    gpu_hours: float
-    slo_attainment: float = 1.0
-    """Requests served within every latency SLO (``simulation/run.py``'s ``meets``) ÷ the
-    trace's requests: the playground's ``slo_attainment``."""
-    decisions: list[RoleCounts] = field(default_factory=list)
-    gpu_hours_by_role: dict[str, float] = field(default_factory=dict)
-    """Each pool's GPU-hours (starting, ready and draining replicas), summing to ``gpu_hours``."""
-    ttft_attainment: float = 1.0
-    """Requests whose TTFT (arrival to first token, the KV hand-off included: the prefill
-    pool's part) met ``ttftP99Seconds`` ÷ the trace's requests."""
-    tpot_attainment: float = 1.0
-    """Requests whose TPOT (the decode pool's part; a one-token answer has none) met
-    ``tpotP99Seconds`` ÷ the trace's requests."""
 
 
 def role_attainment(outs: Sequence[Outcome], slo: Slo, requests: int) -> tuple[float, float]:
@@ -97,7 +59,7 @@ def replay_scaled(
     scrape_interval_s: float = 15.0,
     gauge_window_s: float = 60.0,
     rate_window_s: float = 120.0,
-) -> ScaledRun:
+) -> FleetRun:
     """Replay ``trace`` on a prefill/decode fleet that starts at the plan's counts and is
     scaled by the operator's per-role policy (see the module docstring)."""
     _, prefill_pool, decode_pool = pools(plan)
@@ -121,25 +83,21 @@ def replay_scaled(
     )
     clock = Clock(scrape_interval_s, decision_interval_s, None, DRAIN_LIMIT_S)
     end = replay(fleet, trace.requests, trace.duration_s, hooks, clock)
-    outs = rec.outcomes
-    ttft_attainment, tpot_attainment = role_attainment(outs, spec.slo, len(trace.requests))
-    gpu_s = end.gpu_seconds_by_pool
-    return ScaledRun(
-        requests=len(trace.requests),
-        served=len(outs),
-        ttft_p99_s=percentile([o.ttft_s for o in outs], 0.99) if outs else math.nan,
-        tpot_p99_s=percentile([o.tpot_s for o in outs if o.output_tokens > 1], 0.99)
-        if outs
-        else math.nan,
-        meets_slo=meets_slo(rec, spec.slo),
-        gpu_hours=sum(gpu_s) / 3600.0,
-        slo_attainment=sum(1 for o in outs if meets(o, spec.slo)) / len(trace.requests)
-        if trace.requests
-        else 1.0,
-        decisions=hooks.decisions,
-        gpu_hours_by_role={role: gpu_s[i] / 3600.0 for i, role in enumerate(ROLES)},
-        ttft_attainment=ttft_attainment,
-        tpot_attainment=tpot_attainment,
+    ttft, tpot = role_attainment(rec.outcomes, spec.slo, len(trace.requests))
+    return summarize(
+        fleet,
+        end,
+        trace,
+        spec.slo,
+        policy="tokenscale (per role)",
+        peak=hooks.peak,
+        asked_end=fleet.asked(),
+        events=hooks.events,
+        marked=[],
+        timeline=hooks.points,
+        served_by=[1],
+        attainment=[ttft, tpot],
+        meets_p99=meets_slo(rec, spec.slo),
     )
 
 
@@ -161,7 +119,9 @@ class _RoleHooks:
         self.states = {
             role: ScalingState(decided_replicas=n) for role, n in zip(ROLES, planned, strict=True)
         }
-        self.decisions: list[RoleCounts] = []
+        self.points: list[PoolsPoint] = []
+        self.peak = fleet.asked()
+        self.events = 0
 
     def admit(self, r: TraceRequest, t: float) -> None:
         req = SimRequest(r.arrival_s, r.input_tokens, 1, r.prefix_blocks)
@@ -188,11 +148,15 @@ class _RoleHooks:
         d = step.decision
         if d is None:
             return False
-        self.fleet.set_counts({role: d.of(role).replicas for role in ROLES}, t)
-        self.decisions.append(
-            RoleCounts(
-                t, d.prefill.replicas, d.decode.replicas, d.prefill.reason, d.decode.reason,
-                d.coordination, d.prefill.prefill_calibration, d.decode.calibration,
+        fleet = self.fleet
+        self.events += any(fleet.set_counts({role: d.of(role).replicas for role in ROLES}, t))
+        asked = fleet.asked()
+        self.peak = {n: max(self.peak[n], asked[n]) for n in self.peak}
+        self.points.append(
+            PoolsPoint(
+                t, asked, fleet.in_phase("ready"), fleet.in_phase("pending"), d.coordination,
+                {role: d.of(role).reason for role in ROLES},
+                {"prefill": d.prefill.prefill_calibration, "decode": d.decode.calibration},
             )
         )  # fmt: skip
         return False

@@ -185,6 +185,11 @@ class PoolsPoint:
     ready: dict[str, int]
     pending: dict[str, int]
     reason: str
+    """Why (prefill/decode pools: what the coordination rule did)."""
+    reasons: dict[str, str] = field(default_factory=dict)
+    """Each pool's own reason, where each pool decides (prefill/decode)."""
+    calibration: dict[str, float] = field(default_factory=dict)
+    """Each pool's engine calibration at this decision, where each pool keeps one."""
 
 
 @dataclass(frozen=True)
@@ -208,6 +213,10 @@ class FleetRun:
     duration_s: float
     pools: list[PoolRun]
     scale_events: int
+    served: int = 0
+    """Requests answered (the record of the pools the answers come from)."""
+    meets_slo: bool | None = None
+    """Prefill/decode pools: whether the P99s (after a 20 % warm-up) met the SLOs."""
     marked: list[tuple[float, str, str]] = field(default_factory=list)
     """(when, variant, reason) of each exhausted mark (tokenscale on a mix only)."""
     timeline: list[PoolsPoint] = field(default_factory=list)

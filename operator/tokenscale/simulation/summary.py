@@ -31,10 +31,12 @@ def summarize(
     marked: list[tuple[float, str, str]],
     timeline: list[PoolsPoint],
     served_by: Sequence[int] | None = None,
+    attainment: Sequence[float] | None = None,
+    meets_p99: bool | None = None,
 ) -> FleetRun:
     """The run's figures; what the requests saw is the record of the pools ``served_by``
     (every pool when None: a mix; the decode pool of prefill/decode pools, where the answers
-    come from), each pool's attainment over its own record."""
+    come from), each pool's attainment over its own record unless ``attainment`` gives it."""
     served = range(len(fleet.engines)) if served_by is None else served_by
     outs = [o for i in served for o in fleet.recs[i].outcomes]
     total = len(trace.requests)
@@ -49,7 +51,11 @@ def summarize(
             replicas_max=peak[e.name],
             replicas_end=asked_end[e.name],
             requests=fleet.routed[i],
-            attainment=_share(fleet.recs[i].outcomes, slo, fleet.routed[i]),
+            attainment=(
+                attainment[i]
+                if attainment is not None
+                else _share(fleet.recs[i].outcomes, slo, fleet.routed[i])
+            ),
         )
         for i, e in enumerate(fleet.engines)
     ]
@@ -69,6 +75,8 @@ def summarize(
         duration_s=trace.duration_s,
         pools=pools,
         scale_events=events,
+        served=len(outs),
+        meets_slo=meets_p99,
         marked=marked,
         timeline=timeline,
     )
