@@ -221,6 +221,17 @@ def _timeline(run: FleetRun, role: str, planned: int) -> list[list[float]]:
     return points
 
 
+def _decision(c: PoolsPoint) -> dict[str, Any]:
+    """One per-role decision as ``-o json`` has always carried it."""
+    return {
+        "at_s": c.t_s,
+        **{role: c.asked[role] for role in ("prefill", "decode")},
+        **{f"{role}_reason": c.reasons[role] for role in ("prefill", "decode")},
+        "coordination": c.reason,
+        **{f"{role}_calibration": c.calibration[role] for role in ("prefill", "decode")},
+    }
+
+
 def per_role_data(plan: Plan, run: FleetRun, timeline: bool) -> dict[str, Any]:
     """The JSON shape: the service's figures, then one entry per pool (its GPU-hours, its part
     of the SLO's attainment, its replica timeline); every decision with ``timeline``."""
@@ -263,7 +274,7 @@ def per_role_data(plan: Plan, run: FleetRun, timeline: bool) -> dict[str, Any]:
         "pools": entries,
     }
     if timeline:
-        data["decisions"] = [dataclasses.asdict(c) for c in run.timeline]
+        data["decisions"] = [_decision(c) for c in run.timeline]
     return data
 
 
@@ -280,7 +291,7 @@ def print_per_role(
     explained = None if explain is None else decision_at(run, explain[1])
     if output_json:
         if explain is not None:
-            data["explanation"] = None if explained is None else dataclasses.asdict(explained)
+            data["explanation"] = None if explained is None else _decision(explained)
         print(json.dumps(data, indent=2))
         return
     rows = [

@@ -247,6 +247,8 @@ class Fleet:
 
     def _advance(self, t: float, pools: Sequence[int]) -> None:
         pools = [i for i in pools if t >= self._t[i]]
+        if not pools:  # the past: nothing to run
+            return
         placed = [0 for _ in self.engines]
         for m in self.members:
             placed[m.pool] += m.phase != "pending"
@@ -266,7 +268,11 @@ class Fleet:
                     m.replica.clock = max(m.replica.clock, m.ready_at_s)
             elif m.phase != "pending":
                 m.replica.run_until(t)
-        self.members = [m for m in self.members if not (m.phase == "draining" and m.replica.idle)]
+        self.members = [
+            m
+            for m in self.members
+            if not (m.phase == "draining" and m.pool in pools and m.replica.idle)
+        ]
         if self.held and any(m.phase == "ready" for m in self.members):
             waiting = list(self.held)
             self.held.clear()
@@ -326,12 +332,12 @@ class Fleet:
         return self.set_counts({self.engines[0].name: n}, now)[0]
 
     def set_counts(self, counts: Mapping[str, int], now: float) -> list[int]:
-        """Ask for ``counts[pool]`` replicas of each pool named (module docstring); returns the
-        change in replicas asked for, per pool."""
+        """Ask for ``counts[pool]`` replicas of each pool (none of a pool not named; module
+        docstring); returns the change in replicas asked for, per pool."""
         deltas = []
         for i, e in enumerate(self.engines):
             mine = [m for m in self.members if m.pool == i and m.phase != "draining"]
-            delta = max(0, counts.get(e.name, len(mine))) - len(mine)
+            delta = max(0, counts.get(e.name, 0)) - len(mine)
             deltas.append(delta)
             for _ in range(delta):
                 self.members.append(self._new_member(i, now))
