@@ -1,5 +1,5 @@
-"""A GPU mix autoscaled in the simulator (``simulation/mixed_fleet.py``,
-``simulation/mixed_scaling.py``): pods pending in a stockout, the ReplicaSet's removal order,
+"""A GPU mix autoscaled in the simulator (the one fleet, ``simulation/fleet.py``, one pool per
+variant; ``simulation/mix.py``): pods pending in a stockout, the ReplicaSet's removal order,
 the operator's mix policy within every variant's room, a stockout moving the need, the best
 static mix, and ``tokenscale simulate --stockout``."""
 

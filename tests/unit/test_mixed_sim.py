@@ -1,5 +1,6 @@
-"""Mixed fleets in the simulator: each replica its variant's engine; round-robin and
-least-loaded routing; a stockout; ``tokenscale simulate`` on a mixed spec."""
+"""Fixed mixed fleets in the simulator (a pinned policy through the one loop): each replica its
+variant's engine; round-robin and least-loaded routing; replicas taken away and replaced by
+hand; ``tokenscale simulate`` on a mixed spec."""
 
 import json
 from functools import cache
