@@ -13,6 +13,7 @@ from tokenscale.simulation.fleet import Fleet, Handoff, PoolEngine
 from tokenscale.simulation.loop import Clock, replay
 from tokenscale.simulation.recorder import Recorder
 from tokenscale.simulation.replica import ReplicaConfig, SimRequest, replica_config
+from tokenscale.simulation.search import smallest
 from tokenscale.simulation.trace import Trace, TraceRequest, synthetic_trace
 
 
@@ -100,3 +101,21 @@ def test_the_handoff_moves_every_prefill_to_the_decode_pool() -> None:
     assert min(o.ttft_s for o in rec.outcomes) > 0.5
     assert fleet.routed == [5, 5]
     assert fleet.in_flight() == 0
+
+
+@given(st.integers(0, 3), st.integers(0, 300), st.integers(0, 300), st.integers(0, 300))
+def test_the_static_search_finds_the_smallest_passing_count(
+    lo: int, start: int, threshold: int, span: int
+) -> None:
+    """Whatever the start: the smallest count passing a monotone test within the bounds, or
+    None when not even the bound passes; never a count outside them probed."""
+    most = lo + span
+    probed: list[int] = []
+
+    def ok(n: int) -> bool:
+        probed.append(n)
+        return n >= threshold
+
+    found = smallest(ok, start, lo, most)
+    assert found == (max(threshold, lo) if max(threshold, lo) <= most else None)
+    assert all(lo <= n <= most for n in probed)

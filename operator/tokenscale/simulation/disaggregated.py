@@ -32,6 +32,7 @@ from tokenscale.simulation.fleet import Fleet, Handoff, PoolEngine
 from tokenscale.simulation.loop import Clock, replay
 from tokenscale.simulation.recorder import Recorder
 from tokenscale.simulation.replica import ReplicaConfig, SimRequest, replica_config
+from tokenscale.simulation.search import smallest
 from tokenscale.simulation.trace import Trace, TraceRequest, percentile
 
 #: Largest fleet the searches try per pool before giving up.
@@ -166,34 +167,6 @@ def _run(architecture: str, rec: Recorder, slo: Slo, p: int, d: int, gpus: int) 
     )
 
 
-def _smallest(start: int, ok: Callable[[int], bool]) -> int | None:
-    """Smallest n ≥ 1 with ok(n) (monotone), searched from ``start``; None past the bound."""
-    n = max(start, 1)
-    if ok(n):
-        lo_fail = 0
-        hi_ok = n
-        step = 1
-        while hi_ok - step >= 1 and ok(hi_ok - step):
-            hi_ok -= step
-            step *= 2
-        lo_fail = max(hi_ok - step, 0)
-    else:
-        lo_fail = n
-        hi_ok = n * 2
-        while not ok(hi_ok):
-            lo_fail = hi_ok
-            hi_ok *= 2
-            if hi_ok > MAX_SEARCH_REPLICAS:
-                return None
-    while hi_ok - lo_fail > 1:
-        mid = (lo_fail + hi_ok) // 2
-        if ok(mid):
-            hi_ok = mid
-        else:
-            lo_fail = mid
-    return hi_ok
-
-
 def fewest_aggregated(e: Engines, trace: Trace, slo: Slo, start: int) -> ArchitectureRun | None:
     """The smallest aggregated fleet meeting the SLO on ``trace`` (None: none up to the bound)."""
     runs: dict[int, ArchitectureRun] = {}
@@ -203,7 +176,7 @@ def fewest_aggregated(e: Engines, trace: Trace, slo: Slo, start: int) -> Archite
         runs[n] = _run("aggregated", rec, slo, 0, n, n * e.aggregated_gpus)
         return runs[n].meets_slo
 
-    n = _smallest(start, ok)
+    n = smallest(ok, start, 1, MAX_SEARCH_REPLICAS)
     return None if n is None else runs[n]
 
 
@@ -223,10 +196,10 @@ def fewest_disaggregated(
         return runs[(p, d)].meets_slo
 
     spare = 2 * max(start_prefill, 1) + 1
-    d = _smallest(start_decode, lambda n: run(spare, n))
+    d = smallest(lambda n: run(spare, n), start_decode, 1, MAX_SEARCH_REPLICAS)
     if d is None:
         return None
-    p = _smallest(start_prefill, lambda n: run(n, d))
+    p = smallest(lambda n: run(n, d), start_prefill, 1, MAX_SEARCH_REPLICAS)
     if p is None:
         return None
     while not run(p, d):

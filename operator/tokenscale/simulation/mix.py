@@ -40,6 +40,7 @@ from tokenscale.simulation.recorder import Recorder
 from tokenscale.simulation.replica import SimRequest, replica_config
 from tokenscale.simulation.result import FleetRun, PoolsPoint
 from tokenscale.simulation.run import SimulationError
+from tokenscale.simulation.search import smallest
 from tokenscale.simulation.summary import meets, summarize
 from tokenscale.simulation.trace import Trace, TraceRequest
 
@@ -320,10 +321,10 @@ def best_static_mix(
 ) -> FleetRun | None:
     """The cheapest fixed fleet (ready from the start) whose replay meets the SLOs for at
     least ``target`` of requests: for every count of every variant but the last (within
-    ``max_replicas``), the fewest of the last (doubling from below, then bisection; attainment
-    grows with it), skipping prefixes already dearer than the best found. Cost is
-    price-weighted GPU-hours (GPU-hours when a variant has no price). None when no fleet
-    within the bounds meets ``target``."""
+    ``max_replicas``), the fewest of the last (the static search, ``simulation/search.py``:
+    doubling from below, then bisection; attainment grows with it), skipping prefixes already
+    dearer than the best found. Cost is price-weighted GPU-hours (GPU-hours when a variant has
+    no price). None when no fleet within the bounds meets ``target``."""
     names = [e.name for e in engines]
     price = {
         e.name: (e.gpu_hour_price if e.gpu_hour_price is not None else 1.0) * e.gpus_per_replica
@@ -368,25 +369,17 @@ def _fewest_last(
     probe: "Probe",
     target: float,
 ) -> FleetRun | None:
-    """The fewest replicas of ``last`` beside ``head`` meeting ``target`` (doubling from below,
-    a fleet that misses giving up early, then bisection); None within ``most``."""
+    """The fewest replicas of ``last`` beside ``head`` meeting ``target`` (the static search,
+    ``simulation/search.py``; a fleet that misses gives up early); None within ``most``."""
+    runs: dict[int, FleetRun] = {}
+
+    def ok(n: int) -> bool:
+        runs[n] = probe({**head, last: n})
+        return runs[n].slo_attainment >= target
+
     lo = 0 if any(head.values()) else 1
-    if most < lo:
-        return None
-    hi, found = lo, probe({**head, last: lo})
-    while found.slo_attainment < target and hi < most:
-        lo, hi = hi + 1, min(most, max(1, 2 * hi))
-        found = probe({**head, last: hi})
-    if found.slo_attainment < target:
-        return None
-    while lo < hi:
-        mid = (lo + hi) // 2
-        r = probe({**head, last: mid})
-        if r.slo_attainment >= target:
-            hi, found = mid, r
-        else:
-            lo = mid + 1
-    return found
+    n = smallest(ok, lo, lo, most) if most >= lo else None
+    return None if n is None else runs[n]
 
 
 class Probe(Protocol):
