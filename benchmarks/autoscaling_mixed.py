@@ -42,16 +42,16 @@ import yaml
 from tokenscale.api.inference_service import InferenceServiceSpec
 from tokenscale.api.manifest import parse_manifests
 from tokenscale.planning import Plan, plan_service
-from tokenscale.simulation.mixed import SimRouting, mix_engines
-from tokenscale.simulation.mixed_fleet import GpuStockout
-from tokenscale.simulation.mixed_scaling import (
+from tokenscale.simulation.fleet import GpuStockout, SimRouting
+from tokenscale.simulation.mix import (
     MixScaleOptions,
     MixTokenscale,
-    ScaledMixRun,
     VariantTokenscale,
     best_static_mix,
-    replay_scaled_mix,
+    mix_engines,
+    replay_mix,
 )
+from tokenscale.simulation.result import FleetRun
 from tokenscale.simulation.trace import Trace
 from tokenscale.simulation.workloads import CONVERSATION, diurnal
 
@@ -105,14 +105,14 @@ class MixedCase:
 
     name: str
     what: str
-    results: dict[str, ScaledMixRun] = field(default_factory=dict)
+    results: dict[str, FleetRun] = field(default_factory=dict)
     seconds: dict[str, float] = field(default_factory=dict)
 
     @property
-    def ours(self) -> ScaledMixRun:
+    def ours(self) -> FleetRun:
         return self.results[OURS]
 
-    def best_single(self) -> tuple[str, ScaledMixRun] | None:
+    def best_single(self) -> tuple[str, FleetRun] | None:
         """The cheapest single-variant autoscaled fleet meeting the target."""
         alone = [
             (n, r)
@@ -133,7 +133,7 @@ class MixedCase:
         return out
 
 
-def _cost(r: ScaledMixRun) -> float:
+def _cost(r: FleetRun) -> float:
     return r.cost if r.cost is not None else math.inf
 
 
@@ -146,7 +146,7 @@ def run_mixed(
     static mix, a variant alone that is not stocked out) are shared between entries with the
     same build."""
     built: dict[Callable[[], Any], tuple[Trace, InferenceServiceSpec, Plan]] = {}
-    shared: dict[tuple[Callable[[], Any], str], tuple[ScaledMixRun, float]] = {}
+    shared: dict[tuple[Callable[[], Any], str], tuple[FleetRun, float]] = {}
     opts = opts or MixScaleOptions()
     cases = []
     for entry in entries:
@@ -168,8 +168,8 @@ def _fleets(
     spec: InferenceServiceSpec,
     plan: Plan,
     opts: MixScaleOptions,
-    shared: dict[tuple[Callable[[], Any], str], tuple[ScaledMixRun, float]],
-) -> list[tuple[str, tuple[ScaledMixRun, float]]]:
+    shared: dict[tuple[Callable[[], Any], str], tuple[FleetRun, float]],
+) -> list[tuple[str, tuple[FleetRun, float]]]:
     """Each fleet's result and wall seconds, in the table's order."""
     engines = mix_engines(spec, plan, trace.block_tokens)
     routing: SimRouting = "least-loaded" if spec.gateway.load_aware else "round-robin"
@@ -177,7 +177,7 @@ def _fleets(
     out = []
     t0 = time.perf_counter()
     ours = MixTokenscale(spec, plan, opts.decision_interval_s)
-    run = replay_scaled_mix(engines, trace, spec, ours, routing, opts, entry.stockouts)
+    run = replay_mix(engines, trace, spec, ours, routing, opts, entry.stockouts)
     out.append((OURS, (run, time.perf_counter() - t0)))
     for e in engines:
         name = f"tokenscale, {e.name} alone"
@@ -185,7 +185,7 @@ def _fleets(
         if e.name in out_of_stock or key not in shared:
             t0 = time.perf_counter()
             alone = VariantTokenscale(spec, plan, e.name, opts.decision_interval_s)
-            run = replay_scaled_mix(engines, trace, spec, alone, routing, opts, entry.stockouts)
+            run = replay_mix(engines, trace, spec, alone, routing, opts, entry.stockouts)
             if e.name in out_of_stock:
                 out.append((name, (run, time.perf_counter() - t0)))
                 continue
@@ -210,7 +210,7 @@ def _line(c: MixedCase) -> str:
     return f"{c.name}: {cells}"
 
 
-def _peak(r: ScaledMixRun) -> str:
+def _peak(r: FleetRun) -> str:
     return " + ".join(
         f"{n} {name.split('-')[0].upper()}" for name, n in r.replicas_max.items() if n
     )

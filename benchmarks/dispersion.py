@@ -24,7 +24,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from benchmarks.autoscaling import HELD_OUT, SUITE
 from tokenscale.simulation import Setup, SimOptions
 from tokenscale.simulation.recorder import Outcome
-from tokenscale.simulation.run import ORACLE_ROUNDS, _replay, meets
+from tokenscale.simulation.run import ORACLE_ROUNDS, _replay
+from tokenscale.simulation.summary import meets
 
 
 def run(name: str, sizing: bool, cold_start_s: float) -> str:

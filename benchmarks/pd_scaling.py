@@ -12,7 +12,8 @@ Llama-3.1-8B on H100 SXM, long prompts (8,000 mean / 16,000 P99 in, 200 / 400 ou
 - **static smallest**: the smallest static pair meeting the SLO on this trace
   (``fewest_disaggregated``).
 
-GPU-hours count the whole replay (the scaled fleet's starting and draining replicas included);
+GPU-hours count the trace's span (the one loop's end-of-run rule; the scaled fleet's
+starting and draining replicas included, the static fleets at their counts);
 attainment is the share of requests served within both latency SLOs (the playground's
 ``slo_attainment``).
 Figures are reported, not asserted (``tests/unit/test_pd_scaled_sim.py`` asserts the policy's
@@ -40,7 +41,7 @@ from tokenscale.scaling.roles import pools
 from tokenscale.simulation.capacity import meets_slo
 from tokenscale.simulation.disaggregated import engines, fewest_disaggregated, replay_disaggregated
 from tokenscale.simulation.disaggregated_scaling import replay_scaled
-from tokenscale.simulation.run import meets
+from tokenscale.simulation.summary import meets
 from tokenscale.simulation.trace import Trace, percentile
 from tokenscale.simulation.workloads import LONG_PROMPT, step
 
@@ -122,7 +123,7 @@ def main() -> None:
     span_h = (trace.requests[-1].arrival_s if trace.requests else 0.0) / 3600.0
     rows: list[dict[str, Any]] = []
     run = replay_scaled(svc.spec, plan, e, trace, cold_start_s=cold_start)
-    peak = max(((c.prefill, c.decode) for c in run.decisions), default=(0, 0), key=sum)
+    peak = (run.replicas_max["prefill"], run.replicas_max["decode"])
     rows.append(
         {
             "fleet": "scaled",

@@ -4,17 +4,18 @@ cheapest fixed fleet the simulator finds, at equal SLO attainment, under both ro
 The spec is ``deploy/examples/variants/llama-3.1-8b-h100-l40s.yaml`` (Llama-3.1-8B BF16,
 H100 at $3.00/h, L40S at $1.10/h) at ``--rps`` peak with at most ``--h100-max`` H100 replicas.
 The trace: Poisson arrivals at the peak for ``--seconds``, request sizes drawn (seeded) from the
-spec's token distributions. Every fleet is fixed and ready from the start
-(``simulation/mixed.py``): round-robin is a plain Service, least-loaded a load-aware gateway
-(the planner's ``load-aware`` routing).
+spec's token distributions. Every fleet is fixed and ready from the start (a pinned policy
+through the one loop, ``simulation/mix.py``): round-robin is a plain Service, least-loaded a
+load-aware gateway (the planner's ``load-aware`` routing).
 
 - **planner's mix**: ``tokenscale plan``'s mix under that routing;
 - **<variant> alone**: that variant's own plan (where it fits its maxReplicas);
 - **simulator's cheapest**: for every H100 count 0..max, the fewest L40S (bisection) whose
   replay meets the SLOs for ≥ ``--target`` of requests; the cheapest of those.
-- **stockout** (least-loaded): the planner's mix loses its H100s at a third of the trace; the
-  planner's fallback (the mix re-solved with the H100 bound at 0) adds L40S replicas after
-  ``--cold-start`` seconds; compared with no replacement.
+- **stockout** (least-loaded): the planner's mix loses its H100s at the first decision from a
+  third of the trace (drained: what they hold finishes); the planner's fallback (the mix
+  re-solved with the H100 bound at 0) adds L40S replicas then, serving after ``--cold-start``
+  seconds; compared with no replacement.
 
     python benchmarks/variants_mix.py [--rps 40] [--h100-max 1] [--seconds 300] [--json]
 """
@@ -23,6 +24,7 @@ import argparse
 import json
 import sys
 import time
+from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
@@ -31,7 +33,9 @@ import yaml
 
 from tokenscale.api.manifest import parse_manifests
 from tokenscale.planning import Plan, plan_service
-from tokenscale.simulation.mixed import MixedRun, SimRouting, Stockout, mix_engines, replay_mix
+from tokenscale.simulation.fleet import SimRouting
+from tokenscale.simulation.mix import MixScaleOptions, StaticMix, mix_engines, replay_mix
+from tokenscale.simulation.result import FleetRun
 from tokenscale.simulation.workloads import TokenMix, steady
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -63,7 +67,7 @@ def _plan(doc: dict[str, Any]) -> tuple[Any, Plan]:
     return svc, plan_service(svc.spec, svc.metadata.name)
 
 
-def _row(routing: str, fleet: str, r: MixedRun) -> Row:
+def _row(routing: str, fleet: str, r: FleetRun) -> Row:
     return Row(
         routing, fleet, r.counts, r.cost_per_hour, r.slo_attainment, r.ttft_p99_s, r.tpot_p99_s
     )
@@ -91,16 +95,21 @@ class _Bench:
         self.names = [e.name for e in self.engines]
         self.replays = 0
 
-    def replay(self, counts: list[int], stockout: Stockout | None = None) -> MixedRun:
+    def replay(
+        self,
+        counts: list[int],
+        changes: Sequence[tuple[float, Mapping[str, int]]] = (),
+    ) -> FleetRun:
+        """A fixed fleet (a pinned policy), its counts changed by hand at ``changes``."""
         self.replays += 1
-        return replay_mix(
-            self.engines, counts, self.trace, self.svc.spec.slo, self.sim_routing, stockout
-        )
+        pinned = StaticMix(dict(zip(self.names, counts, strict=True)), "fixed", changes)
+        opts = MixScaleOptions(cold_start_s=self.args.cold_start)
+        return replay_mix(self.engines, self.trace, self.svc.spec, pinned, self.sim_routing, opts)
 
     def counts(self, **by_name: int) -> list[int]:
         return [by_name.get(n.replace("-", "_"), 0) for n in self.names]
 
-    def cheapest(self) -> MixedRun | None:
+    def cheapest(self) -> FleetRun | None:
         """For every H100 count, the fewest L40S meeting the target (bisection); the
         cheapest of those."""
         target, best = self.args.target, None
@@ -148,9 +157,11 @@ class _Bench:
         add = max(
             0, {v.name: v.replicas for v in fallback.variants}["l40s-48gb"] - planned["l40s-48gb"]
         )
-        at, cold = self.args.seconds / 3, self.args.cold_start
-        lost = Stockout(at, "h100-sxm-80gb", lost_h100, {}, cold)
-        moved = Stockout(at, "h100-sxm-80gb", lost_h100, {"l40s-48gb": add}, cold)
+        at = self.args.seconds / 3
+        # a pinned policy: at the first decision from ``at`` the H100s are taken away
+        # (drained: what they hold finishes) and the fallback asks for ``add`` more L40S
+        lost = [(at, {"h100-sxm-80gb": planned["h100-sxm-80gb"] - lost_h100})]
+        moved = [(at, {**lost[0][1], "l40s-48gb": planned["l40s-48gb"] + add})]
         return [
             _row(
                 self.routing, "stockout: H100s lost, no fallback", self.replay(planned_counts, lost)

@@ -7,7 +7,7 @@ from benchmarks.autoscaling import HELD_OUT, SUITE, main
 from benchmarks.autoscaling_mixed import MIXED_SUITE, OURS, MixedCase, MixedEntry, markdown
 
 from tokenscale.planning import plan_service
-from tokenscale.simulation.mixed import mix_engines
+from tokenscale.simulation.mix import mix_engines
 
 
 @pytest.mark.parametrize("entry", MIXED_SUITE, ids=[e.name for e in MIXED_SUITE])

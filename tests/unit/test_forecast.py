@@ -160,7 +160,7 @@ def test_the_engine_scales_down_through_an_interpolated_tpot_p99() -> None:
 def test_the_fleet_measures_creation_to_ready() -> None:
     spec = make_spec()
     cfg = replica_config(spec, plan_service(spec), 512)
-    fleet = Fleet(cfg, Recorder(), 1, cold_start_s=90.0, initial_ready=1)
+    fleet = Fleet.one_pool(cfg, Recorder(), 1, cold_start_s=90.0, initial_ready=1)
     # the launch replica was created one cold start before it served, as a cluster's pod shows
     assert list(fleet.lead_times_s) == [90.0]
     fleet.set_target(3, 10.0)
@@ -170,8 +170,12 @@ def test_the_fleet_measures_creation_to_ready() -> None:
     assert list(fleet.lead_times_s) == [90.0, 90.0, 90.0]
     assert fleet.lead_time_s() == pytest.approx(90.0)
     # no launch fleet, or a replay with no cold start: nothing to measure before a start
-    assert Fleet(cfg, Recorder(), 1, cold_start_s=90.0, initial_ready=0).lead_time_s() is None
-    assert Fleet(cfg, Recorder(), 1, cold_start_s=0.0, initial_ready=2).lead_time_s() is None
+    assert (
+        Fleet.one_pool(cfg, Recorder(), 1, cold_start_s=90.0, initial_ready=0).lead_time_s() is None
+    )
+    assert (
+        Fleet.one_pool(cfg, Recorder(), 1, cold_start_s=0.0, initial_ready=2).lead_time_s() is None
+    )
 
 
 def _load_snap(now: float, replicas: int, rps: float, per_replica_rps: float) -> Snapshot:

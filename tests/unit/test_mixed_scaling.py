@@ -1,5 +1,5 @@
-"""A GPU mix autoscaled in the simulator (``simulation/mixed_fleet.py``,
-``simulation/mixed_scaling.py``): pods pending in a stockout, the ReplicaSet's removal order,
+"""A GPU mix autoscaled in the simulator (the one fleet, ``simulation/fleet.py``, one pool per
+variant; ``simulation/mix.py``): pods pending in a stockout, the ReplicaSet's removal order,
 the operator's mix policy within every variant's room, a stockout moving the need, the best
 static mix, and ``tokenscale simulate --stockout``."""
 
@@ -17,15 +17,15 @@ from tokenscale.api.inference_service import InferenceServiceSpec
 from tokenscale.api.manifest import parse_manifests
 from tokenscale.cli.app import app
 from tokenscale.planning import Plan, plan_service
-from tokenscale.simulation.mixed import VariantEngine, mix_engines
-from tokenscale.simulation.mixed_fleet import GpuStockout, MixedFleet
-from tokenscale.simulation.mixed_scaling import (
+from tokenscale.simulation.fleet import Fleet, GpuStockout, PoolEngine
+from tokenscale.simulation.mix import (
     MixScaleOptions,
     MixTokenscale,
     StaticMix,
     VariantTokenscale,
     best_static_mix,
-    replay_scaled_mix,
+    mix_engines,
+    replay_mix,
 )
 from tokenscale.simulation.recorder import Recorder
 from tokenscale.simulation.replica import SimRequest
@@ -46,7 +46,7 @@ def _doc(quiet_rps: float) -> dict[str, Any]:
 
 
 @cache
-def _setup() -> tuple[InferenceServiceSpec, Plan, tuple[VariantEngine, ...]]:
+def _setup() -> tuple[InferenceServiceSpec, Plan, tuple[PoolEngine, ...]]:
     spec = parse_manifests(yaml.safe_dump(_doc(6.5)))[0].spec
     plan = plan_service(spec, "mixed")
     return spec, plan, tuple(mix_engines(spec, plan, 16))
@@ -58,9 +58,11 @@ def _ramp() -> Trace:
     return diurnal(6.0, CONVERSATION, factor=6.0, flat_s=120.0, ramp_s=300.0, seed=5)
 
 
-def _fleet(stockouts: tuple[GpuStockout, ...] = ()) -> MixedFleet:
+def _fleet(stockouts: tuple[GpuStockout, ...] = ()) -> Fleet:
     _, _, engines = _setup()
-    return MixedFleet(engines, Recorder(), "least-loaded", 30.0, {L40S: 1}, stockouts)
+    rec = Recorder()
+    initial = [1 if e.name == L40S else 0 for e in engines]
+    return Fleet(engines, [rec for _ in engines], 30.0, initial, "least-loaded", stockouts)
 
 
 def test_a_stocked_out_variants_new_pods_pend_without_gpus_and_start_when_it_ends() -> None:
@@ -72,11 +74,11 @@ def test_a_stocked_out_variants_new_pods_pend_without_gpus_and_start_when_it_end
     assert [p.unschedulable_since_s for p in pods if p.variant == H100] == [20.0]
     assert fleet.next_event_s() == 100.0
     fleet.advance(100.0)
-    assert fleet.gpu_seconds[0] == 0.0  # pending: no GPU held
+    assert fleet.gpu_seconds_by_pool[0] == 0.0  # pending: no GPU held
     assert fleet.in_phase("starting")[H100] == 1
     fleet.advance(fleet.next_event_s())
     assert fleet.in_phase("ready")[H100] == 1
-    assert fleet.gpu_seconds[0] == pytest.approx(30.0)  # from its placement, one cold start
+    assert fleet.gpu_seconds_by_pool[0] == pytest.approx(30.0)  # from its placement, one cold start
     assert fleet.lead_times_s[-1] == pytest.approx(110.0)  # creation → Ready, pending included
     # the median with the launch L40S's cold start (30 s), which it showed from the start
     assert fleet.lead_time_s() == pytest.approx(70.0)
@@ -91,7 +93,7 @@ def test_a_lower_count_removes_pending_then_starting_then_drains_the_least_loade
     fleet.set_counts({H100: 2, L40S: 2}, 61.0)
     assert fleet.in_phase("pending")[H100] == 0  # the pending pod went first
     assert fleet.in_phase("ready")[H100] == 2
-    busy = next(p for p in fleet.pods if p.phase == "ready" and p.variant == 1)
+    busy = next(p for p in fleet.members if p.phase == "ready" and p.pool == 1)
     busy.replica.add(SimRequest(61.0, 500, 400), 61.0)
     fleet.set_counts({H100: 2, L40S: 1}, 62.0)  # of two ready L40S the idle one drains
     assert busy.phase == "ready"
@@ -109,7 +111,7 @@ def test_the_mix_policy_scales_within_each_variants_bound_and_meets_the_slo() ->
     trace = _ramp()
     sizer = MixTokenscale(spec, plan, 15.0)
     opts = MixScaleOptions(cold_start_s=60.0)
-    run = replay_scaled_mix(engines, trace, spec, sizer, "least-loaded", opts, timeline=True)
+    run = replay_mix(engines, trace, spec, sizer, "least-loaded", opts, timeline=True)
     bound = {v.name: v.max_replicas for v in plan.variants}
     assert run.timeline
     for point in run.timeline:
@@ -118,9 +120,7 @@ def test_the_mix_policy_scales_within_each_variants_bound_and_meets_the_slo() ->
     assert run.replicas_max[L40S] >= 2
     assert run.slo_attainment >= 0.99
     prices = {e.name: e.gpu_hour_price or 0.0 for e in engines}
-    assert run.cost == pytest.approx(
-        sum(prices[v] * h for v, h in run.gpu_hours_by_variant.items())
-    )
+    assert run.cost == pytest.approx(sum(prices[v] * h for v, h in run.gpu_hours_by_pool.items()))
     assert run.marked == []
 
 
@@ -131,7 +131,7 @@ def test_a_stockout_marks_the_variant_moves_the_need_and_retries_it() -> None:
     sizer = MixTokenscale(spec, plan, 15.0, grace_s=grace, retry_s=retry)
     opts = MixScaleOptions(cold_start_s=60.0)
     out = (GpuStockout(H100, 60.0),)
-    run = replay_scaled_mix(engines, trace, spec, sizer, "least-loaded", opts, out, timeline=True)
+    run = replay_mix(engines, trace, spec, sizer, "least-loaded", opts, out, timeline=True)
     assert run.marked, "the pending H100 pods should have marked the H100 exhausted"
     first = run.marked[0][0]
     assert run.marked[0][1] == H100
@@ -152,10 +152,10 @@ def test_a_stockout_marks_the_variant_moves_the_need_and_retries_it() -> None:
 
 def test_one_variant_alone_runs_only_that_variant() -> None:
     spec, plan, engines = _setup()
-    run = replay_scaled_mix(
+    run = replay_mix(
         engines, _ramp(), spec, VariantTokenscale(spec, plan, L40S, 15.0), "least-loaded"
     )
-    assert run.gpu_hours_by_variant[H100] == 0.0
+    assert run.gpu_hours_by_pool[H100] == 0.0
     assert run.replicas_max[H100] == 0
     assert run.replicas_max[L40S] > 1
 
@@ -169,9 +169,9 @@ def test_the_best_static_mix_meets_the_target_and_one_fewer_does_not() -> None:
     counts = best.replicas_max
     if counts[L40S] > (0 if counts[H100] else 1):
         fewer = {**counts, L40S: counts[L40S] - 1}
-        r = replay_scaled_mix(engines, trace, spec, StaticMix(fewer), "least-loaded")
+        r = replay_mix(engines, trace, spec, StaticMix(fewer), "least-loaded")
         assert r.slo_attainment < 0.99
-    alone = replay_scaled_mix(engines, trace, spec, StaticMix({L40S: 6}), "least-loaded")
+    alone = replay_mix(engines, trace, spec, StaticMix({L40S: 6}), "least-loaded")
     assert best.cost is not None
     assert alone.cost is not None
     assert best.cost <= alone.cost + 1e-9 or alone.slo_attainment < 0.99
@@ -197,7 +197,7 @@ def test_cli_simulate_autoscales_a_mix_under_a_stockout(tmp_path: Path) -> None:
     assert {"planner's mix", "tokenscale (mix)", f"tokenscale, {L40S} alone"} <= set(rows)
     ours = rows["tokenscale (mix)"]
     assert ours["requests"] == len(trace.requests)
-    assert ours["gpu_hours_by_variant"][L40S] > 0
+    assert {p["name"]: p["gpu_hours"] for p in ours["pools"]}[L40S] > 0
     table = CliRunner().invoke(app, [*args, "--stockout", f"{H100}@0:10-2:00"])
     assert table.exit_code == 0, table.output
     assert "autoscaled" in table.output

@@ -25,17 +25,17 @@ def test_a_step_in_long_prompts_grows_each_pool_on_its_own_signals() -> None:
     trace = step(5.0, LONG_PROMPT, factor=4.0, before_s=120, hold_s=300, after_s=120, seed=1)
     run = replay_scaled(LONG, plan, engines(LONG, plan), trace)
     assert run.served == run.requests  # nothing lost between the pools
-    counts = [(c.prefill, c.decode) for c in run.decisions]
+    counts = [(c.asked["prefill"], c.asked["decode"]) for c in run.timeline]
     assert max(p for p, _ in counts) > prefill.replicas
     assert max(n for _, n in counts) > decode.replicas
     limits = band(d.ratio)
     assert limits is not None
-    for c in run.decisions:
-        assert limits[0] - 1e-9 <= c.prefill / c.decode <= limits[1] + 1e-9, c
+    for p, n in counts:
+        assert limits[0] - 1e-9 <= p / n <= limits[1] + 1e-9, (p, n)
     # each role grew on its own need or signals (its own series), not through the other's count
-    up = list(itertools.pairwise(run.decisions))
-    prefill_ups = [b.prefill_reason for a, b in up if b.prefill > a.prefill]
-    decode_ups = [b.decode_reason for a, b in up if b.decode > a.decode]
+    up = list(itertools.pairwise(run.timeline))
+    prefill_ups = [b.reasons["prefill"] for a, b in up if b.asked["prefill"] > a.asked["prefill"]]
+    decode_ups = [b.reasons["decode"] for a, b in up if b.asked["decode"] > a.asked["decode"]]
     own_prefill = ("prefill throughput", "waiting_per_replica", "prompt_load", "prefill_ttft")
     own_decode = ("decode throughput", "decode concurrency", "tpot_p99_s", "kv_usage", "running")
     assert any(any(w in r for w in own_prefill) for r in prefill_ups), prefill_ups
@@ -51,9 +51,9 @@ def test_each_role_calibrates_against_its_own_timing_model() -> None:
     trace = steady(300.0, 4.0, LONG_PROMPT, seed=2)
     for mismatch, lo, hi in ((1.0, 0.85, 1.15), (0.7, 0.5, 0.85)):
         run = replay_scaled(LONG, plan, engines(LONG, plan, mismatch), trace)
-        last = run.decisions[-1]
-        assert lo <= last.prefill_calibration <= hi, (mismatch, last)
-        assert lo <= last.decode_calibration <= hi, (mismatch, last)
+        last = run.timeline[-1]
+        assert lo <= last.calibration["prefill"] <= hi, (mismatch, last)
+        assert lo <= last.calibration["decode"] <= hi, (mismatch, last)
 
 
 def test_prompts_sharing_steps_do_not_read_as_slow_prefill_engines() -> None:
@@ -64,7 +64,7 @@ def test_prompts_sharing_steps_do_not_read_as_slow_prefill_engines() -> None:
     plan = plan_service(LONG)
     trace = step(5.0, LONG_PROMPT, factor=4.0, before_s=120, hold_s=300, after_s=120, seed=1)
     run = replay_scaled(LONG, plan, engines(LONG, plan), trace)
-    factors = [c.prefill_calibration for c in run.decisions]
+    factors = [c.calibration["prefill"] for c in run.timeline]
     assert min(factors) >= 0.9, factors
     assert max(factors) - min(factors) <= 0.1, factors
 
@@ -75,7 +75,7 @@ def test_the_router_sends_a_prompt_to_an_engine_that_is_free_now() -> None:
     the first listed, and waited there for the step to end)."""
     plan = plan_service(LONG)
     e = engines(LONG, plan)
-    fleet = Fleet(e.prefill, Recorder(), 1, 0.0, 2)
+    fleet = Fleet.one_pool(e.prefill, Recorder(), 1, 0.0, 2)
     fleet.advance(0.0)
     first, second = (m.replica for m in fleet.members)
     fleet.route(SimRequest(0.0, 8000, 1), 0.0)
@@ -111,8 +111,8 @@ def test_a_step_back_to_the_specs_rate_finds_both_pools_at_the_plan() -> None:
     assert (prefill.replicas, decode.replicas) == (1, 2)
     run = replay_scaled(spec, plan, engines(spec, plan), trace, cold_start_s=60.0)
     assert run.served == run.requests
-    assert min(c.decode for c in run.decisions) >= decode.replicas
-    assert min(c.prefill for c in run.decisions) >= prefill.replicas
+    assert min(c.asked["decode"] for c in run.timeline) >= decode.replicas
+    assert min(c.asked["prefill"] for c in run.timeline) >= prefill.replicas
     assert run.meets_slo, run.ttft_p99_s
     assert run.slo_attainment >= 0.99
 
@@ -135,7 +135,7 @@ def test_under_workload_source_observed_a_quiet_spell_scales_below_the_plan() ->
         c
         for c in replay_scaled(
             observed, plan, engines(observed, plan), trace, cold_start_s=60.0
-        ).decisions
-        if c.at_s < 280.0
+        ).timeline
+        if c.t_s < 280.0
     ]
-    assert min(c.decode for c in quiet) == 1
+    assert min(c.asked["decode"] for c in quiet) == 1

@@ -1,7 +1,7 @@
 """``tokenscale simulate`` on a spec with ``spec.hardware.variants``: the planner's mix and each
-variant alone, as fixed fleets replayed against the trace (``simulation/mixed.py``), then the
-mix autoscaled by the operator's mix policy and each variant alone autoscaled
-(``simulation/mixed_scaling.py``), under any ``--stockout``."""
+variant alone, as fixed fleets (a pinned policy) replayed against the trace, then the mix
+autoscaled by the operator's mix policy and each variant alone autoscaled, under any
+``--stockout`` — every one through the one loop (``simulation/mix.py``)."""
 
 import json
 from collections.abc import Callable, Sequence
@@ -11,20 +11,21 @@ from tokenscale.api.inference_service import InferenceService
 from tokenscale.cli.console import stdout_console
 from tokenscale.cli.fit import Column, FittedTable
 from tokenscale.planning import plan_service
-from tokenscale.simulation.mixed import MixedRun, SimRouting, mix_engines, replay_mix
-from tokenscale.simulation.mixed_fleet import GpuStockout
-from tokenscale.simulation.mixed_scaling import (
+from tokenscale.simulation.fleet import GpuStockout, SimRouting
+from tokenscale.simulation.mix import (
     MixScaleOptions,
     MixTokenscale,
-    ScaledMixRun,
+    StaticMix,
     VariantTokenscale,
-    replay_scaled_mix,
+    mix_engines,
+    replay_mix,
 )
+from tokenscale.simulation.result import FleetRun
 from tokenscale.simulation.run import SimulationError
 from tokenscale.simulation.trace import Trace
 
 
-def mixed_runs(isvc: InferenceService, trace: Trace, mismatch: float) -> list[tuple[str, MixedRun]]:
+def mixed_runs(isvc: InferenceService, trace: Trace, mismatch: float) -> list[tuple[str, FleetRun]]:
     """The planner's mix, then each variant alone at its own plan's count, replayed under the
     routing ``spec.gateway`` implies (an InferencePool: least-loaded; else round-robin)."""
     spec = isvc.spec
@@ -37,14 +38,14 @@ def mixed_runs(isvc: InferenceService, trace: Trace, mismatch: float) -> list[tu
     runs = [
         (
             "planner's mix",
-            replay_mix(engines, [planned[e.name] for e in engines], trace, spec.slo, routing),
+            replay_mix(engines, trace, spec, StaticMix(planned, "planner's mix"), routing),
         )
     ]
     for e in engines:
         alone = next(v.single_variant for v in plan.variants if v.name == e.name)
         if alone.feasible and alone.replicas:
-            counts = [alone.replicas if x.name == e.name else 0 for x in engines]
-            runs.append((f"{e.name} alone", replay_mix(engines, counts, trace, spec.slo, routing)))
+            pinned = StaticMix({e.name: alone.replicas}, f"{e.name} alone")
+            runs.append((f"{e.name} alone", replay_mix(engines, trace, spec, pinned, routing)))
     return runs
 
 
@@ -74,7 +75,7 @@ def autoscaled_runs(
     interval_s: float,
     stockouts: Sequence[GpuStockout],
     timeline: bool = False,
-) -> list[tuple[str, ScaledMixRun]]:
+) -> list[tuple[str, FleetRun]]:
     """The mix scaled by the operator's mix policy, then each variant alone scaled by the
     shared stepper, from the plan's counts, under ``stockouts`` (each with its timeline when
     ``timeline``)."""
@@ -98,7 +99,7 @@ def autoscaled_runs(
     runs = [
         (
             "tokenscale (mix)",
-            replay_scaled_mix(engines, trace, spec, ours, routing, opts, stockouts, timeline),
+            replay_mix(engines, trace, spec, ours, routing, opts, stockouts, timeline),
         )
     ]
     for e in engines:
@@ -106,17 +107,17 @@ def autoscaled_runs(
         runs.append(
             (
                 f"tokenscale, {e.name} alone",
-                replay_scaled_mix(engines, trace, spec, alone, routing, opts, stockouts, timeline),
+                replay_mix(engines, trace, spec, alone, routing, opts, stockouts, timeline),
             )
         )
     return runs
 
 
 def print_mixed(
-    runs: list[tuple[str, MixedRun]],
+    runs: list[tuple[str, FleetRun]],
     as_json: bool,
     title: str,
-    scaled: Sequence[tuple[str, ScaledMixRun]] = (),
+    scaled: Sequence[tuple[str, FleetRun]] = (),
 ) -> None:
     if as_json:
         docs = [{"fleet": label, **asdict(r)} for label, r in runs]
@@ -132,7 +133,7 @@ def print_mixed(
             f"{r.ttft_p99_s:.2f}",
             f"{r.tpot_p99_s * 1e3:.1f}",
             "; ".join(
-                f"{v.name}: {v.requests:,}, {v.attainment:.1%}" for v in r.per_variant if v.replicas
+                f"{v.name}: {v.requests:,}, {v.attainment:.1%}" for v in r.pools if v.replicas_end
             ),
             f"{r.gpu_hours:.2f}",
             "—" if r.cost_per_hour is None else f"{r.cost_per_hour:,.2f}",
@@ -156,7 +157,7 @@ def print_mixed(
         console.print(_scaled_table(scaled, f"{title}: autoscaled"))
 
 
-def _scaled_table(scaled: Sequence[tuple[str, ScaledMixRun]], title: str) -> FittedTable:
+def _scaled_table(scaled: Sequence[tuple[str, FleetRun]], title: str) -> FittedTable:
     rows: list[list[str]] = [
         [
             label,

@@ -24,7 +24,8 @@ from tokenscale.cli.fit import Column, FittedTable
 from tokenscale.planning import Plan, plan_service
 from tokenscale.scaling.roles import pools
 from tokenscale.simulation.disaggregated import ArchitectureRun, Comparison, engines
-from tokenscale.simulation.disaggregated_scaling import RoleCounts, ScaledRun, replay_scaled
+from tokenscale.simulation.disaggregated_scaling import replay_scaled
+from tokenscale.simulation.result import FleetRun, PoolsPoint
 from tokenscale.simulation.run import SimulationError
 from tokenscale.simulation.trace import Trace
 
@@ -37,7 +38,7 @@ def scaled_pools(
     cold_start_s: float,
     scrape_interval_s: float,
     decision_interval_s: float,
-) -> tuple[ScaledRun, int, int] | None:
+) -> tuple[FleetRun, int, int] | None:
     """The pools planned with ``disaggregation: on``, scaled role by role on ``trace``, and
     their planned counts (None: the plan cannot run two pools)."""
     on = spec.model_copy(
@@ -60,7 +61,7 @@ def scaled_pools(
     return run, prefill.replicas, decode.replicas
 
 
-def scaled_data(found: tuple[ScaledRun, int, int] | None) -> dict[str, Any] | None:
+def scaled_data(found: tuple[FleetRun, int, int] | None) -> dict[str, Any] | None:
     if found is None:
         return None
     run, p0, d0 = found
@@ -75,12 +76,12 @@ def scaled_data(found: tuple[ScaledRun, int, int] | None) -> dict[str, Any] | No
     return {
         "prefill_planned": p0,
         "decode_planned": d0,
-        "prefill_peak": max((c.prefill for c in run.decisions), default=p0),
-        "decode_peak": max((c.decode for c in run.decisions), default=d0),
+        "prefill_peak": max(run.replicas_max["prefill"], p0),
+        "decode_peak": max(run.replicas_max["decode"], d0),
         "requests": run.requests,
         "served": run.served,
         "meets_slo": run.meets_slo,
-        "decisions": len(run.decisions),
+        "decisions": len(run.timeline),
         **finite,
     }
 
@@ -112,7 +113,7 @@ def print_comparison(
     c: Comparison,
     title: str,
     output_json: bool,
-    per_role: tuple[ScaledRun, int, int] | None = None,
+    per_role: tuple[FleetRun, int, int] | None = None,
 ) -> None:
     scaled = scaled_data(per_role)
     if output_json:
@@ -191,7 +192,7 @@ def per_role_run(
     cold_start_s: float,
     scrape_interval_s: float,
     decision_interval_s: float,
-) -> ScaledRun:
+) -> FleetRun:
     """Both pools from the planned counts, scaled per role by the operator's policy."""
     if not plan.feasible:
         raise SimulationError("; ".join(plan.infeasible_reasons) or "the pools cannot serve")
@@ -210,21 +211,32 @@ def _finite(value: float) -> float | None:
     return value if math.isfinite(value) else None
 
 
-def _timeline(run: ScaledRun, role: str, planned: int) -> list[list[float]]:
+def _timeline(run: FleetRun, role: str, planned: int) -> list[list[float]]:
     """``[t_s, replicas]`` at the start and at every decision that changed the role's count."""
     points: list[list[float]] = [[0.0, planned]]
-    for c in run.decisions:
-        n = c.prefill if role == "prefill" else c.decode
+    for c in run.timeline:
+        n = c.asked[role]
         if n != points[-1][1]:
-            points.append([c.at_s, n])
+            points.append([c.t_s, n])
     return points
 
 
-def per_role_data(plan: Plan, run: ScaledRun, timeline: bool) -> dict[str, Any]:
+def _decision(c: PoolsPoint) -> dict[str, Any]:
+    """One per-role decision as ``-o json`` has always carried it."""
+    return {
+        "at_s": c.t_s,
+        **{role: c.asked[role] for role in ("prefill", "decode")},
+        **{f"{role}_reason": c.reasons[role] for role in ("prefill", "decode")},
+        "coordination": c.reason,
+        **{f"{role}_calibration": c.calibration[role] for role in ("prefill", "decode")},
+    }
+
+
+def per_role_data(plan: Plan, run: FleetRun, timeline: bool) -> dict[str, Any]:
     """The JSON shape: the service's figures, then one entry per pool (its GPU-hours, its part
     of the SLO's attainment, its replica timeline); every decision with ``timeline``."""
     _, prefill, decode = pools(plan)
-    attained = {"prefill": run.ttft_attainment, "decode": run.tpot_attainment}
+    attained = {p.name: p.attainment for p in run.pools}
     of = {
         "prefill": "requests whose TTFT (the KV hand-off included) met ttftP99Seconds",
         "decode": "requests whose TPOT met tpotP99Seconds (a one-token answer has none)",
@@ -233,7 +245,7 @@ def per_role_data(plan: Plan, run: ScaledRun, timeline: bool) -> dict[str, Any]:
     total = 0.0
     for pool in (prefill, decode):
         points = _timeline(run, pool.role, pool.replicas)
-        gpu_hours = round(run.gpu_hours_by_role.get(pool.role, 0.0), 4)
+        gpu_hours = round(run.gpu_hours_by_pool.get(pool.role, 0.0), 4)
         total += gpu_hours
         entries.append(
             {
@@ -262,13 +274,13 @@ def per_role_data(plan: Plan, run: ScaledRun, timeline: bool) -> dict[str, Any]:
         "pools": entries,
     }
     if timeline:
-        data["decisions"] = [dataclasses.asdict(c) for c in run.decisions]
+        data["decisions"] = [_decision(c) for c in run.timeline]
     return data
 
 
 def print_per_role(
     plan: Plan,
-    run: ScaledRun,
+    run: FleetRun,
     title: str,
     output_json: bool,
     timeline: bool,
@@ -279,7 +291,7 @@ def print_per_role(
     explained = None if explain is None else decision_at(run, explain[1])
     if output_json:
         if explain is not None:
-            data["explanation"] = None if explained is None else dataclasses.asdict(explained)
+            data["explanation"] = None if explained is None else _decision(explained)
         print(json.dumps(data, indent=2))
         return
     rows = [
@@ -306,7 +318,7 @@ def print_per_role(
     console.print(
         f"tokenscale (per role, the operator's policy): {run.served:,} of {run.requests:,} "
         f"served, {run.slo_attainment:.2%} within every SLO, TTFT P99 {ttft:.2f} s, TPOT P99 "
-        f"{tpot * 1e3:.1f} ms, {data['gpu_hours']:.2f} GPU-hours, {len(run.decisions)} "
+        f"{tpot * 1e3:.1f} ms, {data['gpu_hours']:.2f} GPU-hours, {len(run.timeline)} "
         "decisions; one shared pool against the two: --architectures",
         highlight=False,
     )
@@ -314,29 +326,32 @@ def print_per_role(
         console.print(explain_roles(explained, explain[0]), highlight=False)
 
 
-def decision_at(run: ScaledRun, at_s: float) -> RoleCounts | None:
+def decision_at(run: FleetRun, at_s: float) -> PoolsPoint | None:
     """The per-role decision at or after ``at_s`` (None: the replay ended before)."""
-    return next((c for c in run.decisions if c.at_s >= at_s), None)
+    return next((c for c in run.timeline if c.t_s >= at_s), None)
 
 
-def explain_roles(c: RoleCounts | None, clock: str) -> str:
+def explain_roles(c: PoolsPoint | None, clock: str) -> str:
     """One per-role decision, each role's count and reason, as text."""
     if c is None:
         return f"--explain {clock}: no decision at or after that moment (the replay ended)"
-    m, s = divmod(round(c.at_s), 60)
+    m, s = divmod(round(c.t_s), 60)
     h, m = divmod(m, 60)
     when = f"{h}:{m:02d}:{s:02d}" if h else f"{m}:{s:02d}"
+    asked = f"prefill {c.asked['prefill']}, decode {c.asked['decode']} asked"
     return "\n".join(
         [
-            f"at {when} ({c.at_s:.0f} s): prefill {c.prefill}, decode {c.decode} asked",
-            f"  prefill: {c.prefill_reason} (calibration {c.prefill_calibration:.3g})",
-            f"  decode: {c.decode_reason} (calibration {c.decode_calibration:.3g})",
-            f"  coordination: {c.coordination}",
+            f"at {when} ({c.t_s:.0f} s): {asked}",
+            *(
+                f"  {role}: {c.reasons[role]} (calibration {c.calibration[role]:.3g})"
+                for role in ("prefill", "decode")
+            ),
+            f"  coordination: {c.reason}",
         ]
     )
 
 
-def draw_roles(run: ScaledRun, plan: Plan, path: Path) -> None:
+def draw_roles(run: FleetRun, plan: Plan, path: Path) -> None:
     """Each pool's asked replicas over the replay, as a PNG."""
     import matplotlib  # noqa: PLC0415 (slow to import: only a plot pays for it)
 
@@ -347,13 +362,13 @@ def draw_roles(run: ScaledRun, plan: Plan, path: Path) -> None:
     fig, ax = plt.subplots(1, 1, figsize=(12, 4))
     for pool in (prefill, decode):
         points = _timeline(run, pool.role, pool.replicas)
-        end = run.decisions[-1].at_s if run.decisions else 0.0
+        end = run.timeline[-1].t_s if run.timeline else 0.0
         points.append([max(end, points[-1][0]), points[-1][1]])
         ax.step(
             [t / 60 for t, _ in points],
             [n for _, n in points],
             where="post",
-            label=f"{pool.role}: {run.gpu_hours_by_role.get(pool.role, 0.0):.2f} GPU-h",
+            label=f"{pool.role}: {run.gpu_hours_by_pool.get(pool.role, 0.0):.2f} GPU-h",
         )
     ax.set_ylabel("replicas asked")
     ax.set_xlabel("minutes")

@@ -200,6 +200,22 @@ def _held(perf: PerfModel, tokens: float) -> float:
     return perf.geometry.tokens_held(tokens)
 
 
+def _decode_meets(perf: PerfModel, b: int, slo: Slo, w: Workload, ttft_floor_s: float) -> bool:
+    """Whether a decode batch of ``b`` meets the TPOT SLOs and, after ``ttft_floor_s`` to the
+    first token, the end-to-end ones."""
+    if slo.tpot_p99_seconds is not None and (_tpot_quantile(perf, b, Z_P99) > slo.tpot_p99_seconds):
+        return False
+    if slo.tpot_p95_seconds is not None and (_tpot_quantile(perf, b, Z_P95) > slo.tpot_p95_seconds):
+        return False
+    for target, out in (
+        (slo.e2e_p99_seconds, w.output_tokens.p99_or_mean),
+        (slo.e2e_p95_seconds, w.output_tokens.p95 or w.output_tokens.mean),
+    ):
+        if target is not None and ttft_floor_s + out * perf.step_seconds(b) > target:
+            return False
+    return True
+
+
 def _plan_decode(
     engine: RoleEngine,
     slo: Slo,
@@ -216,21 +232,7 @@ def _plan_decode(
     reasons = list(engine.reasons)
 
     def ok(b: int) -> bool:
-        if slo.tpot_p99_seconds is not None and (
-            _tpot_quantile(perf, b, Z_P99) > slo.tpot_p99_seconds
-        ):
-            return False
-        if slo.tpot_p95_seconds is not None and (
-            _tpot_quantile(perf, b, Z_P95) > slo.tpot_p95_seconds
-        ):
-            return False
-        for target, out in (
-            (slo.e2e_p99_seconds, w.output_tokens.p99_or_mean),
-            (slo.e2e_p95_seconds, w.output_tokens.p95 or w.output_tokens.mean),
-        ):
-            if target is not None and ttft_floor_s + out * perf.step_seconds(b) > target:
-                return False
-        return True
+        return _decode_meets(perf, b, slo, w, ttft_floor_s)
 
     limit = perf.assumptions.knee_tpot_ratio * perf.weight_floor_seconds
     knee = max(1, _largest_int(1, seqs, lambda b: perf.step_seconds(b) <= limit))
@@ -348,25 +350,12 @@ def _plan_prefill(
         )
         return all(target is None or value <= target for target, value in checks)
 
-    limited_by = "prefill utilization cap"
-    rho = PREFILL_MAX_UTILIZATION
+    rho, limited_by = _highest_utilization(ok)
     if not ok(rho):
-        limited_by = "TTFT/E2E SLO"
-        if not ok(1e-4):
-            reasons.append(
-                f"TTFT SLO unreachable even idle: a P99 prompt's prefill + KV transfer + first "
-                f"decode step take {prefill_ttft_seconds(perf, 0.0, in99, t99, first_step_s):.3f}s"
-            )
-            rho = 1e-4
-        else:
-            lo, hi = 1e-4, PREFILL_MAX_UTILIZATION
-            for _ in range(_BISECT):
-                mid = (lo + hi) / 2.0
-                if ok(mid):
-                    lo = mid
-                else:
-                    hi = mid
-            rho = lo
+        reasons.append(
+            f"TTFT SLO unreachable even idle: a P99 prompt's prefill + KV transfer + first "
+            f"decode step take {prefill_ttft_seconds(perf, 0.0, in99, t99, first_step_s):.3f}s"
+        )
     t_mean = max(perf.mean_prefill_seconds, 1e-9)
     held_prompt = _held(perf, w.input_tokens.mean)
     lanes = kv_lanes(engine.layout)
@@ -390,7 +379,39 @@ def _plan_prefill(
         ),
         scaling,
     )
-    lam = w.rps.design_rps
+    sizing = _prefill_sizing(sizing, w.rps.design_rps, rho, t_mean)
+    if sizing.shortfall is not None:
+        reasons.append(sizing.shortfall)
+    return _Prefill(
+        engine=engine,
+        utilization=rho,
+        limited_by=limited_by,
+        sizing=sizing,
+        ttft_p99_s=prefill_ttft_seconds(perf, rho, in99, t99, first_step_s),
+        reasons=tuple(reasons),
+    )
+
+
+def _highest_utilization(ok: Callable[[float], bool]) -> tuple[float, str]:
+    """The highest prefill utilization (up to the cap) at which ``ok`` holds, by bisection,
+    and what limits it; ``1e-4`` when nothing does (the caller says why)."""
+    if ok(PREFILL_MAX_UTILIZATION):
+        return PREFILL_MAX_UTILIZATION, "prefill utilization cap"
+    if not ok(1e-4):
+        return 1e-4, "TTFT/E2E SLO"
+    lo, hi = 1e-4, PREFILL_MAX_UTILIZATION
+    for _ in range(_BISECT):
+        mid = (lo + hi) / 2.0
+        if ok(mid):
+            lo = mid
+        else:
+            hi = mid
+    return lo, "TTFT/E2E SLO"
+
+
+def _prefill_sizing(sizing: Sizing, lam: float, rho: float, t_mean: float) -> Sizing:
+    """The prefill pool's constraints in its own words: prompts per second at the utilization
+    the SLOs allow; its queue bounded by that utilization; prompts holding KV."""
     per_replica = rho / t_mean
     constraints = [
         Constraint(
@@ -411,22 +432,12 @@ def _plan_prefill(
             }
         ),
     ]
-    sizing = Sizing(
+    return Sizing(
         replicas=sizing.replicas,
         constraints=constraints,
         binding=sizing.binding,
         warnings=sizing.warnings,
         shortfall=sizing.shortfall,
-    )
-    if sizing.shortfall is not None:
-        reasons.append(sizing.shortfall)
-    return _Prefill(
-        engine=engine,
-        utilization=rho,
-        limited_by=limited_by,
-        sizing=sizing,
-        ttft_p99_s=prefill_ttft_seconds(perf, rho, in99, t99, first_step_s),
-        reasons=tuple(reasons),
     )
 
 

@@ -373,38 +373,7 @@ def _assemble(
     design = spec.workload.rps.design_rps
     currency = spec.cost.currency
     total = sum(counts)
-    shares = _shares(caps, counts, routing)
-    variant_rows: list[VariantShare] = []
-    points: list[LoadPoint | None] = []
-    for c, n, share in zip(caps, counts, shares, strict=True):
-        per_replica = design * share / n if n > 0 else 0.0
-        point = _latency_at(c, per_replica, name)
-        ttft = point.ttft_p99_s if point is not None else None
-        tpot = point.tpot_mean_s if point is not None else None
-        gpus = n * c.plan.gpus_per_replica
-        points.append(point)
-        variant_rows.append(
-            VariantShare(
-                name=c.variant.resolved_name,
-                gpu=c.plan.gpu,
-                tensor_parallel_size=c.plan.tensor_parallel_size,
-                gpus_per_replica=c.plan.gpus_per_replica,
-                resource_name=resolve(c.spec, name).gpu.resource_name,
-                replicas=n,
-                gpus=gpus,
-                rps_share=share,
-                rps_per_replica=per_replica,
-                capacity_rps_per_replica=c.capacity_rps,
-                binding_constraint=c.binding,
-                cost_per_hour=c.price * gpus if c.price is not None else None,
-                gpu_hour_price=c.price,
-                max_replicas=c.variant.max_replicas,
-                preference=c.variant.preference,
-                ttft_p99_at_share_s=ttft,
-                tpot_at_share_s=tpot,
-                single_variant=_single(c, spec.scaling.min_replicas),
-            )
-        )
+    variant_rows, points = _variant_rows(spec, name, caps, counts, _shares(caps, counts, routing))
     primary_i = max(
         range(len(caps)),
         key=lambda i: (counts[i], caps[i].capacity_rps > 0, caps[i].variant.preference, -i),
@@ -415,26 +384,7 @@ def _assemble(
     comparison = _comparison(caps, counts, variant_rows, gpus_total, cost, currency, objective)
     reasons = [routing_reason]
     reasons += _why(caps, counts, routing, demand, objective, currency)
-    infeasible: list[str] = []
-    warnings = [w for w in base.warnings if "gpuHourPrice" not in w]
-    if objective != "cost":
-        unpriced = [c.variant.resolved_name for c in caps if c.price is None]
-        warnings.append(
-            f"no price for variant(s) {', '.join(unpriced)} (spec.hardware.variants[i]."
-            "gpuHourPrice or spec.cost.gpuHourPrices): the mix minimises GPU-hours"
-        )
-    if solution is None:
-        bound = ", ".join(f"{c.variant.resolved_name} ≤ {c.variant.max_replicas}" for c in caps)
-        best = max(
-            (c.capacity_rps * min(c.variant.max_replicas, spec.scaling.max_replicas) for c in caps),
-            default=0.0,
-        )
-        infeasible.append(
-            f"no mix within the variants' maxReplicas ({bound}) and spec.scaling.maxReplicas="
-            f"{spec.scaling.max_replicas} carries {demand:,.2f} RPS under {routing} routing "
-            f"(the largest single variant carries {best:,.2f}); raise a variant's maxReplicas, "
-            "add a variant, or lower the load"
-        )
+    warnings, infeasible = _problems(spec, base, caps, solution, routing, objective, demand)
     replicas = _mix_replicas(caps, counts, routing, design, total) if solution else None
     out_tps = sum(n * c.plan.output_tps_per_replica for c, n in zip(caps, counts, strict=True))
     per_million = cost_per_million_tokens(cost, out_tps) if cost and out_tps > 0 else None
@@ -480,6 +430,83 @@ def _assemble(
     )
     pools = [_pool(c, v, x) for c, v, x in zip(caps, variant_rows, points, strict=True)]
     return with_pools(mixed, pools, mix_rule(variant_rows, routing, comparison))
+
+
+def _variant_rows(
+    spec: InferenceServiceSpec,
+    name: str,
+    caps: list[VariantCapacity],
+    counts: tuple[int, ...],
+    shares: list[float],
+) -> tuple[list[VariantShare], list[LoadPoint | None]]:
+    """Each variant's row of the mix (its share, cost and latencies at that share) and its
+    load point."""
+    design = spec.workload.rps.design_rps
+    variant_rows: list[VariantShare] = []
+    points: list[LoadPoint | None] = []
+    for c, n, share in zip(caps, counts, shares, strict=True):
+        per_replica = design * share / n if n > 0 else 0.0
+        point = _latency_at(c, per_replica, name)
+        ttft = point.ttft_p99_s if point is not None else None
+        tpot = point.tpot_mean_s if point is not None else None
+        gpus = n * c.plan.gpus_per_replica
+        points.append(point)
+        variant_rows.append(
+            VariantShare(
+                name=c.variant.resolved_name,
+                gpu=c.plan.gpu,
+                tensor_parallel_size=c.plan.tensor_parallel_size,
+                gpus_per_replica=c.plan.gpus_per_replica,
+                resource_name=resolve(c.spec, name).gpu.resource_name,
+                replicas=n,
+                gpus=gpus,
+                rps_share=share,
+                rps_per_replica=per_replica,
+                capacity_rps_per_replica=c.capacity_rps,
+                binding_constraint=c.binding,
+                cost_per_hour=c.price * gpus if c.price is not None else None,
+                gpu_hour_price=c.price,
+                max_replicas=c.variant.max_replicas,
+                preference=c.variant.preference,
+                ttft_p99_at_share_s=ttft,
+                tpot_at_share_s=tpot,
+                single_variant=_single(c, spec.scaling.min_replicas),
+            )
+        )
+    return variant_rows, points
+
+
+def _problems(
+    spec: InferenceServiceSpec,
+    base: Plan,
+    caps: list[VariantCapacity],
+    solution: MixSolution | None,
+    routing: Routing,
+    objective: str,
+    demand: float,
+) -> tuple[list[str], list[str]]:
+    """The mix's warnings (the primary's, but its price) and why it cannot serve, if so."""
+    infeasible: list[str] = []
+    warnings = [w for w in base.warnings if "gpuHourPrice" not in w]
+    if objective != "cost":
+        unpriced = [c.variant.resolved_name for c in caps if c.price is None]
+        warnings.append(
+            f"no price for variant(s) {', '.join(unpriced)} (spec.hardware.variants[i]."
+            "gpuHourPrice or spec.cost.gpuHourPrices): the mix minimises GPU-hours"
+        )
+    if solution is None:
+        bound = ", ".join(f"{c.variant.resolved_name} ≤ {c.variant.max_replicas}" for c in caps)
+        best = max(
+            (c.capacity_rps * min(c.variant.max_replicas, spec.scaling.max_replicas) for c in caps),
+            default=0.0,
+        )
+        infeasible.append(
+            f"no mix within the variants' maxReplicas ({bound}) and spec.scaling.maxReplicas="
+            f"{spec.scaling.max_replicas} carries {demand:,.2f} RPS under {routing} routing "
+            f"(the largest single variant carries {best:,.2f}); raise a variant's maxReplicas, "
+            "add a variant, or lower the load"
+        )
+    return warnings, infeasible
 
 
 def _mix_replicas(

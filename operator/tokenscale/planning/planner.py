@@ -27,6 +27,7 @@ letting the model re-choose it.
 import dataclasses
 import math
 from dataclasses import dataclass
+from typing import Any
 
 from tokenscale.api.inference_service import InferenceServiceSpec
 from tokenscale.api.slo import Slo
@@ -65,6 +66,7 @@ from tokenscale.planning.lora import lora_perf, max_loras_candidates
 from tokenscale.planning.lora_plan import choose_max_loras
 from tokenscale.planning.measured import MeasuredPoint, measured_point, token_mismatch
 from tokenscale.planning.memory import (
+    KvGeometry,
     MemoryBudget,
     activation_peak_bytes,
     kv_capacity_blocks,
@@ -93,7 +95,7 @@ from tokenscale.planning.performance import (
     weight_read_efficiency,
 )
 from tokenscale.planning.pools import serve_pool, variant_of, with_pools
-from tokenscale.planning.pricing import Pricing, price_plan
+from tokenscale.planning.pricing import Costs, Pricing, price_plan
 from tokenscale.planning.resolve import Resolved, resolve
 from tokenscale.planning.result import (
     ConcurrencyLimits,
@@ -264,8 +266,7 @@ def _estimate(r: Resolved, c: Conditions, layout: Layout) -> _Estimate:
     arch = model.architecture
     tp, lanes = layout.tp, kv_lanes(layout)
     reasons: list[str] = []
-    mismatch = name_mismatch_warning(spec)
-    warnings: list[str] = [*model.notes, *([mismatch] if mismatch else [])]
+    warnings: list[str] = [*model.notes, *filter(None, [name_mismatch_warning(spec)])]
     models: dict[int, PerfModel] = {}
 
     def perf_for(budget: int) -> PerfModel:
@@ -288,6 +289,82 @@ def _estimate(r: Resolved, c: Conditions, layout: Layout) -> _Estimate:
     warnings.extend(knobs.warnings)
     seqs, batched = knobs.max_num_seqs, knobs.max_num_batched_tokens
     geom = kv_geometry(arch, model.kv_bytes_per_element, tp)
+    budget, blocks = _kv_pool(r, layout, geom, batched, seqs)
+    capacity = float(blocks * serving.block_size)
+    if budget.kv_pool_bytes <= 0:
+        reasons.append(_no_fit(r, layout, budget))
+    max_len_hint = w.max_context_tokens or arch.max_context_tokens
+    max_len = _max_model_len(
+        r, w, capacity / lanes, geom.tokens_held(max_len_hint), reasons, warnings
+    )
+    perf = perf_for(batched)
+    if not serving.enable_chunked_prefill and batched < max_len:
+        # vLLM raises the budget to max_model_len without chunked prefill
+        knobs = Knobs(max_len, seqs, "max_model_len: chunked prefill is off", False)
+        perf = perf_at(r, c, layout, max_len)
+    p99_ctx = w.input_tokens.p99_or_mean + w.output_tokens.p99_or_mean
+    if p99_ctx > max_len:
+        reasons.append(
+            f"a P99 request ({w.input_tokens.p99_or_mean:,.0f} in + "
+            f"{w.output_tokens.p99_or_mean:,.0f} out = {p99_ctx:,.0f} tokens) exceeds the max "
+            f"context {max_len:,}; vLLM would reject it"
+        )
+    warnings.extend(_workload_warnings(w, serving.enable_chunked_prefill))
+    op = find_operating_point(perf, spec.slo, w.input_tokens, w.output_tokens, seqs)
+    held_mean = geom.tokens_held(w.input_tokens.mean + w.output_tokens.mean / 2.0)
+    held_p99 = geom.tokens_held(min(p99_ctx, float(max_len)))
+    reserve = max(0.0, held_p99 - held_mean) * lanes  # a P99 request may sit on every rank
+    kv_batch = (capacity * a.kv_target_utilization - reserve) / held_mean
+    if capacity > 0 and kv_batch < 1:
+        reasons.append(
+            f"one P99 request needs {held_p99:,.0f} KV tokens; with it a replica's "
+            f"{capacity:,.0f} × {a.kv_target_utilization:.2f} leaves no room for a mean request"
+        )
+    if 1 <= kv_batch < op.batch:  # the batch runs only as wide as the pool holds at this mix
+        op = dataclasses.replace(op, batch=kv_batch, limited_by=KV_LIMIT)
+    slot_cap = r.lora.batch_cap if r.lora is not None else None
+    if slot_cap is not None and slot_cap < op.batch:  # requests of other adapters wait
+        op = dataclasses.replace(op, batch=slot_cap, limited_by=LORA_LIMIT)
+    return _Estimate(
+        layout=layout,
+        perf=perf,
+        knobs=knobs,
+        budget=budget,
+        blocks=blocks,
+        capacity_tokens=capacity,
+        max_len=max_len,
+        op=op,
+        held_mean=held_mean,
+        held_p99=held_p99,
+        reserve=reserve,
+        kv_batch=kv_batch,
+        concurrency_batch=concurrency_batch(perf, float(op.safe_concurrency)),
+        reasons=reasons,
+        warnings=warnings,
+    )
+
+
+def _workload_warnings(w: Workload, chunked_prefill: bool) -> list[str]:
+    """What the workload leaves the estimate to assume, or to suffer."""
+    out = [
+        f"no spec.workload.{label}Tokens.p99: the mean is used as P99"
+        for label, tokens in (("input", w.input_tokens), ("output", w.output_tokens))
+        if tokens.p99 is None
+    ]
+    if not chunked_prefill and w.input_tokens.p99_or_mean > 2048:
+        out.append("chunked prefill is off: long prompts stall every decode (TPOT P99)")
+    return out
+
+
+def _kv_pool(
+    r: Resolved, layout: Layout, geom: KvGeometry, batched: int, seqs: int
+) -> tuple[MemoryBudget, int]:
+    """A GPU's memory at ``layout`` (weights, the draft's, activations, NCCL) and the KV blocks
+    that leave the replica (a GPU holds its stage's layers' KV; each DP rank a pool of its
+    own)."""
+    model, arch, a, serving = r.model, r.model.architecture, r.spec.assumptions, r.spec.serving
+    tp, lanes = layout.tp, kv_lanes(layout)
+    spec = r.spec
     per_gpu = (
         model_weight_bytes(r) / tp  # one node: main's accounting, 16-bit embeddings included
         if layout.gpus == tp
@@ -321,68 +398,19 @@ def _estimate(r: Resolved, c: Conditions, layout: Layout) -> _Estimate:
             + draft.draft_kv_bytes_per_token / tp,
         )
     blocks = kv_capacity_blocks(budget.kv_pool_bytes, stage, serving.block_size) * lanes
-    capacity = float(blocks * serving.block_size)
+    return budget, blocks
+
+
+def _no_fit(r: Resolved, layout: Layout, budget: MemoryBudget) -> str:
+    """Why the weights and overheads leave no KV pool at ``layout``."""
+    tp = layout.tp
     where = f"as {layout.describe()}" if layout.gpus > tp else f"at TP={tp}"
-    if budget.kv_pool_bytes <= 0:
-        overheads = budget.usable_bytes - budget.weights_bytes - budget.kv_pool_bytes
-        reasons.append(
-            f"does not fit {where}: weights {budget.weights_bytes / GIB:,.1f} GiB + "
-            f"overheads {overheads / GIB:,.1f} GiB "
-            f"per GPU exceed the usable {budget.usable_bytes / GIB:,.1f} GiB "
-            f"({spec.hardware.gpu_memory_utilization:.2f} × {r.gpu.memory_gib:,.1f} GiB)"
-        )
-    max_len_hint = w.max_context_tokens or arch.max_context_tokens
-    max_len = _max_model_len(
-        r, w, capacity / lanes, geom.tokens_held(max_len_hint), reasons, warnings
-    )
-    perf = perf_for(batched)
-    if not serving.enable_chunked_prefill and batched < max_len:
-        # vLLM raises the budget to max_model_len without chunked prefill
-        knobs = Knobs(max_len, seqs, "max_model_len: chunked prefill is off", False)
-        perf = perf_at(r, c, layout, max_len)
-    p99_ctx = w.input_tokens.p99_or_mean + w.output_tokens.p99_or_mean
-    if p99_ctx > max_len:
-        reasons.append(
-            f"a P99 request ({w.input_tokens.p99_or_mean:,.0f} in + "
-            f"{w.output_tokens.p99_or_mean:,.0f} out = {p99_ctx:,.0f} tokens) exceeds the max "
-            f"context {max_len:,}; vLLM would reject it"
-        )
-    for label, tokens in (("input", w.input_tokens), ("output", w.output_tokens)):
-        if tokens.p99 is None:
-            warnings.append(f"no spec.workload.{label}Tokens.p99: the mean is used as P99")
-    op = find_operating_point(perf, spec.slo, w.input_tokens, w.output_tokens, seqs)
-    held_mean = geom.tokens_held(w.input_tokens.mean + w.output_tokens.mean / 2.0)
-    held_p99 = geom.tokens_held(min(p99_ctx, float(max_len)))
-    reserve = max(0.0, held_p99 - held_mean) * lanes  # a P99 request may sit on every rank
-    kv_batch = (capacity * a.kv_target_utilization - reserve) / held_mean
-    if capacity > 0 and kv_batch < 1:
-        reasons.append(
-            f"one P99 request needs {held_p99:,.0f} KV tokens; with it a replica's "
-            f"{capacity:,.0f} × {a.kv_target_utilization:.2f} leaves no room for a mean request"
-        )
-    if not serving.enable_chunked_prefill and w.input_tokens.p99_or_mean > 2048:
-        warnings.append("chunked prefill is off: long prompts stall every decode (TPOT P99)")
-    if 1 <= kv_batch < op.batch:  # the batch runs only as wide as the pool holds at this mix
-        op = dataclasses.replace(op, batch=kv_batch, limited_by=KV_LIMIT)
-    slot_cap = r.lora.batch_cap if r.lora is not None else None
-    if slot_cap is not None and slot_cap < op.batch:  # requests of other adapters wait
-        op = dataclasses.replace(op, batch=slot_cap, limited_by=LORA_LIMIT)
-    return _Estimate(
-        layout=layout,
-        perf=perf,
-        knobs=knobs,
-        budget=budget,
-        blocks=blocks,
-        capacity_tokens=capacity,
-        max_len=max_len,
-        op=op,
-        held_mean=held_mean,
-        held_p99=held_p99,
-        reserve=reserve,
-        kv_batch=kv_batch,
-        concurrency_batch=concurrency_batch(perf, float(op.safe_concurrency)),
-        reasons=reasons,
-        warnings=warnings,
+    overheads = budget.usable_bytes - budget.weights_bytes - budget.kv_pool_bytes
+    return (
+        f"does not fit {where}: weights {budget.weights_bytes / GIB:,.1f} GiB + "
+        f"overheads {overheads / GIB:,.1f} GiB "
+        f"per GPU exceed the usable {budget.usable_bytes / GIB:,.1f} GiB "
+        f"({r.spec.hardware.gpu_memory_utilization:.2f} × {r.gpu.memory_gib:,.1f} GiB)"
     )
 
 
@@ -566,9 +594,8 @@ def _assemble(
     reasons: list[str],
     warnings: list[str],
 ) -> Plan:
-    spec, model, w, perf, a = r.spec, r.model, c.workload, e.perf, r.spec.assumptions
+    spec, w, perf, a = r.spec, c.workload, e.perf, r.spec.assumptions
     layout = e.layout
-    tp, lanes = layout.tp, kv_lanes(layout)
     physical = not [x for x in reasons if x != sizing.shortfall]
     total = sizing.replicas.total
     load, saturated = _load(e, c, total)
@@ -578,35 +605,12 @@ def _assemble(
             "estimates are "
             "at the operating batch, the queue would grow"
         )
-    batch = float(e.op.batch)
-    rps_replica = perf.request_rate(batch)
-    out_tps_replica = perf.output_tps(batch)
+    f = _figures(e, w, load, measured)
     if layout.ep and measured is None:
-        warnings.append(ep_upper_bound_warning(out_tps_replica / layout.gpus))
-    ttft99, tpot, tpot99, e2e99, mean_request_s = (
-        load.ttft_p99_s,
-        load.tpot_mean_s,
-        load.tpot_p99_s,
-        load.e2e_p99_s,
-        load.e2e_mean_s,
-    )
+        warnings.append(ep_upper_bound_warning(f.out_tps_replica / layout.gpus))
     checks = _slo_checks(perf, spec.slo, w, load.batch, measured)
-    # the longest a request takes when a replica carries all its SLOs allow: independent of
-    # the replica count (so a scale never changes the pod template built from it)
-    e2e99_full = point_at_batch(perf, batch, w.input_tokens, w.output_tokens).e2e_p99_s
-    sources: dict[str, str] = {}
-    if measured is not None:
-        m = measured.step
-        batch = measured.concurrency
-        mean_request_s = measured.request_s
-        tpot = m.tpot_p50_seconds if m.tpot_p50_seconds is not None else tpot
-        ttft99 = m.ttft_p99_seconds if m.ttft_p99_seconds is not None else ttft99
-        tpot99 = m.tpot_p99_seconds if m.tpot_p99_seconds is not None else tpot99
-        e2e99_full = m.e2e_p99_seconds if m.e2e_p99_seconds is not None else e2e99_full
-        rps_replica = m.requests_per_second
-        out_tps_replica = rps_replica * w.output_tokens.mean
-        for key in ("rps_per_replica", "operating_batch", "latency_estimates"):
-            sources[key] = measured.source
+    batch, rps_replica, out_tps_replica = f.batch, f.rps_replica, f.out_tps_replica
+    mean_request_s = f.mean_request_s
     design_rps = w.rps.design_rps
     input_tps, output_tps = token_rates(design_rps, w.input_tokens.mean, w.output_tokens.mean)
     prices = Pricing.for_gpu(spec.cost, r.gpu_key)
@@ -620,68 +624,24 @@ def _assemble(
     )
     if prices.gpu_hour_price is None:
         warnings.append("no spec.cost.gpuHourPrice: cost figures are omitted")
-    flops, flops_note = peak_flops(r.gpu, model.weight_dtype)
-    budget, op = e.budget, e.op
-    geom_bytes = e.perf.geometry
+    op = e.op
     return Plan(
-        name=r.name,
-        model=spec.model.name,
-        model_source=model.source,
-        gpu=r.gpu_key,
-        weight_dtype=model.weight_dtype,
-        checkpoint_weight_dtype=model.checkpoint_dtype,
-        kv_cache_dtype="fp8" if model.kv_bytes_per_element == 1.0 else "auto",
-        params=model.params.total,
-        active_params=model.params.active,
-        weight_bytes=model_weight_bytes(r),
-        kv_bytes_per_token=geom_bytes.bytes_per_token,
-        kv_bytes_per_token_per_gpu=geom_bytes.bytes_per_token_per_rank,
-        tensor_parallel_size=tp,
-        pipeline_parallel_size=layout.pp,
-        data_parallel_size=layout.dp,
-        expert_parallel=layout.ep,
-        gpus_per_replica=layout.gpus,
-        nodes_per_replica=layout.nodes,
-        max_model_len=e.max_len,
-        max_num_seqs=math.ceil(e.knobs.max_num_seqs / lanes),
-        max_num_batched_tokens=e.knobs.max_num_batched_tokens,
-        serving_knobs_reason=e.knobs.reason,
-        memory_per_gpu=MemoryBreakdown(
-            gpu_total_bytes=budget.total_bytes,
-            usable_bytes=budget.usable_bytes,
-            weights_bytes=budget.weights_bytes,
-            activation_bytes=budget.activation_bytes,
-            cuda_graph_bytes=budget.cuda_graph_bytes,
-            nccl_bytes=budget.nccl_bytes,
-            runtime_bytes=budget.runtime_bytes,
-            lora_bytes=budget.lora_bytes,
-            kv_pool_bytes=budget.kv_pool_bytes,
-        ),
-        kv_capacity_tokens_per_replica=e.capacity_tokens,
-        kv_capacity_blocks_per_replica=e.blocks,
-        kv_bytes_per_request_mean=geom_bytes.bytes_per_token * e.held_mean,
-        kv_bytes_per_request_p99=geom_bytes.bytes_per_token * e.held_p99,
+        **_replica_fields(r, e),
         max_concurrency_per_replica=measured.concurrency
         if measured is not None
         else float(op.safe_concurrency),
-        concurrency_limits=ConcurrencyLimits(
-            max_num_seqs=e.knobs.max_num_seqs,
-            slo=float(op.slo_batch) if op.slo_batch is not None else None,
-            knee=float(op.knee),
-            kv_mean_context=e.capacity_tokens * a.kv_target_utilization / e.held_mean,
-            kv_p99_context=e.capacity_tokens / e.held_p99 if e.held_p99 > 0 else 0.0,
-        ),
+        concurrency_limits=_limits(e, a.kv_target_utilization),
         design_rps=design_rps,
         input_tps=input_tps,
         output_tps=output_tps,
         concurrency=littles_law_concurrency(design_rps, mean_request_s),
         mean_request_s=mean_request_s,
         operating_batch=batch,
-        ttft_p99_estimate_s=ttft99,
-        tpot_estimate_s=tpot,
-        tpot_p99_estimate_s=tpot99,
-        e2e_p99_estimate_s=e2e99,
-        e2e_p99_at_capacity_s=e2e99_full,
+        ttft_p99_estimate_s=f.ttft99,
+        tpot_estimate_s=f.tpot,
+        tpot_p99_estimate_s=f.tpot99,
+        e2e_p99_estimate_s=f.e2e99,
+        e2e_p99_at_capacity_s=f.e2e99_full,
         prefill_p99_s=perf.prefill_seconds(
             w.input_tokens.p99_or_mean * (1.0 - perf.prefix_cache_hit_rate),
             w.input_tokens.p99_or_mean * perf.prefix_cache_hit_rate,
@@ -696,32 +656,163 @@ def _assemble(
         constraints=sizing.constraints,
         binding_constraint=sizing.binding,
         gpus_total=total * layout.gpus if physical else None,
-        gpu_hours_per_million_output_tokens=costs.gpu_hours_per_million_output_tokens,
-        cost_per_hour=costs.fleet_cost_per_hour if physical else None,
-        cost_per_million_output_tokens=costs.per_million_output,
-        cost_per_million_input_tokens=costs.per_million_input,
-        cost_per_million_tokens=costs.per_million_blended,
-        cost_per_request=costs.per_request,
-        currency=spec.cost.currency,
+        **_cost_fields(costs, physical, spec.cost.currency),
         feasible=not reasons,
         infeasible_reasons=reasons,
         warnings=warnings,
-        assumptions={
-            **perf.assumptions.model_dump(mode="json"),
-            "peak_tflops": flops / 1e12,
-            "peak_tflops_note": flops_note,
-            "hbm_bandwidth_gbps": r.gpu.hbm_bandwidth_gbps,
-            "link_gbps_per_direction": link_bytes_per_s(r.gpu) / 1e9,
-            "kv_bytes_per_element": model.kv_bytes_per_element,
-            "serving_defaults": r.defaults.source,
-            "operating_point_limited_by": op.limited_by,
-            "calibration_prefill": c.calibration.prefill,
-            "calibration_decode": c.calibration.decode,
-            "knee_policy": c.knee,
-        },
+        assumptions=_assumptions(r, c, e),
         tp_candidates=[],
-        sources=sources,
+        sources=f.sources,
     )
+
+
+@dataclass(frozen=True)
+class _Figures:
+    """A replica's rate and latencies at the operating point: modelled, or measured where a
+    measurement of this layout is given (``sources`` says which)."""
+
+    batch: float
+    rps_replica: float
+    out_tps_replica: float
+    ttft99: float
+    tpot: float
+    tpot99: float
+    e2e99: float
+    e2e99_full: float
+    mean_request_s: float
+    sources: dict[str, str]
+
+
+def _figures(
+    e: _Estimate, w: Workload, load: LoadPoint, measured: MeasuredPoint | None
+) -> _Figures:
+    perf, batch = e.perf, float(e.op.batch)
+    # the longest a request takes when a replica carries all its SLOs allow: independent of
+    # the replica count (so a scale never changes the pod template built from it)
+    e2e99_full = point_at_batch(perf, batch, w.input_tokens, w.output_tokens).e2e_p99_s
+    modelled = _Figures(
+        batch,
+        perf.request_rate(batch),
+        perf.output_tps(batch),
+        load.ttft_p99_s,
+        load.tpot_mean_s,
+        load.tpot_p99_s,
+        load.e2e_p99_s,
+        e2e99_full,
+        load.e2e_mean_s,
+        {},
+    )
+    if measured is None:
+        return modelled
+    m = measured.step
+
+    def given(value: float | None, otherwise: float) -> float:
+        return value if value is not None else otherwise
+
+    keys = ("rps_per_replica", "operating_batch", "latency_estimates")
+    return dataclasses.replace(
+        modelled,
+        batch=measured.concurrency,
+        mean_request_s=measured.request_s,
+        tpot=given(m.tpot_p50_seconds, modelled.tpot),
+        ttft99=given(m.ttft_p99_seconds, modelled.ttft99),
+        tpot99=given(m.tpot_p99_seconds, modelled.tpot99),
+        e2e99_full=given(m.e2e_p99_seconds, modelled.e2e99_full),
+        rps_replica=m.requests_per_second,
+        out_tps_replica=m.requests_per_second * w.output_tokens.mean,
+        sources=dict.fromkeys(keys, measured.source),
+    )
+
+
+def _replica_fields(r: Resolved, e: _Estimate) -> dict[str, Any]:
+    """The plan's model, layout, flags, memory and KV pool: what one replica is."""
+    model, layout, geom = r.model, e.layout, e.perf.geometry
+    return {
+        "name": r.name,
+        "model": r.spec.model.name,
+        "model_source": model.source,
+        "gpu": r.gpu_key,
+        "weight_dtype": model.weight_dtype,
+        "checkpoint_weight_dtype": model.checkpoint_dtype,
+        "kv_cache_dtype": "fp8" if model.kv_bytes_per_element == 1.0 else "auto",
+        "params": model.params.total,
+        "active_params": model.params.active,
+        "weight_bytes": model_weight_bytes(r),
+        "kv_bytes_per_token": geom.bytes_per_token,
+        "kv_bytes_per_token_per_gpu": geom.bytes_per_token_per_rank,
+        "tensor_parallel_size": layout.tp,
+        "pipeline_parallel_size": layout.pp,
+        "data_parallel_size": layout.dp,
+        "expert_parallel": layout.ep,
+        "gpus_per_replica": layout.gpus,
+        "nodes_per_replica": layout.nodes,
+        "max_model_len": e.max_len,
+        "max_num_seqs": math.ceil(e.knobs.max_num_seqs / kv_lanes(layout)),
+        "max_num_batched_tokens": e.knobs.max_num_batched_tokens,
+        "serving_knobs_reason": e.knobs.reason,
+        "memory_per_gpu": _memory(e.budget),
+        "kv_capacity_tokens_per_replica": e.capacity_tokens,
+        "kv_capacity_blocks_per_replica": e.blocks,
+        "kv_bytes_per_request_mean": geom.bytes_per_token * e.held_mean,
+        "kv_bytes_per_request_p99": geom.bytes_per_token * e.held_p99,
+    }
+
+
+def _cost_fields(costs: Costs, physical: bool, currency: str) -> dict[str, Any]:
+    """The plan's cost figures (the fleet's hourly cost only where the plan can serve)."""
+    return {
+        "gpu_hours_per_million_output_tokens": costs.gpu_hours_per_million_output_tokens,
+        "cost_per_hour": costs.fleet_cost_per_hour if physical else None,
+        "cost_per_million_output_tokens": costs.per_million_output,
+        "cost_per_million_input_tokens": costs.per_million_input,
+        "cost_per_million_tokens": costs.per_million_blended,
+        "cost_per_request": costs.per_request,
+        "currency": currency,
+    }
+
+
+def _memory(budget: MemoryBudget) -> MemoryBreakdown:
+    return MemoryBreakdown(
+        gpu_total_bytes=budget.total_bytes,
+        usable_bytes=budget.usable_bytes,
+        weights_bytes=budget.weights_bytes,
+        activation_bytes=budget.activation_bytes,
+        cuda_graph_bytes=budget.cuda_graph_bytes,
+        nccl_bytes=budget.nccl_bytes,
+        runtime_bytes=budget.runtime_bytes,
+        lora_bytes=budget.lora_bytes,
+        kv_pool_bytes=budget.kv_pool_bytes,
+    )
+
+
+def _limits(e: _Estimate, kv_target_utilization: float) -> ConcurrencyLimits:
+    """What bounds a replica's concurrency: its flags, the SLO, the knee, the KV pool."""
+    op = e.op
+    return ConcurrencyLimits(
+        max_num_seqs=e.knobs.max_num_seqs,
+        slo=float(op.slo_batch) if op.slo_batch is not None else None,
+        knee=float(op.knee),
+        kv_mean_context=e.capacity_tokens * kv_target_utilization / e.held_mean,
+        kv_p99_context=e.capacity_tokens / e.held_p99 if e.held_p99 > 0 else 0.0,
+    )
+
+
+def _assumptions(r: Resolved, c: Conditions, e: _Estimate) -> dict[str, Any]:
+    """The plan's assumptions: the timing model's and the hardware figures it used."""
+    flops, flops_note = peak_flops(r.gpu, r.model.weight_dtype)
+    return {
+        **e.perf.assumptions.model_dump(mode="json"),
+        "peak_tflops": flops / 1e12,
+        "peak_tflops_note": flops_note,
+        "hbm_bandwidth_gbps": r.gpu.hbm_bandwidth_gbps,
+        "link_gbps_per_direction": link_bytes_per_s(r.gpu) / 1e9,
+        "kv_bytes_per_element": r.model.kv_bytes_per_element,
+        "serving_defaults": r.defaults.source,
+        "operating_point_limited_by": e.op.limited_by,
+        "calibration_prefill": c.calibration.prefill,
+        "calibration_decode": c.calibration.decode,
+        "knee_policy": c.knee,
+    }
 
 
 def _slo_checks(

@@ -54,7 +54,7 @@ from tokenscale.playground.service import PlaygroundService
 from tokenscale.simulation import TimelinePoint, Trace
 from tokenscale.simulation.faults import RETRY_DELAY_S, Fault
 from tokenscale.simulation.recorder import Outcome as EngineOutcome
-from tokenscale.simulation.run import meets
+from tokenscale.simulation.summary import meets
 from tokenscale.simulation.trace import percentile
 
 NAMESPACE = "playground"

@@ -78,74 +78,95 @@ def transition(
     now: float,
 ) -> Transition:
     """One step of the policy (see the module docstring)."""
-    policy = spec.scaling.policy
     high = [s for s in sigs if s.level == "high"]
     all_low = bool(sigs) and all(s.level == "low" for s in sigs)
     if high or model > current:
-        pressure_since = state.pressure_since_s if state.pressure_since_s is not None else now
-        want = max([model, *(s.replicas for s in high)])
-        if (
-            high
-            and now - pressure_since < policy.scale_up_stabilization_seconds
-            and model <= current
-        ):
-            return Transition(
-                current,
-                Cause.PRESSURE_NOT_SUSTAINED,
-                "pressure not yet sustained",
-                {"pressure_since_s": pressure_since},
-            )
-        target = bounded(min(max(want, current), current + policy.max_scale_up_step), spec)
-        why = ", ".join(s.reason for s in high) or f"model needs {model} ({binding})"
-        clocks: dict[str, Any] = {
-            "pressure_since_s": pressure_since if high else None,
-            "low_since_s": None,
-        }
-        if target > current:
-            cause = Cause.PRESSURE if high else Cause.MODEL_NEED
-            return Transition(target, cause, why, {**clocks, "last_scale_s": now})
-        return Transition(current, Cause.AT_LIMIT, f"at maxReplicas or step: {why}", clocks)
-
+        return _up(spec, state, current, model, binding, high, now)
     if all_low and model < current:
-        low_since = state.low_since_s if state.low_since_s is not None else now
-        waited = now - low_since
-        window = policy.scale_down_stabilization_seconds
-        clocks = {"low_since_s": low_since, "pressure_since_s": None}
-        if waited >= window:
-            target = bounded(max(current - policy.max_scale_down_step, model), spec)
-            projected = peak_load / max(target, 1)
-            if target < current and projected >= policy.scale_down_headroom:
-                return Transition(
-                    current,
-                    Cause.PEAK_GUARD,
-                    f"the recent peak load ({peak_load:.2f} replicas at the high watermarks) "
-                    f"would reach {projected:.2f} of them at {target} replicas "
-                    f"(headroom {policy.scale_down_headroom:g})",
-                    clocks,
-                )
-            if target < current:
-                return Transition(
-                    target,
-                    Cause.SCALE_DOWN,
-                    f"every signal low for {waited:.0f} s (≥ {window} s) and the model "
-                    f"needs {model}",
-                    {
-                        "last_scale_s": now,
-                        # the next step needs one more rate window of low signals, not a whole
-                        # stabilisation window: the dip has already proven itself
-                        "low_since_s": now - max(0.0, window - SCALE_DOWN_STEP_S),
-                        "pressure_since_s": None,
-                    },
-                )
-        return Transition(
-            current,
-            Cause.LOW_NOT_SUSTAINED,
-            f"all signals low for {waited:.0f} s of {window} s before scaling down",
-            clocks,
-        )
+        return _down(spec, state, current, model, peak_load, now)
     return Transition(
         current,
         Cause.STEADY,
         "signals within watermarks",
         {"low_since_s": None, "pressure_since_s": None},
+    )
+
+
+def _up(
+    spec: InferenceServiceSpec,
+    state: ScalingState,
+    current: int,
+    model: int,
+    binding: str,
+    high: list[Signal],
+    now: float,
+) -> Transition:
+    """Pressure or the model's need above the current count: up, once sustained."""
+    policy = spec.scaling.policy
+    pressure_since = state.pressure_since_s if state.pressure_since_s is not None else now
+    want = max([model, *(s.replicas for s in high)])
+    if high and now - pressure_since < policy.scale_up_stabilization_seconds and model <= current:
+        return Transition(
+            current,
+            Cause.PRESSURE_NOT_SUSTAINED,
+            "pressure not yet sustained",
+            {"pressure_since_s": pressure_since},
+        )
+    target = bounded(min(max(want, current), current + policy.max_scale_up_step), spec)
+    why = ", ".join(s.reason for s in high) or f"model needs {model} ({binding})"
+    clocks: dict[str, Any] = {
+        "pressure_since_s": pressure_since if high else None,
+        "low_since_s": None,
+    }
+    if target > current:
+        cause = Cause.PRESSURE if high else Cause.MODEL_NEED
+        return Transition(target, cause, why, {**clocks, "last_scale_s": now})
+    return Transition(current, Cause.AT_LIMIT, f"at maxReplicas or step: {why}", clocks)
+
+
+def _down(
+    spec: InferenceServiceSpec,
+    state: ScalingState,
+    current: int,
+    model: int,
+    peak_load: float,
+    now: float,
+) -> Transition:
+    """Every signal low and the model's need below the current count: down, once the low
+    has lasted the stabilisation window and the recent peak still fits."""
+    policy = spec.scaling.policy
+    low_since = state.low_since_s if state.low_since_s is not None else now
+    waited = now - low_since
+    window = policy.scale_down_stabilization_seconds
+    clocks = {"low_since_s": low_since, "pressure_since_s": None}
+    if waited >= window:
+        target = bounded(max(current - policy.max_scale_down_step, model), spec)
+        projected = peak_load / max(target, 1)
+        if target < current and projected >= policy.scale_down_headroom:
+            return Transition(
+                current,
+                Cause.PEAK_GUARD,
+                f"the recent peak load ({peak_load:.2f} replicas at the high watermarks) "
+                f"would reach {projected:.2f} of them at {target} replicas "
+                f"(headroom {policy.scale_down_headroom:g})",
+                clocks,
+            )
+        if target < current:
+            return Transition(
+                target,
+                Cause.SCALE_DOWN,
+                f"every signal low for {waited:.0f} s (≥ {window} s) and the model needs {model}",
+                {
+                    "last_scale_s": now,
+                    # the next step needs one more rate window of low signals, not a whole
+                    # stabilisation window: the dip has already proven itself
+                    "low_since_s": now - max(0.0, window - SCALE_DOWN_STEP_S),
+                    "pressure_since_s": None,
+                },
+            )
+    return Transition(
+        current,
+        Cause.LOW_NOT_SUSTAINED,
+        f"all signals low for {waited:.0f} s of {window} s before scaling down",
+        clocks,
     )

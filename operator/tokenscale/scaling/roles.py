@@ -69,7 +69,13 @@ from tokenscale.planning.result import Disaggregation, Plan, RolePool
 from tokenscale.scaling.buckets import BOUNDS, bucket_range, reads_low
 from tokenscale.scaling.cause import Cause
 from tokenscale.scaling.decision import Decision, Signal
-from tokenscale.scaling.forecast import DEFAULT_LEAD_TIME_S, outlook, update
+from tokenscale.scaling.forecast import (
+    DEFAULT_LEAD_TIME_S,
+    Outlook,
+    RateForecast,
+    outlook,
+    update,
+)
 from tokenscale.scaling.policy import bounded, hold_blind, transition
 from tokenscale.scaling.role_calibration import role_calibration
 from tokenscale.scaling.signals import (
@@ -333,18 +339,8 @@ def decide_role(
     current = bounded(
         state.decided_replicas if state.decided_replicas is not None else planned, spec
     )
-    pin = spec.scaling.replicas
-    if pin is not None:
-        why = f"pinned by spec.scaling.replicas={pin}"
-        return Decision(
-            replicas=pin,
-            source="pin",
-            reason=why,
-            cause=Cause.PINNED,
-            why=why,
-            metrics_available=snap is not None,
-            state=state.model_copy(update={"decided_replicas": pin}),
-        )
+    if spec.scaling.replicas is not None:
+        return _pinned(spec.scaling.replicas, snap, state)
     blind = blindness(snap, now, stale_after_s, f"the {role} role")
     if blind is not None:
         held = bounded(max(current, planned), spec)
@@ -360,28 +356,10 @@ def decide_role(
     key = "prefill_calibration" if role == "prefill" else "calibration"
     start = 1.0 if fresh else float(getattr(state, key))
     factor = role_calibration(role, spec, plan, snap, start, max(0.0, interval_s))
-    per_replica = role_rate_per_replica(role, snap, spec, plan, factor)
-    binding = f"{role} throughput"
-    need = 0.0
-    rate = state.rate
-    look = None
-    arrival = snap.arrival_rps
-    if arrival is not None:
-        rate = update(state.rate, arrival, now)
-        look = outlook(rate, arrival, lead_time_s, max(0.0, interval_s), per_replica)
-        need = look.expected_rps * look.burst_headroom / per_replica if per_replica > 0 else 0.0
-    if role == "decode" and snap.running is not None:
-        concurrency = snap.running / max(decode.operating_point, 1.0)
-        if concurrency > need:
-            need, binding = concurrency, "decode concurrency"
+    need, binding, rate, look = _role_need(
+        role, spec, plan, snap, state, factor, now, interval_s, lead_time_s
+    )
     source = spec.scaling.policy.workload_source
-    design = spec.workload.rps.design_rps
-    if source != "observed" and per_replica > 0 and design / per_replica > need:
-        # the forecast is a floor (workloadSource max or forecast), as for one pool
-        # (scaling/need.py): a quiet spell does not take the role below what the spec's rate
-        # needs, so a return to that rate does not find the role a cold start behind
-        need = design / per_replica
-        binding = f"{role} at the spec's {design:g} RPS (workloadSource {source})"
     model = bounded(_with_redundancy(need, spec), spec)
     if is_idle(snap) and source != "forecast":
         model = idle_floor(spec)
@@ -414,6 +392,60 @@ def decide_role(
         outlook=look,
         state=new_state,
     )
+
+
+def _pinned(pin: int, snap: Snapshot | None, state: ScalingState) -> Decision:
+    why = f"pinned by spec.scaling.replicas={pin}"
+    return Decision(
+        replicas=pin,
+        source="pin",
+        reason=why,
+        cause=Cause.PINNED,
+        why=why,
+        metrics_available=snap is not None,
+        state=state.model_copy(update={"decided_replicas": pin}),
+    )
+
+
+def _role_need(
+    role: str,
+    spec: InferenceServiceSpec,
+    plan: Plan,
+    snap: Snapshot,
+    state: ScalingState,
+    factor: float,
+    now: float,
+    interval_s: float,
+    lead_time_s: float | None,
+) -> tuple[float, str, RateForecast | None, Outlook | None]:
+    """The role's need in replicas before redundancy, what binds it, the arrival rate's new
+    memory and the outlook: the expected rate with its burst headroom ÷ a replica's rate;
+    decode's running requests at the operating point; the forecast as a floor unless
+    ``workloadSource: observed``."""
+    per_replica = role_rate_per_replica(role, snap, spec, plan, factor)
+    binding = f"{role} throughput"
+    need = 0.0
+    rate = state.rate
+    look = None
+    arrival = snap.arrival_rps
+    if arrival is not None:
+        rate = update(state.rate, arrival, now)
+        look = outlook(rate, arrival, lead_time_s, max(0.0, interval_s), per_replica)
+        need = look.expected_rps * look.burst_headroom / per_replica if per_replica > 0 else 0.0
+    _, _, decode = pools(plan)
+    if role == "decode" and snap.running is not None:
+        concurrency = snap.running / max(decode.operating_point, 1.0)
+        if concurrency > need:
+            need, binding = concurrency, "decode concurrency"
+    source = spec.scaling.policy.workload_source
+    design = spec.workload.rps.design_rps
+    if source != "observed" and per_replica > 0 and design / per_replica > need:
+        # the forecast is a floor (workloadSource max or forecast), as for one pool
+        # (scaling/need.py): a quiet spell does not take the role below what the spec's rate
+        # needs, so a return to that rate does not find the role a cold start behind
+        need = design / per_replica
+        binding = f"{role} at the spec's {design:g} RPS (workloadSource {source})"
+    return need, binding, rate, look
 
 
 def band(ratio: float | None) -> tuple[float, float] | None:
@@ -580,24 +612,28 @@ def decide_roles(
             coordination="pinned: both roles run spec.scaling.replicas",
         )
     p, dd, said = coordinate(one["prefill"].replicas, one["decode"].replicas, d.ratio, spec)
-    out = {}
-    for role, to in (("prefill", p), ("decode", dd)):
-        dec = one[role]
-        if to > dec.replicas:
-            was = counts[role]
-            why = f"coordination: {said}"
-            dec = dec.model_copy(
-                update={
-                    "replicas": to,
-                    "cause": Cause.RATIO,
-                    "why": why,
-                    "reason": f"scale up {was}→{to}: {why}" if to > was else f"hold {to}: {why}",
-                    "state": dec.state.model_copy(
-                        update={"decided_replicas": to, "last_scale_s": now, "low_since_s": None}
-                    ),
-                }
-            )
-        out[role] = dec
+    out = {
+        role: _raised(one[role], to, counts[role], said, now)
+        for role, to in (("prefill", p), ("decode", dd))
+    }
     return RolesDecision(
         prefill=out["prefill"], decode=out["decode"], ratio_planned=d.ratio, coordination=said
+    )
+
+
+def _raised(dec: Decision, to: int, was: int, said: str, now: float) -> Decision:
+    """One role's decision raised to ``to`` by the coordination (as it is when not raised)."""
+    if to <= dec.replicas:
+        return dec
+    why = f"coordination: {said}"
+    return dec.model_copy(
+        update={
+            "replicas": to,
+            "cause": Cause.RATIO,
+            "why": why,
+            "reason": f"scale up {was}→{to}: {why}" if to > was else f"hold {to}: {why}",
+            "state": dec.state.model_copy(
+                update={"decided_replicas": to, "last_scale_s": now, "low_since_s": None}
+            ),
+        }
     )

@@ -1,7 +1,10 @@
 """Both architectures replaying one trace: a shared pool, or prefill and decode pools.
 
+Both are fixed fleets of the one fleet (``fleet.py``) replayed by the one loop (``loop.py``)
+with a pinned policy, every request served to completion.
+
 - **Aggregated**: ``n`` engines of the plan's replica behind a least-loaded gateway (the
-  fleet's routing, ``fleet.py``), no scaling.
+  fleet's routing), no scaling.
 - **Disaggregated**: ``p`` prefill engines and ``d`` decode engines (``planning.disaggregation``
   ``role_plan``: each role's layout, flags and KV pool). A request enters the least-loaded prefill
   engine as a one-token request (vLLM's prefill worker runs ``max_tokens=1``); when its prefill
@@ -16,7 +19,6 @@ each architecture whose replay meets the SLO (P99s after a 20 % warm-up, ``capac
 the simulator's answer to "which architecture is cheaper", to hold the planner's ``auto`` to.
 """
 
-import heapq
 import math
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -26,9 +28,12 @@ from tokenscale.api.slo import Slo
 from tokenscale.planning import Plan, plan_service
 from tokenscale.planning.disaggregation import role_plan
 from tokenscale.simulation.capacity import meets_slo
+from tokenscale.simulation.fleet import Fleet, Handoff, PoolEngine
+from tokenscale.simulation.loop import Clock, replay
 from tokenscale.simulation.recorder import Recorder
-from tokenscale.simulation.replica import Replica, ReplicaConfig, SimRequest, replica_config
-from tokenscale.simulation.trace import Trace, percentile
+from tokenscale.simulation.replica import ReplicaConfig, SimRequest, replica_config
+from tokenscale.simulation.search import smallest
+from tokenscale.simulation.trace import Trace, TraceRequest, percentile
 
 #: Largest fleet the searches try per pool before giving up.
 MAX_SEARCH_REPLICAS = 256
@@ -90,23 +95,37 @@ def engines(spec: InferenceServiceSpec, plan: Plan, mismatch: float = 1.0) -> En
     )
 
 
-def _least_loaded(pool: list[Replica]) -> Replica:
-    return min(pool, key=lambda e: e.load)
+class _Pinned:
+    """A fixed fleet's hooks: arrivals routed, nothing scraped, nothing decided."""
+
+    def __init__(self, fleet: Fleet) -> None:
+        self.fleet = fleet
+
+    def admit(self, r: TraceRequest, t: float) -> None:
+        if self.fleet.handoff is None:
+            self.fleet.route(
+                SimRequest(r.arrival_s, r.input_tokens, r.output_tokens, r.prefix_blocks), t
+            )
+        else:
+            req = SimRequest(r.arrival_s, r.input_tokens, 1, r.prefix_blocks)
+            self.fleet.admit_prefill(req, r.output_tokens, t)
+
+    def scrape(self, t: float) -> None:
+        return None
+
+    def decide(self, t: float) -> bool:
+        return False
+
+
+def _serve_all(fleet: Fleet, trace: Trace) -> None:
+    """The one loop on a fixed fleet, every request served to completion."""
+    replay(fleet, trace.requests, trace.duration_s, _Pinned(fleet), Clock(drain_limit_s=math.inf))
 
 
 def replay_aggregated(cfg: ReplicaConfig, replicas: int, trace: Trace) -> Recorder:
     """``replicas`` engines serving ``trace``; every request to the least-loaded engine."""
     rec = Recorder()
-    pool = [Replica(cfg, rec, 0.0) for _ in range(max(replicas, 1))]
-    for r in trace.requests:
-        for e in pool:
-            e.run_until(r.arrival_s)
-        _least_loaded(pool).add(
-            SimRequest(r.arrival_s, r.input_tokens, r.output_tokens, r.prefix_blocks),
-            r.arrival_s,
-        )
-    for e in pool:
-        e.run_until(math.inf)
+    _serve_all(Fleet.one_pool(cfg, rec, 1, 0.0, max(replicas, 1)), trace)
     return rec
 
 
@@ -120,44 +139,15 @@ def replay_disaggregated(
 ) -> Recorder:
     """``prefills`` prefill and ``decodes`` decode engines serving ``trace`` (module docstring);
     the record is the decode pool's (what a user sees, from the arrival)."""
-    rec, scratch = Recorder(), Recorder()
-    handed: list[SimRequest] = []
-    p_pool = [Replica(prefill, scratch, 0.0) for _ in range(max(prefills, 1))]
-    for e in p_pool:
-        e.finished = handed
-    d_pool = [Replica(decode, rec, 0.0) for _ in range(max(decodes, 1))]
-    outputs: dict[int, int] = {}
-    transit: list[tuple[float, int, SimRequest]] = []
-    order = 0
-
-    def deliver(until: float) -> None:
-        nonlocal order
-        for r in handed:
-            order += 1
-            heapq.heappush(transit, (r.last_token_s + transfer_s(r.input_tokens), order, r))
-        handed.clear()
-        while transit and transit[0][0] <= until:
-            at, _, r = heapq.heappop(transit)
-            for e in d_pool:
-                e.run_until(at)
-            out = outputs.pop(id(r))
-            moved = SimRequest(r.arrival_s, r.input_tokens, out, remote_tokens=r.input_tokens)
-            _least_loaded(d_pool).add(moved, at)
-
-    for t in trace.requests:
-        for e in p_pool:
-            e.run_until(t.arrival_s)
-        deliver(t.arrival_s)
-        for e in d_pool:
-            e.run_until(t.arrival_s)
-        req = SimRequest(t.arrival_s, t.input_tokens, 1, t.prefix_blocks)
-        outputs[id(req)] = t.output_tokens
-        _least_loaded(p_pool).add(req, t.arrival_s)
-    for e in p_pool:
-        e.run_until(math.inf)
-    deliver(math.inf)
-    for e in d_pool:
-        e.run_until(math.inf)
+    rec = Recorder()
+    fleet = Fleet(
+        [PoolEngine("prefill", prefill, 1), PoolEngine("decode", decode, 1)],
+        [Recorder(), rec],
+        0.0,
+        [max(prefills, 1), max(decodes, 1)],
+        handoff=Handoff(0, 1, transfer_s),
+    )
+    _serve_all(fleet, trace)
     return rec
 
 
@@ -177,34 +167,6 @@ def _run(architecture: str, rec: Recorder, slo: Slo, p: int, d: int, gpus: int) 
     )
 
 
-def _smallest(start: int, ok: Callable[[int], bool]) -> int | None:
-    """Smallest n ≥ 1 with ok(n) (monotone), searched from ``start``; None past the bound."""
-    n = max(start, 1)
-    if ok(n):
-        lo_fail = 0
-        hi_ok = n
-        step = 1
-        while hi_ok - step >= 1 and ok(hi_ok - step):
-            hi_ok -= step
-            step *= 2
-        lo_fail = max(hi_ok - step, 0)
-    else:
-        lo_fail = n
-        hi_ok = n * 2
-        while not ok(hi_ok):
-            lo_fail = hi_ok
-            hi_ok *= 2
-            if hi_ok > MAX_SEARCH_REPLICAS:
-                return None
-    while hi_ok - lo_fail > 1:
-        mid = (lo_fail + hi_ok) // 2
-        if ok(mid):
-            hi_ok = mid
-        else:
-            lo_fail = mid
-    return hi_ok
-
-
 def fewest_aggregated(e: Engines, trace: Trace, slo: Slo, start: int) -> ArchitectureRun | None:
     """The smallest aggregated fleet meeting the SLO on ``trace`` (None: none up to the bound)."""
     runs: dict[int, ArchitectureRun] = {}
@@ -214,7 +176,7 @@ def fewest_aggregated(e: Engines, trace: Trace, slo: Slo, start: int) -> Archite
         runs[n] = _run("aggregated", rec, slo, 0, n, n * e.aggregated_gpus)
         return runs[n].meets_slo
 
-    n = _smallest(start, ok)
+    n = smallest(ok, start, 1, MAX_SEARCH_REPLICAS)
     return None if n is None else runs[n]
 
 
@@ -234,10 +196,10 @@ def fewest_disaggregated(
         return runs[(p, d)].meets_slo
 
     spare = 2 * max(start_prefill, 1) + 1
-    d = _smallest(start_decode, lambda n: run(spare, n))
+    d = smallest(lambda n: run(spare, n), start_decode, 1, MAX_SEARCH_REPLICAS)
     if d is None:
         return None
-    p = _smallest(start_prefill, lambda n: run(n, d))
+    p = smallest(lambda n: run(n, d), start_prefill, 1, MAX_SEARCH_REPLICAS)
     if p is None:
         return None
     while not run(p, d):

@@ -1,21 +1,20 @@
 """A disaggregated fleet scaled role by role, by the operator's own policy.
 
-Two :class:`~tokenscale.simulation.fleet.Fleet` (prefill engines, decode engines; each with
-Kubernetes-like starting, ready and draining replicas), the KV hand-off of
-``simulation/disaggregated.py`` (a request's prefill on the least-loaded ready prefill engine as
-a one-token request, its KV after ``transfer_s(prompt)`` to the least-loaded ready decode
-engine), a Prometheus scrape of each pool every ``scrape_interval_s`` and, every
+The one fleet (``simulation/fleet.py``) with two pools, prefill and decode (each with
+Kubernetes-like pending, starting, ready and draining replicas), and its KV hand-off (a
+request's prefill on the least-loaded ready prefill engine as a one-token request, its KV after
+``transfer_s(prompt)`` to the least-loaded ready decode engine), replayed by the one loop
+(``simulation/loop.py``: decisions stop at the trace's end, GPU-hours count over its span): a
+Prometheus scrape of each pool every ``scrape_interval_s`` and, every
 ``decision_interval_s``, one :meth:`~tokenscale.scaling.stepper.Stepper.step_roles` on the two
 pools' snapshots (``simulation/observe.py``: the queries the operator runs, on each role's own
-series): the decision the operator makes for a prefill/decode service, applied to each fleet.
+series): the decision the operator makes for a prefill/decode service, applied to each pool.
 Latencies count from the arrival; the record is the decode pool's.
 """
 
-import heapq
 import math
 from collections import deque
 from collections.abc import Sequence
-from dataclasses import dataclass, field
 
 from tokenscale.api.inference_service import InferenceServiceSpec
 from tokenscale.api.slo import Slo
@@ -26,53 +25,17 @@ from tokenscale.scaling.state import ScalingState
 from tokenscale.scaling.stepper import Observation, Stepper
 from tokenscale.simulation.capacity import meets_slo
 from tokenscale.simulation.disaggregated import Engines
-from tokenscale.simulation.fleet import Fleet
+from tokenscale.simulation.fleet import Fleet, Handoff, PoolEngine
+from tokenscale.simulation.loop import Clock, replay
 from tokenscale.simulation.observe import Scrape, snapshot_at
 from tokenscale.simulation.recorder import Outcome, Recorder
 from tokenscale.simulation.replica import SimRequest
-from tokenscale.simulation.run import meets
-from tokenscale.simulation.trace import Trace, percentile
+from tokenscale.simulation.result import FleetRun, PoolsPoint
+from tokenscale.simulation.summary import summarize
+from tokenscale.simulation.trace import Trace, TraceRequest
 
-#: After the last arrival, the replay runs on until every request is served, at most this long.
+#: After the trace's end, requests in flight are served for their latencies, at most this long.
 DRAIN_LIMIT_S = 3600.0
-
-
-@dataclass(frozen=True)
-class RoleCounts:
-    """Each role's decided count at one decision, and why."""
-
-    at_s: float
-    prefill: int
-    decode: int
-    prefill_reason: str
-    decode_reason: str
-    coordination: str
-    prefill_calibration: float = 1.0
-    decode_calibration: float = 1.0
-
-
-@dataclass(frozen=True)
-class ScaledRun:
-    """A scaled disaggregated replay: what the requests saw and what it held."""
-
-    requests: int
-    served: int
-    ttft_p99_s: float
-    tpot_p99_s: float
-    meets_slo: bool
-    gpu_hours: float
-    slo_attainment: float = 1.0
-    """Requests served within every latency SLO (``simulation/run.py``'s ``meets``) ÷ the
-    trace's requests: the playground's ``slo_attainment``."""
-    decisions: list[RoleCounts] = field(default_factory=list)
-    gpu_hours_by_role: dict[str, float] = field(default_factory=dict)
-    """Each pool's GPU-hours (starting, ready and draining replicas), summing to ``gpu_hours``."""
-    ttft_attainment: float = 1.0
-    """Requests whose TTFT (arrival to first token, the KV hand-off included: the prefill
-    pool's part) met ``ttftP99Seconds`` ÷ the trace's requests."""
-    tpot_attainment: float = 1.0
-    """Requests whose TPOT (the decode pool's part; a one-token answer has none) met
-    ``tpotP99Seconds`` ÷ the trace's requests."""
 
 
 def role_attainment(outs: Sequence[Outcome], slo: Slo, requests: int) -> tuple[float, float]:
@@ -96,128 +59,104 @@ def replay_scaled(
     scrape_interval_s: float = 15.0,
     gauge_window_s: float = 60.0,
     rate_window_s: float = 120.0,
-) -> ScaledRun:
+) -> FleetRun:
     """Replay ``trace`` on a prefill/decode fleet that starts at the plan's counts and is
     scaled by the operator's per-role policy (see the module docstring)."""
     _, prefill_pool, decode_pool = pools(plan)
     rec, scratch = Recorder(), Recorder()
-    fleets = {
-        "prefill": Fleet(e.prefill, scratch, e.prefill_gpus, cold_start_s, prefill_pool.replicas),
-        "decode": Fleet(e.decode, rec, e.decode_gpus, cold_start_s, decode_pool.replicas),
-    }
-    records = {"prefill": scratch, "decode": rec}
-    keep = math.ceil(max(rate_window_s, gauge_window_s) / scrape_interval_s) + 2
-    scrapes: dict[str, deque[Scrape]] = {role: deque(maxlen=keep) for role in ROLES}
-    handed: list[SimRequest] = []
-    transit: list[tuple[float, int, SimRequest]] = []
-    outputs: dict[int, int] = {}
-    order = 0
-    stepper = Stepper(spec, plan, decision_interval_s)
-    states = {
-        "prefill": ScalingState(decided_replicas=prefill_pool.replicas),
-        "decode": ScalingState(decided_replicas=decode_pool.replicas),
-    }
-    decisions: list[RoleCounts] = []
+    fleet = Fleet(
+        [
+            PoolEngine("prefill", e.prefill, e.prefill_gpus),
+            PoolEngine("decode", e.decode, e.decode_gpus),
+        ],
+        [scratch, rec],
+        cold_start_s,
+        [prefill_pool.replicas, decode_pool.replicas],
+        handoff=Handoff(0, 1, e.transfer_s),
+    )
+    hooks = _RoleHooks(
+        fleet,
+        Stepper(spec, plan, decision_interval_s),
+        [prefill_pool.replicas, decode_pool.replicas],
+        math.ceil(max(rate_window_s, gauge_window_s) / scrape_interval_s) + 2,
+        (gauge_window_s, rate_window_s),
+    )
+    clock = Clock(scrape_interval_s, decision_interval_s, None, DRAIN_LIMIT_S)
+    end = replay(fleet, trace.requests, trace.duration_s, hooks, clock)
+    ttft, tpot = role_attainment(rec.outcomes, spec.slo, len(trace.requests))
+    return summarize(
+        fleet,
+        end,
+        trace,
+        spec.slo,
+        policy="tokenscale (per role)",
+        peak=hooks.peak,
+        asked_end=fleet.asked(),
+        events=hooks.events,
+        marked=[],
+        timeline=hooks.points,
+        served_by=[1],
+        attainment=[ttft, tpot],
+        meets_p99=meets_slo(rec, spec.slo),
+    )
 
-    def hook() -> None:  # every prefill engine hands its finished prompts over
-        for m in fleets["prefill"].members:
-            m.replica.finished = handed
 
-    hook()
+class _RoleHooks:
+    """What an arrival, a scrape and a decision do for prefill/decode pools: each arrival's
+    prefill to the prefill pool, each pool scraped on its own series, one
+    :meth:`~tokenscale.scaling.stepper.Stepper.step_roles` per decision."""
 
-    def step_to(t: float) -> None:
-        nonlocal order
-        fleets["prefill"].advance(t)
-        for r in handed:
-            order += 1
-            heapq.heappush(transit, (r.last_token_s + e.transfer_s(r.input_tokens), order, r))
-        handed.clear()
-        while transit and transit[0][0] <= t:
-            at, _, r = heapq.heappop(transit)
-            fleets["decode"].advance(at)
-            moved = SimRequest(
-                r.arrival_s, r.input_tokens, outputs.pop(id(r)), remote_tokens=r.input_tokens
-            )
-            fleets["decode"].route(moved, at)
-        fleets["decode"].advance(t)
+    def __init__(
+        self,
+        fleet: Fleet,
+        stepper: Stepper,
+        planned: list[int],
+        keep: int,
+        windows_s: tuple[float, float],
+    ) -> None:
+        self.fleet, self.stepper, self.windows_s = fleet, stepper, windows_s
+        self.scrapes: dict[str, deque[Scrape]] = {role: deque(maxlen=keep) for role in ROLES}
+        self.states = {
+            role: ScalingState(decided_replicas=n) for role, n in zip(ROLES, planned, strict=True)
+        }
+        self.points: list[PoolsPoint] = []
+        self.peak = fleet.asked()
+        self.events = 0
 
-    def decide(t: float) -> None:
-        nonlocal states
+    def admit(self, r: TraceRequest, t: float) -> None:
+        req = SimRequest(r.arrival_s, r.input_tokens, 1, r.prefix_blocks)
+        self.fleet.admit_prefill(req, r.output_tokens, t)
+
+    def scrape(self, t: float) -> None:
+        for i, role in enumerate(ROLES):
+            self.scrapes[role].append(self.fleet.scrape(t, [i]))
+
+    def decide(self, t: float) -> bool:
+        gauge_s, rate_s = self.windows_s
         snaps: dict[str, Snapshot] = {}
-        for role in ROLES:
-            snap = snapshot_at(scrapes[role], t, records[role], gauge_window_s, rate_window_s)
+        for i, role in enumerate(ROLES):
+            rec = self.fleet.recs[i]
+            snap = snapshot_at(self.scrapes[role], t, rec, gauge_s, rate_s)
             if snap is not None:
                 snaps[role] = snap
         top = snaps.get("decode") or Snapshot(at=t, replicas_reporting=0)
-        lead = fleets["decode"].lead_time_s() or fleets["prefill"].lead_time_s()
-        step = stepper.step_roles(
-            states, Observation(t, top.model_copy(update={"roles": snaps})), t, lead
+        lead = self.fleet.lead_time_s()
+        step = self.stepper.step_roles(
+            self.states, Observation(t, top.model_copy(update={"roles": snaps})), t, lead
         )
-        states = dict(step.states)
-        if step.decision is None:
-            return
-        for role in ROLES:
-            fleets[role].set_target(step.decision.of(role).replicas, t)
-        hook()
-        decisions.append(
-            RoleCounts(
-                t,
-                step.decision.prefill.replicas,
-                step.decision.decode.replicas,
-                step.decision.prefill.reason,
-                step.decision.decode.reason,
-                step.decision.coordination,
-                step.decision.prefill.prefill_calibration,
-                step.decision.decode.calibration,
+        self.states = dict(step.states)
+        d = step.decision
+        if d is None:
+            return False
+        fleet = self.fleet
+        self.events += any(fleet.set_counts({role: d.of(role).replicas for role in ROLES}, t))
+        asked = fleet.asked()
+        self.peak = {n: max(self.peak[n], asked[n]) for n in self.peak}
+        self.points.append(
+            PoolsPoint(
+                t, asked, fleet.in_phase("ready"), fleet.in_phase("pending"), d.coordination,
+                {role: d.of(role).reason for role in ROLES},
+                {"prefill": d.prefill.prefill_calibration, "decode": d.decode.calibration},
             )
-        )
-
-    t_scrape, t_decide = 0.0, decision_interval_s
-
-    def ticks_until(t: float) -> None:
-        nonlocal t_scrape, t_decide
-        while min(t_scrape, t_decide) <= t:
-            if t_scrape <= t_decide:
-                step_to(t_scrape)
-                for role in ROLES:
-                    scrapes[role].append(fleets[role].scrape(t_scrape))
-                t_scrape += scrape_interval_s
-            else:
-                step_to(t_decide)
-                decide(t_decide)
-                t_decide += decision_interval_s
-
-    for r in trace.requests:
-        ticks_until(r.arrival_s)
-        step_to(r.arrival_s)
-        req = SimRequest(r.arrival_s, r.input_tokens, 1, r.prefix_blocks)
-        outputs[id(req)] = r.output_tokens
-        fleets["prefill"].route(req, r.arrival_s)
-    end = trace.requests[-1].arrival_s if trace.requests else 0.0
-    t = end
-    while (outputs or transit or handed or any(f.in_flight() for f in fleets.values())) and (
-        t < end + DRAIN_LIMIT_S
-    ):
-        t += scrape_interval_s
-        ticks_until(t)
-        step_to(t)
-    outs = rec.outcomes
-    gpu_s = sum(f.gpu_seconds for f in fleets.values())
-    ttft_attainment, tpot_attainment = role_attainment(outs, spec.slo, len(trace.requests))
-    return ScaledRun(
-        requests=len(trace.requests),
-        served=len(outs),
-        ttft_p99_s=percentile([o.ttft_s for o in outs], 0.99) if outs else math.nan,
-        tpot_p99_s=percentile([o.tpot_s for o in outs if o.output_tokens > 1], 0.99)
-        if outs
-        else math.nan,
-        meets_slo=meets_slo(rec, spec.slo),
-        gpu_hours=gpu_s / 3600.0,
-        slo_attainment=sum(1 for o in outs if meets(o, spec.slo)) / len(trace.requests)
-        if trace.requests
-        else 1.0,
-        decisions=decisions,
-        gpu_hours_by_role={role: f.gpu_seconds / 3600.0 for role, f in fleets.items()},
-        ttft_attainment=ttft_attainment,
-        tpot_attainment=tpot_attainment,
-    )
+        )  # fmt: skip
+        return False

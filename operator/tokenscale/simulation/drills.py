@@ -25,7 +25,8 @@ from tokenscale.simulation.faults import Fault, faulted_trace
 from tokenscale.simulation.policies import PolicyName
 from tokenscale.simulation.recorder import Outcome
 from tokenscale.simulation.result import SimResult, TimelinePoint
-from tokenscale.simulation.run import Setup, _replay, meets
+from tokenscale.simulation.run import Setup, _replay
+from tokenscale.simulation.summary import meets
 from tokenscale.simulation.trace import Trace
 
 BIN_S = 30.0

@@ -22,9 +22,9 @@ import itertools
 from dataclasses import dataclass, replace
 from typing import Literal, get_args
 
-from tokenscale.simulation.fleet import Fleet, Member
+from tokenscale.simulation.fleet import Fleet, PoolEngine
 from tokenscale.simulation.recorder import Recorder
-from tokenscale.simulation.replica import Replica, ReplicaConfig, SimRequest
+from tokenscale.simulation.replica import ReplicaConfig, SimRequest
 from tokenscale.simulation.trace import Trace, TraceRequest
 
 FaultKind = Literal["replica-loss", "cache-flush", "traffic-x2", "retry-storm", "long-burst"]
@@ -145,7 +145,9 @@ class FaultyFleet(Fleet):
         cold_start_s: float,
         initial_ready: int,
     ) -> None:
-        super().__init__(cfg, rec, gpus_per_replica, cold_start_s, initial_ready)
+        super().__init__(
+            [PoolEngine("serve", cfg, gpus_per_replica)], [rec], cold_start_s, [initial_ready]
+        )
         self._faults = sorted((f for f in faults if f.kind in FLEET_FAULTS), key=lambda f: f.at_s)
         self._retries: list[tuple[float, int, SimRequest]] = []
         self._seq = itertools.count()
@@ -156,8 +158,8 @@ class FaultyFleet(Fleet):
         retry = self._retries[0][0] if self._retries else float("inf")
         return min(fault, retry)
 
-    def next_ready_s(self) -> float:
-        return min(super().next_ready_s(), self._next_event_s())
+    def next_event_s(self) -> float:
+        return min(super().next_event_s(), self._next_event_s())
 
     def in_flight(self) -> int:
         return super().in_flight() + len(self._retries)
@@ -191,9 +193,7 @@ class FaultyFleet(Fleet):
             )
             heapq.heappush(self._retries, (now + RETRY_DELAY_S, next(self._seq), retry))
         # the Deployment's ReplicaSet replaces the pod: it holds GPUs and serves after a cold start
-        self.members.append(
-            Member(Replica(self.cfg, self.rec, now), now + self.cold_start_s, "starting", now)
-        )
+        self.members.append(self._new_member(0, now))
         self.events.append(
             (now, f"a replica died with {len(lost)} requests (retried {RETRY_DELAY_S:g} s later)")
         )
@@ -210,4 +210,4 @@ def make_fleet(
     """A plain :class:`Fleet`, or a :class:`FaultyFleet` when a fleet-level fault is asked."""
     if any(f.kind in FLEET_FAULTS for f in faults):
         return FaultyFleet(faults, cfg, rec, gpus_per_replica, cold_start_s, initial_ready)
-    return Fleet(cfg, rec, gpus_per_replica, cold_start_s, initial_ready)
+    return Fleet.one_pool(cfg, rec, gpus_per_replica, cold_start_s, initial_ready)

@@ -53,14 +53,28 @@ def scrape(
     at: float,
     engines: Sequence[tuple[int, int, float]],
     blocks_per_engine: int,
-    rec: Recorder,
+    recs: Sequence[Recorder],
     held: int = 0,
     held_sheddable: int = 0,
     lora: Sequence[tuple[int, int, bool]] | None = None,
 ) -> Scrape:
     """``engines``: (waiting, running, KV usage) of each engine that answers the scrape;
-    ``held``: requests held at the gateway, ``held_sheddable`` of them sheddable; ``lora``:
-    each engine's adapters (LoRA on)."""
+    ``recs``: the recorders of the pools scraped together (their series summed, as
+    ``sum(rate(...))`` over the pools' pods); ``held``: requests held at the gateway,
+    ``held_sheddable`` of them sheddable; ``lora``: each engine's adapters (LoRA on)."""
+    if len(recs) == 1:
+        rec = recs[0]
+        counters = rec.counters()
+        buckets = {k: h.copy_counts() for k, h in rec.histograms().items()}
+        sums = {k: h.total for k, h in rec.histograms().items()}
+    else:
+        counters = {k: sum(r.counters()[k] for r in recs) for k in recs[0].counters()}
+        names = recs[0].histograms()
+        buckets = {
+            k: tuple(map(sum, zip(*(r.histograms()[k].counts for r in recs), strict=True)))
+            for k in names
+        }
+        sums = {k: sum(r.histograms()[k].total for r in recs) for k in names}
     return Scrape(
         held=held,
         held_sheddable=held_sheddable,
@@ -70,9 +84,9 @@ def scrape(
         running=tuple(e[1] for e in engines),
         kv_usage=tuple(e[2] for e in engines),
         blocks_per_engine=blocks_per_engine,
-        counters=rec.counters(),
-        buckets={k: h.copy_counts() for k, h in rec.histograms().items()},
-        sums={k: h.total for k, h in rec.histograms().items()},
+        counters=counters,
+        buckets=buckets,
+        sums=sums,
     )
 
 
@@ -88,67 +102,18 @@ def snapshot_at(
     if not seen:
         return None
     last = seen[-1]
-    problems: list[str] = []
     if now - last.at > gauge_window_s or not last.waiting:
         return Snapshot(
             at=now,
             replicas_reporting=0,
             problems=["no series: no engine scraped in the gauge window"],
         )
-    window = [s for s in seen if s.at >= now - rate_window_s]
-    if not window:
-        window = [last]
-    first = window[0]
-    span = last.at - first.at
+    window = [s for s in seen if s.at >= now - rate_window_s] or [last]
+    w = _Window(window, now, rate_window_s, rec)
+    problems = [] if w.span > 0 else ["rates: fewer than two scrapes in the rate window"]
+    queries = w.rate("prefix_queries")
+    hits = w.rate("prefix_hits")
     n = len(last.waiting)
-
-    def per_second(first_value: float, last_value: float) -> float | None:
-        if span <= 0:
-            return None
-        return extrapolated_rate(
-            first_value, last_value, first.at, last.at, len(window), now - rate_window_s, now
-        )
-
-    def rate(name: str) -> float | None:
-        return per_second(first.counters[name], last.counters[name])
-
-    hists = rec.histograms()
-
-    def quantile(q: float, name: str) -> float | None:
-        if span <= 0:
-            return None
-        return histogram_quantile(q, hists[name].bounds, first.buckets[name], last.buckets[name])
-
-    def counts(name: str) -> BucketCounts | None:
-        """``sum by (le) (increase(…_bucket))`` over the window: what the buckets can tell."""
-        deltas = [a - b for a, b in zip(last.buckets[name], first.buckets[name], strict=True)]
-        if span <= 0 or sum(deltas) <= 0:
-            return None
-        cumulative, running = [], 0.0
-        for d in deltas[:-1]:
-            running += d
-            cumulative.append(running)
-        return BucketCounts(
-            bounds=tuple(hists[name].bounds), cumulative=tuple(cumulative), total=sum(deltas)
-        )
-
-    def mean(name: str) -> float | None:
-        """``rate(_sum) / rate(_count)``: None when nothing was observed in the window."""
-        count = sum(last.buckets[name]) - sum(first.buckets[name])
-        if span <= 0 or count <= 0:
-            return None
-        return (last.sums[name] - first.sums[name]) / count
-
-    def count_rate(name: str) -> float | None:
-        """``rate(_count)`` of a histogram."""
-        return per_second(sum(first.buckets[name]), sum(last.buckets[name]))
-
-    if span <= 0:
-        problems.append("rates: fewer than two scrapes in the rate window")
-    queries = rate("prefix_queries")
-    hits = rate("prefix_hits")
-    blocks_total = float(last.blocks_per_engine * n)
-    kv_free = sum(last.blocks_per_engine * (1.0 - u) for u in last.kv_usage)
     return Snapshot(
         at=now,
         replicas_reporting=n,
@@ -157,28 +122,28 @@ def snapshot_at(
         running=float(sum(last.running)),
         kv_usage_max=max(last.kv_usage),
         kv_usage_mean=sum(last.kv_usage) / n,
-        kv_blocks_total=blocks_total,
-        kv_blocks_free=kv_free,
-        ttft_p50_s=quantile(0.5, "ttft"),
-        ttft_p95_s=quantile(0.95, "ttft"),
-        ttft_p99_s=quantile(0.99, "ttft"),
-        itl_p99_s=quantile(0.99, "itl"),
-        tpot_p50_s=quantile(0.5, "tpot"),
-        tpot_p99_s=quantile(0.99, "tpot"),
-        ttft_buckets=counts("ttft"),
-        tpot_buckets=counts("tpot"),
-        tpot_mean_s=mean("tpot"),
-        ttft_mean_s=mean("ttft"),
-        queue_mean_s=mean("queue"),
-        e2e_p99_s=quantile(0.99, "e2e"),
-        queue_p99_s=quantile(0.99, "queue"),
-        request_rate_rps=rate("success"),
-        started_rps=count_rate("ttft"),
-        output_tokens_mean=mean("output_tokens"),
-        prompt_tps=rate("prompt_tokens"),
-        generation_tps=rate("generation_tokens"),
+        kv_blocks_total=float(last.blocks_per_engine * n),
+        kv_blocks_free=sum(last.blocks_per_engine * (1.0 - u) for u in last.kv_usage),
+        ttft_p50_s=w.quantile(0.5, "ttft"),
+        ttft_p95_s=w.quantile(0.95, "ttft"),
+        ttft_p99_s=w.quantile(0.99, "ttft"),
+        itl_p99_s=w.quantile(0.99, "itl"),
+        tpot_p50_s=w.quantile(0.5, "tpot"),
+        tpot_p99_s=w.quantile(0.99, "tpot"),
+        ttft_buckets=w.counts("ttft"),
+        tpot_buckets=w.counts("tpot"),
+        tpot_mean_s=w.mean("tpot"),
+        ttft_mean_s=w.mean("ttft"),
+        queue_mean_s=w.mean("queue"),
+        e2e_p99_s=w.quantile(0.99, "e2e"),
+        queue_p99_s=w.quantile(0.99, "queue"),
+        request_rate_rps=w.rate("success"),
+        started_rps=w.count_rate("ttft"),
+        output_tokens_mean=w.mean("output_tokens"),
+        prompt_tps=w.rate("prompt_tokens"),
+        generation_tps=w.rate("generation_tokens"),
         prefix_cache_hit_rate=(hits / queries) if queries and hits is not None else None,
-        preemptions_per_s=rate("preemptions"),
+        preemptions_per_s=w.rate("preemptions"),
         newest_sample_age_s=now - last.at,
         problems=problems,
         **_lora_fields(last),
@@ -195,6 +160,66 @@ def _lora_fields(last: Scrape) -> dict[str, float | int]:
         "lora_waiting_adapters": float(sum(e[1] for e in last.lora)),
         "lora_slot_bound_engines": sum(1 for e in last.lora if e[2]),
     }
+
+
+class _Window:
+    """The scrapes inside one rate window, and what Prometheus computes over them."""
+
+    def __init__(
+        self, window: Sequence[Scrape], now: float, rate_window_s: float, rec: Recorder
+    ) -> None:
+        self.first, self.last = window[0], window[-1]
+        self.samples = len(window)
+        self.now, self.rate_window_s = now, rate_window_s
+        self.span = self.last.at - self.first.at
+        self.hists = rec.histograms()
+
+    def per_second(self, first_value: float, last_value: float) -> float | None:
+        if self.span <= 0:
+            return None
+        return extrapolated_rate(
+            first_value,
+            last_value,
+            self.first.at,
+            self.last.at,
+            self.samples,
+            self.now - self.rate_window_s,
+            self.now,
+        )
+
+    def rate(self, name: str) -> float | None:
+        return self.per_second(self.first.counters[name], self.last.counters[name])
+
+    def quantile(self, q: float, name: str) -> float | None:
+        if self.span <= 0:
+            return None
+        bounds = self.hists[name].bounds
+        return histogram_quantile(q, bounds, self.first.buckets[name], self.last.buckets[name])
+
+    def counts(self, name: str) -> BucketCounts | None:
+        """``sum by (le) (increase(…_bucket))`` over the window: what the buckets can tell."""
+        pairs = zip(self.last.buckets[name], self.first.buckets[name], strict=True)
+        deltas = [a - b for a, b in pairs]
+        if self.span <= 0 or sum(deltas) <= 0:
+            return None
+        cumulative, running = [], 0.0
+        for d in deltas[:-1]:
+            running += d
+            cumulative.append(running)
+        return BucketCounts(
+            bounds=tuple(self.hists[name].bounds), cumulative=tuple(cumulative), total=sum(deltas)
+        )
+
+    def mean(self, name: str) -> float | None:
+        """``rate(_sum) / rate(_count)``: None when nothing was observed in the window."""
+        count = sum(self.last.buckets[name]) - sum(self.first.buckets[name])
+        if self.span <= 0 or count <= 0:
+            return None
+        return (self.last.sums[name] - self.first.sums[name]) / count
+
+    def count_rate(self, name: str) -> float | None:
+        """``rate(_count)`` of a histogram."""
+        return self.per_second(sum(self.first.buckets[name]), sum(self.last.buckets[name]))
 
 
 def with_dispersion(

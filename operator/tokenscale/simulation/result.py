@@ -1,5 +1,7 @@
 """What one simulated run reports. ``SimResult.model_dump(mode="json")`` is ``-o json``."""
 
+from dataclasses import dataclass, field
+
 from pydantic import BaseModel, ConfigDict, Field
 
 from tokenscale.scaling.decision import Decision
@@ -178,3 +180,84 @@ class SimResult(_Frozen):
     explanation: Explanation | None = Field(
         default=None, description="--explain: the decision at the asked moment"
     )
+
+
+@dataclass(frozen=True)
+class PoolRun:
+    """One pool of a replayed fleet (a variant of a mix, the prefill or the decode pool)."""
+
+    name: str
+    gpu_hours: float
+    """GPUs held (starting, ready, draining) over the trace's span."""
+    replicas_max: int
+    """The most replicas asked for at once."""
+    replicas_end: int
+    """Replicas asked for when the trace ended."""
+    requests: int
+    """Requests routed to it."""
+    attainment: float
+    """Of those, the share meeting the SLOs it answers for (1.0 when none came)."""
+
+
+@dataclass(frozen=True)
+class PoolsPoint:
+    """One decision: the replicas asked for, ready and pending per pool, and why."""
+
+    t_s: float
+    asked: dict[str, int]
+    ready: dict[str, int]
+    pending: dict[str, int]
+    reason: str
+    """Why (prefill/decode pools: what the coordination rule did)."""
+    reasons: dict[str, str] = field(default_factory=dict)
+    """Each pool's own reason, where each pool decides (prefill/decode)."""
+    calibration: dict[str, float] = field(default_factory=dict)
+    """Each pool's engine calibration at this decision, where each pool keeps one."""
+
+
+@dataclass(frozen=True)
+class FleetRun:
+    """What one replay of a fleet of several pools measured (a GPU mix; prefill and decode
+    pools), autoscaled or pinned (a fixed fleet is a pinned policy)."""
+
+    policy: str
+    routing: str
+    requests: int
+    rejected: int
+    unfinished: int
+    """Still in flight when the drain limit ended the run (-1: a probe that gave up)."""
+    slo_attainment: float
+    """Share of all requests (rejected and unfinished included) meeting TTFT and TPOT SLOs."""
+    ttft_p99_s: float
+    tpot_p99_s: float
+    gpu_hours: float
+    cost: float | None
+    """GPU-hours × each pool's price (None when a pool used has no price)."""
+    duration_s: float
+    pools: list[PoolRun]
+    scale_events: int
+    served: int = 0
+    """Requests answered (the record of the pools the answers come from)."""
+    meets_slo: bool | None = None
+    """Prefill/decode pools: whether the P99s (after a 20 % warm-up) met the SLOs."""
+    marked: list[tuple[float, str, str]] = field(default_factory=list)
+    """(when, variant, reason) of each exhausted mark (tokenscale on a mix only)."""
+    timeline: list[PoolsPoint] = field(default_factory=list)
+
+    @property
+    def gpu_hours_by_pool(self) -> dict[str, float]:
+        return {p.name: p.gpu_hours for p in self.pools}
+
+    @property
+    def replicas_max(self) -> dict[str, int]:
+        return {p.name: p.replicas_max for p in self.pools}
+
+    @property
+    def counts(self) -> dict[str, int]:
+        """Replicas asked for per pool when the trace ended."""
+        return {p.name: p.replicas_end for p in self.pools}
+
+    @property
+    def cost_per_hour(self) -> float | None:
+        hours = self.duration_s / 3600.0
+        return None if self.cost is None or hours <= 0 else self.cost / hours

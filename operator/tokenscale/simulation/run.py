@@ -1,11 +1,11 @@
 """Replay a trace against a simulated fleet under one scaling policy (discrete events).
 
-Events, in time order: arrivals (routed by the gateway), Prometheus scrapes every
-``scrape_interval_s``, policy decisions every ``decision_interval_s`` (the operator's resync
-interval) from the snapshot Prometheus would answer with, and started replicas becoming ready.
-Engines run their scheduler steps between events. Decisions stop at the trace's end; requests
-still in flight are then served to completion (up to ``drain_limit_s``) for their latencies,
-while GPU-hours count over the trace's span only, for every policy alike.
+The one loop (``simulation/loop.py``) on a one-pool fleet: arrivals routed by the gateway,
+Prometheus scrapes every ``scrape_interval_s``, policy decisions every ``decision_interval_s``
+(the operator's resync interval) from the snapshot Prometheus would answer with. Its
+end-of-run rule holds for every policy alike: decisions stop at the trace's end, requests
+still in flight are served (up to ``drain_limit_s``) for their latencies, GPU-hours count over
+the trace's span only.
 """
 
 import math
@@ -16,7 +16,6 @@ from dataclasses import dataclass, field
 from pydantic import BaseModel, ConfigDict, Field
 
 from tokenscale.api.inference_service import InferenceServiceSpec
-from tokenscale.api.slo import Slo
 from tokenscale.api.workload import Workload
 from tokenscale.planning import Conditions, layout_of, plan_at, plan_service, resolve
 from tokenscale.planning.pricing import Pricing
@@ -32,6 +31,7 @@ from tokenscale.simulation.classes import class_results
 from tokenscale.simulation.errors import TraceError
 from tokenscale.simulation.faults import Fault, make_fleet
 from tokenscale.simulation.fleet import Fleet
+from tokenscale.simulation.loop import Clock, replay
 from tokenscale.simulation.observe import Scrape, snapshot_at, with_demand, with_dispersion
 from tokenscale.simulation.policies import (
     HpaPolicy,
@@ -45,6 +45,7 @@ from tokenscale.simulation.policies import (
 from tokenscale.simulation.recorder import Outcome, Recorder
 from tokenscale.simulation.replica import SimRequest, replica_config
 from tokenscale.simulation.result import Explanation, SimResult, TimelinePoint
+from tokenscale.simulation.summary import meets
 from tokenscale.simulation.trace import Trace, TraceRequest, percentile, trace_stats
 from tokenscale.simulation.workloads import with_adapters
 
@@ -463,14 +464,10 @@ def _replay(
     outcomes_out: list[Outcome] | None = None,
     fleet_events_out: list[tuple[float, str]] | None = None,
 ) -> SimResult:
-    """One replay (``outcomes_out`` receives every request's outcome, ``fleet_events_out``
-    what injected faults did). With
-    ``give_up_misses`` it stops once more requests than that missed the SLO (or were
-    rejected); such a result says ``unfinished=-1`` and undercounts attainment."""
-    opts, trace = setup.opts, setup.trace
-    slo = setup.spec.slo
-    misses, judged = 0, 0
-    explanation: Explanation | None = None
+    """One replay through the one loop (``simulation/loop.py``: its end-of-run rule);
+    ``outcomes_out`` receives every request's outcome, ``fleet_events_out`` what injected
+    faults did. With ``give_up_misses`` it stops once more requests than that missed the SLO
+    (or were rejected); such a result says ``unfinished=-1`` and undercounts attainment."""
     rec = Recorder()
     # with classes the gateway holds sheddable requests once every engine carries the plan's
     # operating batch (flow control's saturation threshold at the plan's operating point)
@@ -479,91 +476,121 @@ def _replay(
         setup.faults, setup.replica, rec, setup.forecast.gpus_per_replica, cold_start_s, initial
     )
     fleet.hold_batch = sheds
-    scrapes: deque[Scrape] = deque(
-        maxlen=math.ceil(max(opts.rate_window_s, opts.gauge_window_s) / opts.scrape_interval_s) + 2
+    hooks = _OnePool(setup, policy, fleet, rec, progress, give_up_misses, explain_at_s)
+    opts = setup.opts
+    clock = Clock(
+        opts.scrape_interval_s, opts.decision_interval_s, opts.first_decision_s, opts.drain_limit_s
     )
-    # the first-token counter at each scrape that found an engine: the arrivals' dispersion
-    counted: deque[tuple[float, float]] = deque(
-        maxlen=math.ceil((DISPERSION_RANGE_S + 2 * COUNT_WINDOW_S) / opts.scrape_interval_s) + 2
-    )
-    arrivals, end_t = trace.requests, trace.duration_s
-    counts = _Counts(replicas_max=fleet.active)
-    timeline: list[TimelinePoint] = []
-    i, arrivals_since, last_point = 0, 0, 0.0
-    t_scrape = 0.0
-    t_decide = opts.decision_interval_s if opts.first_decision_s is None else opts.first_decision_s
-    # 1. the trace's span: arrivals, scrapes, decisions, replicas becoming ready
-    t = 0.0
-    while True:
-        t = min(
-            arrivals[i].arrival_s if i < len(arrivals) else math.inf,
-            fleet.next_ready_s(),
-            t_scrape,
-            t_decide,
-            end_t,
-        )
-        fleet.advance(t)
-        while i < len(arrivals) and arrivals[i].arrival_s <= t:
-            _admit(fleet, arrivals[i], t, setup.forecast.max_model_len, counts, sheds)
-            i += 1
-            arrivals_since += 1
-        if t >= t_scrape:
-            scrapes.append(fleet.scrape(t))
-            if scrapes[-1].waiting:
-                counted.append((t, float(sum(scrapes[-1].buckets["ttft"]))))
-            t_scrape += opts.scrape_interval_s
-        if t >= t_decide:
-            snap = snapshot_at(scrapes, t, rec, opts.gauge_window_s, opts.rate_window_s)
-            snap = with_demand(snap, scrapes, t, setup.spec, opts.gauge_window_s)
-            snap = with_dispersion(snap, counted, t)
-            if isinstance(policy, TokenscalePolicy):
-                policy.lead_time_s = fleet.lead_time_s()
-            delta = fleet.set_target(policy.decide(t, snap, fleet.target), t)
-            if (
-                explain_at_s is not None
-                and explanation is None
-                and t >= explain_at_s
-                and isinstance(policy, TokenscalePolicy)
-                and policy.last is not None
-            ):
-                explanation = Explanation(
-                    t_s=t,
-                    replicas_ready=sum(1 for m in fleet.members if m.phase == "ready"),
-                    replicas_starting=sum(1 for m in fleet.members if m.phase == "starting"),
-                    snapshot=snap,
-                    decision=policy.last,
-                )
-            counts.ups += delta > 0
-            counts.downs += delta < 0
-            counts.replicas_max = max(counts.replicas_max, fleet.active)
-            if opts.timeline:
-                rps = arrivals_since / (t - last_point)
-                timeline.append(_point(fleet, t, rps, snap, policy))
-            arrivals_since, last_point = 0, t
-            t_decide += opts.decision_interval_s
-            if progress is not None:
-                progress(min(1.0, t / max(end_t, 1e-9)))
-            if give_up_misses is not None:
-                outs = rec.outcomes
-                misses += sum(1 for o in outs[judged:] if not meets(o, slo))
-                judged = len(outs)
-                if misses + counts.rejected > give_up_misses:
-                    return _result(setup, policy_name, rec, fleet.gpu_seconds, counts, -1, [])
-        if t >= end_t:
-            break
-    gpu_seconds = fleet.gpu_seconds
-    # 2. no more decisions: serve what is in flight (latencies count, GPU time does not)
-    drain_end = end_t + opts.drain_limit_s
-    while fleet.in_flight() and t < drain_end:
-        t = min(fleet.next_ready_s(), drain_end)
-        fleet.advance(t)
+    end = replay(fleet, setup.trace.requests, setup.trace.duration_s, hooks, clock)
+    if end.gave_up:
+        return _result(setup, policy_name, rec, sum(end.gpu_seconds_by_pool), hooks.counts, -1, [])
     if outcomes_out is not None:
         outcomes_out.extend(rec.outcomes)
     if fleet_events_out is not None:
         fleet_events_out.extend(getattr(fleet, "events", []))
-    counts.shed = list(fleet.shed)
-    result = _result(setup, policy_name, rec, gpu_seconds, counts, fleet.in_flight(), timeline)
-    return result if explanation is None else result.model_copy(update={"explanation": explanation})
+    hooks.counts.shed = list(fleet.shed)
+    result = _result(
+        setup,
+        policy_name,
+        rec,
+        sum(end.gpu_seconds_by_pool),
+        hooks.counts,
+        fleet.in_flight(),
+        hooks.timeline,
+    )
+    if hooks.explanation is None:
+        return result
+    return result.model_copy(update={"explanation": hooks.explanation})
+
+
+class _OnePool:
+    """What an arrival, a scrape and a decision do for one pool under one policy."""
+
+    def __init__(
+        self,
+        setup: Setup,
+        policy: Policy,
+        fleet: Fleet,
+        rec: Recorder,
+        progress: Progress | None,
+        give_up_misses: int | None,
+        explain_at_s: float | None,
+    ) -> None:
+        opts = setup.opts
+        self.setup, self.policy, self.fleet, self.rec = setup, policy, fleet, rec
+        self.progress, self.give_up_misses, self.explain_at_s = (
+            progress,
+            give_up_misses,
+            explain_at_s,
+        )
+        self.scrapes: deque[Scrape] = deque(
+            maxlen=math.ceil(max(opts.rate_window_s, opts.gauge_window_s) / opts.scrape_interval_s)
+            + 2
+        )
+        # the first-token counter at each scrape that found an engine: the arrivals' dispersion
+        self.counted: deque[tuple[float, float]] = deque(
+            maxlen=math.ceil((DISPERSION_RANGE_S + 2 * COUNT_WINDOW_S) / opts.scrape_interval_s) + 2
+        )
+        self.counts = _Counts(replicas_max=fleet.active)
+        self.timeline: list[TimelinePoint] = []
+        self.explanation: Explanation | None = None
+        self.arrivals_since, self.last_point = 0, 0.0
+        self.misses, self.judged = 0, 0
+
+    def admit(self, r: TraceRequest, t: float) -> None:
+        _admit(
+            self.fleet, r, t, self.setup.forecast.max_model_len, self.counts, self.fleet.hold_batch
+        )
+        self.arrivals_since += 1
+
+    def scrape(self, t: float) -> None:
+        self.scrapes.append(self.fleet.scrape(t))
+        if self.scrapes[-1].waiting:
+            self.counted.append((t, float(sum(self.scrapes[-1].buckets["ttft"]))))
+
+    def decide(self, t: float) -> bool:
+        opts, fleet, policy = self.setup.opts, self.fleet, self.policy
+        snap = snapshot_at(self.scrapes, t, self.rec, opts.gauge_window_s, opts.rate_window_s)
+        snap = with_demand(snap, self.scrapes, t, self.setup.spec, opts.gauge_window_s)
+        snap = with_dispersion(snap, self.counted, t)
+        if isinstance(policy, TokenscalePolicy):
+            policy.lead_time_s = fleet.lead_time_s()
+        delta = fleet.set_target(policy.decide(t, snap, fleet.target), t)
+        self._explain(t, snap)
+        self.counts.ups += delta > 0
+        self.counts.downs += delta < 0
+        self.counts.replicas_max = max(self.counts.replicas_max, fleet.active)
+        if opts.timeline:
+            rps = self.arrivals_since / (t - self.last_point)
+            self.timeline.append(_point(fleet, t, rps, snap, policy))
+        self.arrivals_since, self.last_point = 0, t
+        if self.progress is not None:
+            self.progress(min(1.0, t / max(self.setup.trace.duration_s, 1e-9)))
+        if self.give_up_misses is None:
+            return False
+        outs = self.rec.outcomes
+        self.misses += sum(1 for o in outs[self.judged :] if not meets(o, self.setup.spec.slo))
+        self.judged = len(outs)
+        return self.misses + self.counts.rejected > self.give_up_misses
+
+    def _explain(self, t: float, snap: Snapshot | None) -> None:
+        """``--explain``: keep the first tokenscale decision at or after the asked moment."""
+        policy = self.policy
+        if (
+            self.explain_at_s is None
+            or self.explanation is not None
+            or t < self.explain_at_s
+            or not isinstance(policy, TokenscalePolicy)
+            or policy.last is None
+        ):
+            return
+        self.explanation = Explanation(
+            t_s=t,
+            replicas_ready=self.fleet.count("ready"),
+            replicas_starting=self.fleet.count("starting"),
+            snapshot=snap,
+            decision=policy.last,
+        )
 
 
 def _admit(
@@ -599,13 +626,6 @@ def _admit(
     fleet.route(request, now)
 
 
-def meets(o: Outcome, slo: Slo) -> bool:
-    """One request met the TTFT and TPOT SLOs (a one-token answer has no TPOT)."""
-    return (slo.ttft_p99_seconds is None or o.ttft_s <= slo.ttft_p99_seconds) and (
-        slo.tpot_p99_seconds is None or o.output_tokens <= 1 or o.tpot_s <= slo.tpot_p99_seconds
-    )
-
-
 def _point(fleet: Fleet, t: float, rps: float, s: Snapshot | None, policy: Policy) -> TimelinePoint:
     last = policy.last if isinstance(policy, TokenscalePolicy) else None
     spread = None if last is None else last.dispersion
@@ -614,9 +634,9 @@ def _point(fleet: Fleet, t: float, rps: float, s: Snapshot | None, policy: Polic
         t_s=t,
         arrival_rps=rps,
         replicas_target=fleet.target,
-        replicas_ready=sum(1 for m in fleet.members if m.phase == "ready"),
-        replicas_starting=sum(1 for m in fleet.members if m.phase == "starting"),
-        waiting=len(fleet.pending) + sum(len(e.waiting) for e in engines),
+        replicas_ready=fleet.count("ready"),
+        replicas_starting=fleet.count("starting"),
+        waiting=len(fleet.held) + sum(len(e.waiting) for e in engines),
         kv_usage_max=max((e.kv_usage for e in engines), default=0.0),
         ttft_p99_s=s.ttft_p99_s if s else None,
         tpot_p99_s=s.tpot_p99_s if s else None,
