@@ -15,7 +15,7 @@ to ×6 (36 RPS) over 10 minutes and back, 4 minutes flat (28 minutes, seed 3). C
   Pending); the operator's stockout rule (Pending past 300 s marks the variant exhausted, the
   need moves to the L40S; retried after 1,800 s) plays out through the mix stepper.
 
-Fleets compared, at the same routing, lifecycle and GPU prices (``simulation/mixed_scaling``):
+Fleets compared, at the same routing, lifecycle and GPU prices (``simulation/mix.py``):
 
 - **tokenscale (mix)**: the operator's mix policy (``scaling/mix_stepper.py``);
 - **tokenscale, <variant> alone**: the shared stepper on one variant's own spec and plan
