@@ -240,6 +240,35 @@ def test_a_short_class_is_not_failed_by_the_long_class_prompts() -> None:
     assert by["chat"].slo_checks[0].estimate_s < by["agent"].slo_checks[0].estimate_s
 
 
+@settings(max_examples=12, deadline=None)
+@given(
+    shorter=st.floats(6000, 20000),
+    longer_by=st.floats(1.0, 1.5),
+    ttft_s=st.floats(0.4, 3.0),
+)
+def test_a_longer_own_tail_never_needs_fewer_replicas(
+    shorter: float, longer_by: float, ttft_s: float
+) -> None:
+    def needs(p99: float) -> tuple[float, Plan]:
+        d = doc(
+            [
+                chat(inputTokens={"mean": 300, "p99": 1000}, slo={"ttftP99Seconds": 0.4}),
+                agent(inputTokens={"mean": 6000, "p99": p99}, slo={"ttftP99Seconds": ttft_s}),
+            ],
+            maxContextTokens=32768,
+        )
+        p = plan_of(d)
+        (a,) = [c for c in p.classes if c.name == "agent"]
+        return (float("inf") if a.replicas_for_slo is None else a.replicas_for_slo), p
+
+    short_n, p = needs(shorter)
+    long_n, _ = needs(min(shorter * longer_by, 30000.0))
+    assert long_n >= short_n
+    if p.replicas is not None:  # the fleet serves every guaranteed class's own plan
+        assert all(c.replicas_for_slo is not None for c in p.classes)
+        assert max(c.replicas_for_slo or 0 for c in p.classes) == p.replica_count
+
+
 def test_showback_sums_to_the_fleet() -> None:
     p = plan_of(doc([chat(), agent(), batch()]))
     assert p.gpus_total is not None
