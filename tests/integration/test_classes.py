@@ -1,7 +1,8 @@
 """Classes against a real API server (1.20, with llm-d's InferenceObjective CRD as published):
 the engine runs vLLM's priority scheduling, the gateway gets one InferenceObjective per class
-bound to the pool, a removed class's objective is deleted, and an objective of another owner
-(even one carrying our labels) is never touched. A second API server without the CRD shows
+bound to the pool, a removed class's objective is deleted, removing the gateway deletes every
+objective of ours, and an objective of another owner (even one carrying our labels) is never
+touched. A second API server without the CRD shows
 the condition that names what to install (PlanFeasible=False, Ready=False)."""
 
 import uuid
@@ -42,7 +43,7 @@ def _service(with_batch: bool = True) -> dict[str, Any]:
     return d
 
 
-def test_classes_render_priority_and_objectives_and_a_dropped_class_loses_its_own(
+def test_classes_render_priority_and_objectives_and_dropped_ones_lose_their_own(
     objects: Objects, namespace: str, start_operator: Callable[..., Process]
 ) -> None:
     theirs = {
@@ -104,6 +105,23 @@ def test_classes_render_priority_and_objectives_and_a_dropped_class_loses_its_ow
     assert left["theirs"]["spec"]["priority"] == 3
     assert "ownerReferences" not in left["theirs"]["metadata"]
     assert any(e.reason == "ObjectiveRemoved" for e in objects.events("test"))
+
+    # the gateway removed: every objective of ours goes (not only at the service's deletion)
+    objects.patch_spec("test", {"gateway": {"inferencePool": None}})
+
+    def ungated() -> bool:
+        _alive(op)
+        return not {"test-chat", "test-agent"} & set(_objectives(objects))
+
+    wait_for(ungated, 90, "the InferenceObjectives deleted with spec.gateway.inferencePool")
+    left = _objectives(objects)
+    assert set(left) == {"theirs"}
+    assert left["theirs"]["spec"]["priority"] == 3
+    said = [e.message for e in objects.events("test") if e.reason == "ObjectiveRemoved"]
+    assert any("spec.gateway.inferencePool was removed" in m for m in said)
+    dep = objects.deployment("test")  # the classes stay: vLLM still schedules by priority
+    args = dep.spec.template.spec.containers[0].args
+    assert args[args.index("--scheduling-policy") + 1] == "priority"
 
 
 @pytest.fixture(scope="module")

@@ -201,6 +201,74 @@ def test_a_loose_strict_swap_moves_the_binding() -> None:
     assert p.classes_summary.binding_class == "agent"
 
 
+def short_and_long(chat_ttft_s: float, agent_ttft_s: float) -> dict[str, Any]:
+    """Short chat prompts (P99 1,000) beside long agent prompts (P99 20,000): the mixture's
+    P99 prompt lies between them, too long for chat's requests and too short for the agent's."""
+    short = chat(
+        inputTokens={"mean": 300, "p99": 1000},
+        slo={"ttftP99Seconds": chat_ttft_s},
+    )
+    long = agent(inputTokens={"mean": 6000, "p99": 20000}, slo={"ttftP99Seconds": agent_ttft_s})
+    return doc([short, long], maxContextTokens=32768)
+
+
+def test_each_class_is_checked_with_its_own_token_lengths() -> None:
+    # At the mixture's P99 prompt both classes' TTFT was one figure: chat bound (a tight 0.4 s)
+    # and the agent's 0.48 s looked met; at its own 20,000-token P99 the agent needs far more.
+    p = plan_of(short_and_long(0.4, 0.48))
+    s = p.classes_summary
+    assert s is not None
+    by = {c.name: c for c in p.classes}
+    assert s.binding_class == "agent"
+    assert by["agent"].binding
+    assert by["agent"].replicas_for_slo == p.replica_count
+    assert by["chat"].replicas_for_slo is not None
+    assert by["chat"].replicas_for_slo < by["agent"].replicas_for_slo
+    (chat_ttft,) = by["chat"].slo_checks
+    (agent_ttft,) = by["agent"].slo_checks
+    assert chat_ttft.estimate_s < agent_ttft.estimate_s <= 0.48
+    assert s.reason.startswith(f"agent binds at {p.replica_count} replicas")
+
+
+def test_a_short_class_is_not_failed_by_the_long_class_prompts() -> None:
+    # chat's 0.3 s TTFT cannot hold for the mixture's P99 prompt; it holds for chat's own.
+    p = plan_of(short_and_long(0.3, 2.0))
+    assert p.replicas is not None
+    by = {c.name: c for c in p.classes}
+    assert all(c.met for c in by["chat"].slo_checks)
+    assert all(c.met for c in by["agent"].slo_checks)
+    assert by["chat"].slo_checks[0].estimate_s < by["agent"].slo_checks[0].estimate_s
+
+
+@settings(max_examples=12, deadline=None)
+@given(
+    shorter=st.floats(6000, 20000),
+    longer_by=st.floats(1.0, 1.5),
+    ttft_s=st.floats(0.4, 3.0),
+)
+def test_a_longer_own_tail_never_needs_fewer_replicas(
+    shorter: float, longer_by: float, ttft_s: float
+) -> None:
+    def needs(p99: float) -> tuple[float, Plan]:
+        d = doc(
+            [
+                chat(inputTokens={"mean": 300, "p99": 1000}, slo={"ttftP99Seconds": 0.4}),
+                agent(inputTokens={"mean": 6000, "p99": p99}, slo={"ttftP99Seconds": ttft_s}),
+            ],
+            maxContextTokens=32768,
+        )
+        p = plan_of(d)
+        (a,) = [c for c in p.classes if c.name == "agent"]
+        return (float("inf") if a.replicas_for_slo is None else a.replicas_for_slo), p
+
+    short_n, p = needs(shorter)
+    long_n, _ = needs(min(shorter * longer_by, 30000.0))
+    assert long_n >= short_n
+    if p.replicas is not None:  # the fleet serves every guaranteed class's own plan
+        assert all(c.replicas_for_slo is not None for c in p.classes)
+        assert max(c.replicas_for_slo or 0 for c in p.classes) == p.replica_count
+
+
 def test_showback_sums_to_the_fleet() -> None:
     p = plan_of(doc([chat(), agent(), batch()]))
     assert p.gpus_total is not None

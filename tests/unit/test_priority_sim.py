@@ -78,7 +78,8 @@ def test_a_saturated_fleet_sheds_the_sheddable_and_the_result_has_per_class_rows
 
 
 def test_a_csv_trace_carries_an_optional_priority_column() -> None:
-    from tokenscale.simulation.trace import TraceError, parse_csv  # noqa: PLC0415
+    from tokenscale.simulation.errors import TraceError  # noqa: PLC0415
+    from tokenscale.simulation.trace import parse_csv  # noqa: PLC0415
 
     t = parse_csv("t,in,out,priority\n1.0,10,5,10\n2.0,10,5,-10\n3.0,10,5,\n", "t", "in", "out")
     assert [r.priority for r in t.requests] == [10, -10, 0]
@@ -111,3 +112,37 @@ def test_simulate_prints_a_row_per_class_priority(tmp_path: object) -> None:
     assert "static: agent (priority 0): no request of this priority" in out.stdout
     assert "static: batch (priority -10):" in out.stdout
     assert "no SLO (sheddable)" in out.stdout
+
+
+def test_simulate_json_carries_the_per_class_rows(tmp_path: object) -> None:
+    import json  # noqa: PLC0415
+    from pathlib import Path  # noqa: PLC0415
+
+    from typer.testing import CliRunner  # noqa: PLC0415
+
+    from tests.helpers import ROOT  # noqa: PLC0415
+    from tokenscale.cli.app import app  # noqa: PLC0415
+
+    rows = ["t,in,out,priority"]
+    rows += [f"{i * 0.2:.2f},400,100,10" for i in range(150)]
+    rows += [f"{5 + i * 0.05:.2f},800,150,-10" for i in range(150)]
+    trace = Path(str(tmp_path)) / "t.csv"
+    trace.write_text("\n".join(rows) + "\n")
+    example = ROOT / "deploy" / "examples" / "tenants" / "llama-3.1-8b-h100-tenants.yaml"
+    args = ["simulate", str(example), "--trace", str(trace), "--format", "csv", "-o", "json"]
+    args += ["--columns", "arrival=t,input=in,output=out", "--policy", "static"]
+    out = CliRunner().invoke(app, args, env={"COLUMNS": "200"})
+    assert out.exit_code == 0, out.stdout
+    doc_ = json.loads(out.stdout)
+    by = {c["priority"]: c for c in doc_["classes"]}
+    assert [c["priority"] for c in doc_["classes"]] == [10, 0, -10]
+    assert by[10]["classes"] == "chat"
+    assert by[10]["requests"] == 150
+    assert by[10]["completed"] == 150
+    assert 0.0 <= by[10]["slo_attainment"] <= 1.0
+    assert by[0]["requests"] == 0
+    assert by[0]["ttft_p99_s"] is None  # no request: no percentile (NaN written as null)
+    assert by[-10]["requests"] == 150
+    assert by[-10]["slo_attainment"] is None  # sheddable: no SLO promised
+    assert by[-10]["completed"] + by[-10]["shed"] <= 150
+    assert abs(sum(c["gpu_hours"] for c in doc_["classes"]) - doc_["gpu_hours"]) < 1e-9

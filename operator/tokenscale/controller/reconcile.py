@@ -43,7 +43,7 @@ from tokenscale.controller.graceful import DELETION_COST, deletion_costs
 from tokenscale.controller.lead_time import lead_time_s
 from tokenscale.controller.lora_config_ref import with_adapter_configs
 from tokenscale.controller.model_config_ref import with_hf_config
-from tokenscale.controller.objectives import remove_dropped_objectives
+from tokenscale.controller.objectives import objectives_may_remain, remove_dropped_objectives
 from tokenscale.controller.observation import MetricsView, Observation
 from tokenscale.controller.ownership import REASON as NAME_CONFLICT
 from tokenscale.controller.ownership import (
@@ -495,10 +495,16 @@ def act(
             message = f"Deleted Deployment {child}: its GPU variant is no longer in spec.hardware"
             emit("Normal", "WorkloadRemoved", message)
             outcome.events.append(("Normal", "WorkloadRemoved", message))
-    if service.spec.gateway.inference_pool is not None:  # classes the spec dropped
+    pool = service.spec.gateway.inference_pool
+    if objectives_may_remain(pool is not None, status):  # classes, or the gateway, dropped
         kept = {o["metadata"]["name"] for o in objects if o["kind"] == INFERENCE_OBJECTIVE}
+        why = (
+            "its class is no longer in the spec"
+            if pool is not None
+            else "spec.gateway.inferencePool was removed"
+        )
         for child in remove_dropped_objectives(kube, ns, name, uid, kept):
-            message = f"Deleted InferenceObjective {child}: its class is no longer in the spec"
+            message = f"Deleted InferenceObjective {child}: {why}"
             emit("Normal", "ObjectiveRemoved", message)
             outcome.events.append(("Normal", "ObjectiveRemoved", message))
     return observed, role_lives

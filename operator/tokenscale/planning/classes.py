@@ -2,9 +2,11 @@
 
 1. **Guaranteed.** The critical and standard classes' sum (the guaranteed load: rates added at
    their peaks, tokens the mixture's) is planned once per guaranteed class, each at that
-   class's own SLO (``spec.slo`` when it has none). The fleet is the largest of those plans;
-   its class is the **binding** class, and every guaranteed class's SLO is checked on that
-   fleet's pools.
+   class's own SLO (``spec.slo`` when it has none) and its own token lengths: its TTFT and
+   E2E objectives with the class's own P95/P99 prompt and answer on the shared batch (the
+   mixture's means: the load and the batch's composition), its TPOT objectives with the
+   mixture's (a decode step carries the chunks of every class's prompts). The fleet is the
+   largest of those plans; its class is the **binding** class.
 2. **Sheddable.** The sheddable classes are served from the slack. The same spec planned with
    every class guaranteed at the binding class's SLO says what the sheddable peak needs on
    top (``needed_all − needed_guaranteed`` replicas, unrounded); the slack is the fleet's
@@ -25,6 +27,7 @@ from tokenscale.api.classes import WorkloadClass, sum_rps, tokens_of
 from tokenscale.api.inference_service import InferenceServiceSpec
 from tokenscale.api.slo import Slo
 from tokenscale.api.workload import Workload
+from tokenscale.api.workload_stats import TokenDistribution
 from tokenscale.planning.pools import checks_over, totals
 from tokenscale.planning.result import ClassesSummary, ClassShare, Plan, SloCheck
 
@@ -45,6 +48,52 @@ def _sum_workload(w: Workload, classes: list[WorkloadClass]) -> Workload:
 
 def _with(spec: InferenceServiceSpec, w: Workload, slo: Slo) -> InferenceServiceSpec:
     return spec.model_copy(update={"workload": w, "slo": slo})
+
+
+#: The objectives a class's own lengths decide (its prompt's prefill, its answer's steps) and
+#: those the shared batch decides (every class's prompts' chunks share a decode step).
+_OWN_SLO = ("ttft_p99_seconds", "ttft_p95_seconds", "e2e_p99_seconds", "e2e_p95_seconds")
+_SHARED_SLO = ("tpot_p99_seconds", "tpot_p95_seconds")
+#: The order the planner lists its checks in.
+_CHECK_ORDER = ("ttft_p99", "tpot_p99", "e2e_p99", "ttft_p95", "tpot_p95", "e2e_p95")
+
+
+def own_tails(mixture: TokenDistribution, own: TokenDistribution) -> TokenDistribution:
+    """The shared batch's mean (the mixture's) with the class's own P95 and P99 (its own mean
+    where it states none, as a class-free spec falls back): what the planner's percentile
+    estimates read for one class's requests. Built without validation on purpose: a short
+    class's P99 may lie below the mixture's mean."""
+    return TokenDistribution.model_construct(
+        mean=mixture.mean,
+        p95=own.p95 if own.p95 is not None else own.mean,
+        p99=own.p99_or_mean,
+    )
+
+
+def _class_plan(
+    spec: InferenceServiceSpec, name: str, planner: Planner, g_work: Workload, c: WorkloadClass
+) -> Plan:
+    """The fleet the guaranteed load needs for class ``c``'s SLO at ``c``'s own lengths (module
+    docstring): the larger of the plan for its own-length objectives and the plan for its
+    shared-batch ones, carrying both plans' checks (each at the replicas its plan needs)."""
+    slo = c.slo or spec.slo
+    own_slo = slo.model_copy(update=dict.fromkeys(_SHARED_SLO))
+    shared_slo = slo.model_copy(update=dict.fromkeys(_OWN_SLO))
+    plans: list[Plan] = []
+    if shared_slo.any_set or not own_slo.any_set:
+        plans.append(planner(_with(spec, g_work, shared_slo), name))
+    if own_slo.any_set:
+        own_work = g_work.model_copy(
+            update={
+                "input_tokens": own_tails(g_work.input_tokens, c.input_tokens),
+                "output_tokens": own_tails(g_work.output_tokens, c.output_tokens),
+            }
+        )
+        plans.append(planner(_with(spec, own_work, own_slo), name))
+    chosen = max(plans, key=_needed)
+    checks = [k for p in plans for k in checks_over(p.slo_checks, totals(p.pools))]
+    checks.sort(key=lambda k: _CHECK_ORDER.index(k.name) if k.name in _CHECK_ORDER else 99)
+    return chosen.model_copy(update={"slo_checks": checks})
 
 
 def _needed(p: Plan) -> float:
@@ -76,10 +125,9 @@ def plan_classes(spec: InferenceServiceSpec, name: str, planner: Planner) -> Pla
     w = spec.workload
     guaranteed, sheddable = w.guaranteed_classes, w.sheddable_classes
     g_work = _sum_workload(w, guaranteed)
-    per_class = [(c, planner(_with(spec, g_work, c.slo or spec.slo), name)) for c in guaranteed]
+    per_class = [(c, _class_plan(spec, name, planner, g_work, c)) for c in guaranteed]
     chosen_class, plan = max(per_class, key=lambda cp: _needed(cp[1]))
     binding_slo = chosen_class.slo or spec.slo
-    fleet = totals(plan.pools)
 
     all_plan = planner(_with(spec, _sum_workload(w, list(w.classes or [])), binding_slo), name)
     replicas = plan.replica_count
@@ -119,7 +167,7 @@ def plan_classes(spec: InferenceServiceSpec, name: str, planner: Planner) -> Pla
             c.rps.mean * served_mean[c.name] * (c.input_tokens.mean + c.output_tokens.mean) * 3600
         )
         own = next((p for k, p in per_class if k.name == c.name), None)
-        checks = checks_over(own.slo_checks, fleet) if own is not None else []
+        checks = own.slo_checks if own is not None else []
         rows.append(
             ClassShare(
                 name=c.name,
@@ -164,8 +212,9 @@ def plan_classes(spec: InferenceServiceSpec, name: str, planner: Planner) -> Pla
         assumptions=[
             "guaranteed load: the critical and standard classes' peaks added (they may not "
             "coincide: the safe side), tokens their rate-weighted mixture",
-            "every guaranteed class's SLO is checked with the mixture's token lengths (the "
-            "shared batch), not its own",
+            "each guaranteed class's TTFT and E2E at its own P95/P99 lengths on the shared "
+            "batch (the mixture's means), its TPOT at the mixture's; each checked at the "
+            "replicas its own plan needs (no more than the fleet's)",
             "sheddable classes at their own peak, at the guaranteed peak and at the guaranteed "
             "mean; slack counts redundancy replicas (spare capacity when nothing has failed)",
             "showback: replica-seconds used at the mean rate, idle capacity charged to the "
