@@ -131,8 +131,9 @@ class SignalStatus(ApiModel):
     """One pressure signal: its value, watermarks, level and the replicas it asks for."""
 
     name: str = Field(
-        description="kv_usage, waiting_per_replica, gateway_queue_per_replica, "
-        "pool_saturation, ttft_p99_s, tpot_p99_s."
+        description="kv_usage, queue_s (the seconds the waiting prompts take to prefill; "
+        "waiting_per_replica without a TTFT SLO), gateway_queue_per_replica, pool_saturation, "
+        "ttft_p99_s, tpot_p99_s."
     )
     value: float | None = Field(default=None, description="Observed value.")
     high: float = Field(description="At or above: scale up.")
@@ -153,6 +154,25 @@ class SignalStatus(ApiModel):
         default=None,
         description="1 − spec.scaling.targetAttainment: a latency signal is high only when "
         "overSloLow exceeds it, or a load signal confirms a possible breach.",
+    )
+    tokens: float | None = Field(
+        default=None,
+        ge=0,
+        description="The work behind the value in tokens: queue_s, the prompt tokens waiting "
+        "to prefill; kv_usage, the KV tokens held on the fullest engine.",
+    )
+    tokens_per_second: float | None = Field(
+        default=None,
+        ge=0,
+        description="queue_s: one engine's prefill rate the waiting tokens are divided by.",
+    )
+    capacity_tokens: float | None = Field(
+        default=None, ge=0, description="kv_usage: one engine's KV pool in tokens."
+    )
+    basis: str | None = Field(
+        default=None,
+        max_length=400,
+        description="Where the figures come from (observed or forecast prompts, the planner).",
     )
 
 

@@ -341,6 +341,10 @@ def decision_status(decision: Decision, observed_at_s: float | None = None) -> D
                 over_slo_low=s.over_slo_low,
                 over_slo_high=s.over_slo_high,
                 error_budget=s.error_budget,
+                tokens=s.tokens,
+                tokens_per_second=s.tokens_per_s,
+                capacity_tokens=s.capacity_tokens,
+                basis=s.basis,
             )
             for s in decision.signals
         ],

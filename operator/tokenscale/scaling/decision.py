@@ -35,6 +35,15 @@ class Signal(BaseModel):
     """… and the most (requests in the SLO's own bucket may be on either side)."""
     error_budget: float | None = None
     """``1 − spec.scaling.targetAttainment``: the share over the SLO a latency signal allows."""
+    tokens: float | None = None
+    """The work behind the value in tokens: ``queue_s``, the prompt tokens waiting to prefill;
+    ``kv_usage``, the KV tokens held on the fullest engine."""
+    tokens_per_s: float | None = None
+    """``queue_s``: the prefill rate of one engine the waiting tokens are divided by."""
+    capacity_tokens: float | None = None
+    """``kv_usage``: one engine's KV pool in tokens (the plan's)."""
+    basis: str | None = None
+    """Where the figures come from, in words (observed or forecast prompts, the planner)."""
 
 
 class Decision(BaseModel):

@@ -7,8 +7,9 @@ Three parts, one module each, composed here:
   breaches (``scaling/headroom.py``) and the room the **arrivals' dispersion** asks for
   (``scaling/dispersion.py``: 1 for Poisson arrivals); raised to the arrival rate expected one
   lead time ahead (``scaling/forecast.py``); an idle service needs only ``idle_floor``.
-- **The signals** (``scaling/signals.py``): KV usage, waiting per replica, TTFT and TPOT P99
-  against their watermarks, each with the replicas it asks for.
+- **The signals** (``scaling/signals.py``): KV usage (with its tokens), the queue as the
+  seconds its prompts take to prefill (``scaling/queue_work.py``: watermarks from the TTFT
+  SLO), TTFT and TPOT P99 read as attainment, each with the replicas it asks for.
 - **The policy** (``scaling/policy.py``): fast up, careful down, else hold — a transition with
   a typed :class:`~tokenscale.scaling.cause.Cause`.
 - **Never blind**: no snapshot, missing core signals or stale samples → hold the operator's own
@@ -24,7 +25,7 @@ import math
 from pydantic import BaseModel, ConfigDict
 
 from tokenscale.api.inference_service import InferenceServiceSpec
-from tokenscale.planning import Plan, layout_of, plan_at, resolve
+from tokenscale.planning import Plan, layout_of, perf_at, plan_at, resolve
 from tokenscale.planning.planner import as_planned
 from tokenscale.scaling.cause import Cause
 from tokenscale.scaling.decision import Decision
@@ -41,6 +42,7 @@ from tokenscale.scaling.need import (
     profile_calibration,
 )
 from tokenscale.scaling.policy import SCALE_DOWN_STEP_S, bounded, hold_blind, transition
+from tokenscale.scaling.queue_work import queue_work
 from tokenscale.scaling.signals import (
     LATENCY_SIGNALS,
     LOAD_SIGNALS,
@@ -131,9 +133,13 @@ def decide(inp: EngineInput) -> Decision:
     factor = calibrate(resolved, forecast, snap, start, dt)
     prefill_start = start if fresh else state.prefill_calibration
     prefill = calibrate_prefill(resolved, forecast, snap, prefill_start, dt)
-    live = plan_at(resolved, live_conditions(spec, snap, factor, prefill), layout_of(forecast))
+    conditions = live_conditions(spec, snap, factor, prefill)
+    live = plan_at(resolved, conditions, layout_of(forecast))
     per_replica = live.rps_per_replica if live.replicas is not None else None
     lead_s = DEFAULT_LEAD_TIME_S if inp.lead_time_s is None else max(0.0, inp.lead_time_s)
+    # the queue in units of work: the seconds its prompts take to prefill, against the SLO's
+    perf = perf_at(resolved, conditions, layout_of(forecast), forecast.max_num_batched_tokens)
+    work = queue_work(snap, spec, perf, policy.latency_low_ratio)
     backlog = backlog_of(
         snap,
         per_replica,
@@ -143,8 +149,11 @@ def decide(inp: EngineInput) -> Decision:
         now,
         dt,
     )
+    if backlog is not None and work is not None:
+        backlog = backlog.model_copy(update={"seen": work.over_high})
     # the signals
-    sigs = signals(snap, spec, policy, backlog)
+    kv_tokens = float(forecast.kv_capacity_tokens_per_replica) or None
+    sigs = signals(snap, spec, policy, backlog, work, kv_tokens)
     slo_room, raised_at = slo_headroom(state, sigs, now)
     # the arrivals' dispersion: room for the count they actually bring (1: Poisson, as planned)
     spread = dispersion_of(snap, policy.dispersion_sizing)
