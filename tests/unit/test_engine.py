@@ -133,7 +133,9 @@ def test_a_queue_is_work_not_a_count() -> None:
     assert qs.level != "high"  # 40 prompts of 1,000 tokens: well under the TTFT SLO
     assert not any(x.name == "waiting_per_replica" for x in short.signals)
     # the watermarks come from the TTFT SLO: high = SLO − a mean prompt's own prefill
-    assert 0 < qs.high < spec.slo.ttft_p99_seconds
+    slo = spec.slo.ttft_p99_seconds
+    assert slo is not None
+    assert 0 < qs.high < slo
     assert qs.basis is not None
     assert "prefill" in qs.basis
 

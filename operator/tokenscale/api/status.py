@@ -300,6 +300,17 @@ class ScalingState(ApiModel):
     slo_headroom_raised_s: float | None = Field(
         default=None, alias="sloHeadroomRaisedSeconds", description="When a breach last raised it."
     )
+    burst_floor_replicas: int | None = Field(
+        default=None,
+        alias="burstFloorReplicas",
+        description="The most replicas a scale-up decided within spec.scaling."
+        "burstMemorySeconds: scale-down stops there until the memory expires.",
+    )
+    burst_floor_at_s: float | None = Field(
+        default=None,
+        alias="burstFloorAtSeconds",
+        description="When that count was last needed (a recurrence renews it).",
+    )
     backlog_at_s: float | None = Field(
         default=None,
         alias="backlogAtSeconds",

@@ -11,7 +11,8 @@ Three parts, one module each, composed here:
   seconds its prompts take to prefill (``scaling/queue_work.py``: watermarks from the TTFT
   SLO), TTFT and TPOT P99 read as attainment, each with the replicas it asks for.
 - **The policy** (``scaling/policy.py``): fast up, careful down, else hold — a transition with
-  a typed :class:`~tokenscale.scaling.cause.Cause`.
+  a typed :class:`~tokenscale.scaling.cause.Cause`; no step down below the count a scale-up
+  decided within ``burstMemorySeconds`` (``scaling/burst_memory.py``).
 - **Never blind**: no snapshot, missing core signals or stale samples → hold the operator's own
   last decision, never below the forecast plan (with ``minReplicas`` 0: the last decision
   alone), never down; ``metrics_available`` False.
@@ -27,6 +28,7 @@ from pydantic import BaseModel, ConfigDict
 from tokenscale.api.inference_service import InferenceServiceSpec
 from tokenscale.planning import Plan, layout_of, perf_at, plan_at, resolve
 from tokenscale.planning.planner import as_planned
+from tokenscale.scaling.burst_memory import floor_in_force, remembered
 from tokenscale.scaling.cause import Cause
 from tokenscale.scaling.decision import Decision
 from tokenscale.scaling.diagnosis import diagnose
@@ -188,7 +190,9 @@ def decide(inp: EngineInput) -> Decision:
             model = bounded(ahead, spec)  # the load expected one lead time ahead
     peak = peak_load(state, sigs, snap.replicas_reporting, now, policy)
     # the policy
-    step = transition(spec, state, current, model, binding, sigs, peak, now)
+    burst = floor_in_force(state, spec, now)
+    step = transition(spec, state, current, model, binding, sigs, peak, now, burst)
+    needed = step.replicas if step.cause in (Cause.PRESSURE, Cause.MODEL_NEED) else None
     new_state = state.model_copy(
         update={
             "calibration": factor,
@@ -200,6 +204,7 @@ def decide(inp: EngineInput) -> Decision:
             "slo_headroom_raised_s": raised_at,
             "backlog_at_s": now if backlog is not None and backlog.seen else None,
             **step.memory,
+            **remembered(state, spec, now, needed),
             "decided_replicas": step.replicas,
         }
     )
