@@ -52,7 +52,8 @@ def test_a_queue_seen_once_that_drains_before_a_replica_starts_is_a_burst() -> N
     per_replica = plan_service(spec).rps_per_replica
     # 2 replicas, arrivals at half their capacity: a queue of 1.5 × the SLO's drains in
     # well under a cold start
-    calm = snap(n=2, started_rps=per_replica)
+    # a light fleet (KV 0.1): rated by the planner, not by its own rate (scaling/carried.py)
+    calm = snap(n=2, kv=0.1, started_rps=per_replica)
     s = calm.model_copy(
         update={"waiting": waiting_for(spec, calm, ScalingState(decided_replicas=2), 1.5)}
     )

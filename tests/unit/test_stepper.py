@@ -99,7 +99,8 @@ def test_the_real_gap_reaches_the_engine_a_queue_seen_twice_at_60_s_is_no_burst(
     spec = _spec()
     per_replica = plan_service(spec).rps_per_replica
     stepper = Stepper(spec, plan_service(spec), 60.0)
-    calm = snap(n=2, started_rps=per_replica)
+    # a light fleet (KV 0.1): rated by the planner, not by its own rate (scaling/carried.py)
+    calm = snap(n=2, kv=0.1, started_rps=per_replica)
     waiting = waiting_for(spec, calm, ScalingState(decided_replicas=2), 1.5)
     queue = calm.model_copy(update={"waiting": waiting})
     first = stepper.step(ScalingState(decided_replicas=2), Observation(NOW, queue), NOW)

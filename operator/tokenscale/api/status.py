@@ -188,6 +188,25 @@ class ForecastStatus(ApiModel):
     replicas: int | None = Field(default=None, description="Replicas the forecast asks for.")
 
 
+class CapacityStatus(ApiModel):
+    """What one replica carries: the rate the live need divides the demand by."""
+
+    rps_per_replica: float = Field(description="The rate used, requests per second.")
+    source: str = Field(
+        description="measured (the fleet's rate per replica ÷ its occupancy, when the "
+        "occupancy is at least 0.5) or planner (the re-planned model's)."
+    )
+    planner_rps_per_replica: float = Field(description="The re-planned model's rate.")
+    observed_rps_per_replica: float | None = Field(
+        default=None, description="Arrivals per reporting replica over the rate window."
+    )
+    occupancy: float | None = Field(
+        default=None,
+        description="max(mean KV usage ÷ kvHighWatermark, running per replica ÷ the SLO batch).",
+    )
+    reason: str = Field(default="", max_length=400, description="The figures in words.")
+
+
 class DecisionStatus(ApiModel):
     """The last replica decision and why."""
 
@@ -217,6 +236,10 @@ class DecisionStatus(ApiModel):
     signals: list[SignalStatus] = Field(default_factory=list, description="Each signal.")
     forecast: ForecastStatus | None = Field(
         default=None, description="The forecast, lead time and burst headroom behind it."
+    )
+    capacity: CapacityStatus | None = Field(
+        default=None,
+        description="What one replica carries, measured or the planner's, and which was used.",
     )
 
 

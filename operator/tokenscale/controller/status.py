@@ -12,6 +12,7 @@ from typing import Any, Literal
 from pydantic import ValidationError
 
 from tokenscale.api.status import (
+    CapacityStatus,
     Condition,
     DecisionStatus,
     ForecastStatus,
@@ -348,6 +349,18 @@ def decision_status(decision: Decision, observed_at_s: float | None = None) -> D
             )
             for s in decision.signals
         ],
+        capacity=(
+            None
+            if decision.capacity is None
+            else CapacityStatus(
+                rps_per_replica=decision.capacity.rps_per_replica,
+                source=decision.capacity.source,
+                planner_rps_per_replica=decision.capacity.planner_rps_per_replica,
+                observed_rps_per_replica=decision.capacity.observed_rps_per_replica,
+                occupancy=decision.capacity.occupancy,
+                reason=decision.capacity.reason,
+            )
+        ),
         forecast=(
             None
             if decision.outlook is None

@@ -31,9 +31,12 @@ RELATIVE = 0.1
 """A figure is news when it moves by more than this share of its larger value…"""
 ABSOLUTE = 0.01
 """…and by more than this much (a KV usage of 0.01 → 0.015 is not news)."""
-WORKINGS = frozenset({"scaling", "forecast"})
-"""``status.scaling`` (and each role's): the engine's memory, and ``decision.forecast``: the
-forecast's working. A field of them that appears or disappears is news (a low or pressure
+WORKINGS = frozenset(
+    {"scaling", "forecast", "capacity", "tokens", "tokensPerSecond", "capacityTokens"}
+)
+"""``status.scaling`` (and each role's): the engine's memory, ``decision.forecast``: the
+forecast's working, ``decision.capacity``: the rate a replica carries (its source is text,
+compared), and a signal's tokens beside its value (the value itself is compared). A field of them that appears or disappears is news (a low or pressure
 streak begins or ends), and so are their counts and flags (the replicas the forecast asks
 for, whether the lead time was measured); their figures are not: the rate smoother's level,
 trend, variance and last error, the calibrations, the peak load, and the forecast's expected

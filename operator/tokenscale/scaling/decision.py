@@ -11,6 +11,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from tokenscale.planning.result import Plan
+from tokenscale.scaling.carried import Carried
 from tokenscale.scaling.cause import Cause
 from tokenscale.scaling.dispersion import Dispersion
 from tokenscale.scaling.forecast import Outlook
@@ -68,6 +69,9 @@ class Decision(BaseModel):
     metrics_reason: str = "no metrics source"
     outlook: Outlook | None = None
     """The forecast one lead time ahead and the burst headroom (None when blind or pinned)."""
+    capacity: Carried | None = None
+    """The per-replica rate the need was divided by: measured or the planner's
+    (``scaling/carried.py``; None when blind, pinned or the plan cannot serve)."""
     dispersion: Dispersion | None = None
     """The arrivals' index of dispersion and the room it asked for (None when blind or
     pinned)."""

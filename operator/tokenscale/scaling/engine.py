@@ -29,6 +29,7 @@ from tokenscale.api.inference_service import InferenceServiceSpec
 from tokenscale.planning import Plan, layout_of, perf_at, plan_at, resolve
 from tokenscale.planning.planner import as_planned
 from tokenscale.scaling.burst_memory import floor_in_force, remembered
+from tokenscale.scaling.carried import carried, replicas_for
 from tokenscale.scaling.cause import Cause
 from tokenscale.scaling.decision import Decision
 from tokenscale.scaling.diagnosis import diagnose
@@ -137,7 +138,13 @@ def decide(inp: EngineInput) -> Decision:
     prefill = calibrate_prefill(resolved, forecast, snap, prefill_start, dt)
     conditions = live_conditions(spec, snap, factor, prefill)
     live = plan_at(resolved, conditions, layout_of(forecast))
-    per_replica = live.rps_per_replica if live.replicas is not None else None
+    # what a replica carries: the fleet's own measure when it is loaded enough to tell
+    carry = (
+        carried(snap, policy, live.rps_per_replica, live.max_concurrency_per_replica)
+        if live.replicas is not None
+        else None
+    )
+    per_replica = None if carry is None else carry.rps_per_replica
     lead_s = DEFAULT_LEAD_TIME_S if inp.lead_time_s is None else max(0.0, inp.lead_time_s)
     # the queue in units of work: the seconds its prompts take to prefill, against the SLO's
     perf = perf_at(resolved, conditions, layout_of(forecast), forecast.max_num_batched_tokens)
@@ -164,6 +171,10 @@ def decide(inp: EngineInput) -> Decision:
     if spread.room > slo_room:
         binding = f"{binding}; ×{spread.room:.2f}: {spread.reason}"
     base = live.replicas.with_redundancy if live.replicas is not None else floor
+    if carry is not None and carry.source == "measured":
+        # the demand the model re-planned for ÷ what a replica is observed to carry
+        base = replicas_for(live.design_rps, carry, spec)
+        binding = f"{binding}; {carry.reason}"
     model = bounded(math.ceil(base * room - 1e-9), spec)
     mixed: MixNeed | None = None
     if forecast.mix is not None and live.replicas is not None:
@@ -222,6 +233,7 @@ def decide(inp: EngineInput) -> Decision:
         metrics_available=True,
         metrics_reason="ok",
         outlook=look,
+        capacity=carry,
         dispersion=spread,
         state=new_state,
     )
