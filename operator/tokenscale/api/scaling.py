@@ -10,6 +10,9 @@ from tokenscale.api.cron import parse_cron
 MAX_SCHEDULE_WINDOWS = 32
 DEFAULT_BURST_MEMORY_SECONDS = 0
 """spec.scaling.burstMemorySeconds' default (chosen on the dev suite: docs/performance.md)."""
+DEFAULT_MEASURED_CAPACITY = True
+"""spec.scaling.policy.measuredCapacity's default (chosen on the dev suite: docs/performance.md)."""
+"""spec.scaling.burstMemorySeconds' default (chosen on the dev suite: docs/performance.md)."""
 MAX_WINDOW_SECONDS = 7 * 86_400
 
 
@@ -82,6 +85,12 @@ class ScalingPolicy(ApiModel):
     )
     calibrate: bool = Field(
         default=True, description="Adjust efficiencies from observed vs predicted TPOT (bounded)."
+    )
+    measured_capacity: bool = Field(
+        default=DEFAULT_MEASURED_CAPACITY,
+        description="Divide the live need by what a replica is observed to carry (arrivals "
+        "per replica ÷ its KV or batch occupancy, at occupancy ≥ 0.5) instead of the "
+        "planner's rate; status.decision.capacity shows both either way (docs/autoscaling.md).",
     )
     dispersion_sizing: bool = Field(
         default=False,

@@ -29,7 +29,7 @@ from tokenscale.api.inference_service import InferenceServiceSpec
 from tokenscale.planning import Plan, layout_of, perf_at, plan_at, resolve
 from tokenscale.planning.planner import as_planned
 from tokenscale.scaling.burst_memory import floor_in_force, remembered
-from tokenscale.scaling.carried import carried, replicas_for
+from tokenscale.scaling.carried import carried, replicas_for, unused
 from tokenscale.scaling.cause import Cause
 from tokenscale.scaling.decision import Decision
 from tokenscale.scaling.diagnosis import diagnose
@@ -140,10 +140,18 @@ def decide(inp: EngineInput) -> Decision:
     live = plan_at(resolved, conditions, layout_of(forecast))
     # what a replica carries: the fleet's own measure when it is loaded enough to tell
     carry = (
-        carried(snap, policy, live.rps_per_replica, live.max_concurrency_per_replica)
+        carried(
+            snap,
+            policy,
+            live.rps_per_replica,
+            live.max_concurrency_per_replica,
+            float(forecast.kv_capacity_tokens_per_replica),
+        )
         if live.replicas is not None
         else None
     )
+    if carry is not None and carry.source == "measured" and not policy.measured_capacity:
+        carry = unused(carry)  # measured and shown, the planner's rate used
     per_replica = None if carry is None else carry.rps_per_replica
     lead_s = DEFAULT_LEAD_TIME_S if inp.lead_time_s is None else max(0.0, inp.lead_time_s)
     # the queue in units of work: the seconds its prompts take to prefill, against the SLO's
