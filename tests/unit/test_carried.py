@@ -89,7 +89,7 @@ def test_replicas_for_the_demand_at_the_carried_rate() -> None:
 
 
 def test_the_decision_says_which_capacity_it_used() -> None:
-    spec = _spec()
+    spec = _spec(scaling={"policy": {"measuredCapacity": True}})
     light = run(spec, loaded(2, 2.0, 1.0), ScalingState(decided_replicas=2))
     assert light.capacity is not None
     assert light.capacity.source == "planner"
@@ -101,9 +101,12 @@ def test_the_decision_says_which_capacity_it_used() -> None:
 
 
 def test_measured_capacity_off_shows_the_measure_and_uses_the_planner() -> None:
-    spec = _spec(scaling={"policy": {"measuredCapacity": False}})
-    on = run(_spec(), loaded(2, 40.0, 150.0), ScalingState(decided_replicas=2))
+    spec = _spec()  # measuredCapacity defaults to false (docs/performance.md)
+    on_spec = _spec(scaling={"policy": {"measuredCapacity": True}})
+    on = run(on_spec, loaded(2, 40.0, 150.0), ScalingState(decided_replicas=2))
     off = run(spec, loaded(2, 40.0, 150.0), ScalingState(decided_replicas=2))
+    assert on.capacity is not None
+    assert on.capacity.source == "measured"
     assert on.capacity is not None
     assert off.capacity is not None
     assert off.capacity.source == "planner"
