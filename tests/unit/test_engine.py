@@ -85,16 +85,92 @@ SEEN = NOW - 15.0
 """The previous decision: a queue it saw too is not a passing burst."""
 
 
+def waiting_for(
+    spec: InferenceServiceSpec, s: Snapshot, state: ScalingState, times_high: float
+) -> float:
+    """The waiting count whose prefill work is ``times_high`` × the queue's high watermark on
+    ``s``'s fleet: ``queue_s`` is linear in the count, so one waiting request measures it."""
+    one = run(spec, s.model_copy(update={"waiting": 1.0}), state)
+    q = next(x for x in one.signals if x.name == "queue_s")
+    assert q.value is not None
+    assert q.value > 0
+    return float(math.ceil(times_high * q.high / q.value))
+
+
 def test_queue_pressure_is_step_limited() -> None:
-    d = run(_spec(), snap(n=4, waiting=40.0), ScalingState(decided_replicas=2, backlog_at_s=SEEN))
-    assert d.replicas == 2 + 4  # wants ceil(4 × min(10 / 2, 2)) = 8, maxScaleUpStep 4
+    spec, state = _spec(), ScalingState(decided_replicas=2, backlog_at_s=SEEN)
+    waiting = waiting_for(spec, snap(n=4), state, 5.0)
+    d = run(spec, snap(n=4, waiting=waiting), state)
+    assert d.replicas == 2 + 4  # wants ceil(4 × min(5, 2)) = 8, maxScaleUpStep 4
+    q = next(x for x in d.signals if x.name == "queue_s")
+    assert (q.level, q.replicas) == ("high", 8)
 
 
 def test_a_backlog_at_most_doubles_the_replicas_per_decision() -> None:
-    # 20 waiting per replica is a backlog, not ten times the load: ask for 2 × 2, not 20
-    d = run(_spec(), snap(n=2, waiting=40.0), ScalingState(decided_replicas=2, backlog_at_s=SEEN))
+    # ten times the queue the SLO allows is a backlog, not ten times the load: 2 × 2, not 20
+    spec, state = _spec(), ScalingState(decided_replicas=2, backlog_at_s=SEEN)
+    waiting = waiting_for(spec, snap(n=2), state, 10.0)
+    d = run(spec, snap(n=2, waiting=waiting), state)
     assert d.replicas == 4
-    assert any(line.startswith("capacity: 20.0 requests waiting") for line in d.diagnosis)
+    line = f"capacity: {waiting / 2:.1f} requests waiting"
+    assert any(x.startswith(line) for x in d.diagnosis)
+
+
+def test_a_queue_is_work_not_a_count() -> None:
+    """The same waiting count is four times the queue with four times the prompt tokens, and
+    a count that was pressure as requests (20 per replica ≥ waitingPerReplicaHigh 2) is none
+    when its prompts prefill in a fraction of the SLO."""
+    spec, state = _spec(), ScalingState(decided_replicas=2)
+    short = run(spec, snap(n=2, waiting=40.0), state)
+    long = run(spec, snap(n=2, waiting=40.0).model_copy(update={"prompt_tps": 4000.0}), state)
+    qs = next(x for x in short.signals if x.name == "queue_s")
+    ql = next(x for x in long.signals if x.name == "queue_s")
+    assert qs.value is not None
+    assert ql.value is not None
+    assert qs.tokens == pytest.approx(40 * 1000.0)
+    assert ql.tokens == pytest.approx(40 * 4000.0)
+    assert ql.value > 3.5 * qs.value  # four times the tokens (a little more per-step work)
+    assert qs.level != "high"  # 40 prompts of 1,000 tokens: well under the TTFT SLO
+    assert not any(x.name == "waiting_per_replica" for x in short.signals)
+    # the watermarks come from the TTFT SLO: high = SLO − a mean prompt's own prefill
+    slo = spec.slo.ttft_p99_seconds
+    assert slo is not None
+    assert 0 < qs.high < slo
+    assert qs.basis is not None
+    assert "prefill" in qs.basis
+
+
+def test_without_a_ttft_slo_the_queue_is_a_count() -> None:
+    spec = _spec(slo={"ttftP99Seconds": None})
+    d = run(spec, snap(n=2, waiting=40.0), ScalingState(decided_replicas=2, backlog_at_s=SEEN))
+    w = next(x for x in d.signals if x.name == "waiting_per_replica")
+    assert (w.value, w.level) == (20.0, "high")
+    assert not any(x.name == "queue_s" for x in d.signals)
+
+
+def test_the_kv_reading_carries_its_tokens() -> None:
+    spec = _spec()
+    d = run(spec, snap(n=2, kv=0.5), ScalingState(decided_replicas=2))
+    kv = next(x for x in d.signals if x.name == "kv_usage")
+    pool = plan_service(spec).kv_capacity_tokens_per_replica
+    assert kv.capacity_tokens == pytest.approx(pool)
+    assert kv.tokens == pytest.approx(0.5 * pool)
+
+
+@FAST
+@given(st.floats(0.0, 5000.0), st.floats(0.0, 5000.0), st.integers(1, 6))
+def test_more_waiting_work_never_lowers_the_replicas(a: float, b: float, n: int) -> None:
+    spec, state = _spec(), ScalingState(decided_replicas=n, backlog_at_s=SEEN)
+    lo, hi = sorted((a, b))
+    less = run(spec, snap(n=n, waiting=lo), state)
+    more = run(spec, snap(n=n, waiting=hi), state)
+    assert more.replicas >= less.replicas
+    q_less = next(x for x in less.signals if x.name == "queue_s")
+    q_more = next(x for x in more.signals if x.name == "queue_s")
+    assert q_less.value is not None
+    assert q_more.value is not None
+    assert q_more.value >= q_less.value
+    assert q_more.replicas >= q_less.replicas
 
 
 def test_starting_replicas_count_as_supply() -> None:

@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from tests.unit.test_engine import NOW, _spec, run, snap
+from tests.unit.test_engine import NOW, _spec, run, snap, waiting_for
 from tokenscale.planning import plan_service
 from tokenscale.scaling import ScalingState
 from tokenscale.scaling.headroom import (
@@ -50,11 +50,16 @@ def test_drain_time_is_the_backlog_over_the_spare_capacity() -> None:
 def test_a_queue_seen_once_that_drains_before_a_replica_starts_is_a_burst() -> None:
     spec = _spec()
     per_replica = plan_service(spec).rps_per_replica
-    # 2 replicas, arrivals at half their capacity: 40 waiting drain in a few seconds
-    s = snap(n=2, waiting=40.0, started_rps=per_replica)
+    # 2 replicas, arrivals at half their capacity: a queue of 1.5 × the SLO's drains in
+    # well under a cold start
+    # a light fleet (KV 0.1): rated by the planner, not by its own rate (scaling/carried.py)
+    calm = snap(n=2, kv=0.1, started_rps=per_replica)
+    s = calm.model_copy(
+        update={"waiting": waiting_for(spec, calm, ScalingState(decided_replicas=2), 1.5)}
+    )
     d = run(spec, s, ScalingState(decided_replicas=2))
     assert d.replicas == 2
-    waiting = next(x for x in d.signals if x.name == "waiting_per_replica")
+    waiting = next(x for x in d.signals if x.name == "queue_s")
     assert waiting.level == "normal"
     assert "a burst" in waiting.reason
     # the next decision still sees it: no burst, a step up in load
@@ -68,7 +73,7 @@ def test_a_queue_that_cannot_drain_within_the_lead_time_scales_up_at_once() -> N
     per_replica = plan_service(spec).rps_per_replica
     rate = 10 * per_replica  # arrivals beyond two replicas' capacity at the forecast's tokens
     w = spec.workload
-    s = snap(n=2, waiting=40.0).model_copy(
+    s = snap(n=2).model_copy(
         update={
             "started_rps": rate,
             "request_rate_rps": rate,
@@ -76,9 +81,12 @@ def test_a_queue_that_cannot_drain_within_the_lead_time_scales_up_at_once() -> N
             "generation_tps": rate * w.output_tokens.mean,
         }
     )
+    s = s.model_copy(
+        update={"waiting": waiting_for(spec, s, ScalingState(decided_replicas=2), 1.5)}
+    )
     d = run(spec, s, ScalingState(decided_replicas=2))
     assert d.replicas > 2
-    waiting = next(x for x in d.signals if x.name == "waiting_per_replica")
+    waiting = next(x for x in d.signals if x.name == "queue_s")
     assert waiting.level == "high"
 
 

@@ -6,7 +6,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from tests.unit.test_engine import NOW, _spec, snap
+from tests.unit.test_engine import NOW, _spec, snap, waiting_for
 from tokenscale.planning import plan_service
 from tokenscale.scaling import ScalingState, Snapshot
 from tokenscale.scaling.cause import Cause
@@ -99,7 +99,10 @@ def test_the_real_gap_reaches_the_engine_a_queue_seen_twice_at_60_s_is_no_burst(
     spec = _spec()
     per_replica = plan_service(spec).rps_per_replica
     stepper = Stepper(spec, plan_service(spec), 60.0)
-    queue = snap(n=2, waiting=40.0, started_rps=per_replica)
+    # a light fleet (KV 0.1): rated by the planner, not by its own rate (scaling/carried.py)
+    calm = snap(n=2, kv=0.1, started_rps=per_replica)
+    waiting = waiting_for(spec, calm, ScalingState(decided_replicas=2), 1.5)
+    queue = calm.model_copy(update={"waiting": waiting})
     first = stepper.step(ScalingState(decided_replicas=2), Observation(NOW, queue), NOW)
     assert first.decision is not None
     assert first.decision.replicas == 2  # seen once, drains before a replica starts: a burst

@@ -113,7 +113,7 @@ def test_cli_explain_prints_the_decision_with_signals_forecast_and_lead_time(
     for needle in (
         "cause:",
         "kv_usage",
-        "waiting_per_replica",
+        "queue_s",  # the queue as the seconds its prompts take to prefill
         "forecast: observed",
         "lead time:",
     ):

@@ -8,6 +8,11 @@ from tokenscale.api.base import MAX_REPLICAS, MAX_SECONDS, ApiModel
 from tokenscale.api.cron import parse_cron
 
 MAX_SCHEDULE_WINDOWS = 32
+DEFAULT_BURST_MEMORY_SECONDS = 0
+"""spec.scaling.burstMemorySeconds' default (chosen on the dev suite: docs/performance.md)."""
+DEFAULT_MEASURED_CAPACITY = False
+"""spec.scaling.policy.measuredCapacity's default (chosen on the dev suite: docs/performance.md)."""
+"""spec.scaling.burstMemorySeconds' default (chosen on the dev suite: docs/performance.md)."""
 MAX_WINDOW_SECONDS = 7 * 86_400
 
 
@@ -80,6 +85,14 @@ class ScalingPolicy(ApiModel):
     )
     calibrate: bool = Field(
         default=True, description="Adjust efficiencies from observed vs predicted TPOT (bounded)."
+    )
+    measured_capacity: bool = Field(
+        default=DEFAULT_MEASURED_CAPACITY,
+        description="Divide the live need by what a replica is observed to carry (arrivals "
+        "per replica ÷ the window batch's occupancy of the SLO batch or the KV pool, at "
+        "occupancy ≥ 0.5) instead of the planner's rate; status.decision.capacity shows both "
+        "either way. Off by default: on the dev suite it changed only azure-conv, for the "
+        "worse (docs/performance.md).",
     )
     dispersion_sizing: bool = Field(
         default=False,
@@ -209,6 +222,14 @@ class Scaling(ApiModel):
         "status reports (each latency signal's errorBudget in status.decision.signals).",
     )
 
+    burst_memory_seconds: int = Field(
+        default=DEFAULT_BURST_MEMORY_SECONDS,
+        ge=0,
+        le=int(MAX_SECONDS),
+        description="A service that has needed N replicas (a scale-up decided N) within this "
+        "many seconds keeps N standing for the burst's recurrence: scale-down stops there "
+        "until the memory expires (a recurrence renews it). 0: no memory.",
+    )
     min_replicas: int = Field(
         default=1, ge=0, le=MAX_REPLICAS, description="Never fewer replicas than this."
     )

@@ -142,9 +142,10 @@ class SignalStatus(ApiModel):
     """One pressure signal: its value, watermarks, level and the replicas it asks for."""
 
     name: str = Field(
-        description="kv_usage, waiting_per_replica, gateway_queue_per_replica, "
-        "pool_saturation, ttft_p99_s, tpot_p99_s, lora_slot_wait (the share of LoRA engines "
-        "waiting for an adapter slot; never asks for replicas itself)."
+        description="kv_usage, queue_s (the seconds the waiting prompts take to prefill; "
+        "waiting_per_replica without a TTFT SLO), gateway_queue_per_replica, pool_saturation, "
+        "ttft_p99_s, tpot_p99_s, lora_slot_wait (the share of LoRA engines waiting for an "
+        "adapter slot; never asks for replicas itself)."
     )
     value: float | None = Field(default=None, description="Observed value.")
     high: float = Field(description="At or above: scale up.")
@@ -166,6 +167,25 @@ class SignalStatus(ApiModel):
         description="1 − spec.scaling.targetAttainment: a latency signal is high only when "
         "overSloLow exceeds it, or a load signal confirms a possible breach.",
     )
+    tokens: float | None = Field(
+        default=None,
+        ge=0,
+        description="The work behind the value in tokens: queue_s, the prompt tokens waiting "
+        "to prefill; kv_usage, the KV tokens held on the fullest engine.",
+    )
+    tokens_per_second: float | None = Field(
+        default=None,
+        ge=0,
+        description="queue_s: one engine's prefill rate the waiting tokens are divided by.",
+    )
+    capacity_tokens: float | None = Field(
+        default=None, ge=0, description="kv_usage: one engine's KV pool in tokens."
+    )
+    basis: str | None = Field(
+        default=None,
+        max_length=400,
+        description="Where the figures come from (observed or forecast prompts, the planner).",
+    )
 
 
 class ForecastStatus(ApiModel):
@@ -178,6 +198,25 @@ class ForecastStatus(ApiModel):
     lead_time_measured: bool = Field(description="False: the default, no pod has started yet.")
     burst_headroom: float = Field(description="1 + dispersion of the rate ÷ its level, ≤ 1.5.")
     replicas: int | None = Field(default=None, description="Replicas the forecast asks for.")
+
+
+class CapacityStatus(ApiModel):
+    """What one replica carries: the rate the live need divides the demand by."""
+
+    rps_per_replica: float = Field(description="The rate used, requests per second.")
+    source: str = Field(
+        description="measured (the fleet's rate per replica ÷ its occupancy, when the "
+        "occupancy is at least 0.5) or planner (the re-planned model's)."
+    )
+    planner_rps_per_replica: float = Field(description="The re-planned model's rate.")
+    observed_rps_per_replica: float | None = Field(
+        default=None, description="Arrivals per reporting replica over the rate window."
+    )
+    occupancy: float | None = Field(
+        default=None,
+        description="max(mean KV usage ÷ kvHighWatermark, running per replica ÷ the SLO batch).",
+    )
+    reason: str = Field(default="", max_length=400, description="The figures in words.")
 
 
 class DecisionStatus(ApiModel):
@@ -209,6 +248,10 @@ class DecisionStatus(ApiModel):
     signals: list[SignalStatus] = Field(default_factory=list, description="Each signal.")
     forecast: ForecastStatus | None = Field(
         default=None, description="The forecast, lead time and burst headroom behind it."
+    )
+    capacity: CapacityStatus | None = Field(
+        default=None,
+        description="What one replica carries, measured or the planner's, and which was used.",
     )
 
 
@@ -291,6 +334,17 @@ class ScalingState(ApiModel):
     )
     slo_headroom_raised_s: float | None = Field(
         default=None, alias="sloHeadroomRaisedSeconds", description="When a breach last raised it."
+    )
+    burst_floor_replicas: int | None = Field(
+        default=None,
+        alias="burstFloorReplicas",
+        description="The most replicas a scale-up decided within spec.scaling."
+        "burstMemorySeconds: scale-down stops there until the memory expires.",
+    )
+    burst_floor_at_s: float | None = Field(
+        default=None,
+        alias="burstFloorAtSeconds",
+        description="When that count was last needed (a recurrence renews it).",
     )
     backlog_at_s: float | None = Field(
         default=None,

@@ -12,6 +12,7 @@ from typing import Any, Literal
 from pydantic import ValidationError
 
 from tokenscale.api.status import (
+    CapacityStatus,
     Condition,
     DecisionStatus,
     ForecastStatus,
@@ -369,9 +370,25 @@ def decision_status(decision: Decision, observed_at_s: float | None = None) -> D
                 over_slo_low=s.over_slo_low,
                 over_slo_high=s.over_slo_high,
                 error_budget=s.error_budget,
+                tokens=s.tokens,
+                tokens_per_second=s.tokens_per_s,
+                capacity_tokens=s.capacity_tokens,
+                basis=s.basis,
             )
             for s in decision.signals
         ],
+        capacity=(
+            None
+            if decision.capacity is None
+            else CapacityStatus(
+                rps_per_replica=decision.capacity.rps_per_replica,
+                source=decision.capacity.source,
+                planner_rps_per_replica=decision.capacity.planner_rps_per_replica,
+                observed_rps_per_replica=decision.capacity.observed_rps_per_replica,
+                occupancy=decision.capacity.occupancy,
+                reason=decision.capacity.reason,
+            )
+        ),
         forecast=(
             None
             if decision.outlook is None

@@ -31,14 +31,18 @@ RELATIVE = 0.1
 """A figure is news when it moves by more than this share of its larger value…"""
 ABSOLUTE = 0.01
 """…and by more than this much (a KV usage of 0.01 → 0.015 is not news)."""
-WORKINGS = frozenset({"scaling", "forecast"})
-"""``status.scaling`` (and each role's): the engine's memory, and ``decision.forecast``: the
-forecast's working. A field of them that appears or disappears is news (a low or pressure
-streak begins or ends), and so are their counts and flags (the replicas the forecast asks
-for, whether the lead time was measured); their figures are not: the rate smoother's level,
-trend, variance and last error, the calibrations, the peak load, and the forecast's expected
-rate, horizon and headroom (trend × a three-minute horizon makes a low rate's noise a >10 %
-move on most reads). The figures a reader acts on are ``live``'s and ``decision``'s own."""
+WORKINGS = frozenset(
+    {"scaling", "forecast", "capacity", "tokens", "tokensPerSecond", "capacityTokens"}
+)
+"""``status.scaling`` (and each role's): the engine's memory, ``decision.forecast``: the
+forecast's working, ``decision.capacity``: the rate a replica carries (its source is text,
+compared), and a signal's tokens beside its value (the value itself is compared). A field
+of them that appears or disappears is news (a low or pressure streak begins or ends), and so
+are their counts and flags (the replicas the forecast asks for, whether the lead time was
+measured); their figures are not: the rate smoother's level, trend, variance and last error,
+the calibrations, the peak load, and the forecast's expected rate, horizon and headroom
+(trend × a three-minute horizon makes a low rate's noise a >10 % move on most reads). The
+figures a reader acts on are ``live``'s and ``decision``'s own."""
 REFRESH_S = 300.0
 """The longest the stored observation may lag the operator's: one write per five minutes."""
 _NUMBER = re.compile(r"[-+]?\d+(?:\.\d+)?(?:[eE][-+]?\d+)?")

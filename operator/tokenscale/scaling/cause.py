@@ -29,6 +29,8 @@ class Cause(StrEnum):
     """Every signal low for the window and the model needs fewer: one step down."""
     PEAK_GUARD = "PeakGuard"
     """Low now, but the recent peak load would not fit at the smaller count: hold."""
+    BURST_FLOOR = "BurstFloor"
+    """Low now, but a burst needed this many replicas within ``burstMemorySeconds``: hold."""
     LOW_NOT_SUSTAINED = "LowNotSustained"
     """Every signal low, the window not yet passed: hold."""
     STEADY = "Steady"
@@ -75,6 +77,7 @@ _WORDS = {
     Cause.AT_LIMIT: "holding at maxReplicas or the step limit",
     Cause.SCALE_DOWN: "scaling down one step",
     Cause.PEAK_GUARD: "holding, the recent peak would not fit fewer",
+    Cause.BURST_FLOOR: "holding, a recent burst needed this many",
     Cause.LOW_NOT_SUSTAINED: "holding, low not yet for the whole window",
     Cause.STEADY: "holding, signals within watermarks",
     Cause.BOUNDS: "re-bounded to the spec's minReplicas/maxReplicas",

@@ -11,6 +11,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from tokenscale.planning.result import Plan
+from tokenscale.scaling.carried import Carried
 from tokenscale.scaling.cause import Cause
 from tokenscale.scaling.dispersion import Dispersion
 from tokenscale.scaling.forecast import Outlook
@@ -35,6 +36,15 @@ class Signal(BaseModel):
     """… and the most (requests in the SLO's own bucket may be on either side)."""
     error_budget: float | None = None
     """``1 − spec.scaling.targetAttainment``: the share over the SLO a latency signal allows."""
+    tokens: float | None = None
+    """The work behind the value in tokens: ``queue_s``, the prompt tokens waiting to prefill;
+    ``kv_usage``, the KV tokens held on the fullest engine."""
+    tokens_per_s: float | None = None
+    """``queue_s``: the prefill rate of one engine the waiting tokens are divided by."""
+    capacity_tokens: float | None = None
+    """``kv_usage``: one engine's KV pool in tokens (the plan's)."""
+    basis: str | None = None
+    """Where the figures come from, in words (observed or forecast prompts, the planner)."""
 
 
 class Decision(BaseModel):
@@ -59,6 +69,9 @@ class Decision(BaseModel):
     metrics_reason: str = "no metrics source"
     outlook: Outlook | None = None
     """The forecast one lead time ahead and the burst headroom (None when blind or pinned)."""
+    capacity: Carried | None = None
+    """The per-replica rate the need was divided by: measured or the planner's
+    (``scaling/carried.py``; None when blind, pinned or the plan cannot serve)."""
     dispersion: Dispersion | None = None
     """The arrivals' index of dispersion and the room it asked for (None when blind or
     pinned)."""

@@ -7,10 +7,12 @@ Three parts, one module each, composed here:
   breaches (``scaling/headroom.py``) and the room the **arrivals' dispersion** asks for
   (``scaling/dispersion.py``: 1 for Poisson arrivals); raised to the arrival rate expected one
   lead time ahead (``scaling/forecast.py``); an idle service needs only ``idle_floor``.
-- **The signals** (``scaling/signals.py``): KV usage, waiting per replica, TTFT and TPOT P99
-  against their watermarks, each with the replicas it asks for.
+- **The signals** (``scaling/signals.py``): KV usage (with its tokens), the queue as the
+  seconds its prompts take to prefill (``scaling/queue_work.py``: watermarks from the TTFT
+  SLO), TTFT and TPOT P99 read as attainment, each with the replicas it asks for.
 - **The policy** (``scaling/policy.py``): fast up, careful down, else hold — a transition with
-  a typed :class:`~tokenscale.scaling.cause.Cause`.
+  a typed :class:`~tokenscale.scaling.cause.Cause`; no step down below the count a scale-up
+  decided within ``burstMemorySeconds`` (``scaling/burst_memory.py``).
 - **The sheddable cap** (``scaling/sheddable.py``): with ``maxReplicasForSheddable``, a
   scale-up while only sheddable requests wait at the gateway stops at the cap.
 - **Never blind**: no snapshot, missing core signals or stale samples → hold the operator's own
@@ -27,8 +29,10 @@ import math
 from pydantic import BaseModel, ConfigDict
 
 from tokenscale.api.inference_service import InferenceServiceSpec
-from tokenscale.planning import Plan, layout_of, plan_at, resolve
+from tokenscale.planning import Plan, layout_of, perf_at, plan_at, resolve
 from tokenscale.planning.planner import as_planned
+from tokenscale.scaling.burst_memory import floor_in_force, remembered
+from tokenscale.scaling.carried import carried, replicas_for, unused
 from tokenscale.scaling.cause import Cause
 from tokenscale.scaling.decision import Decision
 from tokenscale.scaling.diagnosis import diagnose
@@ -44,6 +48,7 @@ from tokenscale.scaling.need import (
     profile_calibration,
 )
 from tokenscale.scaling.policy import SCALE_DOWN_STEP_S, bounded, hold_blind, transition
+from tokenscale.scaling.queue_work import queue_work
 from tokenscale.scaling.sheddable import sheddable_cap
 from tokenscale.scaling.signals import (
     LATENCY_SIGNALS,
@@ -135,9 +140,27 @@ def decide(inp: EngineInput) -> Decision:
     factor = calibrate(resolved, forecast, snap, start, dt)
     prefill_start = start if fresh else state.prefill_calibration
     prefill = calibrate_prefill(resolved, forecast, snap, prefill_start, dt)
-    live = plan_at(resolved, live_conditions(spec, snap, factor, prefill), layout_of(forecast))
-    per_replica = live.rps_per_replica if live.replicas is not None else None
+    conditions = live_conditions(spec, snap, factor, prefill)
+    live = plan_at(resolved, conditions, layout_of(forecast))
+    # what a replica carries: the fleet's own measure when it is loaded enough to tell
+    carry = (
+        carried(
+            snap,
+            policy,
+            live.rps_per_replica,
+            live.max_concurrency_per_replica,
+            float(forecast.kv_capacity_tokens_per_replica),
+        )
+        if live.replicas is not None
+        else None
+    )
+    if carry is not None and carry.source == "measured" and not policy.measured_capacity:
+        carry = unused(carry)  # measured and shown, the planner's rate used
+    per_replica = None if carry is None else carry.rps_per_replica
     lead_s = DEFAULT_LEAD_TIME_S if inp.lead_time_s is None else max(0.0, inp.lead_time_s)
+    # the queue in units of work: the seconds its prompts take to prefill, against the SLO's
+    perf = perf_at(resolved, conditions, layout_of(forecast), forecast.max_num_batched_tokens)
+    work = queue_work(snap, spec, perf, policy.latency_low_ratio)
     backlog = backlog_of(
         snap,
         per_replica,
@@ -147,8 +170,11 @@ def decide(inp: EngineInput) -> Decision:
         now,
         dt,
     )
+    if backlog is not None and work is not None:
+        backlog = backlog.model_copy(update={"seen": work.over_high})
     # the signals
-    sigs = signals(snap, spec, policy, backlog)
+    kv_tokens = float(forecast.kv_capacity_tokens_per_replica) or None
+    sigs = signals(snap, spec, policy, backlog, work, kv_tokens)
     slo_room, raised_at = slo_headroom(state, sigs, now)
     # the arrivals' dispersion: room for the count they actually bring (1: Poisson, as planned)
     spread = dispersion_of(snap, policy.dispersion_sizing)
@@ -157,6 +183,10 @@ def decide(inp: EngineInput) -> Decision:
     if spread.room > slo_room:
         binding = f"{binding}; ×{spread.room:.2f}: {spread.reason}"
     base = live.replicas.with_redundancy if live.replicas is not None else floor
+    if carry is not None and carry.source == "measured":
+        # the demand the model re-planned for ÷ what a replica is observed to carry
+        base = replicas_for(live.design_rps, carry, spec)
+        binding = f"{binding}; {carry.reason}"
     model = bounded(math.ceil(base * room - 1e-9), spec)
     mixed: MixNeed | None = None
     if forecast.mix is not None and live.replicas is not None:
@@ -183,7 +213,8 @@ def decide(inp: EngineInput) -> Decision:
             model = bounded(ahead, spec)  # the load expected one lead time ahead
     peak = peak_load(state, sigs, snap.replicas_reporting, now, policy)
     # the policy
-    step = transition(spec, state, current, model, binding, sigs, peak, now)
+    burst = floor_in_force(state, spec, now)
+    step = transition(spec, state, current, model, binding, sigs, peak, now, burst)
     cap = sheddable_cap(spec, snap, current, floor)
     if cap is not None and step.replicas > cap.replicas:
         held = cap.replicas <= current
@@ -193,6 +224,7 @@ def decide(inp: EngineInput) -> Decision:
             cause=Cause.SHEDDABLE_CAP if held else step.cause,
             why=cap.why if held else f"{step.why}; {cap.why}",
         )
+    needed = step.replicas if step.cause in (Cause.PRESSURE, Cause.MODEL_NEED) else None
     new_state = state.model_copy(
         update={
             "calibration": factor,
@@ -204,6 +236,7 @@ def decide(inp: EngineInput) -> Decision:
             "slo_headroom_raised_s": raised_at,
             "backlog_at_s": now if backlog is not None and backlog.seen else None,
             **step.memory,
+            **remembered(state, spec, now, needed),
             "decided_replicas": step.replicas,
         }
     )
@@ -221,6 +254,7 @@ def decide(inp: EngineInput) -> Decision:
         metrics_available=True,
         metrics_reason="ok",
         outlook=look,
+        capacity=carry,
         dispersion=spread,
         state=new_state,
     )

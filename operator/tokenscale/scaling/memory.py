@@ -55,6 +55,7 @@ def trusted(
         "slo_headroom_raised_s": "sloHeadroomRaisedSeconds",
         "backlog_at_s": "backlogAtSeconds",
         "idle_since_s": "idleSinceSeconds",
+        "burst_floor_at_s": "burstFloorAtSeconds",
     }
     for field, alias in times.items():
         value = getattr(state, field)
@@ -73,6 +74,9 @@ def trusted(
     peak_max = MAX_LOAD_RATIO * max(s.max_replicas, 1)
     if not _finite_within(state.peak_load, 0.0, peak_max):
         reset("peak_load", "peakLoadReplicas", state.peak_load, f"[0, {peak_max:g}]")
+    floor = state.burst_floor_replicas
+    if floor is not None and not 0 <= floor <= s.max_replicas:
+        reset("burst_floor_replicas", "burstFloorReplicas", floor, f"[0, {s.max_replicas}]")
     if not _finite_within(state.lead_time_s, 0.0, MAX_LEAD_TIME_S):
         reset("lead_time_s", "leadTimeSeconds", state.lead_time_s, f"[0, {MAX_LEAD_TIME_S:g}]")
     if state.rate is not None and not _rate_ok(state.rate, oldest, now_s):

@@ -11,6 +11,8 @@ replica count with its typed cause.
   under the high watermarks at the smaller count (``peak_load / target <
   scaleDownHeadroom``): ``maxScaleDownStep`` at a time, never below ``minReplicas`` or the
   model; the next step needs ``SCALE_DOWN_STEP_S`` more of low signals, not a whole window.
+- **Memory of bursts**: never below the count a scale-up decided within
+  ``burstMemorySeconds`` (``scaling/burst_memory.py``).
 - Otherwise hold.
 """
 
@@ -76,14 +78,16 @@ def transition(
     sigs: list[Signal],
     peak_load: float,
     now: float,
+    floor: int | None = None,
 ) -> Transition:
-    """One step of the policy (see the module docstring)."""
+    """One step of the policy (see the module docstring); ``floor``: the burst memory's
+    standing count (``scaling/burst_memory.py``), below which no step down goes."""
     high = [s for s in sigs if s.level == "high"]
     all_low = bool(sigs) and all(s.level == "low" for s in sigs)
     if high or model > current:
         return _up(spec, state, current, model, binding, high, now)
     if all_low and model < current:
-        return _down(spec, state, current, model, peak_load, now)
+        return _down(spec, state, current, model, peak_load, now, floor)
     return Transition(
         current,
         Cause.STEADY,
@@ -131,9 +135,11 @@ def _down(
     model: int,
     peak_load: float,
     now: float,
+    floor: int | None = None,
 ) -> Transition:
     """Every signal low and the model's need below the current count: down, once the low
-    has lasted the stabilisation window and the recent peak still fits."""
+    has lasted the stabilisation window and the recent peak still fits, never below the burst
+    memory's ``floor``."""
     policy = spec.scaling.policy
     low_since = state.low_since_s if state.low_since_s is not None else now
     waited = now - low_since
@@ -141,6 +147,16 @@ def _down(
     clocks = {"low_since_s": low_since, "pressure_since_s": None}
     if waited >= window:
         target = bounded(max(current - policy.max_scale_down_step, model), spec)
+        if floor is not None and target < floor:
+            target = min(current, floor)
+            if target >= current:
+                return Transition(
+                    current,
+                    Cause.BURST_FLOOR,
+                    f"every signal low for {waited:.0f} s, but a burst needed {floor} "
+                    f"within burstMemorySeconds {spec.scaling.burst_memory_seconds}",
+                    clocks,
+                )
         projected = peak_load / max(target, 1)
         if target < current and projected >= policy.scale_down_headroom:
             return Transition(

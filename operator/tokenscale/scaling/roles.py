@@ -67,6 +67,7 @@ from tokenscale.api.inference_service import InferenceServiceSpec
 from tokenscale.planning.disaggregation import RATIO_SLACK
 from tokenscale.planning.result import Disaggregation, Plan, RolePool
 from tokenscale.scaling.buckets import BOUNDS, bucket_range, reads_low
+from tokenscale.scaling.burst_memory import floor_in_force, remembered
 from tokenscale.scaling.cause import Cause
 from tokenscale.scaling.decision import Decision, Signal
 from tokenscale.scaling.forecast import (
@@ -366,7 +367,9 @@ def decide_role(
     if floor > model:
         model, binding = bounded(floor, spec), floor_why
     peak = _peak(state, sigs, snap.replicas_reporting, now, spec)
-    step = transition(spec, state, current, model, binding, sigs, peak, now)
+    burst = floor_in_force(state, spec, now)  # this role's own memory of bursts
+    step = transition(spec, state, current, model, binding, sigs, peak, now, burst)
+    needed = step.replicas if step.cause in (Cause.PRESSURE, Cause.MODEL_NEED) else None
     new_state = state.model_copy(
         update={
             "peak_load": peak,
@@ -374,6 +377,7 @@ def decide_role(
             "rate": rate,
             key: factor,
             **step.memory,
+            **remembered(state, spec, now, needed),
             "decided_replicas": step.replicas,
         }
     )

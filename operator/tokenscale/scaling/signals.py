@@ -1,11 +1,14 @@
 """PURE: the pressure signals — each observed value against its watermarks, the replicas
 it recommends — and the memory they feed (the recent peak load, the SLO headroom).
 
-KV usage ≥ high watermark, waiting per replica ≥ threshold (the engines' queue, and where the
-endpoint picker is read the gateway's queue per replica), the pool's saturation ≥ 1 (the
-endpoint picker's flow control holding requests), TTFT P99 > SLO or TPOT P99 > SLO
-each recommend ``max(n + 1, ceil(n × min(value / threshold, cap)))`` replicas for the ``n``
-replicas that report (the cap: ×2 for load, ×1.2 for latency). A queue seen for the first
+KV usage ≥ high watermark (with the tokens it holds and the pool's tokens beside it), the
+engines' queue as the seconds its work takes ≥ the queue that would push TTFT past its SLO
+(``queue_s``, ``scaling/queue_work.py``; without a TTFT SLO or a timing model, waiting requests
+per replica against ``waitingPerReplicaHigh/Low``), where the endpoint picker is read the
+gateway's queue per replica, the pool's saturation ≥ 1 (the endpoint picker's flow control
+holding requests), TTFT P99 > SLO or TPOT P99 > SLO each recommend
+``max(n + 1, ceil(n × min(value / threshold, cap)))`` replicas for the ``n`` replicas that
+report (the cap: ×2 for load, ×1.2 for latency). A queue seen for the first
 time that the fleet's spare capacity clears before a new replica could be Ready reads
 ``normal`` (``scaling/headroom.py``); the KV reading is judged on its own. A latency signal
 is read as attainment (``scaling/buckets.py``): high only when the share of requests surely
@@ -28,6 +31,7 @@ from tokenscale.api.scaling import ScalingPolicy
 from tokenscale.scaling.buckets import BOUNDS, BucketCounts, latency_breach, over_slo, reads_low
 from tokenscale.scaling.decision import Signal
 from tokenscale.scaling.headroom import Backlog, decayed, raised
+from tokenscale.scaling.queue_work import QueueWork
 from tokenscale.scaling.snapshot import Snapshot
 from tokenscale.scaling.state import ScalingState
 from tokenscale.scaling.traffic import is_idle
@@ -39,7 +43,15 @@ POOL_SATURATED = 1.0
 """The endpoint picker's saturation at which its flow control starts holding requests."""
 LORA_SLOT_BOUND = 0.5
 """Share of LoRA engines waiting for an adapter slot from which the queue is read as theirs."""
-LOAD_SIGNALS = ("kv_usage", "waiting_per_replica", "gateway_queue_per_replica", "pool_saturation")
+LOAD_SIGNALS = (
+    "kv_usage",
+    "queue_s",
+    "waiting_per_replica",
+    "gateway_queue_per_replica",
+    "pool_saturation",
+)
+QUEUE_SIGNALS = ("queue_s", "waiting_per_replica")
+"""The engines' own queue: as work (``queue_s``) or, without a TTFT SLO, as a count."""
 LATENCY_SIGNALS = ("ttft_p99_s", "tpot_p99_s")
 
 
@@ -48,10 +60,15 @@ def signals(
     spec: InferenceServiceSpec,
     policy: ScalingPolicy,
     backlog: Backlog | None = None,
+    work: QueueWork | None = None,
+    kv_capacity_tokens: float | None = None,
 ) -> list[Signal]:
     """Every pressure signal with its level and the replicas it recommends. With ``backlog``
     (the fleet's drain estimate), a queue that drains before a new replica could start and
-    was not seen at the previous decision reads ``normal`` (``scaling/headroom.py``)."""
+    was not seen at the previous decision reads ``normal`` (``scaling/headroom.py``). With
+    ``work`` the engines' queue is read as the time its work takes (``queue_s``), else as
+    waiting requests per replica; ``kv_capacity_tokens`` (one engine's pool) puts the KV
+    reading in tokens beside its share."""
     n = max(snap.replicas_reporting, 1)
     idle = is_idle(snap)
     out: list[Signal] = []
@@ -114,18 +131,45 @@ def signals(
 
     waiting = None if snap.waiting is None else snap.waiting / n
     add("kv_usage", snap.kv_usage_max, policy.kv_high_watermark, policy.kv_low_watermark)
-    add(
-        "waiting_per_replica",
-        waiting,
-        policy.waiting_per_replica_high,
-        policy.waiting_per_replica_low,
-    )
+    if kv_capacity_tokens is not None and kv_capacity_tokens > 0 and out:
+        held = None if snap.kv_usage_max is None else snap.kv_usage_max * kv_capacity_tokens
+        out[-1] = out[-1].model_copy(
+            update={
+                "tokens": held,
+                "capacity_tokens": kv_capacity_tokens,
+                "basis": "the fullest engine's share × the plan's KV pool per replica",
+            }
+        )
+    if work is not None:
+        add("queue_s", work.queue_s, work.high_s, work.low_s)
+        q = out[-1]
+        out[-1] = q.model_copy(
+            update={
+                "tokens": work.waiting_tokens,
+                "tokens_per_s": work.prefill_tps_per_replica,
+                "basis": f"{work.waiting:g} waiting × {work.prompt_tokens_mean:.0f} "
+                f"{work.prompt_source} prompt tokens ÷ ({work.replicas} × "
+                f"{work.prefill_tps_per_replica:.0f} tokens/s prefill, calibrated planner); "
+                "high: TTFT SLO − a mean prompt's own prefill",
+                "reason": q.reason
+                if q.level == "high"
+                else f"queue_s {work.queue_s:.3g} s of prefill (high {work.high_s:.3g} s, "
+                f"low {work.low_s:.3g} s)",
+            }
+        )
+    else:
+        add(
+            "waiting_per_replica",
+            waiting,
+            policy.waiting_per_replica_high,
+            policy.waiting_per_replica_low,
+        )
     if backlog is not None and backlog.seen and backlog.transient:
         # the queue is one burst's: gone before a new replica is Ready. Only the queue: the KV
         # reading stands on its own (a full cache with no queue already asks for a replica,
         # and a queue on top of it is no reason to ask for fewer)
         for k, w in enumerate(out):
-            if w.level == "high" and w.name == "waiting_per_replica":
+            if w.level == "high" and w.name in QUEUE_SIGNALS:
                 out[k] = w.model_copy(
                     update={
                         "level": "normal",
@@ -170,7 +214,7 @@ def lora_slot_signals(snap: Snapshot, sigs: list[Signal], n: int) -> list[Signal
     waiting = int(snap.lora_waiting_adapters or 0)
     if share >= LORA_SLOT_BOUND:
         for k, w in enumerate(sigs):
-            if w.name == "waiting_per_replica" and w.level == "high":
+            if w.name in QUEUE_SIGNALS and w.level == "high":
                 sigs[k] = w.model_copy(
                     update={
                         "replicas": n + 1,
