@@ -28,8 +28,16 @@ The watermarks come from the SLO, not constants:
   when ``queue_s × n / (n − 1) < latencyLowRatio × high`` (on one replica: ``queue_s <
   latencyLowRatio × high``).
 
-What this does not see: requests waiting because the KV cache is full (they wait for
-decodes to finish, not for prefill): the KV signal judges those on its own.
+A queue that waits for decodes to finish (a full KV cache or ``maxNumSeqs``), not for prefill,
+drains only as fast as requests are admitted. So the queue also reads as **the time it takes to
+admit**, by Little's law on what the engines are seen to do:
+
+    admit_s = waiting ÷ started_rps
+
+(``started_rps``: requests reaching their first token per second over the rate window, the
+queue's own throughput). ``queue_s`` is the larger of the two: the prefill estimate where
+prefill is what the queue waits for, the measured admission where it is not. Both read about
+zero for a request or two behind a fleet that admits tens a second.
 Without a TTFT SLO the queue has no time to be judged against; the engine then falls back to
 the count watermarks ``waitingPerReplicaHigh/Low``.
 """
@@ -59,6 +67,10 @@ class QueueWork:
     """Tokens per second one engine prefills with the queue non-empty, at the observed batch."""
     replicas: int
     queue_s: float
+    prefill_s: float
+    """The waiting prompts' prefill time (the work)."""
+    admit_s: float | None
+    """``waiting ÷ started_rps`` (None: no start rate read yet)."""
     high_s: float
     low_s: float
 
@@ -99,7 +111,10 @@ def queue_work(
     batch = 0.0 if snap.running is None else snap.running / n
     rate = prefill_tps(perf, batch, prompt)
     tokens = max(0.0, snap.waiting) * prompt * (1.0 - hit)
-    queue_s = tokens / (n * rate)
+    prefill_s = tokens / (n * rate)
+    started = snap.started_rps
+    admit_s = max(0.0, snap.waiting) / started if started is not None and started > 0 else None
+    queue_s = max(prefill_s, admit_s or 0.0)
     own = perf.own_ttft_seconds(batch, prompt)
     high = max(slo - own, MIN_HIGH_SHARE * slo)
     low = low_ratio * high * ((n - 1) / n if n > 1 else 1.0)
@@ -111,6 +126,8 @@ def queue_work(
         prefill_tps_per_replica=rate,
         replicas=n,
         queue_s=queue_s,
+        prefill_s=prefill_s,
+        admit_s=admit_s,
         high_s=round(high, 3),
         low_s=round(low, 3),
     )

@@ -147,13 +147,19 @@ def signals(
             update={
                 "tokens": work.waiting_tokens,
                 "tokens_per_s": work.prefill_tps_per_replica,
-                "basis": f"{work.waiting:g} waiting × {work.prompt_tokens_mean:.0f} "
-                f"{work.prompt_source} prompt tokens ÷ ({work.replicas} × "
-                f"{work.prefill_tps_per_replica:.0f} tokens/s prefill, calibrated planner); "
-                "high: TTFT SLO − a mean prompt's own prefill",
+                "basis": f"the larger of {work.waiting:g} waiting × "
+                f"{work.prompt_tokens_mean:.0f} {work.prompt_source} prompt tokens ÷ "
+                f"({work.replicas} × {work.prefill_tps_per_replica:.0f} tokens/s prefill, "
+                f"calibrated planner) = {work.prefill_s:.3g} s and the admission "
+                + (
+                    "(no start rate yet)"
+                    if work.admit_s is None
+                    else f"{work.waiting:g} ÷ the observed start rate = {work.admit_s:.3g} s"
+                )
+                + "; high: TTFT SLO − a mean prompt's own prefill",
                 "reason": q.reason
                 if q.level == "high"
-                else f"queue_s {work.queue_s:.3g} s of prefill (high {work.high_s:.3g} s, "
+                else f"queue_s {work.queue_s:.3g} s (high {work.high_s:.3g} s, "
                 f"low {work.low_s:.3g} s)",
             }
         )
