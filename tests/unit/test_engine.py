@@ -425,3 +425,20 @@ def test_prefill_and_decode_calibrate_separately() -> None:
     remembered = ScalingState(decided_replicas=2, prefill_calibration=0.9, peak_at_s=NOW - 15)
     held = run(spec, queued, remembered)
     assert held.prefill_calibration == pytest.approx(0.9)
+
+
+def test_a_queue_admitted_slower_than_it_prefills_reads_as_the_admission_time() -> None:
+    # the same waiting prompts: behind a fleet that starts 20 requests a second they are a
+    # little prefill work; behind one that starts 0.2 a second (a full KV cache or maxNumSeqs:
+    # they wait for decodes to finish) they wait waiting ÷ 0.2 s, and that is what queue_s reads
+    spec, state = _spec(), ScalingState(decided_replicas=2, backlog_at_s=SEEN)
+    fast = run(spec, snap(n=2, waiting=4.0, started_rps=20.0), state)
+    slow = run(spec, snap(n=2, waiting=4.0, started_rps=0.2), state)
+    q_fast = next(x for x in fast.signals if x.name == "queue_s")
+    q_slow = next(x for x in slow.signals if x.name == "queue_s")
+    assert q_fast.value is not None and q_slow.value is not None
+    assert q_slow.value == pytest.approx(4.0 / 0.2)
+    assert q_fast.value < q_slow.value
+    assert "observed start rate = 20 s" in (q_slow.basis or "")
+    assert q_slow.level == "high"
+    assert slow.replicas > fast.replicas
