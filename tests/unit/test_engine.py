@@ -436,7 +436,8 @@ def test_a_queue_admitted_slower_than_it_prefills_reads_as_the_admission_time() 
     slow = run(spec, snap(n=2, waiting=4.0, started_rps=0.2), state)
     q_fast = next(x for x in fast.signals if x.name == "queue_s")
     q_slow = next(x for x in slow.signals if x.name == "queue_s")
-    assert q_fast.value is not None and q_slow.value is not None
+    assert q_fast.value is not None
+    assert q_slow.value is not None
     assert q_slow.value == pytest.approx(4.0 / 0.2)
     assert q_fast.value < q_slow.value
     assert "observed start rate = 20 s" in (q_slow.basis or "")
