@@ -344,8 +344,18 @@ class PerfModel:
         # the prefill work stretches the decode window it lands in, and more arrive in the
         # stretch: the work's spread grows as a busy period's, by 1/(1 − ρ) in deviation, ρ the
         # share of the window that is prefill work
+        # and at most one chunk lands on a step: a share p of the steps carry one, so the count
+        # is binomial, not Poisson, past its mean (variance × (1 − p))
         busy = mean_interference / (self.step_seconds(batch) + mean_interference)
-        spread = compound_quantile(others, x, self.prompt_scv, z, 1.0 / (1.0 - busy)) / k
+        p = min(1.0, mean_interference / c)
+        stretch = math.sqrt(1.0 - p) / (1.0 - busy)
+        # what a prompt adds to the steps it shares is its FLOPs (mixed_step_seconds): the
+        # spread is of that; the mean keeps the fitted prefill (tpot_seconds, request_rate)
+        added = self.chunk_seconds(self.mean_input_tokens * (1.0 - self.prefix_cache_hit_rate))
+        spread = (
+            mean_interference
+            + (compound_quantile(others, added, self.prompt_scv, z, stretch) - others * added) / k
+        )
         share = self._backlog_share(batch, k, z)
         return self.step_seconds(b_z) + max(mean_interference, min(c, spread), c * share)
 
