@@ -103,6 +103,8 @@ class PerfModel:
     ``WEIGHT_ONLY_DECODE_BANDWIDTH_EFFICIENCY``); KV reads are not affected."""
     decode_bandwidth_factor: float = 1.0
     """The GPU's own factor on the decode bandwidth (:mod:`tokenscale.planning.decode_gpu`)."""
+    tail_output_tokens: float = 0.0
+    """The P99 answer (0: the mean), for the answer lengths of the TPOT tail."""
     prompt_length_scv: float | None = None
     """Squared coefficient of variation of the (lognormal) prompt lengths
     (:func:`~tokenscale.planning.queueing.prompt_scv`): the spread of a prompt's prefill work,
@@ -352,12 +354,50 @@ class PerfModel:
         # what a prompt adds to the steps it shares is its FLOPs (mixed_step_seconds): the
         # spread is of that; the mean keeps the fitted prefill (tpot_seconds, request_rate)
         added = self.chunk_seconds(self.mean_input_tokens * (1.0 - self.prefix_cache_hit_rate))
-        spread = (
-            mean_interference
-            + (compound_quantile(others, added, self.prompt_scv, z, stretch) - others * added) / k
-        )
+        spread = mean_interference + self._deviation_over_answers(others, added, z, stretch)
         share = self._backlog_share(batch, k, z)
         return self.step_seconds(b_z) + max(mean_interference, min(c, spread), c * share)
+
+    def _deviation_over_answers(
+        self, others: float, added: float, z: float, stretch: float
+    ) -> float:
+        """The per-token prefill work above its mean that only a share ``tail(z)`` of requests
+        exceed, over the answer lengths (the lognormal through the mean and
+        :attr:`tail_output_tokens`, :func:`lognormal_points`): an answer of ``k`` tokens sees
+        ``others·k/out`` prompts, so its deviation per token, ``d(k)``
+        (:func:`compound_quantile`), shrinks as ``1/√k`` — short answers set the tail. Each
+        answer's excess is taken as a normal of that quantile; the mixture's is found by
+        bisection. With no stated spread, the mean answer's."""
+        out = max(self.mean_output_tokens, 1.0)
+
+        def deviation(k: float) -> float:
+            seen = others * k / out
+            extra = compound_quantile(seen, added, self.prompt_scv, z, stretch) - seen * added
+            return extra / max(k - 1.0, 1.0)
+
+        points = [
+            (k, w) for k, w in lognormal_points(out, max(self.tail_output_tokens, out)) if k >= 2.0
+        ]
+        if len(points) <= 1:
+            return deviation(out)
+        devs = [(deviation(k), w) for k, w in points]
+        tail = 0.5 * math.erfc(z / math.sqrt(2.0)) * sum(w for _, w in devs)
+
+        def exceed(y: float) -> float:
+            return sum(w * 0.5 * math.erfc(y * z / (d * math.sqrt(2.0))) for d, w in devs if d > 0)
+
+        lo, hi = 0.0, max(d for d, _ in devs) * 2.0
+        if hi <= 0.0:
+            return 0.0
+        for _ in range(30):
+            mid = (lo + hi) / 2.0
+            if exceed(mid) > tail:
+                lo = mid
+            else:
+                hi = mid
+            if hi - lo < 1e-3 * hi:
+                break
+        return hi
 
     def _backlog_share(self, batch: float, intervals: float, z: float) -> float:
         """The share of a tail request's decode steps taken inside a prefill backlog, where

@@ -173,6 +173,7 @@ def perf_at(
         mean_output_tokens=w.output_tokens.mean,
         prefix_cache_hit_rate=w.prefix_cache_hit_rate if serving.enable_prefix_caching else 0.0,
         tail_input_tokens=w.input_tokens.p99_or_mean,
+        tail_output_tokens=w.output_tokens.p99_or_mean,
         prompt_length_scv=prompt_scv(w.input_tokens),
         weight_read_efficiency=weight_read_efficiency(model.weight_dtype),
         decode_bandwidth_factor=decode_bandwidth_factor(r.gpu_key),
