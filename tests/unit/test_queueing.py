@@ -12,9 +12,9 @@ from tokenscale.planning.queueing import (
     lognormal_scv,
     mg1_wait_quantile_seconds,
     mg1_wait_seconds,
-    residual_scv,
+    residual_survival,
     sum_quantile,
-    weibull_shape,
+    wait_survival,
 )
 
 
@@ -23,9 +23,9 @@ def test_exponential_service_is_mm1_exactly() -> None:
     assert mg1_wait_seconds(rho, s, 1.0) == pytest.approx(rho / (1 - rho) * s)
     # M/M/1: P(W > t) = rho exp(-t (1 - rho) / s)
     exact = s / (1 - rho) * math.log(rho / 0.01)
-    assert mg1_wait_quantile_seconds(rho, s, 1.0, 0.01, residual_scv(None)) == pytest.approx(
-        exact, rel=1e-6
-    )
+    assert mg1_wait_quantile_seconds(rho, s, None, 0.01) == pytest.approx(exact, rel=1e-6)
+    # a lognormal service of C² = 1 has a heavier residual than the exponential's
+    assert mg1_wait_quantile_seconds(rho, s, 1.0, 0.01) > exact
 
 
 def test_identical_prompts_wait_for_the_rest_of_one_prefill() -> None:
@@ -33,18 +33,21 @@ def test_identical_prompts_wait_for_the_rest_of_one_prefill() -> None:
     # M/D/1 P99 wait at this load is the rest of one prefill, s (1 - 0.01/rho) = 0.085 s;
     # M/M/1's exponential tail says 0.18 s
     rho, s = 0.5 * 0.105, 0.105
-    wait = mg1_wait_quantile_seconds(rho, s, 0.0, 0.01, residual_scv(0.0))
-    assert wait == pytest.approx(s * (1 - 0.01 / rho), rel=0.05)
-    assert wait < 0.6 * mg1_wait_quantile_seconds(rho, s, 1.0, 0.01, 1.0)
+    wait = mg1_wait_quantile_seconds(rho, s, 0.0, 0.01)
+    assert wait == pytest.approx(s * (1 - 0.01 / rho) / (1 - rho), rel=0.01)
+    assert wait < 0.6 * mg1_wait_quantile_seconds(rho, s, None, 0.01)
 
 
-def test_weibull_shape_matches_its_spread() -> None:
-    assert weibull_shape(1.0) == pytest.approx(1.0, rel=1e-6)
-    for scv in (0.2, 1 / 3, 2.0):
-        b = weibull_shape(scv)
-        assert math.gamma(1 + 2 / b) / math.gamma(1 + 1 / b) ** 2 - 1 == pytest.approx(
-            scv, rel=1e-3
-        )
+@given(s=st.floats(0.01, 10.0), scv=st.floats(0.0, 5.0))
+def test_the_residual_has_the_mean_pollaczek_khinchine_needs(s: float, scv: float) -> None:
+    # E[R] = E[S²] / (2 E[S]) = s (1 + C²) / 2: integrate P(R > t) on a log grid
+    ts = [s * 1e-4 * 1.05**i for i in range(420)]
+    area = ts[0] + sum(
+        (b - a) * (residual_survival(a, s, scv) + residual_survival(b, s, scv)) / 2
+        for a, b in zip(ts, ts[1:], strict=False)
+    )
+    assert area == pytest.approx(s * (1 + scv) / 2, rel=0.03)
+    assert wait_survival(0.0, 0.3, s, scv) == pytest.approx(0.3)
 
 
 def test_lognormal_points_carry_the_mean() -> None:
@@ -61,9 +64,9 @@ def test_lognormal_points_carry_the_mean() -> None:
 )
 def test_the_tail_wait_grows_with_load_and_spread(rho: float, scv: float, tail: float) -> None:
     s = 0.1
-    w = mg1_wait_quantile_seconds(rho, s, scv, tail, residual_scv(scv))
+    w = mg1_wait_quantile_seconds(rho, s, scv, tail)
     assert w >= 0.0
-    assert mg1_wait_quantile_seconds(min(rho + 0.02, 0.99), s, scv, tail, residual_scv(scv)) >= w
+    assert mg1_wait_quantile_seconds(min(rho + 0.02, 0.99), s, scv, tail) >= w
     assert mg1_wait_seconds(rho, s, scv + 0.5) > mg1_wait_seconds(rho, s, scv)
 
 

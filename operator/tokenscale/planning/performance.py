@@ -33,7 +33,6 @@ from tokenscale.planning.queueing import (
     lognormal_points,
     mg1_wait_quantile_seconds,
     mg1_wait_seconds,
-    residual_scv,
     sum_quantile,
 )
 
@@ -115,11 +114,6 @@ class PerfModel:
     def prompt_scv(self) -> float:
         """The prompts' ``C²`` (:attr:`prompt_length_scv`, 1 when unknown)."""
         return 1.0 if self.prompt_length_scv is None else self.prompt_length_scv
-
-    @property
-    def wait_scv(self) -> float:
-        """The prefill wait's spread (:func:`~tokenscale.planning.queueing.residual_scv`)."""
-        return residual_scv(self.prompt_length_scv)
 
     # -- prefill -----------------------------------------------------------------------------
     @cached_property
@@ -519,13 +513,14 @@ class PerfModel:
 
     def queue_wait_quantile_seconds(self, batch: float, tail: float) -> float:
         """The wait that only a share ``tail`` of prompts exceed (0.01: the P99) at batch B
-        (:func:`mg1_wait_quantile_seconds`: M/M/1's exact tail when ``C² = 1``, a residual
-        service for identical prompts)."""
+        (:func:`~tokenscale.planning.queueing.mg1_wait_quantile_seconds`: M/M/1's exact tail
+        when the prompts' spread is unknown, the rest of one prefill for identical prompts, a
+        lognormal prefill's residual for lognormal prompts)."""
         if batch <= 0 or tail <= 0:
             return 0.0
         rho = self.prefill_utilization(batch)
         s = self.prefill_service_seconds(batch)
-        return mg1_wait_quantile_seconds(rho, s, self.prompt_scv, tail, self.wait_scv)
+        return mg1_wait_quantile_seconds(rho, s, self.prompt_length_scv, tail)
 
     def ttft_quantile_seconds(
         self, batch: float, prompt_tokens: float, mean_prompt_tokens: float, tail: float
@@ -561,7 +556,8 @@ class PerfModel:
                 for n, w in lognormal_points(mean_prompt_tokens, prompt_tokens)
             )
         rho = self.prefill_utilization(batch) if batch > 0 else 0.0
-        return sum_quantile(own, rho, self.queue_wait_seconds(batch), self.wait_scv, tail)
+        s = self.prefill_service_seconds(batch) if batch > 0 else 0.0
+        return sum_quantile(own, rho, s, self.prompt_length_scv, tail)
 
     # -- the chunk budget's share of the TPOT tail ------------------------------------------
     def chunk_seconds(self, chunk_tokens: float) -> float:
