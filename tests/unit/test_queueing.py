@@ -1,6 +1,7 @@
 """The prefill queue's and the TPOT tail's closed forms (planning/queueing.py)."""
 
 import math
+from itertools import pairwise
 
 import pytest
 from hypothesis import given
@@ -44,7 +45,7 @@ def test_the_residual_has_the_mean_pollaczek_khinchine_needs(s: float, scv: floa
     ts = [s * 1e-4 * 1.05**i for i in range(420)]
     area = ts[0] + sum(
         (b - a) * (residual_survival(a, s, scv) + residual_survival(b, s, scv)) / 2
-        for a, b in zip(ts, ts[1:], strict=False)
+        for a, b in pairwise(ts)
     )
     assert area == pytest.approx(s * (1 + scv) / 2, rel=0.03)
     assert wait_survival(0.0, 0.3, s, scv) == pytest.approx(0.3)
