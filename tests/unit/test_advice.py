@@ -176,10 +176,12 @@ def test_advise_collects_every_line() -> None:
 
 
 def test_the_knee_below_the_slo_batch_says_the_gpus_at_the_slo_batch_and_the_ratio() -> None:
-    """Llama-3.1-70B BF16 TP 4 (the example): the knee caps the batch below what the SLOs allow;
-    the line gives the GPUs at the SLO batch (the live engine's sizing) and a kneeTpotRatio
-    that, set in the spec, plans exactly that fleet — after which the line is gone."""
-    example = next(e for e in EXAMPLES if e.stem == "llama-3.1-70b-h100-bf16-tp4")
+    """Llama-3.1-70B FP8 on H100 (the example): the knee caps the batch below what the SLOs
+    allow; the line gives the GPUs at the SLO batch (the live engine's sizing) and a
+    kneeTpotRatio that, set in the spec, plans exactly that fleet — after which the line is
+    gone. (The BF16 TP 4 example served here until the M/G/1 queue: its SLO batch now needs the
+    same 5 replicas as the knee, the concurrency constraint binding there.)"""
+    example = next(e for e in EXAMPLES if e.stem == "llama-3.1-70b-h100-fp8")
     service = parse_manifests(example.read_text())[0]
     s, name = service.spec, service.metadata.name
     plan = plan_service(s, name)

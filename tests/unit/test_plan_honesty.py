@@ -425,15 +425,15 @@ def test_an_unreachable_hub_fails_fast_and_names_offline_mode(
 # --- spec.scaling.schedule: the windows in the plan, their cut, a day's cost -----------------
 
 L4_EXAMPLE = ROOT / "deploy" / "examples" / "llama-3.1-8b-l4.yaml"
-#: The L4 example (a need of 18 replicas) with a night window capped at 3 and business hours
-#: held at 20 or more.
+#: The L4 example (a need of 27 replicas) with a night window capped at 3 and business hours
+#: held at 30 or more.
 WINDOWS = [
     {"name": "night", "cron": "0 22 * * *", "durationSeconds": 8 * 3600, "maxReplicas": 3},
     {
         "name": "business-hours",
         "cron": "0 8 * * 1-5",
         "durationSeconds": 10 * 3600,
-        "minReplicas": 20,
+        "minReplicas": 30,
     },
 ]
 
@@ -448,27 +448,27 @@ def test_the_schedule_is_costed_minute_by_minute(tmp_path: Path) -> None:
     data = _plan_json(_scheduled(tmp_path, WINDOWS))
     day = data["schedule"]
     need = data["replicas"]["with_redundancy"]
-    assert day["need"] == need == 18
+    assert day["need"] == need == 27
     night, business = day["windows"]
     assert (night["replicas"], night["cuts_need"], night["hours_per_week"]) == (3, True, 56.0)
-    assert (business["replicas"], business["cuts_need"]) == (20, False)
+    assert (business["replicas"], business["cuts_need"]) == (30, False)
     assert business["hours_per_week"] == 50.0  # five 10-hour weekdays, none inside the night
     rest = 7 * 24 - 56 - 50
-    per_day = (56 * 3 + 50 * 20 + rest * need) / 7  # one GPU per replica
+    per_day = (56 * 3 + 50 * 30 + rest * need) / 7  # one GPU per replica
     assert day["gpu_hours_per_day"] == pytest.approx(per_day)
     assert day["gpu_hours_per_day_without"] == pytest.approx(24 * need)
     price = data["cost_per_hour"] / data["gpus_total"]
     assert day["cost_per_day"] == pytest.approx(per_day * price)
     (warning,) = day["warnings"]
     assert "spec.scaling.schedule[0] (night" in warning
-    assert "maxReplicas 3 is below the 18 replicas" in warning
+    assert "maxReplicas 3 is below the 27 replicas" in warning
 
 
 def test_a_window_open_all_week_costs_its_own_bounds(tmp_path: Path) -> None:
-    always = [{"cron": "* * * * *", "durationSeconds": 60, "minReplicas": 25}]
+    always = [{"cron": "* * * * *", "durationSeconds": 60, "minReplicas": 30}]
     day = _plan_json(_scheduled(tmp_path, always))["schedule"]
     assert day["windows"][0]["hours_per_week"] == pytest.approx(168.0)
-    assert day["gpu_hours_per_day"] == pytest.approx(25 * 24)
+    assert day["gpu_hours_per_day"] == pytest.approx(30 * 24)
 
 
 def test_no_schedule_is_null_in_json(tmp_path: Path) -> None:
@@ -482,10 +482,10 @@ def test_the_schedule_windows_and_their_cut_are_in_the_plan(tmp_path: Path, fmt:
     assert result.exit_code == 0, result.output
     text = " ".join(result.output.replace("│", " ").split())
     assert "night ('0 22 * * *', 8 h)" in text or "night '0 22 * * *', 8 h" in text, text
-    assert "3 replicas (bounds 2–3; cuts the need of 18)" in text
-    assert "20 replicas (bounds 20–40; raised from the need of 18)" in text
-    assert "a day with the windows: 326 GPU-h (432 without)" in text
-    assert "maxReplicas 3 is below the 18 replicas the plan needs" in text
+    assert "3 replicas (bounds 2–3; cuts the need of 27)" in text
+    assert "30 replicas (bounds 30–40; raised from the need of 27)" in text
+    assert "a day with the windows: 477 GPU-h (648 without)" in text
+    assert "maxReplicas 3 is below the 27 replicas the plan needs" in text
 
 
 def test_check_fails_a_window_that_cuts_the_need(tmp_path: Path) -> None:
@@ -493,7 +493,7 @@ def test_check_fails_a_window_that_cuts_the_need(tmp_path: Path) -> None:
     data = json.loads(result.output)
     (item,) = [i for i in data["items"] if i["item"] == "schedule"]
     assert item["ok"] is False
-    assert "maxReplicas 3 is below the 18 replicas" in item["why"]
+    assert "maxReplicas 3 is below the 27 replicas" in item["why"]
     result = runner.invoke(app, ["check", str(_scheduled(tmp_path, WINDOWS[1:])), "-o", "json"])
     (item,) = [i for i in json.loads(result.output)["items"] if i["item"] == "schedule"]
     assert item["ok"] is True

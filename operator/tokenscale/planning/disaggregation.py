@@ -8,7 +8,8 @@ prompts queue and are prefilled one after another, so a worker at utilization ``
 ``TTFT = ρ/(1−ρ)·t_prefill(mean) + t_prefill(prompt) + t_transfer(prompt) + t_step_decode(B_d)
 + requestOverheadSeconds``
 
-(the queue allowance is the aggregated planner's M/M/1 convention, ``performance.py``), with no
+(the queue allowance is M/M/1's mean; the aggregated planner's is M/G/1, ``queueing.py``, which
+equals it when no prompt P99 is stated — not yet carried over here), with no
 decode riding along its chunks. The operating utilization is the largest ``ρ ≤``
 :data:`PREFILL_MAX_UTILIZATION` whose TTFT (P99 prompt against the P99 target, P95 against P95)
 and E2E (TTFT + P99 answer × the decode pool's mean TPOT) meet the SLOs.

@@ -9,7 +9,8 @@ the saturated figure. Above the rate at ``maxNumSeqs`` the replica is saturated 
 state; the queue grows).
 
 In flight per replica, queued included (Little's law): ``L = B + L_q``, with the prefill queue
-``L_q = ρ²/(1−ρ)``, ``ρ = λ·s`` (``s``: the steps a prompt's chunks fill, decodes included,
+``L_q = ρ²/(1−ρ)·(1+C²)/2`` (M/G/1), ``ρ = λ·s`` (``s``: the steps a prompt's chunks fill,
+decodes included,
 :meth:`PerfModel.prefill_service_seconds`). The concurrency constraint sizes the fleet so that
 ``L`` stays within the safe concurrency: the replica count sets the load per replica, the
 load sets latency, and latency sets the concurrency — one fixed point, solved here in B.
@@ -99,11 +100,15 @@ def at_load(
 
 
 def queued(perf: PerfModel, batch: float) -> float:
-    """Prompts waiting for prefill at batch B (``ρ²/(1−ρ)``, the M/M/1 queue length)."""
+    """Prompts waiting for prefill at batch B: Little's law over the M/G/1 mean wait,
+    ``rate × W = ρ²/(1−ρ) × (1 + C²)/2`` (:meth:`PerfModel.queue_wait_seconds`; M/M/1's
+    ``ρ²/(1−ρ)`` when the prompts' spread is unknown)."""
     if batch <= 0:
         return 0.0
-    rho = perf.prefill_utilization(batch)
-    return rho * rho / (1.0 - rho)
+    service = perf.prefill_service_seconds(batch)
+    if service <= 0:
+        return 0.0
+    return perf.prefill_utilization(batch) / service * perf.queue_wait_seconds(batch)
 
 
 def concurrency_batch(perf: PerfModel, safe_concurrency: float) -> float:

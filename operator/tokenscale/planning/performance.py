@@ -28,6 +28,13 @@ from tokenscale.api.model import Architecture, WeightDtype
 from tokenscale.catalog.params import ParamCount
 from tokenscale.planning.formulas import GB, chunk_count, ring_allreduce_seconds
 from tokenscale.planning.memory import KvGeometry
+from tokenscale.planning.queueing import (
+    compound_quantile,
+    lognormal_points,
+    mg1_wait_quantile_seconds,
+    mg1_wait_seconds,
+    sum_quantile,
+)
 
 #: Weight-only quantized GEMMs (INT4 AWQ/GPTQ, FP8/INT8 weights on GPUs without those cores)
 #: dequantize tiles to 16 bits inside the kernel; at prefill sizes that costs tensor-core time,
@@ -95,6 +102,18 @@ class PerfModel:
     ``WEIGHT_ONLY_DECODE_BANDWIDTH_EFFICIENCY``); KV reads are not affected."""
     decode_bandwidth_factor: float = 1.0
     """The GPU's own factor on the decode bandwidth (:mod:`tokenscale.planning.decode_gpu`)."""
+    tail_output_tokens: float = 0.0
+    """The P99 answer (0: the mean), for the answer lengths of the TPOT tail."""
+    prompt_length_scv: float | None = None
+    """Squared coefficient of variation of the (lognormal) prompt lengths
+    (:func:`~tokenscale.planning.queueing.prompt_scv`): the spread of a prompt's prefill work,
+    for the prefill queue (M/G/1) and the TPOT tail; 0 for identical prompts, None when no P99
+    says (then :attr:`prompt_scv` is 1, exponential: M/M/1's convention)."""
+
+    @property
+    def prompt_scv(self) -> float:
+        """The prompts' ``C²`` (:attr:`prompt_length_scv`, 1 when unknown)."""
+        return 1.0 if self.prompt_length_scv is None else self.prompt_length_scv
 
     # -- prefill -----------------------------------------------------------------------------
     @cached_property
@@ -236,7 +255,11 @@ class PerfModel:
         )
 
     def mixed_step_seconds(
-        self, decode_seqs: int, decode_context_tokens: float, prefill_flops: float, tokens: int
+        self,
+        decode_seqs: float,
+        decode_context_tokens: float,
+        prefill_flops: float,
+        tokens: float,
     ) -> float:
         """One scheduler step mixing ``decode_seqs`` decodes (``decode_context_tokens`` summed
         over them) with prefill chunks worth ``prefill_flops``; ``tokens`` scheduled in all.
@@ -288,29 +311,87 @@ class PerfModel:
         """TPOT at a high percentile (z = 2.326 for P99, 1.645 for P95) under Poisson arrivals.
 
         Two things vary around the mean. The batch a request decodes in is an M/G/∞ count,
-        Poisson around B, so its steps take ``t_step(B + z·√B)``. And the prefill chunks its
-        steps share: the mean adds ``(B − 1)·t_prefill/out`` per token (module docstring), paid
-        as whole chunks of ``c`` seconds (a P99 prompt capped by the chunk budget) landing on a
-        share ``p = (B − 1)·t_prefill/(out·c)`` of the steps. Over its ``k = out − 1`` intervals
-        the share it sees is binomial, its variance doubled because the arrivals that bring the
-        chunks also raise the batch (the same correlation as the Poisson form this replaces,
-        which it equals when a chunk is a whole prompt and p is small), so at the percentile it
-        pays ``c·min(1, p + z·√(2p(1−p)/k))`` per token: short answers beside long prompts see
-        whole chunks (the chunk budget bounds the tail), long answers see the mean. The share is
-        at least the part of its decode a tail request spends in a prefill backlog
-        (:meth:`_backlog_share`).
-        """
+        Poisson around B, so its steps take ``t_step(B + z·√B)``. And the prefill work its steps
+        share: while it decodes ``k = out − 1`` tokens about ``Λ = B − 1`` other prompts are
+        prefilled beside it, each adding ``x`` seconds (a mean prompt's ``x̄``, the prompts'
+        spread ``C²``, :attr:`prompt_scv`) — a compound Poisson sum (:func:`compound_quantile`):
+        mean ``Λ·x̄``, variance ``Λ·E[x²]`` doubled in its Bernoulli part because the arrivals
+        that bring the prompts also raise the batch, skewed by the long prompts (``Λ·E[x³]``,
+        Cornish–Fisher). Spread over its ``k`` tokens that is at most a whole chunk per token
+        (``c``: a P99 prompt capped by the chunk budget), and at least the part of its decode a
+        tail request spends in a prefill backlog (:meth:`_backlog_share`). Memoized by batch."""
+        key = ("tpot_q", batch, z)
+        memo = self.search_memo
+        found = memo.get(key)
+        if found is None:
+            found = memo[key] = self._tpot_quantile(batch, z)
+        return found
+
+    def _tpot_quantile(self, batch: float, z: float) -> float:
         b_z = batch + z * math.sqrt(max(batch, 0.0))
         out = max(self.mean_output_tokens, 1.0)
-        mean_interference = max(batch - 1.0, 0.0) * self.mean_prefill_seconds / out
+        others = max(batch - 1.0, 0.0)
+        x = self.mean_prefill_seconds
+        mean_interference = others * x / out
         c = self.tail_chunk_seconds
         if mean_interference <= 0.0 or c <= 0.0:
             return self.step_seconds(b_z) + mean_interference
-        p = min(1.0, mean_interference / c)
         k = max(out - 1.0, 1.0)
-        share = min(1.0, p + z * math.sqrt(2.0 * p * (1.0 - p) / k))
-        share = max(share, self._backlog_share(batch, k, z))
-        return self.step_seconds(b_z) + max(mean_interference, c * share)
+        # the prefill work stretches the decode window it lands in, and more arrive in the
+        # stretch: the work's spread grows as a busy period's, by 1/(1 − ρ) in deviation, ρ the
+        # share of the window that is prefill work
+        # and at most one chunk lands on a step: a share p of the steps carry one, so the count
+        # is binomial, not Poisson, past its mean (variance × (1 − p))
+        busy = mean_interference / (self.step_seconds(batch) + mean_interference)
+        p = min(1.0, mean_interference / c)
+        stretch = math.sqrt(1.0 - p) / (1.0 - busy)
+        # what a prompt adds to the steps it shares is its FLOPs (mixed_step_seconds): the
+        # spread is of that; the mean keeps the fitted prefill (tpot_seconds, request_rate)
+        added = self.chunk_seconds(self.mean_input_tokens * (1.0 - self.prefix_cache_hit_rate))
+        spread = mean_interference + self._deviation_over_answers(others, added, z, stretch)
+        share = self._backlog_share(batch, k, z)
+        return self.step_seconds(b_z) + max(mean_interference, min(c, spread), c * share)
+
+    def _deviation_over_answers(
+        self, others: float, added: float, z: float, stretch: float
+    ) -> float:
+        """The per-token prefill work above its mean that only a share ``tail(z)`` of requests
+        exceed, over the answer lengths (the lognormal through the mean and
+        :attr:`tail_output_tokens`, :func:`lognormal_points`): an answer of ``k`` tokens sees
+        ``others·k/out`` prompts, so its deviation per token, ``d(k)``
+        (:func:`compound_quantile`), shrinks as ``1/√k`` — short answers set the tail. Each
+        answer's excess is taken as a normal of that quantile; the mixture's is found by
+        bisection. With no stated spread, the mean answer's."""
+        out = max(self.mean_output_tokens, 1.0)
+
+        def deviation(k: float) -> float:
+            seen = others * k / out
+            extra = compound_quantile(seen, added, self.prompt_scv, z, stretch) - seen * added
+            return extra / max(k - 1.0, 1.0)
+
+        points = [
+            (k, w) for k, w in lognormal_points(out, max(self.tail_output_tokens, out)) if k >= 2.0
+        ]
+        if len(points) <= 1:
+            return deviation(out)
+        devs = [(deviation(k), w) for k, w in points]
+        tail = 0.5 * math.erfc(z / math.sqrt(2.0)) * sum(w for _, w in devs)
+
+        def exceed(y: float) -> float:
+            return sum(w * 0.5 * math.erfc(y * z / (d * math.sqrt(2.0))) for d, w in devs if d > 0)
+
+        lo, hi = 0.0, max(d for d, _ in devs) * 2.0
+        if hi <= 0.0:
+            return 0.0
+        for _ in range(30):
+            mid = (lo + hi) / 2.0
+            if exceed(mid) > tail:
+                lo = mid
+            else:
+                hi = mid
+            if hi - lo < 1e-3 * hi:
+                break
+        return hi
 
     def _backlog_share(self, batch: float, intervals: float, z: float) -> float:
         """The share of a tail request's decode steps taken inside a prefill backlog, where
@@ -393,51 +474,90 @@ class PerfModel:
 
     def own_ttft_seconds(self, batch: float, prompt_tokens: float) -> float:
         """A prompt's own prefill with ``batch`` decodes riding along its chunks (no queue), plus
-        the fixed per-request latency outside the GPU (``requestOverheadSeconds``)."""
+        the fixed per-request latency outside the GPU (``requestOverheadSeconds``).
+
+        With decodes running each of its ``ceil(N / (budget − B))`` chunks is one scheduler step
+        of :meth:`mixed_step_seconds` — the fleet simulator's step: the B decodes' weight and KV
+        reads, then the chunk's FLOPs on top. With none, :meth:`prefill_seconds`, the form the
+        measured TTFTs were fitted with (FLOPs or a weight read per chunk, whichever is longer).
+        The decodes running when it arrives are a Poisson count around B, none with
+        probability ``e^−B``: the two are weighted so (at B → 0 the prefill alone)."""
         n = prompt_tokens * (1.0 - self.prefix_cache_hit_rate)
+        cached = prompt_tokens - n
+        idle = self.prefill_seconds(n, cached)
+        overhead = self.assumptions.request_overhead_seconds
+        if batch <= 0 or n <= 0:
+            return idle + overhead
         if self.chunked_prefill:
             budget = max(1, self.max_num_batched_tokens - math.ceil(batch))
             steps = chunk_count(n, budget)
         else:
             steps = 1
-        riding = max(0.0, self.step_seconds(batch) - self.step_seconds(0.0)) if batch > 0 else 0.0
-        return (
-            self.prefill_seconds(n, prompt_tokens - n)
-            + steps * riding
-            + self.assumptions.request_overhead_seconds
+        chunk = n / steps
+        flops = self.prefill_flops(n, cached) / steps
+        per_step = self.mixed_step_seconds(
+            batch, batch * self.decode_context_tokens, flops, batch + chunk
         )
+        alone = math.exp(-batch)
+        return alone * idle + (1.0 - alone) * steps * per_step + overhead
 
     def queue_wait_seconds(self, batch: float) -> float:
-        """Mean wait for the prompts ahead at batch B: ``ρ/(1−ρ) × s``, ``s`` the prefill's
-        service time (:meth:`prefill_service_seconds`; M/M/1)."""
+        """Mean wait for the prompts ahead at batch B (M/G/1, Pollaczek–Khinchine):
+        ``ρ/(1−ρ) · s · (1 + C²)/2``, ``s`` the prefill's service time
+        (:meth:`prefill_service_seconds`), ``C²`` its squared coefficient of variation — the
+        prompts' (:attr:`prompt_scv`: a prompt's steps grow with its length)."""
         if batch <= 0:
             return 0.0
         rho = self.prefill_utilization(batch)
-        return rho / (1.0 - rho) * self.prefill_service_seconds(batch)
+        return mg1_wait_seconds(rho, self.prefill_service_seconds(batch), self.prompt_scv)
 
     def queue_wait_quantile_seconds(self, batch: float, tail: float) -> float:
-        """The wait that only a share ``tail`` of prompts exceed (0.01: the P99) at batch B.
-        M/M/1: ``P(W > t) = ρ·exp(−t(1−ρ)/s)``, so ``W = s/(1−ρ) × ln(ρ/tail)`` when
-        ``ρ > tail``, else 0 (fewer than ``tail`` of the prompts wait at all)."""
+        """The wait that only a share ``tail`` of prompts exceed (0.01: the P99) at batch B
+        (:func:`~tokenscale.planning.queueing.mg1_wait_quantile_seconds`: M/M/1's exact tail
+        when the prompts' spread is unknown, the rest of one prefill for identical prompts, a
+        lognormal prefill's residual for lognormal prompts)."""
         if batch <= 0 or tail <= 0:
             return 0.0
         rho = self.prefill_utilization(batch)
-        if rho <= tail:
-            return 0.0
-        return self.prefill_service_seconds(batch) / (1.0 - rho) * math.log(rho / tail)
+        s = self.prefill_service_seconds(batch)
+        return mg1_wait_quantile_seconds(rho, s, self.prompt_length_scv, tail)
 
     def ttft_quantile_seconds(
         self, batch: float, prompt_tokens: float, mean_prompt_tokens: float, tail: float
     ) -> float:
-        """TTFT that only a share ``tail`` of requests exceed at batch B (0.01: the P99), for a
-        tail prompt of ``prompt_tokens``: the larger of the tail prompt's own prefill after the
-        mean wait and a mean prompt's after the tail wait (:meth:`queue_wait_quantile_seconds`)
-        — at low load the long prompt sets the tail, near full prefill utilisation the queue."""
-        long_prompt = self.own_ttft_seconds(batch, prompt_tokens) + self.queue_wait_seconds(batch)
-        long_wait = self.own_ttft_seconds(
-            batch, mean_prompt_tokens
-        ) + self.queue_wait_quantile_seconds(batch, tail)
-        return max(long_prompt, long_wait)
+        """TTFT that only a share ``tail`` of requests exceed at batch B (0.01: the P99): the
+        percentile of a prompt's own prefill plus its wait, the two independent
+        (:func:`sum_quantile`). The prompts are the lognormal through the mean and
+        ``prompt_tokens`` at that percentile (:func:`lognormal_points`), each one's own TTFT
+        interpolated between the mean prompt's and the tail prompt's (both
+        :meth:`own_ttft_seconds`: the prefill is close to linear in the prompt); the wait
+        :meth:`queue_wait_seconds`' M/G/1 — at low load the long prompts set the tail, near
+        full prefill utilisation the queue, in between both. Memoized by its inputs."""
+        key = ("ttft_q", batch, prompt_tokens, mean_prompt_tokens, tail)
+        memo = self.search_memo
+        found = memo.get(key)
+        if found is None:
+            found = memo[key] = self._ttft_quantile(batch, prompt_tokens, mean_prompt_tokens, tail)
+        return found
+
+    def _ttft_quantile(
+        self, batch: float, prompt_tokens: float, mean_prompt_tokens: float, tail: float
+    ) -> float:
+        at_mean = self.own_ttft_seconds(batch, mean_prompt_tokens)
+        at_tail = self.own_ttft_seconds(batch, prompt_tokens)
+        span = prompt_tokens - mean_prompt_tokens
+        floor = self.assumptions.request_overhead_seconds
+        if span <= 0 or at_tail <= at_mean:
+            own: tuple[tuple[float, float], ...] = ((max(at_mean, at_tail), 1.0),)
+        else:
+            slope = (at_tail - at_mean) / span
+            own = tuple(
+                (max(floor, at_mean + slope * (n - mean_prompt_tokens)), w)
+                for n, w in lognormal_points(mean_prompt_tokens, prompt_tokens)
+            )
+        rho = self.prefill_utilization(batch) if batch > 0 else 0.0
+        s = self.prefill_service_seconds(batch) if batch > 0 else 0.0
+        return sum_quantile(own, rho, s, self.prompt_length_scv, tail)
 
     # -- the chunk budget's share of the TPOT tail ------------------------------------------
     def chunk_seconds(self, chunk_tokens: float) -> float:

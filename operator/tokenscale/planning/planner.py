@@ -96,6 +96,7 @@ from tokenscale.planning.performance import (
 )
 from tokenscale.planning.pools import serve_pool, variant_of, with_pools
 from tokenscale.planning.pricing import Costs, Pricing, price_plan
+from tokenscale.planning.queueing import prompt_scv
 from tokenscale.planning.resolve import Resolved, resolve
 from tokenscale.planning.result import (
     ConcurrencyLimits,
@@ -176,6 +177,8 @@ def perf_at(
         mean_output_tokens=w.output_tokens.mean,
         prefix_cache_hit_rate=w.prefix_cache_hit_rate if serving.enable_prefix_caching else 0.0,
         tail_input_tokens=w.input_tokens.p99_or_mean,
+        tail_output_tokens=w.output_tokens.p99_or_mean,
+        prompt_length_scv=prompt_scv(w.input_tokens),
         weight_read_efficiency=weight_read_efficiency(model.weight_dtype),
         decode_bandwidth_factor=decode_bandwidth_factor(r.gpu_key),
     )

@@ -1,0 +1,200 @@
+"""Closed forms for the prefill queue and the prefill work a decoding request shares its steps
+with: M/G/1 waits (Pollaczek–Khinchine), a compound Poisson quantile, lognormal spreads.
+
+All closed form (no grids, no iteration past a memoized one-dimensional solve): the operating
+point's searches ask for these at every batch they probe.
+
+- **Wait, mean** (Pollaczek–Khinchine): ``W = ρ/(1−ρ) · s · (1 + C²)/2`` for Poisson arrivals,
+  service ``s`` of squared coefficient of variation ``C²`` (1: exponential, M/M/1; 0:
+  identical, M/D/1).
+- **Wait, tail**: ``P(W > t) = ρ · P(R > t·(1 − ρ))``, ``R`` the residual (equilibrium
+  excess) of one service: the wait is a geometric sum of residuals, the first of which sets the
+  tail at light load and whose long ones set it for heavy-tailed (subexponential) services; the
+  ``(1 − ρ)`` stretches it to the Pollaczek–Khinchine mean. For an unknown spread the residual is
+  exponential and this is M/M/1's exact tail; for identical prompts it is uniform on one
+  prefill (not exponential), for lognormal prompts the lognormal's residual in closed form.
+  Llama-2-7B, 2,048-token prompts on an A100 (0.105 s prefill) at 0.5 req/s: P99 wait 0.090 s
+  (the exact M/D/1 figure 0.085) where M/M/1 says 0.18.
+- **Compound Poisson quantile**: ``n`` events on average, each adding ``x`` (mean ``x̄``,
+  lognormal spread ``C²``: ``E[x²] = x̄²(1+C²)``, ``E[x³] = x̄³(1+C²)³``); the total at the
+  normal quantile ``z`` corrected for skew (Cornish–Fisher, first order), the Bernoulli part of
+  the variance doubled (the arrivals that bring the work also raise the batch).
+"""
+
+import math
+from functools import lru_cache
+from statistics import NormalDist
+
+from tokenscale.api.workload import TokenDistribution
+
+#: Skew beyond which the Cornish–Fisher correction is held (it is a first-order expansion).
+MAX_SKEW = 6.0
+
+
+def mg1_wait_seconds(rho: float, service_s: float, scv: float) -> float:
+    """Pollaczek–Khinchine mean wait: ``ρ/(1−ρ) · s · (1 + C²)/2`` (module docstring)."""
+    if rho <= 0 or service_s <= 0:
+        return 0.0
+    return rho / (1.0 - rho) * service_s * (1.0 + scv) / 2.0
+
+
+def residual_survival(t: float, service_s: float, scv: float | None) -> float:
+    """``P(R > t)`` of the residual (equilibrium excess) of a service of mean ``service_s``:
+    exponential when the spread is unknown (None: its own residual), uniform on ``[0, s]`` for
+    identical services (``C² = 0``), else of the lognormal with that ``C²``:
+    ``E[(S − t)⁺]/E[S] = Φ(d₁) − (t/s)·Φ(d₂)``, ``d₁ = (μ + σ² − ln t)/σ``, ``d₂ = d₁ − σ``."""
+    if t <= 0:
+        return 1.0
+    if service_s <= 0:
+        return 0.0
+    if scv is None:
+        return math.exp(-t / service_s)
+    if scv <= 1e-9:
+        return max(0.0, 1.0 - t / service_s)
+    sigma2 = math.log1p(scv)
+    sigma = math.sqrt(sigma2)
+    mu = math.log(service_s) - sigma2 / 2.0
+    d1 = (mu + sigma2 - math.log(t)) / sigma
+    d2 = d1 - sigma
+    phi1 = 0.5 * math.erfc(-d1 / math.sqrt(2.0))
+    phi2 = 0.5 * math.erfc(-d2 / math.sqrt(2.0))
+    return max(0.0, phi1 - t / service_s * phi2)
+
+
+def wait_survival(t: float, rho: float, service_s: float, scv: float | None) -> float:
+    """``P(W > t)`` (module docstring): ``ρ · P(R > t·(1 − ρ))``, the residual stretched so the
+    mean is Pollaczek–Khinchine's; M/M/1's exact tail when the spread is unknown."""
+    if rho <= 0:
+        return 0.0
+    return rho * residual_survival(t * (1.0 - rho), service_s, scv)
+
+
+def mg1_wait_quantile_seconds(
+    rho: float, service_s: float, scv: float | None, tail: float
+) -> float:
+    """The wait only a share ``tail`` of arrivals exceed (:func:`wait_survival`): 0 when
+    ``ρ ≤ tail``, else found by bisection (closed form for an unknown spread: M/M/1's
+    ``s/(1−ρ)·ln(ρ/tail)``)."""
+    if rho <= tail or tail <= 0 or service_s <= 0:
+        return 0.0
+    if scv is None:
+        return service_s / (1.0 - rho) * math.log(rho / tail)
+    hi = service_s / (1.0 - rho)
+    for _ in range(60):
+        if wait_survival(hi, rho, service_s, scv) <= tail:
+            break
+        hi *= 2.0
+    lo = 0.0
+    for _ in range(50):
+        mid = (lo + hi) / 2.0
+        if wait_survival(mid, rho, service_s, scv) > tail:
+            lo = mid
+        else:
+            hi = mid
+        if hi - lo < 1e-4 * hi:
+            break
+    return hi
+
+
+def compound_quantile(
+    events: float, mean_each: float, scv: float, z: float, stretch: float = 1.0
+) -> float:
+    """The total of a compound Poisson sum at the normal quantile ``z`` (module docstring):
+    ``n·x̄ + q·σ·stretch``, ``σ² = n·(E[x²] + x̄²)``, ``q = z + (z² − 1)·γ/6``,
+    ``γ = n·E[x³]/σ³``; ``stretch`` widens the deviation (a busy period's ``1/(1 − ρ)``)."""
+    if events <= 0 or mean_each <= 0:
+        return 0.0
+    spread = 1.0 + max(scv, 0.0)
+    second = mean_each * mean_each * spread
+    variance = events * (second + mean_each * mean_each)
+    sigma = math.sqrt(variance)
+    skew = min(MAX_SKEW, events * mean_each**3 * spread**3 / (sigma * variance))
+    q = z + (z * z - 1.0) * skew / 6.0
+    return events * mean_each + q * sigma * stretch
+
+
+Z_P99 = 2.326
+
+
+def lognormal_scv(mean: float, p99: float) -> float:
+    """``C² = exp(σ²) − 1`` of the lognormal with this mean and P99 (``P99/mean =
+    exp(2.326σ − σ²/2)``, the smaller root; σ at most 2.326, where that ratio peaks)."""
+    if mean <= 0 or p99 <= mean:
+        return 0.0
+    sigma = Z_P99 - math.sqrt(max(Z_P99 * Z_P99 - 2.0 * math.log(p99 / mean), 0.0))
+    return math.exp(sigma * sigma) - 1.0
+
+
+def prompt_scv(tokens: TokenDistribution) -> float | None:
+    """The prompts' ``C²`` for the prefill queue and the TPOT tail: the lognormal's through the
+    stated mean and P99 (P99 = mean: identical prompts, 0), or None when no P99 is stated
+    (the timing model then takes 1, exponential: M/M/1's convention)."""
+    if tokens.p99 is None:
+        return None
+    return lognormal_scv(tokens.mean, tokens.p99)
+
+
+def _bins() -> tuple[tuple[float, float], ...]:
+    """(standard normal quantile, weight) of bins even in ``−log10(1 − p)``, four decades: the
+    tail resolved as finely as the body, each bin at its middle probability."""
+    unit = NormalDist()
+    points = []
+    for i in range(_GRID_POINTS):
+        lo = 1.0 - 10.0 ** (-_GRID_DECADES * i / _GRID_POINTS)
+        hi = 1.0 - 10.0 ** (-_GRID_DECADES * (i + 1) / _GRID_POINTS)
+        mid = 1.0 - 10.0 ** (-_GRID_DECADES * (i + 0.5) / _GRID_POINTS)
+        points.append((unit.inv_cdf(mid), hi - lo))
+    return tuple(points)
+
+
+_GRID_DECADES = 4.0
+_GRID_POINTS = 12
+LOGNORMAL_BINS = _bins()
+"""The fixed quadrature of :func:`lognormal_points` (computed once)."""
+
+
+@lru_cache(maxsize=512)
+def lognormal_points(mean: float, p99: float) -> tuple[tuple[float, float], ...]:
+    """(value, weight) points standing for the lognormal with this mean and P99 (a point mass
+    at the mean when ``p99 ≤ mean``); the weights sum to 1 − 10⁻⁴ (the rest lies past them)."""
+    if mean <= 0 or p99 <= mean:
+        return ((max(mean, 0.0), 1.0),)
+    sigma = Z_P99 - math.sqrt(max(Z_P99 * Z_P99 - 2.0 * math.log(p99 / mean), 0.0))
+    mu = math.log(mean) - sigma * sigma / 2.0
+    return tuple((math.exp(mu + sigma * z), w) for z, w in LOGNORMAL_BINS)
+
+
+def sum_quantile(
+    own: tuple[tuple[float, float], ...],
+    rho: float,
+    service_s: float,
+    scv: float | None,
+    tail: float,
+) -> float:
+    """The time only a share ``tail`` exceed of ``own + wait``: ``own`` a distribution of
+    (seconds, weight) points, the wait independent of it (:func:`wait_survival` of the prefill
+    queue at ``ρ`` with service ``service_s`` and spread ``scv``). Bisection on
+    ``Σ w·P(wait > t − own)``."""
+    lo = min(t for t, _ in own)
+    hi = max(t for t, _ in own) + mg1_wait_quantile_seconds(rho, service_s, scv, tail) + 1e-9
+
+    def exceed(x: float) -> float:
+        total = 0.0
+        for t, w in own:
+            if t > x:
+                total += w
+            elif rho > 0:
+                total += w * wait_survival(x - t, rho, service_s, scv)
+        return total
+
+    if exceed(lo) <= tail:
+        return lo
+    for _ in range(40):
+        mid = (lo + hi) / 2.0
+        if exceed(mid) > tail:
+            lo = mid
+        else:
+            hi = mid
+        if hi - lo < 1e-4 * hi:
+            break
+    return hi

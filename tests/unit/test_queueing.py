@@ -1,0 +1,84 @@
+"""The prefill queue's and the TPOT tail's closed forms (planning/queueing.py)."""
+
+import math
+from itertools import pairwise
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from tokenscale.planning.queueing import (
+    compound_quantile,
+    lognormal_points,
+    lognormal_scv,
+    mg1_wait_quantile_seconds,
+    mg1_wait_seconds,
+    residual_survival,
+    sum_quantile,
+    wait_survival,
+)
+
+
+def test_exponential_service_is_mm1_exactly() -> None:
+    rho, s = 0.6, 0.2
+    assert mg1_wait_seconds(rho, s, 1.0) == pytest.approx(rho / (1 - rho) * s)
+    # M/M/1: P(W > t) = rho exp(-t (1 - rho) / s)
+    exact = s / (1 - rho) * math.log(rho / 0.01)
+    assert mg1_wait_quantile_seconds(rho, s, None, 0.01) == pytest.approx(exact, rel=1e-6)
+    # a lognormal service of C² = 1 has a heavier residual than the exponential's
+    assert mg1_wait_quantile_seconds(rho, s, 1.0, 0.01) > exact
+
+
+def test_identical_prompts_wait_for_the_rest_of_one_prefill() -> None:
+    # Llama-2-7B, 2,048-token prompts on an A100 (0.105 s prefill) at 0.5 req/s: the exact
+    # M/D/1 P99 wait at this load is the rest of one prefill, s (1 - 0.01/rho) = 0.085 s;
+    # M/M/1's exponential tail says 0.18 s
+    rho, s = 0.5 * 0.105, 0.105
+    wait = mg1_wait_quantile_seconds(rho, s, 0.0, 0.01)
+    assert wait == pytest.approx(s * (1 - 0.01 / rho) / (1 - rho), rel=0.01)
+    assert wait < 0.6 * mg1_wait_quantile_seconds(rho, s, None, 0.01)
+
+
+@given(s=st.floats(0.01, 10.0), scv=st.floats(0.0, 5.0))
+def test_the_residual_has_the_mean_pollaczek_khinchine_needs(s: float, scv: float) -> None:
+    # E[R] = E[S²] / (2 E[S]) = s (1 + C²) / 2: integrate P(R > t) on a log grid
+    ts = [s * 1e-4 * 1.05**i for i in range(420)]
+    area = ts[0] + sum(
+        (b - a) * (residual_survival(a, s, scv) + residual_survival(b, s, scv)) / 2
+        for a, b in pairwise(ts)
+    )
+    assert area == pytest.approx(s * (1 + scv) / 2, rel=0.03)
+    assert wait_survival(0.0, 0.3, s, scv) == pytest.approx(0.3)
+
+
+def test_lognormal_points_carry_the_mean() -> None:
+    pts = lognormal_points(1000.0, 4000.0)
+    mean = sum(v * w for v, w in pts) / sum(w for _, w in pts)
+    assert mean == pytest.approx(1000.0, rel=0.05)
+    assert lognormal_scv(1000.0, 1000.0) == 0.0
+
+
+@given(
+    rho=st.floats(0.02, 0.97),
+    scv=st.floats(0.0, 4.0),
+    tail=st.sampled_from([0.01, 0.05]),
+)
+def test_the_tail_wait_grows_with_load_and_spread(rho: float, scv: float, tail: float) -> None:
+    s = 0.1
+    w = mg1_wait_quantile_seconds(rho, s, scv, tail)
+    assert w >= 0.0
+    assert mg1_wait_quantile_seconds(min(rho + 0.02, 0.99), s, scv, tail) >= w
+    assert mg1_wait_seconds(rho, s, scv + 0.5) > mg1_wait_seconds(rho, s, scv)
+
+
+@given(events=st.floats(0.5, 200.0), scv=st.floats(0.0, 3.0))
+def test_compound_quantile_is_above_its_mean_and_grows_with_z(events: float, scv: float) -> None:
+    p95 = compound_quantile(events, 0.1, scv, 1.645)
+    p99 = compound_quantile(events, 0.1, scv, 2.326)
+    assert events * 0.1 < p95 < p99
+
+
+def test_sum_quantile_without_a_queue_is_the_own_quantile() -> None:
+    own = ((0.1, 0.9), (1.0, 0.1))
+    assert sum_quantile(own, 0.0, 0.0, 1.0, 0.05) == pytest.approx(1.0, rel=1e-3)
+    assert sum_quantile(own, 0.5, 0.2, 1.0, 0.05) > 1.0
