@@ -100,6 +100,13 @@ def _needed(p: Plan) -> float:
     return p.replicas.needed if p.replicas is not None else math.inf
 
 
+def _binds_first(p: Plan) -> tuple[float, float]:
+    """The order in which class plans bind: the replicas needed, then, where two classes need
+    the same (the throughput constraint binds both), the one closest to its own SLO."""
+    tight = _tightest(list(p.slo_checks))
+    return _needed(p), tight.estimate_s / tight.target_s if tight is not None else 0.0
+
+
 def _tightest(checks: list[SloCheck]) -> SloCheck | None:
     return max(checks, key=lambda c: c.estimate_s / c.target_s, default=None)
 
@@ -126,7 +133,7 @@ def plan_classes(spec: InferenceServiceSpec, name: str, planner: Planner) -> Pla
     guaranteed, sheddable = w.guaranteed_classes, w.sheddable_classes
     g_work = _sum_workload(w, guaranteed)
     per_class = [(c, _class_plan(spec, name, planner, g_work, c)) for c in guaranteed]
-    chosen_class, plan = max(per_class, key=lambda cp: _needed(cp[1]))
+    chosen_class, plan = max(per_class, key=lambda cp: _binds_first(cp[1]))
     binding_slo = chosen_class.slo or spec.slo
 
     all_plan = planner(_with(spec, _sum_workload(w, list(w.classes or [])), binding_slo), name)
