@@ -200,12 +200,13 @@ def test_a_queue_waiting_for_adapter_slots_is_told_from_a_compute_queue(
     # the queue reads high from its second sighting (scaling/headroom.py); at one replica its
     # ratio (capped at ×2) and "one more" agree, so the reason below tells the path apart
     # (tests/unit/test_lora_live.py checks the step at four replicas)
+    # the queue signal: queue_s (the spec has a TTFT SLO: the queue read as seconds of work)
     wait_for(
-        lambda: (_signal(objects, "waiting_per_replica") or {}).get("level") == "high",
+        lambda: (_signal(objects, "queue_s") or {}).get("level") == "high",
         60,
         "the queue signal high",
     )
-    queue = _signal(objects, "waiting_per_replica")
+    queue = _signal(objects, "queue_s")
     assert queue is not None
     assert queue["replicas"] == 2
     # the decision says why: the Scaled event carries the queue signal's reason

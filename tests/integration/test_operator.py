@@ -367,7 +367,14 @@ def test_kubectl_explain_sees_a_type_for_every_spec_field(api: client.ApiClient)
     untyped = []
     # int-or-string, and free-form objects (x-kubernetes-preserve-unknown-fields), have no
     # single type in OpenAPI v2
-    free_form = {"tensorParallelSize", "affinity", "resources", "hfConfig"}
+    free_form = {
+        "tensorParallelSize",
+        "affinity",
+        "resources",
+        "hfConfig",
+        "adapterConfig",
+        "priority",
+    }
 
     def walk(node: dict[str, Any], path: str) -> None:
         for name, sub in (node.get("properties") or {}).items():

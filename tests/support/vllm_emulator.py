@@ -78,13 +78,8 @@ class VllmMetricsEmulator:
         }
         self.info = Gauge("vllm:cache_config_info", "Cache config", tuple(info_labels), registry=r)
         self.info.labels(**info_labels).set(1)
-        # vLLM's LoRA gauge: one series per label set, set to the time it was last set
-        self.lora_info = Gauge(
-            "vllm:lora_requests_info",
-            "Running stats on lora requests.",
-            ("max_lora", "waiting_lora_adapters", "running_lora_adapters"),
-            registry=r,
-        )
+        # vLLM's LoRA gauge exists only with --enable-lora: made by the first set_lora
+        self.lora_info: Gauge | None = None
         self.prompt = Counter("vllm:prompt_tokens", "Prompt tokens", names, registry=r)
         self.generation = Counter("vllm:generation_tokens", "Generated tokens", names, registry=r)
         self.success = Counter(
@@ -205,7 +200,15 @@ class VllmMetricsEmulator:
 
     def set_lora(self, running: list[str], waiting: list[str], max_lora: int) -> None:
         """The engine's adapters as vLLM reports them: a new series for this label set, set to
-        the current time (older series stay, with older times)."""
+        the current time (older series stay, with older times). vLLM registers the gauge only
+        with LoRA on, so it appears with the first call."""
+        if self.lora_info is None:
+            self.lora_info = Gauge(
+                "vllm:lora_requests_info",
+                "Running stats on lora requests.",
+                ("max_lora", "waiting_lora_adapters", "running_lora_adapters"),
+                registry=self.registry,
+            )
         self.lora_info.labels(
             max_lora=str(max_lora),
             waiting_lora_adapters=",".join(waiting),
