@@ -48,14 +48,16 @@ def test_the_mix_total_is_the_fewest_that_carry_the_need(load_aware: bool, prima
 
 
 def test_at_the_design_load_the_live_need_gives_back_the_plans_mix() -> None:
-    """The L40S alone needs 19 replicas at 120 RPS; behind a load-aware gateway 4 H100 + 7
-    L40S carry that (the plan's mix), behind a plain Service 19 L40S do."""
+    """Behind a plain Service the L40S alone carries the design load (120 RPS); that need, in
+    L40S replicas, behind a load-aware gateway is the plan's mix (4 H100 + 7 L40S)."""
+    _, plain = PLANS[False]
+    l40s = next(v for v in plain.variants if v.name == "l40s-48gb")
+    alone = plain.design_rps / l40s.capacity_rps_per_replica  # the need in L40S replicas
+    assert mix_total(plain, alone).total == plain.sized.total
     _, aware = PLANS[True]
-    need = mix_total(aware, 19)
+    need = mix_total(aware, alone)
     assert need.total == aware.sized.total == 11
     assert mix_counts(aware, need.total).counts == {"h100-sxm-80gb": 4, "l40s-48gb": 7}
-    _, plain = PLANS[False]
-    assert mix_total(plain, 19).total == plain.sized.total == 19
 
 
 def _snap(rps: float, n: int) -> Snapshot:
