@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 
 from tests.helpers import spec as make_spec
 from tokenscale.api.inference_service import InferenceServiceSpec
-from tokenscale.planning import Conditions, perf_at, plan_service, resolve
+from tokenscale.planning import Conditions, Plan, perf_at, plan_service, resolve
 from tokenscale.scaling import Decision, EngineInput, ScalingState, Snapshot, decide
 from tokenscale.scaling.engine import observed_workload
 
@@ -53,15 +53,20 @@ def snap(
 
 
 def run(
-    spec: InferenceServiceSpec, s: Snapshot | None, state: ScalingState, now: float = NOW
+    spec: InferenceServiceSpec,
+    s: Snapshot | None,
+    state: ScalingState,
+    now: float = NOW,
+    forecast: Plan | None = None,
 ) -> Decision:
-    """Decide at ``now``; a snapshot built at NOW is taken as fresh at ``now`` (re-scraped)."""
+    """Decide at ``now``; a snapshot built at NOW is taken as fresh at ``now`` (re-scraped).
+    ``forecast``: the spec's plan when the caller has it (a loop of decisions plans it once)."""
     if s is not None and s.at == NOW:
         s = s.model_copy(update={"at": now})
     return decide(
         EngineInput(
             spec=spec,
-            forecast=plan_service(spec),
+            forecast=forecast or plan_service(spec),
             snapshot=s,
             state=state,
             now_s=now,
@@ -372,14 +377,15 @@ def test_stationary_noisy_load_does_not_flap(seed: int, noise: float) -> None:
     """Load fixed at `need` replicas' worth; KV usage = 0.75 × need / replicas ± noise."""
     rng = random.Random(seed)
     spec = _spec()
-    need = plan_service(spec).replicas.total + 2
+    forecast = plan_service(spec)
+    need = forecast.replicas.total + 2
     state = ScalingState(decided_replicas=need)
     changes: list[tuple[float, int]] = []
     replicas = need
     for step in range(240):  # one hour, a decision every 15 s
         now = NOW + 15 * step
         kv = min(1.0, max(0.0, 0.75 * need / replicas + rng.uniform(-noise, noise)))
-        d = run(spec, snap(n=replicas, kv=kv, ttft=0.3, tpot=0.01), state, now)
+        d = run(spec, snap(n=replicas, kv=kv, ttft=0.3, tpot=0.01), state, now, forecast)
         if d.replicas != replicas:
             changes.append((now, d.replicas))
         replicas, state = d.replicas, d.state

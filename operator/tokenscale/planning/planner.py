@@ -278,17 +278,27 @@ def _estimate(r: Resolved, c: Conditions, layout: Layout) -> _Estimate:
             models[budget] = perf_at(r, c, layout, budget)
         return models[budget]
 
-    knobs = choose_knobs(
-        perf_for,
-        spec.slo,
-        w.input_tokens,
-        w.output_tokens,
-        r.defaults.max_num_batched_tokens,
-        r.defaults.max_num_seqs * lanes,
-        serving.max_num_batched_tokens,
-        serving.max_num_seqs * lanes if serving.max_num_seqs else None,
-        serving.enable_chunked_prefill,
-    )
+    if r.knobs_as_run is not None:
+        run_budget, run_seqs = r.knobs_as_run
+        knobs = Knobs(
+            run_budget,
+            run_seqs * lanes,
+            f"as the fleet runs: --max-num-batched-tokens {run_budget:,}, "
+            f"--max-num-seqs {run_seqs:,}",
+            False,
+        )
+    else:
+        knobs = choose_knobs(
+            perf_for,
+            spec.slo,
+            w.input_tokens,
+            w.output_tokens,
+            r.defaults.max_num_batched_tokens,
+            r.defaults.max_num_seqs * lanes,
+            serving.max_num_batched_tokens,
+            serving.max_num_seqs * lanes if serving.max_num_seqs else None,
+            serving.enable_chunked_prefill,
+        )
     warnings.extend(knobs.warnings)
     seqs, batched = knobs.max_num_seqs, knobs.max_num_batched_tokens
     geom = kv_geometry(arch, model.kv_bytes_per_element, tp)
@@ -535,8 +545,10 @@ def _plan_speculative(r: Resolved, conditions: Conditions, tp: int | Layout) -> 
 
 
 def as_planned(r: Resolved, plan: Plan) -> Resolved:
-    """``r`` with speculation on exactly when ``plan`` has it on, and LoRA at the plan's
-    ``maxLoras`` (the timing model of the plan the fleet runs)."""
+    """``r`` with speculation on exactly when ``plan`` has it on, LoRA at the plan's
+    ``maxLoras`` and the plan's chunk budget and sequence cap (the timing model of the plan
+    the fleet runs: a re-plan at live conditions does not choose flags the fleet lacks)."""
+    r = dataclasses.replace(r, knobs_as_run=(plan.max_num_batched_tokens, plan.max_num_seqs))
     if r.lora is not None and plan.lora is not None:
         pinned = r.lora.with_max_loras(plan.lora.max_loras)
         r = dataclasses.replace(r, lora=dataclasses.replace(pinned, max_loras_given=True))

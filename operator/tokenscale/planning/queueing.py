@@ -22,6 +22,7 @@ point's searches ask for these at every batch they probe.
 """
 
 import math
+from collections.abc import Callable
 from functools import lru_cache
 from statistics import NormalDist
 
@@ -43,22 +44,35 @@ def residual_survival(t: float, service_s: float, scv: float | None) -> float:
     exponential when the spread is unknown (None: its own residual), uniform on ``[0, s]`` for
     identical services (``C² = 0``), else of the lognormal with that ``C²``:
     ``E[(S − t)⁺]/E[S] = Φ(d₁) − (t/s)·Φ(d₂)``, ``d₁ = (μ + σ² − ln t)/σ``, ``d₂ = d₁ − σ``."""
-    if t <= 0:
-        return 1.0
+    return residual(service_s, scv)(t)
+
+
+def residual(service_s: float, scv: float | None) -> Callable[[float], float]:
+    """:func:`residual_survival` of one service as a function of ``t``, its constants (μ, σ)
+    worked out once: the quantile searches below evaluate it hundreds of times per call."""
     if service_s <= 0:
-        return 0.0
+        return lambda t: 1.0 if t <= 0 else 0.0
     if scv is None:
-        return math.exp(-t / service_s)
+        rate = 1.0 / service_s
+        return lambda t: 1.0 if t <= 0 else math.exp(-t * rate)
     if scv <= 1e-9:
-        return max(0.0, 1.0 - t / service_s)
+        return lambda t: 1.0 if t <= 0 else max(0.0, 1.0 - t / service_s)
     sigma2 = math.log1p(scv)
-    sigma = math.sqrt(sigma2)
-    mu = math.log(service_s) - sigma2 / 2.0
-    d1 = (mu + sigma2 - math.log(t)) / sigma
-    d2 = d1 - sigma
-    phi1 = 0.5 * math.erfc(-d1 / math.sqrt(2.0))
-    phi2 = 0.5 * math.erfc(-d2 / math.sqrt(2.0))
-    return max(0.0, phi1 - t / service_s * phi2)
+    sigma_root2 = math.sqrt(sigma2) * _ROOT2
+    top = math.log(service_s) + sigma2 / 2.0  # μ + σ²
+    shift = sigma2 / sigma_root2  # σ/√2
+    erfc, log = math.erfc, math.log
+
+    def survival(t: float) -> float:
+        if t <= 0:
+            return 1.0
+        d1 = (top - log(t)) / sigma_root2  # d₁/√2
+        return max(0.0, 0.5 * erfc(-d1) - t / service_s * 0.5 * erfc(shift - d1))
+
+    return survival
+
+
+_ROOT2 = math.sqrt(2.0)
 
 
 def wait_survival(t: float, rho: float, service_s: float, scv: float | None) -> float:
@@ -79,15 +93,17 @@ def mg1_wait_quantile_seconds(
         return 0.0
     if scv is None:
         return service_s / (1.0 - rho) * math.log(rho / tail)
-    hi = service_s / (1.0 - rho)
+    survival = residual(service_s, scv)
+    idle = 1.0 - rho
+    hi = service_s / idle
     for _ in range(60):
-        if wait_survival(hi, rho, service_s, scv) <= tail:
+        if rho * survival(hi * idle) <= tail:
             break
         hi *= 2.0
     lo = 0.0
     for _ in range(50):
         mid = (lo + hi) / 2.0
-        if wait_survival(mid, rho, service_s, scv) > tail:
+        if rho * survival(mid * idle) > tail:
             lo = mid
         else:
             hi = mid
@@ -178,13 +194,16 @@ def sum_quantile(
     lo = min(t for t, _ in own)
     hi = max(t for t, _ in own) + mg1_wait_quantile_seconds(rho, service_s, scv, tail) + 1e-9
 
+    survival = residual(service_s, scv)
+    idle = 1.0 - rho
+
     def exceed(x: float) -> float:
         total = 0.0
         for t, w in own:
             if t > x:
                 total += w
             elif rho > 0:
-                total += w * wait_survival(x - t, rho, service_s, scv)
+                total += w * rho * survival((x - t) * idle)
         return total
 
     if exceed(lo) <= tail:

@@ -38,6 +38,10 @@ class Resolved:
     """``spec.serving.speculative`` sized (``enabled`` says whether this question uses it)."""
     lora: LoraSetup | None = None
     """``spec.lora`` sized, at the ``maxLoras`` this question asks about."""
+    knobs_as_run: tuple[int, int] | None = None
+    """(``--max-num-batched-tokens``, ``--max-num-seqs`` per rank) of a fleet already running
+    (:func:`~tokenscale.planning.planner.as_planned`): the live plan times the flags rendered,
+    not ones it would choose again; None: the planner chooses them."""
 
     def tp_sizes(self) -> list[int]:
         """The tensor-parallel sizes to plan: the pinned one (checked), or every valid one."""
