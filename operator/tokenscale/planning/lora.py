@@ -400,11 +400,23 @@ class LoraPerfModel(PerfModel):
     @property
     def weight_floor_seconds(self) -> float:
         """The base floor plus the LoRA kernels of a one-adapter step: a fixed cost every step
-        pays, as the step overhead is, so the knee stays relative to what batching amortizes."""
+        pays, as the step overhead is (the knee's reference at batch 1,
+        :meth:`knee_floor_seconds`)."""
         base = super().weight_floor_seconds
         if self.lora is None:
             return base
         return base + self.lora.kernel_seconds_for(1.0, self.tp, self._bw)
+
+    def knee_floor_seconds(self, batch: float) -> float:
+        """The base floor plus the LoRA kernels of the ``D(B)`` adapters the batch holds: work
+        a step pays once however many of its sequences share each adapter, as it reads the
+        weights once. Measured against the one-adapter floor (:attr:`weight_floor_seconds`)
+        the per-adapter kernels would count as per-sequence work while ``D(B)`` still grows,
+        and the knee would stop where the throughput still rises faster than TPOT."""
+        base = super().weight_floor_seconds
+        if self.lora is None:
+            return base
+        return base + self.lora.kernel_seconds(max(batch, 1.0), self.tp, self._bw)
 
     def _step_seconds(self, batch: float) -> float:
         base = super()._step_seconds(batch)
@@ -414,12 +426,30 @@ class LoraPerfModel(PerfModel):
             batch, self.tp, self._bw, self.mean_output_tokens
         )
 
+    def _chunks(self, tokens: float) -> int:
+        return chunk_count(tokens, self.max_num_batched_tokens) if self.chunked_prefill else 1
+
     def _prefill_seconds(self, tokens: float, cached: float) -> float:
+        """A prompt prefilled on an otherwise idle replica: every chunk is a step of its own
+        and runs the one-adapter kernels (what a TTFT at no load pays)."""
         base = super()._prefill_seconds(tokens, cached)
         if self.lora is None or tokens <= 0:
             return base
-        steps = chunk_count(tokens, self.max_num_batched_tokens) if self.chunked_prefill else 1
-        return base + steps * self.lora.kernel_seconds(1.0, self.tp, self._bw)
+        return base + self._chunks(tokens) * self.lora.kernel_seconds(1.0, self.tp, self._bw)
+
+    @cached_property
+    def mean_prefill_seconds(self) -> float:
+        """What a mean prompt adds to the decode steps it rides in (prefill interference and a
+        replica's request rate, :meth:`PerfModel.tpot_seconds`): the base prefill alone. A
+        step launches its LoRA kernels once for every token it schedules (the simulator's mixed
+        step does the same), and the prompt's adapter is among the ``D(B)`` adapters of the
+        ``B`` requests in flight the step's kernels already count, so its chunks add no LoRA
+        time; alone they would pay the one-adapter kernels each (:meth:`_prefill_seconds`)."""
+        if self.lora is None:
+            return super().mean_prefill_seconds
+        hit = self.prefix_cache_hit_rate
+        n, cached = self.mean_input_tokens * (1.0 - hit), self.mean_input_tokens * hit
+        return PerfModel._prefill_seconds(self, n, cached)
 
 
 def lora_perf(base: PerfModel, setup: LoraSetup) -> LoraPerfModel:

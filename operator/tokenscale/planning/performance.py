@@ -425,6 +425,13 @@ class PerfModel:
             + self.assumptions.step_overhead_seconds
         )
 
+    def knee_floor_seconds(self, batch: float) -> float:
+        """The knee's reference at batch B: what a step of B sequences pays however many share
+        it (:func:`~tokenscale.planning.operating_point.knee_batch`). Here the weight-read
+        floor, whatever B; a model whose shared work grows with the batch (LoRA's kernels per
+        distinct adapter) says so."""
+        return self.weight_floor_seconds
+
     def output_tps(self, batch: float) -> float:
         """Output tokens/s of one replica at batch B, prefills included (module docstring)."""
         out = max(self.mean_output_tokens, 1.0)
