@@ -9,16 +9,23 @@ requests). For each adapter count:
   throughput change at the operating batch, the swaps per second, the recommended ``maxLoras``
   and its replicas; and the plan at vLLM's default ``maxLoras`` 1;
 - with ``--simulate``, on the many-adapter shape (``simulation/workloads.py``
-  ``many_adapters``: 100 adapters, Poisson arrivals at ``--sim-rps`` for ``--duration``
-  seconds, each request's adapter drawn by the shares, seed 1) the simulator's best static
-  fleet (the fewest replicas whose replay meets the SLOs for ``targetAttainment`` of the
-  requests, ``simulation/run.py`` ``best_static``) against the plan's replicas (target: within
-  15 %), without LoRA (the same arrivals: the planner's margin apart from LoRA), at the
-  recommended ``maxLoras`` and at vLLM's default 1.
+  ``many_adapters``: Poisson arrivals at ``--sim-rps`` for ``--duration`` seconds, each
+  request's adapter drawn by the shares, seed 1) for each of ``--sim-counts`` adapters the
+  simulator's best static fleet (the fewest replicas whose replay meets the SLOs for
+  ``targetAttainment`` of the requests, ``simulation/run.py`` ``best_static``, with its
+  replayed attainment) against the plan's replicas at the recommended ``maxLoras`` (target:
+  within 15 %); at 100 adapters also without LoRA (the same arrivals: the planner's margin
+  apart from LoRA) and at vLLM's default 1.
 
-The figures are reported, not asserted.
+The figures are reported, not asserted. Last run (docs/lora.md, "Measured"): at 20 RPS 2
+replicas for 1, 10 and 100 adapters (maxLoras 1, 10, 64), where vLLM's default maxLoras 1
+needs 103.75 for 10 or 100; at 60 RPS plan against simulator 4 vs 3 without LoRA and with 1
+or 10 adapters (+33 %: the knee), 6 vs 7 with 100 adapters (−14 %; 11 vs 6 before the knee
+and the prefill's kernels were fixed), and at maxLoras 1 no fleet within 64 replicas meets
+the target.
 
-    python benchmarks/lora.py [--rps 20] [--simulate [--sim-rps 60] [--duration 300]] [--json]
+    python benchmarks/lora.py [--rps 20] [--simulate [--sim-rps 60] [--duration 300]
+        [--sim-counts 1,10,100]] [--json]
 """
 
 import argparse
@@ -81,6 +88,7 @@ def _plan_row(p: Plan) -> dict[str, Any]:
     return {
         "max_loras": e.max_loras,
         "replicas": None if p.replicas is None else p.replicas.total,
+        "needed": None if p.replicas is None else p.replicas.needed,
         "kv_pool_minus_gib": e.slots_bytes_per_gpu / GIB,
         "throughput_change": e.throughput_ratio - 1.0,
         "swaps_per_s_per_replica": e.swaps_per_s_per_replica,
@@ -172,8 +180,8 @@ def _print(rows: list[dict[str, Any]], rps: float) -> None:
         print(
             f"  plan: maxLoras {p['max_loras']} → {p['replicas']} replicas (batch "
             f"{p['operating_batch']:.0f}, limited by {p['limited_by']}); vLLM's default "
-            f"maxLoras 1 → {d['replicas']} replicas (batch {d['operating_batch']:.0f}, "
-            f"{d['swaps_per_s_per_replica']:.2g} swaps/s)"
+            f"maxLoras 1 → {d['replicas']} replicas (need {d['needed']:.2f}, batch "
+            f"{d['operating_batch']:.0f}, {d['swaps_per_s_per_replica']:.2g} swaps/s)"
         )
 
 

@@ -28,7 +28,11 @@ distinct adapters in the batch at ``max_lora_rank``::
 
 with ``t_kernel + D(B) × t_adapter`` per kernel (:data:`LORA_KERNEL_SECONDS`,
 :data:`LORA_ADAPTER_KERNEL_SECONDS`, fitted to published vLLM measurements:
-``benchmarks/accuracy/lora.yaml``).
+``benchmarks/accuracy/lora.yaml``). The kernels run once per step for all the tokens it
+schedules: a prefill chunk riding in a decode step adds none (its request's adapter is among
+the ``D(B)`` of the ``B`` in flight); a prompt prefilled alone pays the one-adapter kernels per
+chunk. ``t_lora(B)`` is work the step shares among its sequences, so the knee is measured from
+the weight floor plus ``t_lora(B)`` (:meth:`LoraPerfModel.knee_floor_seconds`).
 
 **Slots**: vLLM's scheduler admits a request only while the batch holds at most ``max_loras``
 adapters, so the batch runs at most as wide as ``D_∞(B) = max_loras`` allows (``D_∞``: ``D``
