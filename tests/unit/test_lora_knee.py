@@ -96,8 +96,8 @@ def test_a_prompt_riding_in_decode_steps_adds_no_lora_kernels(
 ) -> None:
     """A step launches its LoRA kernels once for all the tokens it schedules, and the prompt's
     adapter is among the batch's: TPOT with LoRA is the base TPOT plus the kernels of the
-    batch's adapters (the simulator's mixed step), while a prompt prefilled alone pays the
-    one-adapter kernels per chunk."""
+    batch's adapters (the simulator's mixed step), a prompt prefilled alone pays the
+    one-adapter kernels per chunk, and one prefilled under load its steps' kernels."""
     on, off = _models(count, exponent, rank, output_mean)
     assert on.lora is not None
     assert on.mean_prefill_seconds == pytest.approx(off.mean_prefill_seconds)
@@ -108,3 +108,10 @@ def test_a_prompt_riding_in_decode_steps_adds_no_lora_kernels(
     chunks = chunk_count(prompt, on.max_num_batched_tokens)
     one = on.lora.kernel_seconds_for(1.0, on.tp, on._bw)
     assert on.prefill_seconds(prompt) == pytest.approx(off.prefill_seconds(prompt) + chunks * one)
+    # under load each of its chunks is a step of the batch's decodes: their adapters' kernels
+    batch = 100.0
+    riding = chunk_count(prompt, on.max_num_batched_tokens - int(batch))
+    kernels = on.lora.kernel_seconds(batch + 1.0, on.tp, on._bw)
+    assert on.own_ttft_seconds(batch, prompt) == pytest.approx(
+        off.own_ttft_seconds(batch, prompt) + riding * kernels
+    )

@@ -422,6 +422,13 @@ class LoraPerfModel(PerfModel):
             return base
         return base + self.lora.kernel_seconds(max(batch, 1.0), self.tp, self._bw)
 
+    def mixed_step_extra_seconds(self, decode_seqs: float) -> float:
+        """The LoRA kernels of a step carrying ``decode_seqs`` decodes and a prompt's chunk:
+        the adapters of those ``decode_seqs + 1`` requests (a prompt's TTFT under load)."""
+        if self.lora is None:
+            return 0.0
+        return self.lora.kernel_seconds(decode_seqs + 1.0, self.tp, self._bw)
+
     def _step_seconds(self, batch: float) -> float:
         base = super()._step_seconds(batch)
         if self.lora is None:

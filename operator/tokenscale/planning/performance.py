@@ -292,6 +292,12 @@ class PerfModel:
             + self.assumptions.step_overhead_seconds
         )
 
+    def mixed_step_extra_seconds(self, decode_seqs: float) -> float:
+        """What a step carrying ``decode_seqs`` decodes and one prompt's chunk pays beyond
+        :meth:`mixed_step_seconds`: nothing here (LoRA: the kernels of their adapters, as the
+        simulated replica adds them to its mixed step)."""
+        return 0.0
+
     # -- serving at batch B --------------------------------------------------------------------
     @cached_property
     def mean_prefill_seconds(self) -> float:
@@ -504,7 +510,7 @@ class PerfModel:
         flops = self.prefill_flops(n, cached) / steps
         per_step = self.mixed_step_seconds(
             batch, batch * self.decode_context_tokens, flops, batch + chunk
-        )
+        ) + self.mixed_step_extra_seconds(batch)
         alone = math.exp(-batch)
         return alone * idle + (1.0 - alone) * steps * per_step + overhead
 
