@@ -273,7 +273,7 @@ def knee_advice(spec: InferenceServiceSpec, plan: Plan, name: str = "") -> list[
     if mine is None or theirs is None or not at_slo.feasible or theirs >= mine:
         return []
     perf = perf_at(r, forecast_conditions(r), layout, plan.max_num_batched_tokens)
-    ratio = math.ceil(perf.tpot_seconds(lim.slo) / perf.weight_floor_seconds * 10.0) / 10.0
+    ratio = math.ceil(perf.tpot_seconds(lim.slo) / perf.knee_floor_seconds(lim.slo) * 10.0) / 10.0
     return [
         f"sized at the knee (batch {lim.knee:,.0f}, TPOT {perf.assumptions.knee_tpot_ratio:g} × "
         f"the weight-read floor) where the SLOs allow batch {lim.slo:,.0f}: {_gpus(theirs)} "

@@ -235,8 +235,11 @@ def _plan_decode(
     def ok(b: int) -> bool:
         return _decode_meets(perf, b, slo, w, ttft_floor_s)
 
-    limit = perf.assumptions.knee_tpot_ratio * perf.weight_floor_seconds
-    knee = max(1, _largest_int(1, seqs, lambda b: perf.step_seconds(b) <= limit))
+    ratio = perf.assumptions.knee_tpot_ratio
+    knee = max(
+        1,
+        _largest_int(1, seqs, lambda b: perf.step_seconds(b) <= ratio * perf.knee_floor_seconds(b)),
+    )
     limits: dict[str, float] = {"maxNumSeqs": float(seqs), "knee": float(knee)}
     slo_b: float | None = None
     if slo.any_set:

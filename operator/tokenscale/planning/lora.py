@@ -28,7 +28,11 @@ distinct adapters in the batch at ``max_lora_rank``::
 
 with ``t_kernel + D(B) × t_adapter`` per kernel (:data:`LORA_KERNEL_SECONDS`,
 :data:`LORA_ADAPTER_KERNEL_SECONDS`, fitted to published vLLM measurements:
-``benchmarks/accuracy/lora.yaml``).
+``benchmarks/accuracy/lora.yaml``). The kernels run once per step for all the tokens it
+schedules: a prefill chunk riding in a decode step adds none (its request's adapter is among
+the ``D(B)`` of the ``B`` in flight); a prompt prefilled alone pays the one-adapter kernels per
+chunk. ``t_lora(B)`` is work the step shares among its sequences, so the knee is measured from
+the weight floor plus ``t_lora(B)`` (:meth:`LoraPerfModel.knee_floor_seconds`).
 
 **Slots**: vLLM's scheduler admits a request only while the batch holds at most ``max_loras``
 adapters, so the batch runs at most as wide as ``D_∞(B) = max_loras`` allows (``D_∞``: ``D``
@@ -400,11 +404,30 @@ class LoraPerfModel(PerfModel):
     @property
     def weight_floor_seconds(self) -> float:
         """The base floor plus the LoRA kernels of a one-adapter step: a fixed cost every step
-        pays, as the step overhead is, so the knee stays relative to what batching amortizes."""
+        pays, as the step overhead is (the knee's reference at batch 1,
+        :meth:`knee_floor_seconds`)."""
         base = super().weight_floor_seconds
         if self.lora is None:
             return base
         return base + self.lora.kernel_seconds_for(1.0, self.tp, self._bw)
+
+    def knee_floor_seconds(self, batch: float) -> float:
+        """The base floor plus the LoRA kernels of the ``D(B)`` adapters the batch holds: work
+        a step pays once however many of its sequences share each adapter, as it reads the
+        weights once. Measured against the one-adapter floor (:attr:`weight_floor_seconds`)
+        the per-adapter kernels would count as per-sequence work while ``D(B)`` still grows,
+        and the knee would stop where the throughput still rises faster than TPOT."""
+        base = super().weight_floor_seconds
+        if self.lora is None:
+            return base
+        return base + self.lora.kernel_seconds(max(batch, 1.0), self.tp, self._bw)
+
+    def mixed_step_extra_seconds(self, decode_seqs: float) -> float:
+        """The LoRA kernels of a step carrying ``decode_seqs`` decodes and a prompt's chunk:
+        the adapters of those ``decode_seqs + 1`` requests (a prompt's TTFT under load)."""
+        if self.lora is None:
+            return 0.0
+        return self.lora.kernel_seconds(decode_seqs + 1.0, self.tp, self._bw)
 
     def _step_seconds(self, batch: float) -> float:
         base = super()._step_seconds(batch)
@@ -414,12 +437,30 @@ class LoraPerfModel(PerfModel):
             batch, self.tp, self._bw, self.mean_output_tokens
         )
 
+    def _chunks(self, tokens: float) -> int:
+        return chunk_count(tokens, self.max_num_batched_tokens) if self.chunked_prefill else 1
+
     def _prefill_seconds(self, tokens: float, cached: float) -> float:
+        """A prompt prefilled on an otherwise idle replica: every chunk is a step of its own
+        and runs the one-adapter kernels (what a TTFT at no load pays)."""
         base = super()._prefill_seconds(tokens, cached)
         if self.lora is None or tokens <= 0:
             return base
-        steps = chunk_count(tokens, self.max_num_batched_tokens) if self.chunked_prefill else 1
-        return base + steps * self.lora.kernel_seconds(1.0, self.tp, self._bw)
+        return base + self._chunks(tokens) * self.lora.kernel_seconds(1.0, self.tp, self._bw)
+
+    @cached_property
+    def mean_prefill_seconds(self) -> float:
+        """What a mean prompt adds to the decode steps it rides in (prefill interference and a
+        replica's request rate, :meth:`PerfModel.tpot_seconds`): the base prefill alone. A
+        step launches its LoRA kernels once for every token it schedules (the simulator's mixed
+        step does the same), and the prompt's adapter is among the ``D(B)`` adapters of the
+        ``B`` requests in flight the step's kernels already count, so its chunks add no LoRA
+        time; alone they would pay the one-adapter kernels each (:meth:`_prefill_seconds`)."""
+        if self.lora is None:
+            return super().mean_prefill_seconds
+        hit = self.prefix_cache_hit_rate
+        n, cached = self.mean_input_tokens * (1.0 - hit), self.mean_input_tokens * hit
+        return PerfModel._prefill_seconds(self, n, cached)
 
 
 def lora_perf(base: PerfModel, setup: LoraSetup) -> LoraPerfModel:

@@ -158,13 +158,25 @@ def slo_estimates(
 
 
 def knee_batch(perf: PerfModel, max_batch: int, tpot_ratio: float) -> int:
-    """Largest B with ``TPOT(B) ≤ ratio × weight-read floor`` (at least 1).
+    """Largest B with ``TPOT(B) ≤ ratio × floor(B)`` (at least 1), ``floor(B)`` the work a
+    step of B shares among its sequences (:meth:`PerfModel.knee_floor_seconds`: the
+    weight-read floor; with LoRA also the kernels of the adapters the B requests hold).
 
-    The floor does not depend on the workload, and TPOT(B) grows with B and with the work per
-    sequence, so the knee only moves left as prompts grow: sizing stays monotone.
+    The floor does not depend on the prompts, and TPOT(B) grows with B and with the work per
+    sequence, so the knee only moves left as prompts grow: sizing stays monotone. With a
+    floor that is constant, ``TPOT = a + b·B`` gives ``B = (ratio − 1)·a/b``, where the
+    throughput's elasticity to the batch falls to ``1/ratio`` (½ at the default); shared
+    work that grows with B and then saturates (distinct adapters) keeps the rule at the
+    batch past its growth where the elasticity is back at ``1/ratio``.
     """
-    limit = tpot_ratio * perf.weight_floor_seconds
-    return max(1, _largest(1, max_batch, lambda b: perf.tpot_seconds(b) <= limit))
+    return max(
+        1,
+        _largest(
+            1,
+            max_batch,
+            lambda b: perf.tpot_seconds(b) <= tpot_ratio * perf.knee_floor_seconds(b),
+        ),
+    )
 
 
 def slo_batch(

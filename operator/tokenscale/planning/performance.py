@@ -292,6 +292,12 @@ class PerfModel:
             + self.assumptions.step_overhead_seconds
         )
 
+    def mixed_step_extra_seconds(self, decode_seqs: float) -> float:
+        """What a step carrying ``decode_seqs`` decodes and one prompt's chunk pays beyond
+        :meth:`mixed_step_seconds`: nothing here (LoRA: the kernels of their adapters, as the
+        simulated replica adds them to its mixed step)."""
+        return 0.0
+
     # -- serving at batch B --------------------------------------------------------------------
     @cached_property
     def mean_prefill_seconds(self) -> float:
@@ -425,6 +431,13 @@ class PerfModel:
             + self.assumptions.step_overhead_seconds
         )
 
+    def knee_floor_seconds(self, batch: float) -> float:
+        """The knee's reference at batch B: what a step of B sequences pays however many share
+        it (:func:`~tokenscale.planning.operating_point.knee_batch`). Here the weight-read
+        floor, whatever B; a model whose shared work grows with the batch (LoRA's kernels per
+        distinct adapter) says so."""
+        return self.weight_floor_seconds
+
     def output_tps(self, batch: float) -> float:
         """Output tokens/s of one replica at batch B, prefills included (module docstring)."""
         out = max(self.mean_output_tokens, 1.0)
@@ -497,7 +510,7 @@ class PerfModel:
         flops = self.prefill_flops(n, cached) / steps
         per_step = self.mixed_step_seconds(
             batch, batch * self.decode_context_tokens, flops, batch + chunk
-        )
+        ) + self.mixed_step_extra_seconds(batch)
         alone = math.exp(-batch)
         return alone * idle + (1.0 - alone) * steps * per_step + overhead
 
