@@ -305,7 +305,7 @@ def _model_need(
         binding = f"{binding}; {carry.reason}"
     model = bounded(math.ceil(base * room - 1e-9), spec)
     mixed: MixNeed | None = None
-    if forecast.mix is not None and live.replicas is not None:
+    if forecast.is_mix and live.replicas is not None:
         # the need in the primary's replicas, carried by the mix split in the scale order
         mixed = mix_total(forecast, base * room)
         model = bounded(mixed.total, spec)
@@ -337,7 +337,7 @@ def _ahead(
             None if per_replica is None else per_replica / room,
         )
         ahead = look.replicas
-        if ahead is not None and forecast.mix is not None:
+        if ahead is not None and forecast.is_mix:
             ahead = mix_total(forecast, ahead).total  # in the primary's replicas: as a mix
         if ahead is not None and ahead > model:
             model = bounded(ahead, spec)  # the load expected one lead time ahead
