@@ -234,6 +234,12 @@ class HardwareSpec(ApiModel):
             self._check_variants(self.variants)
         return self
 
+    @property
+    def is_mix(self) -> bool:
+        """Several GPU types (``variants``): the spec's one test of a GPU mix (a plan's is
+        ``Plan.is_mix``)."""
+        return self.variants is not None
+
     def _check_variants(self, variants: list[HardwareVariant]) -> None:
         if self.tensor_parallel_size != "auto":
             raise ValueError(

@@ -249,9 +249,9 @@ def _print_plans(
     single = plans
     if output in (Output.table, Output.wide):  # a GPU mix has its own view
         for p in plans:
-            if p.mix is not None:
+            if p.is_mix:
                 print_mix(console, p)
-        single = [p for p in plans if p.mix is None]
+        single = [p for p in plans if not p.is_mix]
     if output is Output.wide:
         if single:
             print_plans(console, single, advice, schedules)

@@ -356,10 +356,10 @@ def _pd_cells(p: Plan) -> list[str]:
 
 def disaggregated_counts(p: Plan) -> str | None:
     """``4P+4D`` when the plan runs disaggregated, else None (the sweep's replicas cell)."""
-    d = p.disaggregation
-    if d is None or not d.enabled or d.prefill is None or d.decode is None:
+    pair = p.role_pools
+    if pair is None:
         return None
-    return f"{d.prefill.replicas}P+{d.decode.replicas}D"
+    return f"{pair[0].replicas}P+{pair[1].replicas}D"
 
 
 def _ms(seconds: float | None) -> float | None:
@@ -412,11 +412,6 @@ def invalid_summary(rows: list[SweepRow]) -> list[str]:
         where = f"{len(gpus)} GPUs" if len(gpus) > 3 else ", ".join(gpus)
         lines.append(f"{dtype} on {where} × TP {', '.join(map(str, tps))}: {error}")
     return lines
-
-
-def to_data(plans: list[Plan]) -> Any:
-    data = [p.model_dump(mode="json") for p in plans]
-    return data[0] if len(data) == 1 else data
 
 
 def finite_or_null(value: Any) -> Any:

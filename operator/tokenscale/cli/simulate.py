@@ -326,7 +326,7 @@ def simulate_command(
                 f"{_from_start(start)}; a fault after it drills nothing: use a moment from 0:00 "
                 f"to {_clock(end_s)}"
             )
-        if isvc.spec.hardware.variants is not None:  # several GPU types: mixed fleets
+        if isvc.spec.hardware.is_mix:  # several GPU types: mixed fleets
             from tokenscale.cli.simulate_mix import (  # noqa: PLC0415
                 autoscaled_runs,
                 mixed_runs,
@@ -532,7 +532,7 @@ def _shape_checked(
     spec = isvc.spec
     pd_plan = None
     shape: Shape = "pool"
-    if spec.hardware.variants is not None:
+    if spec.hardware.is_mix:
         shape = "mix"
     elif architectures:
         shape = "architectures"

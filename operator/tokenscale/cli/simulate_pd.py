@@ -180,8 +180,7 @@ def two_pool_plan(spec: InferenceServiceSpec, name: str) -> Plan | None:
     if spec.serving.disaggregation == "off":
         return None
     plan = plan_service(spec, name)
-    d = plan.disaggregation
-    return plan if d is not None and d.enabled else None
+    return plan if plan.is_disaggregated else None
 
 
 def per_role_run(

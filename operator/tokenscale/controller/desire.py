@@ -30,7 +30,6 @@ from tokenscale.controller.readiness import production_ready_condition
 from tokenscale.controller.roles import (
     RolesMade,
     decide_roles_for,
-    is_disaggregated,
     observed_roles,
 )
 from tokenscale.controller.status import (
@@ -233,7 +232,7 @@ def desire(obs: Observation) -> Desire:
     """Decide, bound by quota, render, and let the actuator pick what is written."""
     service, plan, status, metrics = obs.service, obs.plan, obs.status, obs.metrics
     roles: RolesMade | None = None
-    if is_disaggregated(plan):  # each role on its own signals (controller/roles.py)
+    if plan.is_disaggregated:  # each role on its own signals (controller/roles.py)
         roles = decide_roles_for(service, plan, status, metrics, obs.lead_time_s, obs.live_by_role)
         made = Decided(
             roles.combined, None, None, roles.decided, roles.problems, roles.on_observation
@@ -316,7 +315,7 @@ def _contest(
 ) -> Contest | None:
     """``ReplicasContested`` where tokenscale writes one workload's replicas (None elsewhere:
     KEDA's count taken back on the switch to direct is not another writer's either)."""
-    if not actuator.writes_replicas or roles is not None or obs.plan.mix is not None:
+    if not actuator.writes_replicas or roles is not None or obs.plan.is_mix:
         return None
     if handed_over(obs.workload_now):
         return None
@@ -413,7 +412,7 @@ def settled_status(
             ),
             *(
                 [exhausted_condition(previous, obs.marks, now, gen, bound.limited)]
-                if plan.mix is not None
+                if plan.is_mix
                 else []
             ),
             *([matches_condition(previous, found, d.bundle, service, now, gen)] if found else []),

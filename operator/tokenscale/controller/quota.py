@@ -104,7 +104,7 @@ def bound_seen(
     """``replicas`` of ``plan`` within what ``seen`` leaves this service (pure)."""
     if seen is None:
         return QuotaBound(replicas, None, None)
-    resource = "" if plan.mix is not None else resolve_gpu(spec).resource_name
+    resource = "" if plan.is_mix else resolve_gpu(spec).resource_name
     return bound_by_quota(plan, replicas, seen.quotas, seen.held, resource, room)
 
 

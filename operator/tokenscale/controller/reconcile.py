@@ -60,7 +60,6 @@ from tokenscale.controller.ownership import (
 from tokenscale.controller.plans import PLANS
 from tokenscale.controller.quota import read_quota
 from tokenscale.controller.roles import (
-    is_disaggregated,
     observed_roles,
     read_roles,
     role_events,
@@ -92,7 +91,6 @@ from tokenscale.controller.workload import (
 from tokenscale.controller.workload_ref import (
     Found,
     find,
-    plan_is_split,
 )
 from tokenscale.kube.client import FIELD_MANAGER
 from tokenscale.kube.drift import differences, managed_by
@@ -301,7 +299,7 @@ def observe(
     ref = service.spec.workload_ref
     found = None
     if ref is not None:
-        if plan.mix is not None or plan_is_split(plan):
+        if plan.is_mix or plan.is_disaggregated:
             why = "spec.workloadRef: scales one workload; this spec plans several (GPU variants "
             why += "or prefill/decode roles): remove workloadRef or those sections"
             return _reject(kube, body, "InvalidSpec", why, now, emit, plan, service)
@@ -321,7 +319,7 @@ def observe(
         None if workload_now is None else observe_workload({**workload_now, "kind": workload_kind})
     )
     live_replicas = None if was is None else was.replicas
-    if plan.mix is not None and ref is None:  # a GPU mix: its variants' Deployments together
+    if plan.is_mix and ref is None:  # a GPU mix: its variants' Deployments together
         mixed = observe_variants(
             [kube.read_deployment(ns, variant_workload_name(name, v.name)) for v in plan.variants]
         )
@@ -330,14 +328,14 @@ def observe(
         live_replicas = found.replicas  # what /scale says
     role_lives: dict[str, dict[str, Any] | None] = {}
     live_by_role: dict[str, int | None] = {}
-    if is_disaggregated(plan):
+    if plan.is_disaggregated:
         role_lives = read_roles(kube, ns, name, plan)
         live_by_role = {
             role: None if seen is None else seen.replicas
             for role, seen in observed_roles(role_lives, plan).items()
         }
-    marks = stock_marks(kube, ns, name, status, now) if plan.mix is not None else {}
-    quota = None if is_disaggregated(plan) else read_quota(kube, ns, name, room_of(marks), pods)
+    marks = stock_marks(kube, ns, name, status, now) if plan.is_mix else {}
+    quota = None if plan.is_disaggregated else read_quota(kube, ns, name, room_of(marks), pods)
     return Observation(
         name=name,
         namespace=ns,
@@ -483,7 +481,7 @@ def act(
         was = _scale_through(kube, ns, ref.name, found, wanted, metrics, emit, outcome)
     # advisory, or a referenced workload: the workload as found (and scaled)
     observed = observe_workload(live_workload) if objects and found is None else was
-    if (plan.mix is not None or roles is not None) and objects:
+    if (plan.is_mix or roles is not None) and objects:
         # the roles or variants as one; the one-pool Deployment (spec changed) goes
         observed = observe_variants(live_variants)
         remove_single_workload(kube, ns, name)

@@ -49,11 +49,6 @@ class Metrics(Protocol):
     def stale_after_s(self) -> float: ...
 
 
-def is_disaggregated(plan: Plan) -> bool:
-    d = plan.disaggregation
-    return d is not None and d.enabled and d.prefill is not None and d.decode is not None
-
-
 def role_of(obj: Mapping[str, Any]) -> str | None:
     """The role a rendered workload runs (None: not a role's workload)."""
     labels = (obj.get("metadata") or {}).get("labels") or {}

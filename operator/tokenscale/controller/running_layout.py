@@ -60,7 +60,7 @@ def at_running_layout(
     returned as is (one reference scales one workload; such a spec is refused elsewhere)."""
     if running is None:
         return spec, []
-    if spec.hardware.variants is not None:
+    if spec.hardware.is_mix:
         return spec, ["not adopted: spec.hardware.variants plans several workloads"]
     s = running.settings
     notes: list[str] = []

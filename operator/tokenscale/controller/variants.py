@@ -154,7 +154,7 @@ def stock_marks(
 def variant_statuses(
     plan: Plan, counts: Mapping[str, int] | None, marks: Mapping[str, Exhausted]
 ) -> list[VariantStatus]:
-    if plan.mix is None:
+    if not plan.is_mix:
         return []
     asked = counts if counts is not None else {v.name: v.replicas for v in plan.variants}
     return [

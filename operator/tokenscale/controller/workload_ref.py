@@ -21,7 +21,7 @@ from tokenscale.api.status import Condition
 from tokenscale.controller.api import ScaleApi
 from tokenscale.controller.status import condition
 from tokenscale.kube.scale import Resource
-from tokenscale.planning import Plan, plan_service
+from tokenscale.planning import plan_service
 from tokenscale.planning.inputs import resolve_gpu
 from tokenscale.render.bundle import RenderedBundle, render_bundle
 
@@ -189,12 +189,6 @@ def differences(running: dict[str, str], planned: dict[str, str]) -> list[str]:
     return out
 
 
-def plan_is_split(plan: Plan) -> bool:
-    """Prefill/decode disaggregation: two workloads, which one reference cannot name."""
-    d = plan.disaggregation
-    return d is not None and d.enabled
-
-
 _SPEC_TEMPLATES: OrderedDict[str, dict[str, Any] | None] = OrderedDict()
 _SPEC_TEMPLATES_LOCK = threading.Lock()
 SPEC_TEMPLATES_SIZE = 256
@@ -210,7 +204,7 @@ def spec_template(spec: InferenceServiceSpec, name: str) -> dict[str, Any] | Non
             return _SPEC_TEMPLATES[key]
     plan = plan_service(spec, name)
     template = None
-    if plan.replicas is not None and plan.mix is None and not plan_is_split(plan):
+    if plan.replicas is not None and not plan.is_mix and not plan.is_disaggregated:
         template = pod_template(render_bundle(name, "default", spec, plan, 1).workload)
     with _SPEC_TEMPLATES_LOCK:
         _SPEC_TEMPLATES[key] = template

@@ -136,8 +136,8 @@ def _replicas_run(p: Plan) -> int | None:
 
 def _gpus_needed(p: Plan) -> int | None:
     if len(p.pools) > 1 and p.replicas is not None:  # a mix, a P/D pair: the pools' GPUs
-        d = p.disaggregation
-        need = d.gpus_needed if d is not None and d.enabled else None
+        d = p.disaggregation if p.is_disaggregated else None
+        need = d.gpus_needed if d is not None else None
         return max(sum(x.gpus for x in p.pools), need or 0)
     n = _replicas_run(p)
     return None if n is None else n * p.gpus_per_replica

@@ -22,6 +22,7 @@
 
 import math
 from collections.abc import Callable
+from dataclasses import dataclass
 
 from tokenscale.api.classes import WorkloadClass, sum_rps, tokens_of
 from tokenscale.api.inference_service import InferenceServiceSpec
@@ -130,19 +131,41 @@ def plan_classes(spec: InferenceServiceSpec, name: str, planner: Planner) -> Pla
     """Plan ``spec`` whose workload has classes (module docstring); ``planner`` plans one
     class-free spec (any hardware form)."""
     w = spec.workload
-    guaranteed, sheddable = w.guaranteed_classes, w.sheddable_classes
+    guaranteed = w.guaranteed_classes
     g_work = _sum_workload(w, guaranteed)
     per_class = [(c, _class_plan(spec, name, planner, g_work, c)) for c in guaranteed]
     chosen_class, plan = max(per_class, key=lambda cp: _binds_first(cp[1]))
     binding_slo = chosen_class.slo or spec.slo
 
     all_plan = planner(_with(spec, _sum_workload(w, list(w.classes or [])), binding_slo), name)
+    slack = _sheddable_slack(w, plan, all_plan, g_work.input_tokens.p99_or_mean)
+    rows = _class_rows(w, plan, per_class, chosen_class, slack)
+    summary = _summary(w, plan, all_plan, per_class, chosen_class, slack)
+    warnings = [*plan.warnings, _sized_for(w)]
+    return plan.model_copy(
+        update={"classes": rows, "classes_summary": summary, "warnings": warnings}
+    )
+
+
+@dataclass(frozen=True)
+class _Slack:
+    """What the binding plan's replicas leave the sheddable classes (module docstring, 2.)."""
+
+    per_request_s: dict[str, float]  #: each class's replica-seconds per request
+    at_peak: float  #: the sheddable classes' served fraction at the guaranteed peak
+    at_mean: float  #: ... and at the guaranteed mean
+
+
+def _sheddable_slack(w: Workload, plan: Plan, all_plan: Plan, prompt_p99: float) -> _Slack:
+    """The sheddable classes' served fractions: the binding plan's replicas less what the
+    guaranteed load needs (at its peak, at its mean scaled by rate), over what the sheddable
+    peak needs on top (from the all-guaranteed plan)."""
+    sheddable = w.sheddable_classes
     replicas = plan.replica_count
     serves = plan.replicas is not None
     n_g_peak = _needed(plan) if serves else 0.0
-    g_rps = sum_rps(guaranteed)
+    g_rps = sum_rps(w.guaranteed_classes)
     n_g_mean = n_g_peak * (g_rps.mean / g_rps.design_rps) if g_rps.design_rps > 0 else 0.0
-    prompt_p99 = g_work.input_tokens.p99_or_mean
     per_req = {c.name: _per_request_s(plan, prompt_p99, c) for c in w.classes or []}
     if all_plan.replicas is not None:
         n_s = max(0.0, _needed(all_plan) - n_g_peak) if sheddable else 0.0
@@ -150,22 +173,47 @@ def plan_classes(spec: InferenceServiceSpec, name: str, planner: Planner) -> Pla
         n_s = sum(c.design_rps * per_req[c.name] for c in sheddable)
     at_peak = _fraction(replicas - n_g_peak, n_s) if serves else 0.0
     at_mean = _fraction(replicas - n_g_mean, n_s) if serves else 0.0
+    return _Slack(per_request_s=per_req, at_peak=at_peak, at_mean=at_mean)
 
-    full = 1.0 if serves else 0.0
-    served_mean = {c.name: (full if c.guaranteed else at_mean) for c in w.classes or []}
+
+def _showback_replicas(
+    w: Workload, plan: Plan, per_req: dict[str, float], served_mean: dict[str, float]
+) -> dict[str, float]:
+    """Each class's share of the fleet's replicas (module docstring, 3.): what it uses at its
+    mean rate, plus the idle remainder split over the guaranteed classes by their peak use."""
+    replicas = plan.replica_count
     used = {c.name: c.rps.mean * per_req[c.name] * served_mean[c.name] for c in w.classes or []}
     total_used = sum(used.values())
     if total_used > replicas > 0:  # the unit overstates: scale the uses into the fleet
         used = {k: v * replicas / total_used for k, v in used.items()}
     idle = max(0.0, replicas - sum(used.values()))
-    reserve = {c.name: c.design_rps * per_req[c.name] for c in guaranteed}
+    reserve = {c.name: c.design_rps * per_req[c.name] for c in w.guaranteed_classes}
     reserve_total = sum(reserve.values()) or 1.0
+    return {
+        c.name: used[c.name] + idle * reserve.get(c.name, 0.0) / reserve_total
+        for c in w.classes or []
+    }
+
+
+def _class_rows(
+    w: Workload,
+    plan: Plan,
+    per_class: list[tuple[WorkloadClass, Plan]],
+    binding: WorkloadClass,
+    slack: _Slack,
+) -> list[ClassShare]:
+    """One row per class: its load, its own SLO checks, its served fractions and showback."""
+    replicas = plan.replica_count
+    full = 1.0 if plan.replicas is not None else 0.0
+    per_req = slack.per_request_s
+    served_mean = {c.name: (full if c.guaranteed else slack.at_mean) for c in w.classes or []}
+    shares = _showback_replicas(w, plan, per_req, served_mean)
     gpr = (plan.gpus_total or 0) / replicas if replicas > 0 else 0.0  # a mix: the average
     price = plan.pools[0].variant.gpu_hour_price if plan.pools else None
 
     rows = []
     for c in w.classes or []:
-        share = used[c.name] + idle * reserve.get(c.name, 0.0) / reserve_total
+        share = shares[c.name]
         gpus = share * gpr if replicas > 0 else 0.0
         cost = plan.cost_per_hour * share / replicas if plan.cost_per_hour and replicas else None
         if price is None or plan.cost_per_hour is None:
@@ -187,9 +235,9 @@ def plan_classes(spec: InferenceServiceSpec, name: str, planner: Planner) -> Pla
                 output_tokens_mean=c.output_tokens.mean,
                 slo_checks=checks,
                 replicas_for_slo=own.replica_count if own is not None and own.replicas else None,
-                binding=c.name == chosen_class.name,
-                served_fraction_at_peak=full if c.guaranteed else at_peak,
-                served_fraction_at_mean=full if c.guaranteed else at_mean,
+                binding=c.name == binding.name,
+                served_fraction_at_peak=full if c.guaranteed else slack.at_peak,
+                served_fraction_at_mean=full if c.guaranteed else slack.at_mean,
                 replica_seconds_per_request=per_req[c.name],
                 gpus=gpus,
                 gpu_hours_per_day=gpus * 24.0,
@@ -199,16 +247,46 @@ def plan_classes(spec: InferenceServiceSpec, name: str, planner: Planner) -> Pla
                 quota_max_tokens_per_second=c.quota.max_tokens_per_second if c.quota else None,
             )
         )
+    return rows
+
+
+#: What the classes' rule assumes (module docstring), carried in the summary.
+_ASSUMPTIONS = (
+    "guaranteed load: the critical and standard classes' peaks added (they may not "
+    "coincide: the safe side), tokens their rate-weighted mixture",
+    "each guaranteed class's TTFT and E2E at its own P95/P99 lengths on the shared "
+    "batch (the mixture's means), its TPOT at the mixture's; each checked at the "
+    "replicas its own plan needs (no more than the fleet's)",
+    "sheddable classes at their own peak, at the guaranteed peak and at the guaranteed "
+    "mean; slack counts redundancy replicas (spare capacity when nothing has failed)",
+    "showback: replica-seconds used at the mean rate, idle capacity charged to the "
+    "guaranteed classes by their peak use",
+    "quotas are enforced by the gateway's rate limits, not by tokenscale",
+)
+
+
+def _summary(
+    w: Workload,
+    plan: Plan,
+    all_plan: Plan,
+    per_class: list[tuple[WorkloadClass, Plan]],
+    binding: WorkloadClass,
+    slack: _Slack,
+) -> ClassesSummary:
+    """The classes' summary: the binding class and why, the loads, the sheddable classes'
+    served fractions and what guaranteeing every class would cost."""
+    sheddable = w.sheddable_classes
+    g_rps = sum_rps(w.guaranteed_classes)
     s_rps = sum_rps(sheddable) if sheddable else None
-    summary = ClassesSummary(
-        binding_class=chosen_class.name,
-        reason=_reason(chosen_class, plan, per_class, sheddable, at_peak),
+    return ClassesSummary(
+        binding_class=binding.name,
+        reason=_reason(binding, plan, per_class, sheddable, slack.at_peak),
         guaranteed_rps_mean=g_rps.mean,
         guaranteed_rps_design=g_rps.design_rps,
         sheddable_rps_mean=s_rps.mean if s_rps else 0.0,
         sheddable_rps_design=s_rps.design_rps if s_rps else 0.0,
-        sheddable_served_at_peak=at_peak,
-        sheddable_served_at_mean=at_mean,
+        sheddable_served_at_peak=slack.at_peak,
+        sheddable_served_at_mean=slack.at_mean,
         guarantee_all_gpus=all_plan.gpus_total,
         guarantee_all_cost_per_hour=all_plan.cost_per_hour,
         extra_gpus_to_guarantee_all=(
@@ -216,28 +294,18 @@ def plan_classes(spec: InferenceServiceSpec, name: str, planner: Planner) -> Pla
             if all_plan.gpus_total is not None and plan.gpus_total is not None
             else None
         ),
-        assumptions=[
-            "guaranteed load: the critical and standard classes' peaks added (they may not "
-            "coincide: the safe side), tokens their rate-weighted mixture",
-            "each guaranteed class's TTFT and E2E at its own P95/P99 lengths on the shared "
-            "batch (the mixture's means), its TPOT at the mixture's; each checked at the "
-            "replicas its own plan needs (no more than the fleet's)",
-            "sheddable classes at their own peak, at the guaranteed peak and at the guaranteed "
-            "mean; slack counts redundancy replicas (spare capacity when nothing has failed)",
-            "showback: replica-seconds used at the mean rate, idle capacity charged to the "
-            "guaranteed classes by their peak use",
-            "quotas are enforced by the gateway's rate limits, not by tokenscale",
-        ],
+        assumptions=list(_ASSUMPTIONS),
     )
-    warnings = list(plan.warnings)
-    warnings.append(
+
+
+def _sized_for(w: Workload) -> str:
+    """The warning that says which load the fleet is sized for."""
+    g_rps = sum_rps(w.guaranteed_classes)
+    return (
         f"sized for the guaranteed classes ({g_rps.design_rps:g} RPS at peak), not the "
         f"top-level workload's {w.rps.design_rps:g}: the sheddable classes fill the slack"
-        if sheddable
+        if w.sheddable_classes
         else f"sized for the classes' sum ({g_rps.design_rps:g} RPS at peak)"
-    )
-    return plan.model_copy(
-        update={"classes": rows, "classes_summary": summary, "warnings": warnings}
     )
 
 

@@ -26,6 +26,7 @@ letting the model re-choose it.
 
 import dataclasses
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -278,27 +279,7 @@ def _estimate(r: Resolved, c: Conditions, layout: Layout) -> _Estimate:
             models[budget] = perf_at(r, c, layout, budget)
         return models[budget]
 
-    if r.knobs_as_run is not None:
-        run_budget, run_seqs = r.knobs_as_run
-        knobs = Knobs(
-            run_budget,
-            run_seqs * lanes,
-            f"as the fleet runs: --max-num-batched-tokens {run_budget:,}, "
-            f"--max-num-seqs {run_seqs:,}",
-            False,
-        )
-    else:
-        knobs = choose_knobs(
-            perf_for,
-            spec.slo,
-            w.input_tokens,
-            w.output_tokens,
-            r.defaults.max_num_batched_tokens,
-            r.defaults.max_num_seqs * lanes,
-            serving.max_num_batched_tokens,
-            serving.max_num_seqs * lanes if serving.max_num_seqs else None,
-            serving.enable_chunked_prefill,
-        )
+    knobs = _knobs(r, c, lanes, perf_for)
     warnings.extend(knobs.warnings)
     seqs, batched = knobs.max_num_seqs, knobs.max_num_batched_tokens
     geom = kv_geometry(arch, model.kv_bytes_per_element, tp)
@@ -355,6 +336,35 @@ def _estimate(r: Resolved, c: Conditions, layout: Layout) -> _Estimate:
         reasons=reasons,
         warnings=warnings,
     )
+
+
+def _knobs(r: Resolved, c: Conditions, lanes: int, perf_for: Callable[[int], PerfModel]) -> Knobs:
+    """The chunk budget and the sequence cap: those the fleet runs where the spec says so
+    (``knobs_as_run``), else the ones chosen for the SLO (``--max-num-seqs`` per rank, × the
+    ``lanes`` that hold KV)."""
+    spec, w, serving = r.spec, c.workload, r.spec.serving
+    if r.knobs_as_run is not None:
+        run_budget, run_seqs = r.knobs_as_run
+        knobs = Knobs(
+            run_budget,
+            run_seqs * lanes,
+            f"as the fleet runs: --max-num-batched-tokens {run_budget:,}, "
+            f"--max-num-seqs {run_seqs:,}",
+            False,
+        )
+    else:
+        knobs = choose_knobs(
+            perf_for,
+            spec.slo,
+            w.input_tokens,
+            w.output_tokens,
+            r.defaults.max_num_batched_tokens,
+            r.defaults.max_num_seqs * lanes,
+            serving.max_num_batched_tokens,
+            serving.max_num_seqs * lanes if serving.max_num_seqs else None,
+            serving.enable_chunked_prefill,
+        )
+    return knobs
 
 
 def _workload_warnings(w: Workload, chunked_prefill: bool) -> list[str]:

@@ -631,3 +631,25 @@ class Plan(_Frozen):
     def replica_count(self) -> int:
         """``replicas.total``, or 0 when the plan has no count."""
         return self.replicas.total if self.replicas is not None else 0
+
+    # The fleet's shape is tested here and only here (one GPU type, a mix, prefill/decode):
+    # callers ask these, never ``mix`` or ``disaggregation`` themselves. A mix whose spec
+    # also sets ``spec.serving.disaggregation: on`` answers both.
+    @property
+    def is_mix(self) -> bool:
+        """A GPU mix (``spec.hardware.variants``): one serve pool per variant."""
+        return self.mix is not None
+
+    @property
+    def role_pools(self) -> tuple[RolePool, RolePool] | None:
+        """The prefill and decode pools when the plan runs them (``spec.serving.disaggregation``
+        on, or auto chose it); None when it does not."""
+        d = self.disaggregation
+        if d is None or not d.enabled or d.prefill is None or d.decode is None:
+            return None
+        return d.prefill, d.decode
+
+    @property
+    def is_disaggregated(self) -> bool:
+        """The plan runs a prefill and a decode pool (:attr:`role_pools`)."""
+        return self.role_pools is not None

@@ -19,6 +19,6 @@ def plan_service(spec: InferenceServiceSpec, name: str = "") -> Plan:
 
 
 def _plan_one(spec: InferenceServiceSpec, name: str) -> Plan:
-    if spec.hardware.variants is not None:
+    if spec.hardware.is_mix:
         return plan_mix(spec, name)
     return planner.plan_service(spec, name)

@@ -83,11 +83,11 @@ def _resolvable(service: InferenceService) -> None:
     """Resolve the spec the planner will plan: each GPU variant's own spec for a mix (its
     problems named at ``spec.hardware.variants[i]``), else the spec itself."""
     spec, name = service.spec, service.metadata.name
-    if spec.hardware.variants is None:
+    if not spec.hardware.is_mix:
         resolve(spec, name).tp_sizes()
         return
     issues: list[SpecIssue] = []
-    for index, variant in enumerate(spec.hardware.variants):
+    for index, variant in enumerate(spec.hardware.variants or []):
         try:
             resolve(variant_spec(spec, variant), name).tp_sizes()
         except SpecError as err:

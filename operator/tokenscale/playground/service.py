@@ -70,7 +70,7 @@ class PlaygroundService:
 
     @property
     def disaggregated(self) -> bool:
-        return bool(self.roles)
+        return self.plan.is_disaggregated
 
     def applied_manifest(self, namespace: str) -> dict[str, Any]:
         """The manifest for the API server, in this namespace. Its windows are left in modelled
@@ -103,8 +103,7 @@ def load_service(text: str, source: str) -> PlaygroundService:
     roles: dict[str, ReplicaConfig] = {}
     role_gpus: dict[str, int] = {}
     transfer: Callable[[int], float] | None = None
-    d = plan.disaggregation
-    if d is not None and d.enabled:
+    if plan.is_disaggregated:
         pair = engines(spec, plan)
         roles = {"prefill": pair.prefill, "decode": pair.decode}
         role_gpus = {"prefill": pair.prefill_gpus, "decode": pair.decode_gpus}

@@ -79,9 +79,8 @@ def render_bundle(
     (``render/inference_objective.py``)."""
     bundle = _render(name, namespace, spec, plan, replicas, owner, counts)
     ref = spec.gateway.inference_pool
-    d = plan.disaggregation
     extra: list[dict[str, Any]] = []
-    if ref is not None and ref.endpoint_picker is not None and not (d is not None and d.enabled):
+    if ref is not None and ref.endpoint_picker is not None and not plan.is_disaggregated:
         extra.append(inference_pool(name, namespace, ref, leaders_only=plan.nodes_per_replica > 1))
     if ref is not None and spec.workload.classes:
         extra += inference_objectives(name, namespace, ref, spec.workload.classes)
@@ -102,13 +101,14 @@ def _render(
     owner: Owner | None,
     counts: Mapping[str, int] | None,
 ) -> RenderedBundle:
-    if plan.mix is not None:
+    if plan.is_mix:
         return _render_variants(name, namespace, spec, plan, replicas, owner, counts)
-    d = plan.disaggregation
-    if d is not None and d.enabled and d.prefill is not None and d.decode is not None:
-        planned = {"prefill": d.prefill.replicas, "decode": d.decode.replicas}
+    pair = plan.role_pools
+    if pair is not None:
+        prefill, decode = pair
+        planned = {"prefill": prefill.replicas, "decode": decode.replicas}
         roles = {role: (counts or {}).get(role, n) for role, n in planned.items()}
-        leaders = d.decode.nodes_per_replica > 1
+        leaders = decode.nodes_per_replica > 1
         return _render_disaggregated(name, namespace, spec, plan, roles, leaders, owner)
     template = pod_template(name, spec, plan, resolve_gpu(spec))
     if plan.nodes_per_replica > 1:

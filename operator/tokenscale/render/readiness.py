@@ -277,9 +277,9 @@ def _alerts(alert_names: frozenset[str]) -> ReadinessItem:
 def _pool_needs(plan: Plan) -> list[tuple[str, int, float]]:
     """(pool, replicas, need) for each pool whose need the plan keeps: both roles of a P/D
     pair; otherwise the whole fleet (one pool, or a mix's replica-equivalents)."""
-    d, sized = plan.disaggregation, plan.sized
-    if d is not None and d.enabled and d.prefill is not None and d.decode is not None:
-        return [(f"{x.role}: ", x.replicas, x.replicas_needed) for x in (d.prefill, d.decode)]
+    pair, sized = plan.role_pools, plan.sized
+    if pair is not None:
+        return [(f"{x.role}: ", x.replicas, x.replicas_needed) for x in pair]
     return [("", sized.total, sized.needed)]
 
 

@@ -29,16 +29,22 @@ import math
 from pydantic import BaseModel, ConfigDict
 
 from tokenscale.api.inference_service import InferenceServiceSpec
-from tokenscale.planning import Plan, layout_of, perf_at, plan_at, resolve
+from tokenscale.planning import Conditions, Plan, Resolved, layout_of, perf_at, plan_at, resolve
 from tokenscale.planning.planner import as_planned
 from tokenscale.scaling.burst_memory import floor_in_force, remembered
-from tokenscale.scaling.carried import carried, replicas_for, unused
+from tokenscale.scaling.carried import Carried, carried, replicas_for, unused
 from tokenscale.scaling.cause import Cause
 from tokenscale.scaling.decision import Decision
 from tokenscale.scaling.diagnosis import diagnose
 from tokenscale.scaling.dispersion import dispersion_of
-from tokenscale.scaling.forecast import DEFAULT_LEAD_TIME_S, Outlook, outlook, update
-from tokenscale.scaling.headroom import backlog_of
+from tokenscale.scaling.forecast import (
+    DEFAULT_LEAD_TIME_S,
+    Outlook,
+    RateForecast,
+    outlook,
+    update,
+)
+from tokenscale.scaling.headroom import Backlog, backlog_of
 from tokenscale.scaling.need import (
     CALIBRATION_BOUNDS,
     calibrate,
@@ -47,8 +53,14 @@ from tokenscale.scaling.need import (
     observed_workload,
     profile_calibration,
 )
-from tokenscale.scaling.policy import SCALE_DOWN_STEP_S, bounded, hold_blind, transition
-from tokenscale.scaling.queue_work import queue_work
+from tokenscale.scaling.policy import (
+    SCALE_DOWN_STEP_S,
+    Transition,
+    bounded,
+    hold_blind,
+    transition,
+)
+from tokenscale.scaling.queue_work import QueueWork, queue_work
 from tokenscale.scaling.sheddable import sheddable_cap
 from tokenscale.scaling.signals import (
     LATENCY_SIGNALS,
@@ -99,79 +111,26 @@ class EngineInput(BaseModel):
 
 
 def decide(inp: EngineInput) -> Decision:
+    """One decision (module docstring): pinned, held blind, or the model's need and the
+    signals through the policy."""
     spec, forecast, state, now = inp.spec, inp.forecast, inp.state, inp.now_s
     policy = spec.scaling.policy
     floor = forecast.sized.total
     # the last decision, within today's bounds (maxReplicas may have been lowered since)
     current = bounded(state.decided_replicas if state.decided_replicas is not None else floor, spec)
     if spec.scaling.replicas is not None:
-        pin = spec.scaling.replicas
-        why = f"pinned by spec.scaling.replicas={pin}"
-        return Decision(
-            replicas=pin,
-            source="pin",
-            reason=why,
-            cause=Cause.PINNED,
-            why=why,
-            metrics_available=inp.snapshot is not None,
-            metrics_reason="pinned: metrics are reported, not acted on",
-            state=state.model_copy(update={"decided_replicas": pin}),
-        )
+        return _pinned(inp, spec.scaling.replicas)
     snap = inp.snapshot
     blind = blindness(snap, now, inp.stale_after_s)
     if blind is not None:
-        # minReplicas 0: the count follows demand (a wake-up asks for the queued work only),
-        # so the forecast is no floor for it; it still never goes down blind
-        floor_blind = floor if spec.scaling.min_replicas > 0 else current
-        held = bounded(max(current, floor_blind), spec)
-        why = (
-            f"metrics unavailable ({blind}): holding {held} (last decision {current}, "
-            f"forecast floor {floor_blind}); never scaling down blind"
-        )
-        return hold_blind(state, held, why, blind)
+        return _held_blind(inp, current, floor, blind)
     assert snap is not None
     dt = max(0.0, inp.interval_s)
-    # the need: the model re-planned at the observed workload and calibration, timed as the
-    # fleet runs (speculation on exactly when the forecast turned it on)
-    # a GPU mix is modelled by its primary variant (whose per-replica figures the plan keeps)
-    resolved = as_planned(resolve(primary_spec(spec, forecast), forecast.name), forecast)
-    fresh = state.peak_at_s is None  # no decision on metrics yet: start from the profile
-    start = profile_calibration(resolved, forecast) if fresh else state.calibration
-    factor = calibrate(resolved, forecast, snap, start, dt)
-    prefill_start = start if fresh else state.prefill_calibration
-    prefill = calibrate_prefill(resolved, forecast, snap, prefill_start, dt)
-    conditions = live_conditions(spec, snap, factor, prefill)
-    live = plan_at(resolved, conditions, layout_of(forecast))
-    # what a replica carries: the fleet's own measure when it is loaded enough to tell
-    carry = (
-        carried(
-            snap,
-            policy,
-            live.rps_per_replica,
-            live.max_concurrency_per_replica,
-            float(forecast.kv_capacity_tokens_per_replica),
-        )
-        if live.replicas is not None
-        else None
-    )
-    if carry is not None and carry.source == "measured" and not policy.measured_capacity:
-        carry = unused(carry)  # measured and shown, the planner's rate used
+    live = _live(inp, snap, dt)
+    carry = _carry(inp, snap, live.plan)
     per_replica = None if carry is None else carry.rps_per_replica
     lead_s = DEFAULT_LEAD_TIME_S if inp.lead_time_s is None else max(0.0, inp.lead_time_s)
-    # the queue in units of work: the seconds its prompts take to prefill, against the SLO's
-    perf = perf_at(resolved, conditions, layout_of(forecast), forecast.max_num_batched_tokens)
-    work = queue_work(snap, spec, perf, policy.latency_low_ratio)
-    backlog = backlog_of(
-        snap,
-        per_replica,
-        policy.waiting_per_replica_high,
-        lead_s,
-        state.backlog_at_s,
-        now,
-        dt,
-    )
-    if backlog is not None and work is not None:
-        backlog = backlog.model_copy(update={"seen": work.over_high})
+    work, backlog = _queue(inp, snap, live, per_replica, lead_s, dt)
     # the signals
     kv_tokens = float(forecast.kv_capacity_tokens_per_replica) or None
     sigs = signals(snap, spec, policy, backlog, work, kv_tokens)
@@ -179,56 +138,21 @@ def decide(inp: EngineInput) -> Decision:
     # the arrivals' dispersion: room for the count they actually bring (1: Poisson, as planned)
     spread = dispersion_of(snap, policy.dispersion_sizing)
     room = max(slo_room, spread.room)
-    binding: str = live.binding_constraint
+    binding: str = live.plan.binding_constraint
     if spread.room > slo_room:
         binding = f"{binding}; ×{spread.room:.2f}: {spread.reason}"
-    base = live.replicas.with_redundancy if live.replicas is not None else floor
-    if carry is not None and carry.source == "measured":
-        # the demand the model re-planned for ÷ what a replica is observed to carry
-        base = replicas_for(live.design_rps, carry, spec)
-        binding = f"{binding}; {carry.reason}"
-    model = bounded(math.ceil(base * room - 1e-9), spec)
-    mixed: MixNeed | None = None
-    if forecast.mix is not None and live.replicas is not None:
-        # the need in the primary's replicas, carried by the mix split in the scale order
-        mixed = mix_total(forecast, base * room)
-        model = bounded(mixed.total, spec)
-    if is_idle(snap) and policy.workload_source != "forecast":
-        model = idle_floor(spec)  # no traffic is a fact: the forecast is not a floor for it
-    rate = state.rate
-    look: Outlook | None = None
-    if snap.arrival_rps is not None:
-        rate = update(state.rate, snap.arrival_rps, now)
-        look = outlook(
-            rate,
-            snap.arrival_rps,
-            inp.lead_time_s,
-            dt,
-            None if per_replica is None else per_replica / room,
-        )
-        ahead = look.replicas
-        if ahead is not None and forecast.mix is not None:
-            ahead = mix_total(forecast, ahead).total  # in the primary's replicas: as a mix
-        if ahead is not None and ahead > model:
-            model = bounded(ahead, spec)  # the load expected one lead time ahead
+    model, binding, mixed = _model_need(inp, snap, live.plan, carry, room, binding)
+    rate, look, model = _ahead(inp, snap, per_replica, room, dt, model)
     peak = peak_load(state, sigs, snap.replicas_reporting, now, policy)
     # the policy
     burst = floor_in_force(state, spec, now)
     step = transition(spec, state, current, model, binding, sigs, peak, now, burst)
-    cap = sheddable_cap(spec, snap, current, floor)
-    if cap is not None and step.replicas > cap.replicas:
-        held = cap.replicas <= current
-        step = dataclasses.replace(
-            step,
-            replicas=cap.replicas,
-            cause=Cause.SHEDDABLE_CAP if held else step.cause,
-            why=cap.why if held else f"{step.why}; {cap.why}",
-        )
+    step = _sheddable_capped(step, spec, snap, current, floor)
     needed = step.replicas if step.cause in (Cause.PRESSURE, Cause.MODEL_NEED) else None
     new_state = state.model_copy(
         update={
-            "calibration": factor,
-            "prefill_calibration": prefill,
+            "calibration": live.factor,
+            "prefill_calibration": live.prefill,
             "peak_load": peak,
             "peak_at_s": now,
             "rate": rate,
@@ -249,8 +173,8 @@ def decide(inp: EngineInput) -> Decision:
         signals=sigs,
         diagnosis=diagnose(snap, spec.slo, policy),
         model_replicas=model,
-        calibration=factor,
-        prefill_calibration=prefill,
+        calibration=live.factor,
+        prefill_calibration=live.prefill,
         metrics_available=True,
         metrics_reason="ok",
         outlook=look,
@@ -258,3 +182,179 @@ def decide(inp: EngineInput) -> Decision:
         dispersion=spread,
         state=new_state,
     )
+
+
+def _pinned(inp: EngineInput, pin: int) -> Decision:
+    """``spec.scaling.replicas`` set: the pin, metrics reported and not acted on."""
+    why = f"pinned by spec.scaling.replicas={pin}"
+    return Decision(
+        replicas=pin,
+        source="pin",
+        reason=why,
+        cause=Cause.PINNED,
+        why=why,
+        metrics_available=inp.snapshot is not None,
+        metrics_reason="pinned: metrics are reported, not acted on",
+        state=inp.state.model_copy(update={"decided_replicas": pin}),
+    )
+
+
+def _held_blind(inp: EngineInput, current: int, floor: int, blind: str) -> Decision:
+    """No usable metrics: hold the last decision, never below the forecast floor, never down."""
+    spec = inp.spec
+    # minReplicas 0: the count follows demand (a wake-up asks for the queued work only),
+    # so the forecast is no floor for it; it still never goes down blind
+    floor_blind = floor if spec.scaling.min_replicas > 0 else current
+    held = bounded(max(current, floor_blind), spec)
+    why = (
+        f"metrics unavailable ({blind}): holding {held} (last decision {current}, "
+        f"forecast floor {floor_blind}); never scaling down blind"
+    )
+    return hold_blind(inp.state, held, why, blind)
+
+
+@dataclasses.dataclass(frozen=True)
+class _Live:
+    """The model re-planned at the observed workload and the calibrated engines."""
+
+    resolved: Resolved
+    factor: float  #: the decode calibration
+    prefill: float  #: the prefill calibration
+    conditions: Conditions
+    plan: Plan
+
+
+def _live(inp: EngineInput, snap: Snapshot, dt: float) -> _Live:
+    """The need's model: re-planned at the observed workload and calibration, timed as the
+    fleet runs (speculation on exactly when the forecast turned it on); a GPU mix is modelled
+    by its primary variant (whose per-replica figures the plan keeps)."""
+    spec, forecast, state = inp.spec, inp.forecast, inp.state
+    resolved = as_planned(resolve(primary_spec(spec, forecast), forecast.name), forecast)
+    fresh = state.peak_at_s is None  # no decision on metrics yet: start from the profile
+    start = profile_calibration(resolved, forecast) if fresh else state.calibration
+    factor = calibrate(resolved, forecast, snap, start, dt)
+    prefill_start = start if fresh else state.prefill_calibration
+    prefill = calibrate_prefill(resolved, forecast, snap, prefill_start, dt)
+    conditions = live_conditions(spec, snap, factor, prefill)
+    live = plan_at(resolved, conditions, layout_of(forecast))
+    return _Live(resolved, factor, prefill, conditions, live)
+
+
+def _carry(inp: EngineInput, snap: Snapshot, live: Plan) -> Carried | None:
+    """What a replica carries: the fleet's own measure when it is loaded enough to tell."""
+    policy, forecast = inp.spec.scaling.policy, inp.forecast
+    carry = (
+        carried(
+            snap,
+            policy,
+            live.rps_per_replica,
+            live.max_concurrency_per_replica,
+            float(forecast.kv_capacity_tokens_per_replica),
+        )
+        if live.replicas is not None
+        else None
+    )
+    if carry is not None and carry.source == "measured" and not policy.measured_capacity:
+        carry = unused(carry)  # measured and shown, the planner's rate used
+    return carry
+
+
+def _queue(
+    inp: EngineInput,
+    snap: Snapshot,
+    live: _Live,
+    per_replica: float | None,
+    lead_s: float,
+    dt: float,
+) -> tuple[QueueWork | None, Backlog | None]:
+    """The queue in units of work (the seconds its prompts take to prefill, against the
+    SLO's) and the backlog it is judged by."""
+    spec, forecast, state, policy = inp.spec, inp.forecast, inp.state, inp.spec.scaling.policy
+    perf = perf_at(
+        live.resolved, live.conditions, layout_of(forecast), forecast.max_num_batched_tokens
+    )
+    work = queue_work(snap, spec, perf, policy.latency_low_ratio)
+    backlog = backlog_of(
+        snap,
+        per_replica,
+        policy.waiting_per_replica_high,
+        lead_s,
+        state.backlog_at_s,
+        inp.now_s,
+        dt,
+    )
+    if backlog is not None and work is not None:
+        backlog = backlog.model_copy(update={"seen": work.over_high})
+    return work, backlog
+
+
+def _model_need(
+    inp: EngineInput,
+    snap: Snapshot,
+    live: Plan,
+    carry: Carried | None,
+    room: float,
+    binding: str,
+) -> tuple[int, str, MixNeed | None]:
+    """The model's need in replicas (× the room), what binds it, and a mix's split."""
+    spec, forecast, policy = inp.spec, inp.forecast, inp.spec.scaling.policy
+    base = live.replicas.with_redundancy if live.replicas is not None else forecast.sized.total
+    if carry is not None and carry.source == "measured":
+        # the demand the model re-planned for ÷ what a replica is observed to carry
+        base = replicas_for(live.design_rps, carry, spec)
+        binding = f"{binding}; {carry.reason}"
+    model = bounded(math.ceil(base * room - 1e-9), spec)
+    mixed: MixNeed | None = None
+    if forecast.is_mix and live.replicas is not None:
+        # the need in the primary's replicas, carried by the mix split in the scale order
+        mixed = mix_total(forecast, base * room)
+        model = bounded(mixed.total, spec)
+    if is_idle(snap) and policy.workload_source != "forecast":
+        model = idle_floor(spec)  # no traffic is a fact: the forecast is not a floor for it
+    return model, binding, mixed
+
+
+def _ahead(
+    inp: EngineInput,
+    snap: Snapshot,
+    per_replica: float | None,
+    room: float,
+    dt: float,
+    model: int,
+) -> tuple[RateForecast | None, Outlook | None, int]:
+    """The arrival rate's forecast, its outlook one lead time ahead, and the need raised to
+    the load expected then."""
+    spec, forecast, state = inp.spec, inp.forecast, inp.state
+    rate = state.rate
+    look: Outlook | None = None
+    if snap.arrival_rps is not None:
+        rate = update(state.rate, snap.arrival_rps, inp.now_s)
+        look = outlook(
+            rate,
+            snap.arrival_rps,
+            inp.lead_time_s,
+            dt,
+            None if per_replica is None else per_replica / room,
+        )
+        ahead = look.replicas
+        if ahead is not None and forecast.is_mix:
+            ahead = mix_total(forecast, ahead).total  # in the primary's replicas: as a mix
+        if ahead is not None and ahead > model:
+            model = bounded(ahead, spec)  # the load expected one lead time ahead
+    return rate, look, model
+
+
+def _sheddable_capped(
+    step: Transition, spec: InferenceServiceSpec, snap: Snapshot, current: int, floor: int
+) -> Transition:
+    """A scale-up while only sheddable requests wait stops at ``maxReplicasForSheddable``."""
+    cap = sheddable_cap(spec, snap, current, floor)
+    if cap is not None and step.replicas > cap.replicas:
+        held = cap.replicas <= current
+        step = dataclasses.replace(
+            step,
+            replicas=cap.replicas,
+            cause=Cause.SHEDDABLE_CAP if held else step.cause,
+            why=cap.why if held else f"{step.why}; {cap.why}",
+        )
+    return step

@@ -94,7 +94,7 @@ class MixStepper:
         from the stepper on ``observation``, the split within the room (module docstring).
         ``quotas``/``held``: the namespace's GPU quotas and the GPUs the service holds (none:
         no quota bounds it)."""
-        if self.plan.mix is None:
+        if not self.plan.is_mix:
             raise ValueError("MixStepper needs a mix plan (spec.hardware.variants)")
         marks = exhausted_variants(pods, now_s, state.marks, self.grace_s, self.retry_s)
         s = self.stepper.step(state.scaling, observation, now_s, lead_time_s)

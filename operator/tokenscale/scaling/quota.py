@@ -88,7 +88,7 @@ def bound_by_quota(
     every quota leaves. ``held[resource]``: GPUs this service's pods request now (counted in
     ``used``); ``resource``: the one-GPU form's extended resource; ``room[variant]``: the most
     an exhausted variant may run (``scaling/stockout.py``)."""
-    if plan.mix is not None:
+    if plan.is_mix:
         resources = sorted({v.resource_name for v in plan.variants})
         bounds = {r: gpus_left(quotas, r, held.get(r, 0)) for r in resources}
         left = {r: n for r, (n, _) in bounds.items() if n is not None}

@@ -115,10 +115,10 @@ class RolesDecision(BaseModel):
 
 def pools(plan: Plan) -> tuple[Disaggregation, RolePool, RolePool]:
     """The plan's disaggregation and its two pools (``ValueError`` for a one-pool plan)."""
-    d = plan.disaggregation
-    if d is None or not d.enabled or d.prefill is None or d.decode is None:
+    d, pair = plan.disaggregation, plan.role_pools
+    if d is None or pair is None:
         raise ValueError(f"plan {plan.name!r} is not disaggregated")
-    return d, d.prefill, d.decode
+    return d, *pair
 
 
 def _signal(

@@ -80,89 +80,16 @@ def signals(
         low: float | None,
         latency: bool = False,
     ) -> None:
-        if high is None:
-            return
-        if value is None:
-            # no request finished, none in flight: an empty histogram window is no traffic
-            empty = latency and idle
-            out.append(
-                Signal(
-                    name=name,
-                    value=None,
-                    high=high,
-                    low=low or 0.0,
-                    level="low" if empty else "missing",
-                    replicas=n,
-                    reason=f"{name}: idle (no requests in the window)"
-                    if empty
-                    else f"{name}: no data",
-                )
-            )
-            return
-        level = (
-            "high" if value >= high else ("low" if low is not None and value < low else "normal")
-        )
-        honest = ""
-        if latency and level == "normal" and low is not None:
-            is_low, honest = reads_low(name, value, low, high)
-            level = "low" if is_low else level
-        rec = n
-        if level == "high":
-            # the ratio is capped: past saturation a queue measures backlog, not load (it would
-            # ask for dozens at once), and latency neither scales with replicas nor is current
-            # (its P99 lags by the rate window): at most ×2 for load, ×1.2 for latency
-            cap = MAX_LATENCY_RATIO if latency else MAX_LOAD_RATIO
-            rec = max(n + 1, math.ceil(n * min(value / high, cap) - 1e-9))
-        out.append(
-            Signal(
-                name=name,
-                value=value,
-                high=high,
-                low=low or 0.0,
-                level=level,
-                replicas=rec,
-                reason=(
-                    f"{name} {value:.3g} ≥ {high:g} on {n} reporting"
-                    if level == "high"
-                    else f"{name} {value:.3g}{honest} (high {high:g})"
-                ),
-            )
-        )
+        if high is not None:
+            out.append(_judged(name, value, high, low, n, idle, latency))
 
     waiting = None if snap.waiting is None else snap.waiting / n
     add("kv_usage", snap.kv_usage_max, policy.kv_high_watermark, policy.kv_low_watermark)
     if kv_capacity_tokens is not None and kv_capacity_tokens > 0 and out:
-        held = None if snap.kv_usage_max is None else snap.kv_usage_max * kv_capacity_tokens
-        out[-1] = out[-1].model_copy(
-            update={
-                "tokens": held,
-                "capacity_tokens": kv_capacity_tokens,
-                "basis": "the fullest engine's share × the plan's KV pool per replica",
-            }
-        )
+        out[-1] = _in_tokens(out[-1], snap.kv_usage_max, kv_capacity_tokens)
     if work is not None:
         add("queue_s", work.queue_s, work.high_s, work.low_s)
-        q = out[-1]
-        out[-1] = q.model_copy(
-            update={
-                "tokens": work.waiting_tokens,
-                "tokens_per_s": work.prefill_tps_per_replica,
-                "basis": f"the larger of {work.waiting:g} waiting × "
-                f"{work.prompt_tokens_mean:.0f} {work.prompt_source} prompt tokens ÷ "
-                f"({work.replicas} × {work.prefill_tps_per_replica:.0f} tokens/s prefill, "
-                f"calibrated planner) = {work.prefill_s:.3g} s and the admission "
-                + (
-                    "(no start rate yet)"
-                    if work.admit_s is None
-                    else f"{work.waiting:g} ÷ the observed start rate = {work.admit_s:.3g} s"
-                )
-                + "; high: TTFT SLO − a mean prompt's own prefill",
-                "reason": q.reason
-                if q.level == "high"
-                else f"queue_s {work.queue_s:.3g} s (high {work.high_s:.3g} s, "
-                f"low {work.low_s:.3g} s)",
-            }
-        )
+        out[-1] = _as_work(out[-1], work)
     else:
         add(
             "waiting_per_replica",
@@ -171,20 +98,7 @@ def signals(
             policy.waiting_per_replica_low,
         )
     if backlog is not None and backlog.seen and backlog.transient:
-        # the queue is one burst's: gone before a new replica is Ready. Only the queue: the KV
-        # reading stands on its own (a full cache with no queue already asks for a replica,
-        # and a queue on top of it is no reason to ask for fewer)
-        for k, w in enumerate(out):
-            if w.level == "high" and w.name in QUEUE_SIGNALS:
-                out[k] = w.model_copy(
-                    update={
-                        "level": "normal",
-                        "replicas": n,
-                        "reason": f"{w.name} {w.value:.3g}: a burst, drains in "
-                        f"~{backlog.drain_s:.0f} s, before a new replica could start "
-                        f"({backlog.lead_s:.0f} s)",
-                    }
-                )
+        _burst_reads_normal(out, backlog, n)
     if spec.lora is not None and snap.lora_engines:
         out.extend(lora_slot_signals(snap, out, n))
     if snap.gateway_queued is not None:
@@ -209,6 +123,110 @@ def signals(
             add(name, value, slo * (1 + 1e-9), slo * policy.latency_low_ratio, latency=True)
             out[-1] = as_attainment(out[-1], n, slo, counts, budget, load_high)
     return out
+
+
+def _judged(
+    name: str,
+    value: float | None,
+    high: float,
+    low: float | None,
+    n: int,
+    idle: bool,
+    latency: bool = False,
+) -> Signal:
+    """One reading against its watermarks (module docstring) for the ``n`` replicas that
+    report: its level and the replicas it recommends."""
+    if value is None:
+        # no request finished, none in flight: an empty histogram window is no traffic
+        empty = latency and idle
+        return Signal(
+            name=name,
+            value=None,
+            high=high,
+            low=low or 0.0,
+            level="low" if empty else "missing",
+            replicas=n,
+            reason=f"{name}: idle (no requests in the window)" if empty else f"{name}: no data",
+        )
+    level = "high" if value >= high else ("low" if low is not None and value < low else "normal")
+    honest = ""
+    if latency and level == "normal" and low is not None:
+        is_low, honest = reads_low(name, value, low, high)
+        level = "low" if is_low else level
+    rec = n
+    if level == "high":
+        # the ratio is capped: past saturation a queue measures backlog, not load (it would
+        # ask for dozens at once), and latency neither scales with replicas nor is current
+        # (its P99 lags by the rate window): at most ×2 for load, ×1.2 for latency
+        cap = MAX_LATENCY_RATIO if latency else MAX_LOAD_RATIO
+        rec = max(n + 1, math.ceil(n * min(value / high, cap) - 1e-9))
+    return Signal(
+        name=name,
+        value=value,
+        high=high,
+        low=low or 0.0,
+        level=level,
+        replicas=rec,
+        reason=(
+            f"{name} {value:.3g} ≥ {high:g} on {n} reporting"
+            if level == "high"
+            else f"{name} {value:.3g}{honest} (high {high:g})"
+        ),
+    )
+
+
+def _in_tokens(kv: Signal, kv_usage_max: float | None, kv_capacity_tokens: float) -> Signal:
+    """The KV reading with the tokens it holds and one engine's pool beside its share."""
+    held = None if kv_usage_max is None else kv_usage_max * kv_capacity_tokens
+    return kv.model_copy(
+        update={
+            "tokens": held,
+            "capacity_tokens": kv_capacity_tokens,
+            "basis": "the fullest engine's share × the plan's KV pool per replica",
+        }
+    )
+
+
+def _as_work(q: Signal, work: QueueWork) -> Signal:
+    """The queue signal with its work: the tokens waiting, the prefill rate and how the
+    seconds were worked out."""
+    return q.model_copy(
+        update={
+            "tokens": work.waiting_tokens,
+            "tokens_per_s": work.prefill_tps_per_replica,
+            "basis": f"the larger of {work.waiting:g} waiting × "
+            f"{work.prompt_tokens_mean:.0f} {work.prompt_source} prompt tokens ÷ "
+            f"({work.replicas} × {work.prefill_tps_per_replica:.0f} tokens/s prefill, "
+            f"calibrated planner) = {work.prefill_s:.3g} s and the admission "
+            + (
+                "(no start rate yet)"
+                if work.admit_s is None
+                else f"{work.waiting:g} ÷ the observed start rate = {work.admit_s:.3g} s"
+            )
+            + "; high: TTFT SLO − a mean prompt's own prefill",
+            "reason": q.reason
+            if q.level == "high"
+            else f"queue_s {work.queue_s:.3g} s (high {work.high_s:.3g} s, low {work.low_s:.3g} s)",
+        }
+    )
+
+
+def _burst_reads_normal(out: list[Signal], backlog: Backlog, n: int) -> None:
+    """The queue is one burst's: gone before a new replica is Ready, so its high queue
+    signals read ``normal``. Only the queue: the KV reading stands on its own (a full cache
+    with no queue already asks for a replica, and a queue on top of it is no reason to ask
+    for fewer)."""
+    for k, w in enumerate(out):
+        if w.level == "high" and w.name in QUEUE_SIGNALS:
+            out[k] = w.model_copy(
+                update={
+                    "level": "normal",
+                    "replicas": n,
+                    "reason": f"{w.name} {w.value:.3g}: a burst, drains in "
+                    f"~{backlog.drain_s:.0f} s, before a new replica could start "
+                    f"({backlog.lead_s:.0f} s)",
+                }
+            )
 
 
 def lora_slot_signals(snap: Snapshot, sigs: list[Signal], n: int) -> list[Signal]:

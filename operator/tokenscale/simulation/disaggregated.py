@@ -263,7 +263,7 @@ def compare(
     return Comparison(
         aggregated=agg,
         disaggregated=dis,
-        planner_disaggregates=d.enabled,
+        planner_disaggregates=plan.is_disaggregated,
         planner_gpus_aggregated=d.aggregated_gpus_needed,
         planner_gpus_disaggregated=d.gpus_needed,
     )

@@ -17,7 +17,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from tokenscale.api.inference_service import InferenceServiceSpec
 from tokenscale.api.workload import Workload
-from tokenscale.planning import Conditions, layout_of, plan_at, plan_service, resolve
+from tokenscale.planning import Conditions, Plan, layout_of, plan_at, plan_service, resolve
 from tokenscale.planning.pricing import Pricing
 from tokenscale.scaling.dispersion import COUNT_WINDOW_S, DISPERSION_RANGE_S
 from tokenscale.scaling.snapshot import Snapshot
@@ -43,7 +43,7 @@ from tokenscale.simulation.policies import (
     TokenscalePolicy,
 )
 from tokenscale.simulation.recorder import Outcome, Recorder
-from tokenscale.simulation.replica import SimRequest, replica_config
+from tokenscale.simulation.replica import ReplicaConfig, SimRequest, replica_config
 from tokenscale.simulation.result import Explanation, SimResult, TimelinePoint
 from tokenscale.simulation.summary import meets
 from tokenscale.simulation.trace import Trace, TraceRequest, percentile, trace_stats
@@ -99,6 +99,35 @@ class SimulationError(ValueError):
     serve at all), with the planner's reasons."""
 
 
+def _probe_capacity(
+    spec: InferenceServiceSpec,
+    forecast: Plan,
+    trace: Trace,
+    replica: ReplicaConfig,
+    opts: SimOptions,
+) -> tuple[list[tuple[int, int]], float]:
+    """The trace's (prompt, answer) pairs that fit the context, and the rate one simulated
+    replica sustains within the SLO on them."""
+    fits = [
+        r for r in trace.requests if r.input_tokens + r.output_tokens <= forecast.max_model_len
+    ] or list(trace.requests)
+    pairs = [(r.input_tokens, r.output_tokens) for r in fits]
+    # a trace with prefix blocks is probed in order with them: its reuse is local in time
+    prefixes = [r.prefix_blocks for r in fits] if any(r.prefix_blocks for r in fits) else None
+    capacity_rps = sustainable_rps(
+        replica,
+        spec.slo,
+        pairs,
+        guess_rps=forecast.rps_per_replica,
+        requests=opts.capacity_requests,
+        seed=opts.seed,
+        prefixes=prefixes,
+        in_order=prefixes is not None,
+        adapters=[r.adapter for r in fits] if spec.lora is not None else None,
+    )
+    return pairs, capacity_rps
+
+
 class Setup:
     """Everything a run needs that does not depend on the policy (shared across policies)."""
 
@@ -137,27 +166,17 @@ class Setup:
             layout_of(forecast),
         )
         self.replica = replica_config(self.spec, forecast, trace.block_tokens, opts.mismatch)
-        fits = [
-            r for r in trace.requests if r.input_tokens + r.output_tokens <= forecast.max_model_len
-        ] or list(trace.requests)
-        self.pairs = [(r.input_tokens, r.output_tokens) for r in fits]
-        # a trace with prefix blocks is probed in order with them: its reuse is local in time
-        prefixes = [r.prefix_blocks for r in fits] if any(r.prefix_blocks for r in fits) else None
-        self.capacity_rps = sustainable_rps(
-            self.replica,
-            spec.slo,
-            self.pairs,
-            guess_rps=forecast.rps_per_replica,
-            requests=opts.capacity_requests,
-            seed=opts.seed,
-            prefixes=prefixes,
-            in_order=prefixes is not None,
-            adapters=[r.adapter for r in fits] if spec.lora is not None else None,
-        )
+        self.pairs, self.capacity_rps = _probe_capacity(spec, forecast, trace, self.replica, opts)
         self.faults: tuple[Fault, ...] = ()
         """Fleet-level faults injected into every replay (``simulation/drills.py``)."""
         self.cache: dict[tuple[object, ...], SimResult] = {}
         """Results that no cold start changes (oracle, static fleets), shared by copies."""
+        self._schedule_oracle()
+
+    def _schedule_oracle(self) -> None:
+        """The oracle's schedule from the probed capacity, its GPU-hours, and, with
+        ``oracle_repair_rounds``, the replay-and-repair that makes it meet the target."""
+        spec, trace, opts, forecast = self.spec, self.trace, self.opts, self.forecast
         bin_s, gpus = opts.oracle_bin_s, forecast.gpus_per_replica
         if self.capacity_rps > 0:
             self.oracle_schedule = oracle_replicas(
