@@ -217,20 +217,17 @@ def _decode_meets(perf: PerfModel, b: int, slo: Slo, w: Workload, ttft_floor_s: 
     return True
 
 
-def _plan_decode(
-    engine: RoleEngine,
+def _decode_limits(
+    perf: PerfModel,
+    seqs: int,
     slo: Slo,
     w: Workload,
-    scaling: Scaling,
-    kv_target: float,
     ttft_floor_s: float,
-    transfer_mean_s: float,
-) -> _Decode:
-    perf = engine.perf
-    lanes = kv_lanes(engine.layout)
-    seqs = engine.max_num_seqs * lanes
-    out_mean = max(w.output_tokens.mean, 1.0)
-    reasons = list(engine.reasons)
+    reasons: list[str],
+) -> tuple[dict[str, float], float | None]:
+    """The batch's bounds before the KV pool's: ``maxNumSeqs``, the knee (TPOT at
+    ``knee_tpot_ratio`` × the floor with the batch's shared work) and the SLO batch (None
+    without SLOs; a reason appended when even batch 1 misses them)."""
 
     def ok(b: int) -> bool:
         return _decode_meets(perf, b, slo, w, ttft_floor_s)
@@ -251,6 +248,25 @@ def _plan_decode(
                 f"TPOT SLO unreachable even at batch 1: a decode step takes "
                 f"{_tpot_quantile(perf, 1, Z_P99) * 1e3:,.1f} ms at P99"
             )
+    return limits, slo_b
+
+
+def _plan_decode(
+    engine: RoleEngine,
+    slo: Slo,
+    w: Workload,
+    scaling: Scaling,
+    kv_target: float,
+    ttft_floor_s: float,
+    transfer_mean_s: float,
+) -> _Decode:
+    perf = engine.perf
+    lanes = kv_lanes(engine.layout)
+    seqs = engine.max_num_seqs * lanes
+    out_mean = max(w.output_tokens.mean, 1.0)
+    reasons = list(engine.reasons)
+
+    limits, slo_b = _decode_limits(perf, seqs, slo, w, ttft_floor_s, reasons)
     held_mean = _held(perf, w.input_tokens.mean + w.output_tokens.mean / 2.0)
     p99_ctx = min(w.input_tokens.p99_or_mean + w.output_tokens.p99_or_mean, engine.max_model_len)
     reserve = max(0.0, _held(perf, p99_ctx) - held_mean) * lanes
