@@ -67,10 +67,12 @@ def over_slo(counts: BucketCounts | None, slo: float) -> tuple[float, float] | N
     if counts is None or counts.total <= 0 or len(counts.bounds) != len(counts.cumulative):
         return None
     total, bounds, cum = counts.total, counts.bounds, counts.cumulative
-    i = bisect.bisect_left(bounds, slo * (1 - 1e-9))
+    # exact on a bound only when it is the bound: an SLO a rounding above one holds the
+    # requests between them on either side (its bucket is the next)
+    i = bisect.bisect_left(bounds, slo)
     surely_met = cum[i - 1] if i > 0 else 0.0
     maybe_met = cum[i] if i < len(bounds) else total
-    if i < len(bounds) and math.isclose(bounds[i], slo, rel_tol=1e-9):
+    if i < len(bounds) and bounds[i] == slo:
         surely_met = maybe_met
     lower = min(max((total - maybe_met) / total, 0.0), 1.0)
     upper = min(max((total - surely_met) / total, lower), 1.0)
