@@ -13,9 +13,11 @@ it). An annotation left by an earlier version is ignored (Kopf drops annotations
 marked ``kopf-managed`` from the essence).
 """
 
-from typing import Any
+from typing import Any, cast
 
 import kopf
+
+from tokenscale.kube.store import shared
 
 
 class MemoryDiffBaseStorage(kopf.DiffBaseStorage):
@@ -29,7 +31,8 @@ class MemoryDiffBaseStorage(kopf.DiffBaseStorage):
         return self._essences.get(str(body.metadata.uid))
 
     def store(self, *, body: kopf.Body, patch: kopf.Patch, essence: kopf.BodyEssence) -> None:
-        self._essences[str(body.metadata.uid)] = essence
+        # its keys and short strings shared with the watch cache's (half of what it holds)
+        self._essences[str(body.metadata.uid)] = cast(kopf.BodyEssence, shared(dict(essence)))
 
     def forget(self, uid: Any) -> None:
         """The object is gone: its essence goes too."""
