@@ -9,6 +9,7 @@ and a stopped operator would then block deletions.
 
 import asyncio
 import contextlib
+import hashlib
 import json
 import logging
 import math
@@ -301,9 +302,10 @@ def dispersion_wanted(body: dict[str, Any]) -> bool:
 class Seen:
     """What the last reconcile of one object read and rendered."""
 
-    spec_and_status: str
+    spec_and_status: bytes
     """The InferenceService's generation and status (labels, annotations and Kopf's own
-    bookkeeping change nothing a reconcile does), as canonical JSON."""
+    bookkeeping change nothing a reconcile does): a digest of their canonical JSON (only
+    compared, never read; the JSON itself is a few KB per service)."""
     versions: dict[tuple[str, str], str | None]
     """resourceVersion of each owned object by (kind, name), after the reconcile."""
     desired: dict[tuple[str, str], dict[str, Any]]
@@ -322,13 +324,14 @@ def _quotas(store: WatchStore, namespace: str) -> str:
     return json.dumps([[q.name, q.hard, q.used] for q in figures], sort_keys=True)
 
 
-def _essence(body: dict[str, Any]) -> str:
+def _essence(body: dict[str, Any]) -> bytes:
     meta = body.get("metadata") or {}
-    return json.dumps(
+    canonical = json.dumps(
         [meta.get("generation"), meta.get("deletionTimestamp"), body.get("status")],
         sort_keys=True,
         default=str,
     )
+    return hashlib.blake2b(canonical.encode(), digest_size=16).digest()
 
 
 def _canonical(status: Any) -> str:
