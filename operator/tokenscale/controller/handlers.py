@@ -6,8 +6,10 @@ LeaderWorkerSet, Service or PodDisruptionBudget) calls the same
 it brings a new observation for the decision engine; the other entry points render and apply
 the decision stored in status (``scaling/stepper.py``). Every watch event also feeds the watch
 cache (kube/store.py) the reconciles read from; an owned object's event reconciles only when
-it drifts from what was rendered or changes what the status reports, and pods (watched only
-with a metrics source) never wake a reconcile. Kopf keeps a retry's progress in annotations
+it drifts from what was rendered or changes what the status reports (one that arrives while
+its service's reconcile runs is judged by that reconcile, ``Reconciler.defer``), an object of
+an owned kind without our label is kept as a stub (its name is not free), and pods (watched
+only with a metrics source) never wake a reconcile. Kopf keeps a retry's progress in annotations
 (works on a 1.20 API server with a structural status schema) and the last-handled
 configuration in memory (``controller/diffbase.py``), and always runs standalone: with
 several replicas, leader election on a Lease (controller/leader.py) decides which one runs

@@ -5,9 +5,11 @@ kinds (InferenceServices, and the Deployments, Services, PodDisruptionBudgets,
 LeaderWorkerSets labelled ``app.kubernetes.io/managed-by=tokenscale``, every ResourceQuota in
 scope and, with a metrics source, pods carrying the ``tokenscale.io/inferenceservice`` label)
 come from
-the store (a miss of an owned kind asks the API once: nothing there, or an object someone else
-made under our name), and whose writes (server-side apply, the status) are written through to
-it.
+the store, and whose writes (server-side apply, the status) are written through to it. A miss
+of an owned kind costs nothing when the store knows the name is free (no object of ours, no
+foreign one kept as a stub, and the kind's watch stream past the InferenceService's version:
+``WatchStore.free``); otherwise it asks the API once (nothing there, or an object someone else
+made under our name).
 Everything else (the ConfigMap a ``spec.profileRef`` names, events, deletes, pod
 annotations) is the plain API call.
 """
@@ -155,9 +157,10 @@ class CachedKube(Kube):
         return self.store.get(INFERENCE_SERVICE, namespace, name)
 
     def _owned(self, kind: str, namespace: str, name: str) -> dict[str, Any] | None:
-        """The cached object; on a miss the API's answer: the cache holds only objects with
-        our label, so a miss is either nothing (about to be created: one GET) or an object
-        someone else made under that name, which must be seen to be left alone. The GET asks
+        """The cached object; None when the store knows the name is free as of the
+        InferenceService this thread reconciles (:meth:`owner`); else the API's answer: a
+        miss is then either nothing (about to be created: one GET) or an object someone else
+        made under that name, which must be seen to be left alone. The GET asks
         for ``resourceVersion=0``: the API server answers from its own watch cache, not etcd
         (the object as of a few milliseconds ago at worst; the apply that follows races a
         foreign create either way)."""
