@@ -657,6 +657,7 @@ def one_round(
                     out[f"  {key.replace(':', ' by ')} per create"] = value / total
             out["tick_reconciles_while_creating"] = ready.get("reconciles:tick", 0.0)
             out["api_calls_per_create"] = ready.get("requests", 0.0) / total
+            out["  of which GETs per create"] = ready.get("gets", 0.0) / total
 
             per = max(1.0, ticks) * total
             out["tick_reconciles_per_unchanged_tick"] = _delta(

@@ -4,6 +4,7 @@ tests/integration/test_fleet.py)."""
 
 import copy
 import json
+import threading
 from typing import Any
 
 import pytest
@@ -316,3 +317,134 @@ def test_services_that_differ_in_name_share_one_plan_equal_to_their_own(names: l
         fresh = plan_service(service.spec, name)
         assert plan == fresh.model_copy(update={"curve": []})
     assert memo.plans_made == 1
+
+
+def test_an_owned_event_during_a_reconcile_is_judged_by_it_not_by_a_blocked_worker() -> None:
+    """An owned object's event that arrives while its InferenceService's reconcile holds the
+    lock is deferred to that reconcile's thread (judged after its writes, before the lock is
+    released); with no reconcile in flight it is not deferred, and none is lost in between."""
+    run = _reconciler(_Clock())
+    run.store._primed.set()
+    key = ("a", "s")
+    calls: list[tuple[str, str, tuple[str, str] | None]] = []
+    started, finish = threading.Event(), threading.Event()
+
+    def locked(k: tuple[str, str], trigger: str, owned: tuple[str, str] | None) -> None:
+        calls.append((threading.current_thread().name, trigger, owned))
+        if trigger == "create":
+            started.set()
+            assert finish.wait(10)
+
+    run._locked = locked
+    assert not run.defer(key, ("Deployment", "s"))  # nothing in flight: the caller judges it
+    worker = threading.Thread(target=run, args=(_service({}), "create"), name="creator")
+    worker.start()
+    assert started.wait(10)
+    assert run.defer(key, ("Deployment", "s"))
+    assert run.defer(key, ("Service", "s"))
+    assert run.defer(key, ("Deployment", "s"))  # the same object twice: judged once
+    assert not run.defer(("a", "other"), ("Deployment", "other"))
+    finish.set()
+    worker.join(10)
+    assert calls == [
+        ("creator", "create", None),
+        ("creator", "owned", ("Deployment", "s")),
+        ("creator", "owned", ("Service", "s")),
+    ]
+    assert not run._locks[key].locked()
+    assert not run.defer(key, ("Deployment", "s"))
+
+
+@settings(max_examples=20, deadline=None)
+@given(st.integers(min_value=1, max_value=40))
+def test_no_deferred_owned_event_is_lost_to_the_lock_release(events: int) -> None:
+    """Events deferred from other threads while reconciles come and go: each one is either
+    judged by a reconcile that held the lock, or not deferred (its caller judges it)."""
+    run = _reconciler(_Clock())
+    run.store._primed.set()
+    key = ("a", "s")
+    judged: list[tuple[str, str]] = []
+    run._locked = lambda k, trigger, owned: judged.append(owned) if owned else None
+    left_to_caller = []
+
+    def events_from_the_watch() -> None:
+        for i in range(events):
+            owned = ("Deployment", f"d{i}")
+            if not run.defer(key, owned):
+                left_to_caller.append(owned)
+
+    watch = threading.Thread(target=events_from_the_watch)
+    watch.start()
+    while watch.is_alive():
+        run(_service({}), "update")
+    watch.join()
+    assert sorted(judged + left_to_caller) == sorted(("Deployment", f"d{i}") for i in range(events))
+
+
+def _labelled(name: str, version: str, ours: bool) -> dict[str, Any]:
+    labels = {"app.kubernetes.io/managed-by": "tokenscale"} if ours else {"team": "x"}
+    meta = {"name": name, "namespace": "a", "resourceVersion": version, "labels": labels}
+    managers = [{"manager": "kubectl", "operation": "Update", "fieldsV1": {"f:spec": {}}}]
+    return {"metadata": {**meta, "managedFields": managers}, "spec": {"replicas": 3}}
+
+
+def test_a_name_is_free_only_once_the_stream_reached_the_owner_and_nobody_holds_it() -> None:
+    kube = CachedKube(client.ApiClient(), WatchStore(KINDS), ["a"])
+    store = kube.store
+    assert not store.free("Deployment", "a", "new", "10")  # nothing heard yet: ask
+    kube.watched("Deployment", _labelled("other", "12", ours=True), False, listing=True)
+    assert not store.free("Deployment", "a", "new", "10")  # a listing's order proves nothing
+    kube.watched("Deployment", _labelled("other", "12", ours=True), False, listing=False)
+    assert store.free("Deployment", "a", "new", "10")
+    assert store.free("Deployment", "a", "new", "12")
+    assert not store.free("Deployment", "a", "new", "13")  # written after what was heard
+    assert not store.free("Service", "a", "new", "10")  # each kind's stream on its own
+    assert not store.free("Deployment", "b", "new", "10")  # and each namespace's
+    kube.watched("Deployment", _labelled("theirs", "14", ours=False), False, listing=False)
+    assert not store.free("Deployment", "a", "theirs", "10")  # held by someone else
+    assert store.get("Deployment", "a", "theirs") is None  # not ours: only a stub
+    stub = store.foreign("Deployment", "a", "theirs")
+    assert stub is not None
+    assert "spec" not in stub
+    assert stub["metadata"]["labels"] == {"team": "x"}
+    assert stub["metadata"]["managedFields"] == [{"manager": "kubectl", "operation": "Update"}]
+    assert not store.free("Deployment", "a", "other", "10")  # ours: cached whole
+    kube.watched("Deployment", _labelled("theirs", "15", ours=False), True, listing=False)
+    assert store.free("Deployment", "a", "theirs", "15")  # deleted: free again
+    assert not store.free("Deployment", "a", "new", "not-a-number")
+
+
+def test_a_free_name_costs_no_get_and_an_unknown_one_asks_once(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    kube = CachedKube(client.ApiClient(), WatchStore(KINDS), ["a"])
+    asked: list[str] = []
+
+    def raw(method: str, path: str, *_: Any, **__: Any) -> dict[str, Any]:
+        asked.append(path)
+        raise client.exceptions.ApiException(status=404)
+
+    monkeypatch.setattr(kube, "_raw", raw)
+    kube.watched("Deployment", _labelled("other", "20", ours=True), False, listing=False)
+    with kube.owner("19"):
+        assert kube.read_deployment("a", "new") is None
+    assert asked == []
+    with kube.owner("21"):  # written after the stream's last event: ask the API server
+        assert kube.read_deployment("a", "new") is None
+    assert kube.read_deployment("a", "new") is None  # no owner known: ask
+    assert len(asked) == 2
+    kube.watched("Deployment", _labelled("theirs", "22", ours=False), False, listing=False)
+    with kube.owner("19"):
+        kube.read_deployment("a", "theirs")  # someone else's: confirmed by the API server
+    assert len(asked) == 3
+
+
+def test_an_object_that_loses_our_label_becomes_a_stub() -> None:
+    kube = CachedKube(client.ApiClient(), WatchStore(KINDS), ["a"])
+    kube.watched("Service", _labelled("s", "5", ours=True), False, listing=False)
+    assert kube.store.get("Service", "a", "s") is not None
+    kube.watched("Service", _labelled("s", "6", ours=False), False, listing=False)
+    assert kube.store.get("Service", "a", "s") is None
+    assert kube.store.foreign("Service", "a", "s") is not None
+    kube.watched("Service", _labelled("s", "7", ours=True), False, listing=False)
+    assert kube.store.foreign("Service", "a", "s") is None

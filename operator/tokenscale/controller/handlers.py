@@ -6,8 +6,10 @@ LeaderWorkerSet, Service or PodDisruptionBudget) calls the same
 it brings a new observation for the decision engine; the other entry points render and apply
 the decision stored in status (``scaling/stepper.py``). Every watch event also feeds the watch
 cache (kube/store.py) the reconciles read from; an owned object's event reconciles only when
-it drifts from what was rendered or changes what the status reports, and pods (watched only
-with a metrics source) never wake a reconcile. Kopf keeps a retry's progress in annotations
+it drifts from what was rendered or changes what the status reports (one that arrives while
+its service's reconcile runs is judged by that reconcile, ``Reconciler.defer``), an object of
+an owned kind without our label is kept as a stub (its name is not free), and pods (watched
+only with a metrics source) never wake a reconcile. Kopf keeps a retry's progress in annotations
 (works on a 1.20 API server with a structural status schema) and the last-handled
 configuration in memory (``controller/diffbase.py``), and always runs standalone: with
 several replicas, leader election on a Lease (controller/leader.py) decides which one runs
@@ -110,12 +112,16 @@ def build_registry(
             task.cancel()
 
     store = run.store
-    owned = {"app.kubernetes.io/managed-by": MANAGED_BY}
+    watching = run.kube if isinstance(run.kube, cached.CachedKube) else None
 
     def cache(kind: str, event: kopf.RawEvent) -> dict[str, Any] | None:
         """Feed the watch cache; the object as it now is (None: deleted)."""
         obj: dict[str, Any] = dict(event.get("object") or {})
         meta: dict[str, Any] = obj.get("metadata") or {}
+        if watching is not None:
+            deleted = event.get("type") == "DELETED"
+            watching.watched(kind, obj, deleted, listing=event.get("type") is None)
+            return None if deleted else obj
         if event.get("type") == "DELETED":
             if store is not None:
                 store.drop(
@@ -158,6 +164,8 @@ def build_registry(
         if event.get("type") is None:  # the initial listing: each service's create handles it
             return
         meta: dict[str, Any] = raw.get("metadata") or {}
+        if (meta.get("labels") or {}).get(cached.MANAGED_LABEL) != MANAGED_BY:
+            return  # someone else's: cached as a stub (a name it holds is not free)
         owner = next(
             (
                 o
@@ -169,25 +177,27 @@ def build_registry(
         if owner is None:
             return
         key, which = (meta["namespace"], owner["name"]), (kind, meta["name"])
+        if run.defer(key, which):  # its reconcile in flight judges it once written
+            return
         if not run.may_need(key, which):
             run.telemetry.skipped.labels("owned").inc()
             return
         body = {"metadata": {"namespace": key[0], "name": key[1]}}
         await asyncio.to_thread(run, body, "owned", which)
 
-    @kopf.on.event("apps", "v1", "deployments", registry=registry, labels=owned)
+    @kopf.on.event("apps", "v1", "deployments", registry=registry)
     async def deployment_event(event: kopf.RawEvent, **_: Any) -> None:
         await owned_changed(cached.DEPLOYMENT, event)
 
-    @kopf.on.event(lws.GROUP, lws.VERSION, lws.PLURAL, registry=registry, labels=owned)
+    @kopf.on.event(lws.GROUP, lws.VERSION, lws.PLURAL, registry=registry)
     async def lws_event(event: kopf.RawEvent, **_: Any) -> None:
         await owned_changed(lws.KIND, event)
 
-    @kopf.on.event("v1", "services", registry=registry, labels=owned)
+    @kopf.on.event("v1", "services", registry=registry)
     async def service_event(event: kopf.RawEvent, **_: Any) -> None:
         await owned_changed(cached.SERVICE, event)
 
-    @kopf.on.event("policy", "poddisruptionbudgets", registry=registry, labels=owned)
+    @kopf.on.event("policy", "poddisruptionbudgets", registry=registry)
     async def pdb_event(event: kopf.RawEvent, **_: Any) -> None:
         await owned_changed(cached.PDB, event)
 

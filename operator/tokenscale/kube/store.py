@@ -52,6 +52,13 @@ def _shared(value: Any) -> Any:
     return value
 
 
+def shared(value: dict[str, Any]) -> dict[str, Any]:
+    """A copy of ``value`` whose keys and short strings are the ones the whole cache holds
+    (for what the operator keeps per object beside the cache: the rendered objects a drift
+    is judged against, Kopf's last-handled configuration)."""
+    return dict(_shared(value))
+
+
 def slim(obj: dict[str, Any]) -> dict[str, Any]:
     """The object with only the operator's own applied entry in ``metadata.managedFields``,
     its keys and short strings shared with the rest of the cache."""
@@ -67,11 +74,34 @@ def slim(obj: dict[str, Any]) -> dict[str, Any]:
     return dict(_shared({**obj, "metadata": {**rest, "managedFields": ours} if ours else rest}))
 
 
+def stub(obj: dict[str, Any]) -> dict[str, Any]:
+    """What the cache keeps of an object someone else holds under a name we may render: who
+    holds it (``controller/ownership.py::holder``), never its spec."""
+    meta = obj.get("metadata") or {}
+    managers = [
+        {"manager": e.get("manager"), "operation": e.get("operation")}
+        for e in meta.get("managedFields") or []
+    ]
+    kept = {k: meta[k] for k in ("name", "namespace", "resourceVersion", "uid") if k in meta}
+    kept.update(ownerReferences=meta.get("ownerReferences") or [], labels=meta.get("labels") or {})
+    return {"metadata": shared({**kept, "managedFields": managers})}
+
+
 class WatchStore:
-    """Objects by kind and (namespace, name); thread-safe."""
+    """Objects by kind and (namespace, name); thread-safe.
+
+    Besides the objects of ours, the owned kinds keep a :func:`stub` of every object by
+    another hand in the watched namespaces (:meth:`put_foreign`), and how far each of their
+    watch streams has delivered (:meth:`heard`): a name neither holds is known to be free of
+    anything created before a given resourceVersion once the stream has reached it
+    (:meth:`free`), so a create needs no GET of a name not yet cached."""
 
     def __init__(self, kinds: Iterable[str]) -> None:
         self._objects: dict[str, dict[Key, dict[str, Any]]] = {k: {} for k in kinds}
+        self._foreign: dict[str, dict[Key, dict[str, Any]]] = {k: {} for k in self._objects}
+        self._heard: dict[tuple[str, str], int] = {}
+        """(kind, namespace; "" for a cluster-wide stream): the newest resourceVersion up to
+        which every object of ours and every foreign one of the kind is known."""
         self._lock = threading.Lock()
         self._primed = threading.Event()
 
@@ -92,11 +122,62 @@ class WatchStore:
                 if have is not None and have > new:
                     return False
             objects[key] = slim(obj)
+            self._foreign[kind].pop(key, None)  # ours now (labelled by us)
             return True
+
+    def put_foreign(self, kind: str, obj: dict[str, Any]) -> None:
+        """Note an object of ``kind`` that is not ours (no label of ours): a :func:`stub`."""
+        meta = obj.get("metadata") or {}
+        key = (str(meta.get("namespace") or ""), str(meta.get("name") or ""))
+        new = _version(obj)
+        with self._lock:
+            old = self._foreign[kind].get(key)
+            if old is not None and new is not None:
+                have = _version(old)
+                if have is not None and have > new:
+                    return
+            self._foreign[kind][key] = stub(obj)
+            if key in self._objects[kind]:  # our label was taken off
+                have = _version(self._objects[kind][key])
+                if have is None or new is None or have <= new:
+                    self._objects[kind].pop(key)
+
+    def foreign(self, kind: str, namespace: str, name: str) -> dict[str, Any] | None:
+        with self._lock:
+            return self._foreign[kind].get((namespace, name))
+
+    def heard(self, kind: str, namespace: str, resource_version: Any) -> None:
+        """The watch stream of ``kind`` for ``namespace`` ("": every namespace) delivered
+        ``resource_version``, or a LIST of ours and one of the rest were as of it: every
+        object of the kind up to it is in this store, ours whole, the others as stubs."""
+        try:
+            version = int(str(resource_version))
+        except ValueError:
+            return
+        with self._lock:
+            if version > self._heard.get((kind, namespace), -1):
+                self._heard[(kind, namespace)] = version
+
+    def free(self, kind: str, namespace: str, name: str, since: str | None) -> bool:
+        """Whether ``name`` is known to be held by nobody as of resourceVersion ``since``
+        (the InferenceService that renders it: what was created before it is known): no
+        object of ours and no foreign one, and the kind's stream (or priming LISTs) has
+        delivered everything up to ``since``. False when unknown: ask the API server."""
+        try:
+            wanted = int(str(since))
+        except ValueError:
+            return False
+        with self._lock:
+            key = (namespace, name)
+            if key in self._objects[kind] or key in self._foreign[kind]:
+                return False
+            reached = max(self._heard.get((kind, namespace), -1), self._heard.get((kind, ""), -1))
+            return reached >= wanted
 
     def drop(self, kind: str, namespace: str, name: str, resource_version: str | None) -> None:
         """Forget an object (a DELETED event), unless a newer one replaced it since."""
         with self._lock:
+            self._foreign[kind].pop((namespace, name), None)
             objects = self._objects[kind]
             old = objects.get((namespace, name))
             if old is None:
