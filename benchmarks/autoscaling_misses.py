@@ -1,8 +1,9 @@
 """The autoscaling suite's misses traced: per shape, tokenscale's timeline around every minute
 whose arrivals met the SLO less than the target, each such minute classified
 (``tokenscale.simulation.miss_trace``: unannounced — a burst no load announced within one
-cold start —, late — fewer replicas ready than the load seen a cold start earlier needed —,
-or with the oracle's need ready).
+cold start —, late — fewer replicas ready than the held load seen a cold start earlier
+needed —, recurrent — as late, but announced by an earlier burst that went away —, or with
+the oracle's need ready).
 
 Each shape is built as ``benchmarks/autoscaling.py`` builds it (same trace, spec, capacity
 probe and verified oracle), and only tokenscale is replayed, so a shape costs the probe, the
@@ -52,7 +53,7 @@ def report(t: MissTrace, around_min: int = 3) -> str:
         f"{r.requests - round(r.slo_attainment * r.requests)} requests missed, "
         f"{sum(by.values())} of them in {len(t.missed_rows)} minutes under the "
         f"{t.target_attainment * 100:g} % target: unannounced {by['unannounced']}, "
-        f"late {by['late']}, need ready {by['need ready']}"
+        f"late {by['late']}, recurrent {by['recurrent']}, need ready {by['need ready']}"
     )
     if not t.missed_rows:
         return head

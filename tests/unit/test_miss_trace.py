@@ -49,16 +49,25 @@ def test_the_trace_reads_the_same_run_per_minute() -> None:
         assert f"MISS {r.attainment * 100:.1f} %: {r.miss_class}" in text
 
 
-def _row(minute: int, missed: int, ready: int, oracle: int, announced: int) -> MinuteRow:
+def _row(
+    minute: int,
+    missed: int,
+    ready: int,
+    oracle: int,
+    announced: int,
+    at: int | None = None,
+    arrivals: int = 100,
+) -> MinuteRow:
     return MinuteRow(
         minute=minute,
-        arrivals=100,
+        arrivals=arrivals,
         missed=missed,
         ready_min=ready,
         ready_max=ready,
         decided=ready,
         oracle=oracle,
         announced=announced,
+        announced_at=at,
         cause="Steady",
     )
 
@@ -69,10 +78,11 @@ def test_each_missed_minute_is_classified_by_the_rule() -> None:
             _row(0, 1, 2, 2, 0),  # 99 % met: no class
             _row(1, 30, 2, 5, 2),  # needed 5, the load a cold start before needed 2: unannounced
             _row(2, 10, 5, 5, 2),  # the need ready, right after a miss: its backlog
-            _row(3, 20, 3, 6, 5),  # 5 were announced, 3 ready: late
+            _row(3, 20, 3, 6, 5, at=2),  # 5 were announced by a held load, 3 ready: late
             _row(4, 5, 6, 6, 6),  # the need ready after a late minute: carried, late
-            _row(5, 0, 6, 6, 6),
+            _row(5, 0, 6, 6, 6, arrivals=70),  # the load falls below 3/4 of minute 7's
             _row(6, 5, 4, 4, 4),  # the need ready, no missed minute before
+            _row(7, 9, 4, 6, 6, at=4, arrivals=100),  # announced by minute 4, a dip between
         ],
         0.99,
     )
@@ -84,5 +94,6 @@ def test_each_missed_minute_is_classified_by_the_rule() -> None:
         "late",
         None,
         "need ready",
+        "recurrent",
     ]
-    assert [r.carried_from for r in rows] == [None, None, 1, None, 3, None, None]
+    assert [r.carried_from for r in rows] == [None, None, 1, None, 3, None, None, None]

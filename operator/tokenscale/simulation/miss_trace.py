@@ -14,9 +14,13 @@ Every minute whose arrivals met the SLO less than the target is classified:
   ending ``L = ⌈cold start ÷ 60 s⌉`` minutes before (the last load a decision could have
   answered with a replica ready in time) — and the minute needed more than that: no load
   signal announced the burst within one cold start;
-- **late** (class b): fewer replicas were ready than that announced need: a decision that
-  the load seen a cold start earlier should have made (a scale-up too late or a scale-down
-  too early);
+- **late** (class b): fewer replicas were ready than that announced need, and the load held
+  (no minute between the announcing one and this one fell below ``RECURRENCE_DIP`` of this
+  minute's arrivals): a decision that the load seen a cold start earlier should have made (a
+  scale-up too late or a scale-down too early);
+- **recurrent** (class b, memory's case): as late, but the load fell away in between and came
+  back — the announcement is an earlier burst of the same size; only a memory of bursts
+  (``spec.scaling.burstMemorySeconds``) or a standing fleet holds replicas for it;
 - **with the need ready**: the ready fleet had at least the oracle's replicas for the minute;
   the misses come from elsewhere (a backlog carried over: such a minute right after a missed
   one takes that minute's class, ``carried from`` it);
@@ -44,8 +48,11 @@ from tokenscale.simulation.trace import TraceRequest
 MINUTE_S = 60.0
 ANNOUNCE_WINDOW_MIN = 5
 """How many minutes of load, ending one cold start before a miss, count as announced."""
+RECURRENCE_DIP = 0.75
+"""A minute below this share of a missed minute's arrivals between it and the minute that
+announced its need: the load went away and came back (recurrent, not late)."""
 
-MissClass = Literal["unannounced", "late", "need ready"]
+MissClass = Literal["unannounced", "late", "recurrent", "need ready"]
 
 
 class _Frozen(BaseModel):
@@ -75,6 +82,9 @@ class MinuteRow(_Frozen):
         description="The most the oracle gave any minute of the window ending one cold start "
         "before this one (0 where the window precedes the trace)"
     )
+    announced_at: int | None = Field(
+        default=None, description="The latest minute of that window with that need"
+    )
     cause: str = Field(description="The minute's last decision's cause")
     moves: list[Move] = Field(default_factory=list)
     miss_class: MissClass | None = Field(
@@ -103,7 +113,7 @@ class MissTrace(_Frozen):
     def missed_by_class(self) -> dict[MissClass, int]:
         """Requests missed in the target-missing minutes, by the minute's class (a ``need
         ready`` minute carried from a missed one counts in that one's class)."""
-        out: dict[MissClass, int] = {"unannounced": 0, "late": 0, "need ready": 0}
+        out: dict[MissClass, int] = {"unannounced": 0, "late": 0, "recurrent": 0, "need ready": 0}
         for r in self.missed_rows:
             assert r.miss_class is not None
             out[r.miss_class] += r.missed
@@ -159,6 +169,7 @@ def trace_misses(setup: Setup, shape: str = "") -> MissTrace:
         decided = inside[-1].replicas_target if inside else setup.initial_replicas("tokenscale")
         window = range(max(0, m - lag - ANNOUNCE_WINDOW_MIN + 1), m - lag + 1)
         announced = max((_at(schedule, j) for j in window), default=0)
+        announced_at = max((j for j in window if _at(schedule, j) == announced), default=None)
         moves = [
             _move(t, a, b, d)
             for t, a, b, d in policy.decisions
@@ -175,6 +186,7 @@ def trace_misses(setup: Setup, shape: str = "") -> MissTrace:
                 decided=decided,
                 oracle=_at(schedule, m),
                 announced=announced,
+                announced_at=announced_at,
                 cause=str(last.cause) if last is not None else "",
                 moves=moves,
             )
@@ -189,6 +201,7 @@ def trace_misses(setup: Setup, shape: str = "") -> MissTrace:
 
 
 def _classify(rows: list[MinuteRow], target: float) -> list[MinuteRow]:
+    """``rows`` are every minute from 0, in order (``rows[m].minute == m``)."""
     out: list[MinuteRow] = []
     for r in rows:
         if r.arrivals == 0 or r.missed <= (1.0 - target) * r.arrivals + 1e-9:
@@ -205,9 +218,16 @@ def _classify(rows: list[MinuteRow], target: float) -> list[MinuteRow]:
         elif r.ready_min >= r.announced:
             cls = "unannounced"
         else:
-            cls = "late"
+            since = r.announced_at if r.announced_at is not None else r.minute
+            between = rows[since + 1 : r.minute]
+            dipped = any(b.arrivals < RECURRENCE_DIP * r.arrivals for b in between)
+            cls = "recurrent" if dipped else "late"
         out.append(r.model_copy(update={"miss_class": cls, "carried_from": carried}))
     return out
+
+
+def _announced(r: MinuteRow) -> str:
+    return f"{r.announced}" if r.announced_at is None else f"{r.announced}@{r.announced_at}"
 
 
 def _at(schedule: Sequence[int], m: int) -> int:
@@ -249,7 +269,8 @@ def timeline_text(trace: MissTrace, around_min: int = 3) -> str:
         keep.update(range(r.minute - around_min, r.minute + around_min + 1))
     lines = [
         f"{'min':>4} {'arrivals':>8} {'missed':>6} {'ready':>7} {'decided':>7} "
-        f"{'oracle':>6} {'announced':>9}  cause / class"
+        f"{'oracle':>6} {'announced':>9}  cause / class (announced: the oracle's most in the "
+        f"{ANNOUNCE_WINDOW_MIN} min ending one cold start before, @ its minute)"
     ]
     gap = False
     for r in trace.rows:
@@ -267,7 +288,7 @@ def timeline_text(trace: MissTrace, around_min: int = 3) -> str:
                 tag += f" (backlog carried from minute {r.carried_from})"
         lines.append(
             f"{r.minute:>4} {r.arrivals:>8} {r.missed:>6} {ready:>7} {r.decided:>7} "
-            f"{r.oracle:>6} {r.announced:>9}  {r.cause}{tag}"
+            f"{r.oracle:>6} {_announced(r):>9}  {r.cause}{tag}"
         )
         for mv in r.moves:
             lines.append(
