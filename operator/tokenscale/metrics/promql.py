@@ -31,6 +31,9 @@ class QueryConfig:
     role_label: str = "role"
     gauge_window: str = "1m"
     rate_window: str = "2m"
+    recent_rate_window: str = "1m"
+    """The first-token rate's short window (``started_rate_recent``: scaling/need.py reads
+    the larger of it and the rate window's, so a step up shows within a minute)."""
     count_window_s: int = int(COUNT_WINDOW_S)
     """One arrival count of the dispersion statistic (the engine's COUNT_WINDOW_S)."""
     dispersion_range_s: int = int(DISPERSION_RANGE_S)
@@ -107,6 +110,8 @@ def queries(
         "request_rate": rate(v.REQUEST_SUCCESS),
         # requests reaching their first token: arrivals without the E2E lag of finishing
         "started_rate": rate(v.TIME_TO_FIRST_TOKEN + "_count"),
+        "started_rate_recent": f"sum by ({g}) "
+        f"(rate({v.TIME_TO_FIRST_TOKEN}_count{s}[{cfg.recent_rate_window}]))",
         "output_tokens_mean": f"{rate(v.REQUEST_GENERATION_TOKENS + '_sum')} / "
         f"{rate(v.REQUEST_GENERATION_TOKENS + '_count')}",
         "prompt_tps": rate(v.PROMPT_TOKENS),

@@ -90,6 +90,10 @@ def scrape(
     )
 
 
+RECENT_RATE_S = 60.0
+"""``Snapshot.started_rps_recent``'s window, as the operator's ``recent_rate_window`` (1m)."""
+
+
 def snapshot_at(
     scrapes: Sequence[Scrape],
     now: float,
@@ -110,6 +114,8 @@ def snapshot_at(
         )
     window = [s for s in seen if s.at >= now - rate_window_s] or [last]
     w = _Window(window, now, rate_window_s, rec)
+    minute = [s for s in seen if s.at >= now - RECENT_RATE_S] or [last]
+    recent = _Window(minute, now, RECENT_RATE_S, rec).count_rate("ttft")
     problems = [] if w.span > 0 else ["rates: fewer than two scrapes in the rate window"]
     queries = w.rate("prefix_queries")
     hits = w.rate("prefix_hits")
@@ -139,6 +145,7 @@ def snapshot_at(
         queue_p99_s=w.quantile(0.99, "queue"),
         request_rate_rps=w.rate("success"),
         started_rps=w.count_rate("ttft"),
+        started_rps_recent=recent,
         output_tokens_mean=w.mean("output_tokens"),
         prompt_tps=w.rate("prompt_tokens"),
         generation_tps=w.rate("generation_tokens"),
