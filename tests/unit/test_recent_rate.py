@@ -49,6 +49,7 @@ def test_the_simulator_reads_the_minute_as_prometheus_rate_over_1m() -> None:
     s = r.explanation.snapshot
     assert s.started_rps_recent == pytest.approx(8.0, rel=0.2)
     assert s.started_rps is not None
+    assert s.started_rps_recent is not None
     assert s.started_rps < s.started_rps_recent - 1.0
     q = queries(QueryConfig(), None)["started_rate_recent"]
     assert "rate(vllm:time_to_first_token_seconds_count" in q
