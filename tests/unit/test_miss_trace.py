@@ -81,10 +81,13 @@ def test_each_missed_minute_is_classified_by_the_rule() -> None:
             _row(3, 20, 3, 6, 5, at=2),  # 5 were announced by a held load, 3 ready: late
             _row(4, 5, 6, 6, 6),  # the need ready after a late minute: carried, late
             _row(5, 0, 6, 6, 6, arrivals=70),  # the load falls below 3/4 of minute 7's
-            _row(6, 5, 4, 4, 4),  # the need ready, no missed minute before
+            _row(6, 5, 4, 4, 4),  # the need ready, no short minute within 2 before
             _row(7, 9, 4, 6, 6, at=4, arrivals=100),  # announced by minute 4, a dip between
+            _row(8, 0, 4, 5, 4),  # met the target, one replica short of the need
+            _row(9, 20, 5, 5, 5),  # the need ready: minute 8's backlog (unannounced there)
         ],
         0.99,
+        2,
     )
     assert [r.miss_class for r in rows] == [
         None,
@@ -95,5 +98,8 @@ def test_each_missed_minute_is_classified_by_the_rule() -> None:
         None,
         "need ready",
         "recurrent",
+        None,
+        "unannounced",
     ]
-    assert [r.carried_from for r in rows] == [None, None, 1, None, 3, None, None, None]
+    carried = [r.carried_from for r in rows]
+    assert carried == [None, None, 1, None, 3, None, None, None, None, 8]

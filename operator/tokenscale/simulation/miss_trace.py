@@ -22,8 +22,9 @@ Every minute whose arrivals met the SLO less than the target is classified:
   back — the announcement is an earlier burst of the same size; only a memory of bursts
   (``spec.scaling.burstMemorySeconds``) or a standing fleet holds replicas for it;
 - **with the need ready**: the ready fleet had at least the oracle's replicas for the minute;
-  the misses come from elsewhere (a backlog carried over: such a minute right after a missed
-  one takes that minute's class, ``carried from`` it);
+  the misses are a backlog when some minute within one cold start before had fewer ready
+  than its need (missed or not): the minute then takes that one's class, ``carried from``
+  it; else it stays ``need ready`` (the misses come from elsewhere).
 
 The rule is the issue's "a burst that nothing announced within one cold start", made exact
 with the oracle's per-minute need; the timeline printed beside it is what a reader checks it
@@ -196,34 +197,49 @@ def trace_misses(setup: Setup, shape: str = "") -> MissTrace:
         cold_start_s=setup.opts.cold_start_s,
         target_attainment=setup.target,
         result=result.model_copy(update={"timeline": []}),
-        rows=_classify(rows, setup.target),
+        rows=_classify(rows, setup.target, max(1, lag)),
     )
 
 
-def _classify(rows: list[MinuteRow], target: float) -> list[MinuteRow]:
-    """``rows`` are every minute from 0, in order (``rows[m].minute == m``)."""
+def _classify(rows: list[MinuteRow], target: float, lookback_min: int = 3) -> list[MinuteRow]:
+    """``rows`` are every minute from 0, in order (``rows[m].minute == m``). A missed minute
+    with the oracle's need ready takes the class of the latest minute within ``lookback_min``
+    (one cold start) before it that had fewer replicas ready than the oracle's need — its
+    backlog, missed or not — and is ``need ready`` only when there is none."""
     out: list[MinuteRow] = []
     for r in rows:
         if r.arrivals == 0 or r.missed <= (1.0 - target) * r.arrivals + 1e-9:
             out.append(r)
             continue
-        prev = out[-1] if out else None
         carried: int | None = None
         cls: MissClass
-        if r.ready_min >= r.oracle:
-            cls = "need ready"
-            if prev is not None and prev.miss_class is not None:
-                cls = prev.miss_class
-                carried = prev.carried_from if prev.carried_from is not None else prev.minute
-        elif r.ready_min >= r.announced:
-            cls = "unannounced"
+        if r.ready_min < r.oracle:
+            cls = _short_class(r, rows)
         else:
-            since = r.announced_at if r.announced_at is not None else r.minute
-            between = rows[since + 1 : r.minute]
-            dipped = any(b.arrivals < RECURRENCE_DIP * r.arrivals for b in between)
-            cls = "recurrent" if dipped else "late"
+            cls = "need ready"
+            short = [
+                j
+                for j in range(max(0, r.minute - lookback_min), r.minute)
+                if rows[j].ready_min < rows[j].oracle
+            ]
+            if short:
+                j = short[-1]
+                source = out[j]
+                cls = source.miss_class or _short_class(rows[j], rows)
+                carried = source.carried_from if source.carried_from is not None else j
         out.append(r.model_copy(update={"miss_class": cls, "carried_from": carried}))
     return out
+
+
+def _short_class(r: MinuteRow, rows: list[MinuteRow]) -> MissClass:
+    """A minute with fewer replicas ready than the oracle's need: unannounced, late or
+    recurrent (the module docstring)."""
+    if r.ready_min >= r.announced:
+        return "unannounced"
+    since = r.announced_at if r.announced_at is not None else r.minute
+    between = rows[since + 1 : r.minute]
+    dipped = any(b.arrivals < RECURRENCE_DIP * r.arrivals for b in between)
+    return "recurrent" if dipped else "late"
 
 
 def _announced(r: MinuteRow) -> str:
