@@ -10,7 +10,7 @@ probe and verified oracle), and only tokenscale is replayed, so a shape costs th
 oracle's repair rounds and one run.
 
     python benchmarks/autoscaling_misses.py --shapes step-s23 on-off [--cold-start 180]
-        [--mismatch 1.0] [--around 3] [--json out.jsonl]
+        [--mismatch 1.0] [--around 3] [--json out.jsonl] [--from-json out.jsonl]
 """
 
 import argparse
@@ -24,7 +24,7 @@ if __package__ in (None, ""):  # run as a script: benchmarks/ is first on the pa
 
 from benchmarks.autoscaling import HELD_OUT, SUITE, Entry
 from tokenscale.simulation import Setup, SimOptions
-from tokenscale.simulation.miss_trace import MissTrace, timeline_text, trace_misses
+from tokenscale.simulation.miss_trace import MissTrace, classified, timeline_text, trace_misses
 from tokenscale.simulation.run import ORACLE_ROUNDS
 
 
@@ -68,7 +68,18 @@ def main(argv: Sequence[str] | None = None) -> None:
     ap.add_argument("--mismatch", type=float, default=1.0)
     ap.add_argument("--around", type=int, default=3, help="Minutes shown around each miss.")
     ap.add_argument("--json", type=Path, help="Append each shape's trace here.")
+    ap.add_argument(
+        "--from-json",
+        type=Path,
+        help="Only read traces stored with --json again (classified under today's rule).",
+    )
     args = ap.parse_args(argv)
+    if args.from_json is not None:
+        for line in args.from_json.read_text().splitlines():
+            t = classified(MissTrace.model_validate_json(line))
+            if t.shape in args.shapes:
+                print(report(t, args.around), flush=True)
+        return
     for name in args.shapes:
         t = trace_entry(entries[name], args.cold_start, args.mismatch)
         print(report(t, args.around), flush=True)

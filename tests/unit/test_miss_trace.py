@@ -5,7 +5,13 @@ import functools
 
 from tests.helpers import spec as make_spec
 from tokenscale.simulation import Setup, SimOptions, simulate, synthetic_trace
-from tokenscale.simulation.miss_trace import MinuteRow, _classify, timeline_text, trace_misses
+from tokenscale.simulation.miss_trace import (
+    MinuteRow,
+    _classify,
+    classified,
+    timeline_text,
+    trace_misses,
+)
 
 
 @functools.cache
@@ -34,9 +40,10 @@ def test_the_trace_reads_the_same_run_per_minute() -> None:
     met = round(plain.slo_attainment * plain.requests)
     assert sum(r.missed for r in t.rows) == plain.requests - met
     assert [r.oracle for r in t.rows] == setup.oracle_schedule[:5]
-    # announced: the oracle's most over the minutes ending one cold start (2 min) before
-    assert [r.announced for r in t.rows][:2] == [0, 0]
-    assert t.rows[2].announced == setup.oracle_schedule[0]
+    # announced: the oracle's most over the minutes that ended one cold start (2 min) before
+    assert [r.announced for r in t.rows][:3] == [0, 0, 0]
+    assert t.rows[3].announced == setup.oracle_schedule[0]
+    assert classified(t) == t  # a stored trace reads the same under the same rule
     for r in t.rows:
         assert r.ready_min <= r.ready_max
         assert (r.miss_class is None) == (r.missed <= 0.01 * r.arrivals)

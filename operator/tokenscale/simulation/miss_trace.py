@@ -11,9 +11,9 @@ Every minute whose arrivals met the SLO less than the target is classified:
 
 - **unannounced** (class a): the ready fleet carried at least what the load known one cold
   start earlier needed — the most the oracle gave any of the ``ANNOUNCE_WINDOW_MIN`` minutes
-  ending ``L = ⌈cold start ÷ 60 s⌉`` minutes before (the last load a decision could have
-  answered with a replica ready in time) — and the minute needed more than that: no load
-  signal announced the burst within one cold start;
+  that ended ``L = ⌈cold start ÷ 60 s⌉`` minutes or more before this one began (load a
+  decision at that minute's end could have answered with a replica ready in time) — and the
+  minute needed more than that: no load announced the burst within one cold start;
 - **late** (class b): fewer replicas were ready than that announced need, and the load held
   (no minute between the announcing one and this one fell below ``RECURRENCE_DIP`` of this
   minute's arrivals): a decision that the load seen a cold start earlier should have made (a
@@ -47,8 +47,10 @@ from tokenscale.simulation.summary import meets
 from tokenscale.simulation.trace import TraceRequest
 
 MINUTE_S = 60.0
-ANNOUNCE_WINDOW_MIN = 5
-"""How many minutes of load, ending one cold start before a miss, count as announced."""
+ANNOUNCE_WINDOW_MIN = 10
+"""How many minutes of load, ending one cold start before a missed minute begins, count as
+announced: ten, the memory of bursts' window the dev suite measured (600 s), so a burst that
+recurs within it is ``recurrent``, not ``unannounced``."""
 RECURRENCE_DIP = 0.75
 """A minute below this share of a missed minute's arrivals between it and the minute that
 announced its need: the load went away and came back (recurrent, not late)."""
@@ -158,7 +160,6 @@ def trace_misses(setup: Setup, shape: str = "") -> MissTrace:
     for o in outcomes:
         met[_minute(o.arrival_s, minutes)] += meets(o, setup.spec.slo)
     schedule = setup.oracle_schedule
-    lag = math.ceil(setup.opts.cold_start_s / MINUTE_S - 1e-9)
     rows: list[MinuteRow] = []
     points = result.timeline
     for m in range(minutes):
@@ -168,9 +169,6 @@ def trace_misses(setup: Setup, shape: str = "") -> MissTrace:
         ]
         ready = [p.replicas_ready for p in inside] or [0]
         decided = inside[-1].replicas_target if inside else setup.initial_replicas("tokenscale")
-        window = range(max(0, m - lag - ANNOUNCE_WINDOW_MIN + 1), m - lag + 1)
-        announced = max((_at(schedule, j) for j in window), default=0)
-        announced_at = max((j for j in window if _at(schedule, j) == announced), default=None)
         moves = [
             _move(t, a, b, d)
             for t, a, b, d in policy.decisions
@@ -186,19 +184,45 @@ def trace_misses(setup: Setup, shape: str = "") -> MissTrace:
                 ready_max=max(ready),
                 decided=decided,
                 oracle=_at(schedule, m),
-                announced=announced,
-                announced_at=announced_at,
+                announced=0,
                 cause=str(last.cause) if last is not None else "",
                 moves=moves,
             )
         )
-    return MissTrace(
-        shape=shape,
-        cold_start_s=setup.opts.cold_start_s,
-        target_attainment=setup.target,
-        result=result.model_copy(update={"timeline": []}),
-        rows=_classify(rows, setup.target, max(1, lag)),
+    return classified(
+        MissTrace(
+            shape=shape,
+            cold_start_s=setup.opts.cold_start_s,
+            target_attainment=setup.target,
+            result=result.model_copy(update={"timeline": []}),
+            rows=rows,
+        )
     )
+
+
+def classified(trace: MissTrace) -> MissTrace:
+    """``trace`` with every minute's announced need and every missed minute's class worked
+    out from its rows (the oracle's per-minute need, arrivals, ready) by this module's rule
+    (so a stored trace can be read again under it)."""
+    lag = math.ceil(trace.cold_start_s / MINUTE_S - 1e-9)
+    rows = []
+    for r in trace.rows:
+        m = r.minute
+        # the minutes that ended one cold start or more before this one began
+        window = range(max(0, m - lag - ANNOUNCE_WINDOW_MIN), max(0, m - lag))
+        announced = max((trace.rows[j].oracle for j in window), default=0)
+        at = max((j for j in window if trace.rows[j].oracle == announced), default=None)
+        rows.append(
+            r.model_copy(
+                update={
+                    "announced": announced,
+                    "announced_at": at,
+                    "miss_class": None,
+                    "carried_from": None,
+                }
+            )
+        )
+    return trace.model_copy(update={"rows": _classify(rows, trace.target_attainment, max(1, lag))})
 
 
 def _classify(rows: list[MinuteRow], target: float, lookback_min: int = 3) -> list[MinuteRow]:
@@ -286,7 +310,7 @@ def timeline_text(trace: MissTrace, around_min: int = 3) -> str:
     lines = [
         f"{'min':>4} {'arrivals':>8} {'missed':>6} {'ready':>7} {'decided':>7} "
         f"{'oracle':>6} {'announced':>9}  cause / class (announced: the oracle's most in the "
-        f"{ANNOUNCE_WINDOW_MIN} min ending one cold start before, @ its minute)"
+        f"{ANNOUNCE_WINDOW_MIN} min that ended one cold start before, @ its minute)"
     ]
     gap = False
     for r in trace.rows:
