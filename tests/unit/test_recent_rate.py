@@ -5,7 +5,7 @@ import pytest
 
 from tests.helpers import spec as make_spec
 from tests.unit.test_engine import _spec, run, snap
-from tokenscale.metrics.promql import QueryConfig, queries
+from tokenscale.metrics.promql import QueryConfig, half_window, queries
 from tokenscale.scaling import ScalingState
 from tokenscale.scaling.engine import observed_workload
 from tokenscale.simulation import Setup, SimOptions, simulate, synthetic_trace
@@ -53,4 +53,8 @@ def test_the_simulator_reads_the_minute_as_prometheus_rate_over_1m() -> None:
     assert s.started_rps < s.started_rps_recent - 1.0
     q = queries(QueryConfig(), None)["started_rate_recent"]
     assert "rate(vllm:time_to_first_token_seconds_count" in q
-    assert "[1m]" in q
+    assert "[60000ms]" in q  # half the 2m rate window
+    assert half_window("15s") == "7500ms"
+    assert half_window("1m30s") == "45000ms"
+    with pytest.raises(ValueError, match="not a Prometheus duration"):
+        half_window("2 minutes")

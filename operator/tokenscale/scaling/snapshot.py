@@ -53,9 +53,9 @@ class Snapshot(BaseModel):
     )
     started_rps_recent: float | None = Field(
         default=None,
-        description="The same first-token counter's rate over the last minute only "
-        "(scaling/need.py: the need reads the larger of the two, so a step up shows within "
-        "a minute, not a whole rate window).",
+        description="The same first-token counter's rate over half the rate window (the "
+        "last minute at the default 2m; scaling/need.py: the need reads the larger of the "
+        "two, so a step up shows within a minute, not a whole rate window).",
     )
     output_tokens_mean: float | None = Field(
         default=None,

@@ -90,10 +90,6 @@ def scrape(
     )
 
 
-RECENT_RATE_S = 60.0
-"""``Snapshot.started_rps_recent``'s window, as the operator's ``recent_rate_window`` (1m)."""
-
-
 def snapshot_at(
     scrapes: Sequence[Scrape],
     now: float,
@@ -114,8 +110,10 @@ def snapshot_at(
         )
     window = [s for s in seen if s.at >= now - rate_window_s] or [last]
     w = _Window(window, now, rate_window_s, rec)
-    minute = [s for s in seen if s.at >= now - RECENT_RATE_S] or [last]
-    recent = _Window(minute, now, RECENT_RATE_S, rec).count_rate("ttft")
+    # the first-token rate over half the rate window, as the operator's query (1m at 2m)
+    half_s = rate_window_s / 2.0
+    minute = [s for s in seen if s.at >= now - half_s] or [last]
+    recent = _Window(minute, now, half_s, rec).count_rate("ttft")
     problems = [] if w.span > 0 else ["rates: fewer than two scrapes in the rate window"]
     queries = w.rate("prefix_queries")
     hits = w.rate("prefix_hits")
