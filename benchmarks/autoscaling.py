@@ -32,6 +32,12 @@ started, and paid for, one cold start ahead); at 0.7 and 1.3 attainment ≥ 98 %
 than static-at-peak, queue-threshold or kv-threshold on both attainment and GPU-hours at
 once; one simulated hour < 20 s.
 
+Beside each case the static frontier (``simulation/frontier.py``, the one ``tokenscale
+simulate`` prints): every fixed fleet from 1 replica to best static, replayed, and the
+verdict — "dominated by a fixed fleet of N" (≥ tokenscale's attainment at ≤ its GPU-hours, or
+the target met at fewer) or "on the frontier"; the summary counts them (``--no-frontier``
+skips the replays).
+
 The oracle is the replay-verified one ``tokenscale simulate`` prints too
 (``simulation/run.verified_oracle``): the per-minute formula ``ceil(λ_minute / μ)`` replayed
 and repaired (up to ``ORACLE_ROUNDS`` rounds: one more replica in every minute whose arrivals
@@ -52,7 +58,7 @@ scaled by the operator's mix policy, and the same with the H100 out of stock mid
 against the best single-variant autoscaled fleet and the best static mix in GPU cost.
 
     python benchmarks/autoscaling.py [--suite dev|held-out|mixed] [--grid ci|cross|full]
-        [--shapes bursty step ...] [--markdown results.md]
+        [--shapes bursty step ...] [--markdown results.md] [--no-frontier]
 """
 
 import argparse
@@ -70,6 +76,8 @@ from tokenscale.api.inference_service import InferenceService, InferenceServiceS
 from tokenscale.api.manifest import parse_manifests
 from tokenscale.data import AZURE_CONVERSATION, MOONCAKE_SYNTHETIC, bundled_trace
 from tokenscale.simulation import POLICIES, PolicyName, Setup, SimOptions, SimResult, simulate
+from tokenscale.simulation.frontier import static_frontier
+from tokenscale.simulation.result import Frontier
 from tokenscale.simulation.run import ORACLE_ROUNDS
 from tokenscale.simulation.trace import Trace, parse_trace, scale_trace, trace_stats
 from tokenscale.simulation.workloads import (
@@ -338,6 +346,12 @@ class Case:
         return self.results[OURS]
 
     @property
+    def frontier(self) -> Frontier | None:
+        """tokenscale's run beside every fixed fleet up to best static (``run_suite`` with
+        ``frontier``; ``simulation/frontier.py``, the one ``tokenscale simulate`` prints)."""
+        return self.ours.frontier if OURS in self.results else None
+
+    @property
     def lead_time_oracle_gpu_hours(self) -> float | None:
         """This case's lead-time oracle (every result carries the one at this cold start)."""
         if not self.results:
@@ -384,10 +398,13 @@ def run_suite(
     log: Callable[[str], None] | None = None,
     oracle_rounds: int = ORACLE_ROUNDS,
     jsonl: Path | None = None,
+    frontier: bool = True,
 ) -> list[Case]:
     """Every grid case over every shape, grid case first (the first case is the CI grid's,
     so a run cut short still covers every shape). With ``jsonl`` each finished case is
-    appended there as it completes (the table can be rebuilt from it)."""
+    appended there as it completes (the table can be rebuilt from it). With ``frontier``
+    tokenscale's result carries the static frontier and its verdict (the fixed fleets below
+    best static replayed, cached per shape and mismatch: no cold start)."""
     built: dict[str, tuple[Trace, InferenceServiceSpec]] = {}
     setups: dict[tuple[str, float], Setup] = {}
     timed: set[tuple[str, float, str]] = set()
@@ -415,6 +432,11 @@ def run_suite(
                 if name not in NO_COLD_START or (entry.name, mismatch, name) not in timed:
                     case.seconds[name] = time.perf_counter() - t0
                     timed.add((entry.name, mismatch, name))
+            if frontier and OURS in case.results:
+                ours = case.results[OURS]
+                case.results[OURS] = ours.model_copy(
+                    update={"frontier": static_frontier(setup, ours)}
+                )
             cases.append(case)
             if log is not None:
                 log(_line(case))
@@ -508,6 +530,7 @@ def markdown(cases: Sequence[Case]) -> str:
         "lead-time oracle GPU-h",
         "best static GPU-h",
         "tokenscale GPU-h ÷ lead-time",
+        "static frontier",
     ] + [f"{n} att % / ×oracle" for n in names]
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for c in cases:
@@ -519,6 +542,7 @@ def markdown(cases: Sequence[Case]) -> str:
             _hours(c.lead_time_oracle_gpu_hours),
             _hours(c.results["best-static"].gpu_hours) if "best-static" in c.results else "?",
             _vs_lead_time(c) if OURS in c.results else "?",
+            c.frontier.verdict if c.frontier is not None else "?",
         ]
         for n in names:
             r = c.results[n]
@@ -536,6 +560,32 @@ def misses(cases: Sequence[Case]) -> list[str]:
         for what, ok in c.verdicts()
         if not ok
     ]
+
+
+def frontier_lines(cases: Sequence[Case]) -> list[str]:
+    """The static frontier's verdict per case, counted: how many runs are on the frontier
+    and how many a fixed fleet dominates (≥ tokenscale's attainment at ≤ its GPU-hours, or
+    the target met at fewer), each dominated one with the fleet that dominates it."""
+    judged = [c for c in cases if c.frontier is not None]
+    if not judged:
+        return []
+    dominated = [
+        c for c in judged if c.frontier is not None and c.frontier.dominated_by is not None
+    ]
+    lines = [
+        f"static frontier: {len(judged) - len(dominated)} of {len(judged)} on the frontier, "
+        f"{len(dominated)} dominated by a fixed fleet"
+    ]
+    for c in dominated:
+        f = c.frontier
+        assert f is not None
+        p = next(p for p in f.points if p.replicas == f.dominated_by)
+        lines.append(
+            f"  DOMINATED {c.shape} mismatch {c.mismatch:g} cold start {c.cold_start_s:g} s: "
+            f"tokenscale {_pct(c.ours)} % at {c.ours.gpu_hours:.2f} GPU-h, {f.verdict} "
+            f"({p.slo_attainment * 100:.2f} % at {p.gpu_hours:.2f} GPU-h)"
+        )
+    return lines
 
 
 def simulated_hour_seconds(cases: Sequence[Case]) -> float:
@@ -563,6 +613,11 @@ def main(argv: Sequence[str] | None = None) -> None:
     ap.add_argument("--markdown", type=Path, help="Also write the table here.")
     ap.add_argument("--jsonl", type=Path, help="Append each finished case here.")
     ap.add_argument("--from-jsonl", type=Path, help="Only print the table of these cases.")
+    ap.add_argument(
+        "--no-frontier",
+        action="store_true",
+        help="Skip the static frontier (the fixed fleets below best static, replayed per shape).",
+    )
     args = ap.parse_args(argv)
     if args.suite == "mixed":
         sys.path.insert(0, str(ROOT))  # run as a script: benchmarks/ is first on the path
@@ -581,7 +636,11 @@ def main(argv: Sequence[str] | None = None) -> None:
         load_cases(args.from_jsonl)
         if args.from_jsonl is not None
         else run_suite(
-            entries, grid, log=lambda s: print(s, file=sys.stderr, flush=True), jsonl=args.jsonl
+            entries,
+            grid,
+            log=lambda s: print(s, file=sys.stderr, flush=True),
+            jsonl=args.jsonl,
+            frontier=not args.no_frontier,
         )
     )
     table = markdown(cases)
@@ -591,6 +650,8 @@ def main(argv: Sequence[str] | None = None) -> None:
     print(f"\ntargets met: {total - len(missed)} of {total}")
     for m in missed:
         print("  MISS", m)
+    for line in frontier_lines(cases):
+        print(line)
     hour = simulated_hour_seconds(cases)
     print(
         f"one simulated hour (tokenscale, median): {hour:.1f} s "

@@ -114,6 +114,7 @@ def test_snapshot_fields_equal_the_emulators_state(
     assert snap.request_rate_rps == pytest.approx(10, rel=0.25)  # rate() extrapolates
     # requests reaching their first token (the TTFT _count) and finished output lengths
     assert snap.started_rps == pytest.approx(10, rel=0.25)
+    assert snap.started_rps_recent == pytest.approx(10, rel=0.25)  # the same over 1m
     assert snap.arrival_rps == snap.started_rps
     assert snap.output_tokens_mean == pytest.approx(200)
     assert snap.mean_input_tokens == pytest.approx(1000, rel=0.02)

@@ -9,6 +9,7 @@ from benchmarks.autoscaling import (
     HELD_OUT,
     SUITE,
     Entry,
+    frontier_lines,
     h100_spec,
     markdown,
     misses,
@@ -115,6 +116,37 @@ def test_a_tiny_grid_runs_every_policy_and_reports_the_targets() -> None:
     assert lead is not None
     assert lead >= case.results["oracle"].oracle_gpu_hours
     assert "lead-time oracle GPU-h" in table
+    # the static frontier beside tokenscale: every fixed fleet up to best static, a verdict
+    f = case.frontier
+    assert f is not None
+    best = case.results["best-static"]
+    assert [p.replicas for p in f.points] == list(range(1, (best.static_replicas or 1) + 1))
+    assert f.points[-1].gpu_hours == pytest.approx(best.gpu_hours)
+    ours = case.ours
+    if f.dominated_by is None:
+        assert f.verdict == "on the frontier"
+    else:  # the fleet that dominates has ≥ our attainment at ≤ our GPU-hours, or the target
+        p = f.points[f.dominated_by - 1]
+        assert p.gpu_hours <= ours.gpu_hours * (1 + 1e-9)
+        assert p.slo_attainment >= min(ours.slo_attainment, 0.99) - 1e-9
+    assert f.verdict in table
+    lines = frontier_lines(cases)
+    on = 1 if f.dominated_by is None else 0
+    assert (
+        lines[0]
+        == f"static frontier: {on} of 1 on the frontier, {1 - on} dominated by a fixed fleet"
+    )
+    # a run some fixed fleet dominates is listed with that fleet's figures
+    top = f.best_static_replicas
+    dear = f.model_copy(
+        update={"dominated_by": top, "verdict": f"dominated by a fixed fleet of {top}"}
+    )
+    case.results["tokenscale"] = ours.model_copy(update={"frontier": dear})
+    lines = frontier_lines(cases)
+    assert lines[0] == "static frontier: 0 of 1 on the frontier, 1 dominated by a fixed fleet"
+    assert lines[1].startswith("  DOMINATED tiny-step mismatch 1 cold start 180 s")
+    assert f"dominated by a fixed fleet of {top}" in lines[1]
+    assert f"{best.gpu_hours:.2f} GPU-h)" in lines[1]
 
 
 def _tiny() -> tuple[Trace, InferenceServiceSpec]:

@@ -39,6 +39,7 @@ RANGES: dict[str, tuple[float, float]] = {
     "prefix_cache_hit_rate": FRACTION,
     "request_rate_rps": (0.0, MAX_RPS),
     "started_rps": (0.0, MAX_RPS),
+    "started_rps_recent": (0.0, MAX_RPS),
     "preemptions_per_s": (0.0, MAX_RPS),
     "prompt_tps": (0.0, MAX_TOKENS_PER_S),
     "generation_tps": (0.0, MAX_TOKENS_PER_S),

@@ -69,6 +69,7 @@ FIELDS = {
     "queue_p99": "queue_p99_s",
     "request_rate": "request_rate_rps",
     "started_rate": "started_rps",
+    "started_rate_recent": "started_rps_recent",
     "output_tokens_mean": "output_tokens_mean",
     "prompt_tps": "prompt_tps",
     "generation_tps": "generation_tps",
@@ -87,6 +88,7 @@ BUCKET_FIELDS = ("ttft_buckets", "tpot_buckets")
 OPTIONAL_FIELDS = frozenset(
     {
         "spec_decode_acceptance_rate",
+        "started_rps_recent",
         "arrivals_per_window_mean",
         "arrivals_per_window_allan",
         "arrival_windows",

@@ -16,6 +16,7 @@ reads the share of requests over each SLO as the buckets bound it (``scaling/buc
 The metric names come from ``catalog/vllm_metrics.py``.
 """
 
+import re
 from dataclasses import dataclass
 
 from tokenscale.catalog import vllm_metrics as v
@@ -37,6 +38,28 @@ class QueryConfig:
     """The counts' history (the engine's DISPERSION_RANGE_S)."""
     pool_label: str = "inference_pool"
     """The endpoint picker's label naming the InferencePool on its flow-control metrics."""
+
+
+_UNIT_MS = {"ms": 1, "s": 1000, "m": 60_000, "h": 3_600_000, "d": 86_400_000, "w": 604_800_000}
+_DURATION = re.compile(r"(\d+)(ms|s|m|h|d|w)")
+
+
+def half_window(duration: str) -> str:
+    """Half a Prometheus duration (``2m`` → ``60000ms``), in milliseconds."""
+    parts = _DURATION.findall(duration)
+    if not parts or "".join(n + u for n, u in parts) != duration:
+        raise ValueError(f"not a Prometheus duration: {duration!r}")
+    total_ms = sum(int(n) * _UNIT_MS[u] for n, u in parts)
+    return f"{max(1, total_ms // 2)}ms"
+
+
+def _half_or_whole(duration: str) -> str:
+    """Half the window, or the window itself where it is not a duration this module reads
+    (Prometheus then judges it, as it judges every other query's window)."""
+    try:
+        return half_window(duration)
+    except ValueError:
+        return duration
 
 
 def selector(cfg: QueryConfig, namespaces: list[str] | None) -> str:
@@ -107,6 +130,10 @@ def queries(
         "request_rate": rate(v.REQUEST_SUCCESS),
         # requests reaching their first token: arrivals without the E2E lag of finishing
         "started_rate": rate(v.TIME_TO_FIRST_TOKEN + "_count"),
+        # the same over half the rate window (1m at the default 2m): scaling/need.py reads
+        # the larger of the two, so a step up shows within a minute
+        "started_rate_recent": f"sum by ({g}) "
+        f"(rate({v.TIME_TO_FIRST_TOKEN}_count{s}[{_half_or_whole(rw)}]))",
         "output_tokens_mean": f"{rate(v.REQUEST_GENERATION_TOKENS + '_sum')} / "
         f"{rate(v.REQUEST_GENERATION_TOKENS + '_count')}",
         "prompt_tps": rate(v.PROMPT_TOKENS),

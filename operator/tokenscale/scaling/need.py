@@ -37,6 +37,8 @@ def observed_workload(w: Workload, snap: Snapshot, source: str) -> Workload:
     if source == "forecast" or snap.arrival_rps is None:
         return w
     observed_rps = snap.arrival_rps
+    if snap.started_rps_recent is not None and snap.started_rps_recent > observed_rps:
+        observed_rps = snap.started_rps_recent  # a step up, seen within a minute: fast up
     in_mean = snap.mean_input_tokens or w.input_tokens.mean
     out_mean = snap.mean_output_tokens or w.output_tokens.mean
     if source == "max":

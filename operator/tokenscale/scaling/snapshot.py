@@ -51,6 +51,12 @@ class Snapshot(BaseModel):
         "histogram's _count): the arrival rate less the queue's growth, without the lag of "
         "waiting for requests to finish.",
     )
+    started_rps_recent: float | None = Field(
+        default=None,
+        description="The same first-token counter's rate over half the rate window (the "
+        "last minute at the default 2m; scaling/need.py: the need reads the larger of the "
+        "two, so a step up shows within a minute, not a whole rate window).",
+    )
     output_tokens_mean: float | None = Field(
         default=None,
         description="Output length of the requests that finished in the window "

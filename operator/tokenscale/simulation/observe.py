@@ -110,6 +110,10 @@ def snapshot_at(
         )
     window = [s for s in seen if s.at >= now - rate_window_s] or [last]
     w = _Window(window, now, rate_window_s, rec)
+    # the first-token rate over half the rate window, as the operator's query (1m at 2m)
+    half_s = rate_window_s / 2.0
+    minute = [s for s in seen if s.at >= now - half_s] or [last]
+    recent = _Window(minute, now, half_s, rec).count_rate("ttft")
     problems = [] if w.span > 0 else ["rates: fewer than two scrapes in the rate window"]
     queries = w.rate("prefix_queries")
     hits = w.rate("prefix_hits")
@@ -139,6 +143,7 @@ def snapshot_at(
         queue_p99_s=w.quantile(0.99, "queue"),
         request_rate_rps=w.rate("success"),
         started_rps=w.count_rate("ttft"),
+        started_rps_recent=recent,
         output_tokens_mean=w.mean("output_tokens"),
         prompt_tps=w.rate("prompt_tokens"),
         generation_tps=w.rate("generation_tokens"),
