@@ -130,7 +130,12 @@ def test_idle_goes_to_zero_only_on_facts_and_the_gateway_queue_wakes_it(
         seen_idle = time.monotonic()
         wait_for(lambda: _replicas(objects) == 0, 90, f"zero after {IDLE_S} s idle (from {start})")
         assert time.monotonic() - seen_idle >= IDLE_S - 2
-        assert _decision(objects)["cause"] in ("ScaleToZero", "AtZero")
+        # the status write follows the Deployment's apply in the same reconcile: read it after
+        wait_for(
+            lambda: _decision(objects).get("cause") in ("ScaleToZero", "AtZero"),
+            15,
+            "the decision that took it to zero, in the status",
+        )
         zeroed = [e.message for e in objects.events("test") if "→0" in e.message]
         assert zeroed, [e.message for e in objects.events("test")]
         prom.remove_target(pod.target)  # at zero no engine runs
