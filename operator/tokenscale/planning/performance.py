@@ -34,6 +34,7 @@ from tokenscale.planning.queueing import (
     mg1_wait_quantile_seconds,
     mg1_wait_seconds,
     sum_quantile,
+    tail_point,
 )
 
 #: Weight-only quantized GEMMs (INT4 AWQ/GPTQ, FP8/INT8 weights on GPUs without those cores)
@@ -386,18 +387,10 @@ class PerfModel:
         def exceed(y: float) -> float:
             return sum(w * 0.5 * math.erfc(y * z / (d * math.sqrt(2.0))) for d, w in devs if d > 0)
 
-        lo, hi = 0.0, max(d for d, _ in devs) * 2.0
+        hi = max(d for d, _ in devs) * 2.0
         if hi <= 0.0:
             return 0.0
-        for _ in range(30):
-            mid = (lo + hi) / 2.0
-            if exceed(mid) > tail:
-                lo = mid
-            else:
-                hi = mid
-            if hi - lo < 1e-3 * hi:
-                break
-        return hi
+        return tail_point(exceed, tail, 0.0, hi, 30, 1e-3)
 
     def _backlog_share(self, batch: float, intervals: float, z: float) -> float:
         """The share of a tail request's decode steps taken inside a prefill backlog, where

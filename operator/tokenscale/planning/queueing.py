@@ -83,6 +83,22 @@ def wait_survival(t: float, rho: float, service_s: float, scv: float | None) -> 
     return rho * residual_survival(t * (1.0 - rho), service_s, scv)
 
 
+def tail_point(
+    exceed: Callable[[float], float], tail: float, lo: float, hi: float, steps: int, rel_tol: float
+) -> float:
+    """The least ``x`` in ``[lo, hi]`` with ``exceed(x) ≤ tail`` (``exceed`` falling), by
+    bisection to ``rel_tol`` of ``hi`` or ``steps`` halvings; the upper end is returned."""
+    for _ in range(steps):
+        mid = (lo + hi) / 2.0
+        if exceed(mid) > tail:
+            lo = mid
+        else:
+            hi = mid
+        if hi - lo < rel_tol * hi:
+            break
+    return hi
+
+
 def mg1_wait_quantile_seconds(
     rho: float, service_s: float, scv: float | None, tail: float
 ) -> float:
@@ -100,16 +116,7 @@ def mg1_wait_quantile_seconds(
         if rho * survival(hi * idle) <= tail:
             break
         hi *= 2.0
-    lo = 0.0
-    for _ in range(50):
-        mid = (lo + hi) / 2.0
-        if rho * survival(mid * idle) > tail:
-            lo = mid
-        else:
-            hi = mid
-        if hi - lo < 1e-4 * hi:
-            break
-    return hi
+    return tail_point(lambda t: rho * survival(t * idle), tail, 0.0, hi, 50, 1e-4)
 
 
 def compound_quantile(
@@ -208,12 +215,4 @@ def sum_quantile(
 
     if exceed(lo) <= tail:
         return lo
-    for _ in range(40):
-        mid = (lo + hi) / 2.0
-        if exceed(mid) > tail:
-            lo = mid
-        else:
-            hi = mid
-        if hi - lo < 1e-4 * hi:
-            break
-    return hi
+    return tail_point(exceed, tail, lo, hi, 40, 1e-4)
