@@ -78,6 +78,22 @@ class Decision(BaseModel):
     state: ScalingState = Field(default_factory=ScalingState)
 
 
+def pinned_decision(pin: int, metrics_available: bool, state: ScalingState) -> Decision:
+    """``spec.scaling.replicas`` set, for one pool or P/D roles alike: the pin, metrics
+    reported and not acted on."""
+    why = f"pinned by spec.scaling.replicas={pin}"
+    return Decision(
+        replicas=pin,
+        source="pin",
+        reason=why,
+        cause=Cause.PINNED,
+        why=why,
+        metrics_available=metrics_available,
+        metrics_reason="pinned: metrics are reported, not acted on",
+        state=state.model_copy(update={"decided_replicas": pin}),
+    )
+
+
 def decide_plan_only(plan: Plan, pinned: int | None) -> Decision:
     if pinned is not None:
         why = f"pinned by spec.scaling.replicas={pinned}"

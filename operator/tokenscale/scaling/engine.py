@@ -34,7 +34,7 @@ from tokenscale.planning.planner import as_planned
 from tokenscale.scaling.burst_memory import floor_in_force, remembered
 from tokenscale.scaling.carried import Carried, carried, replicas_for, unused
 from tokenscale.scaling.cause import Cause
-from tokenscale.scaling.decision import Decision
+from tokenscale.scaling.decision import Decision, pinned_decision
 from tokenscale.scaling.diagnosis import diagnose
 from tokenscale.scaling.dispersion import dispersion_of
 from tokenscale.scaling.forecast import (
@@ -119,7 +119,7 @@ def decide(inp: EngineInput) -> Decision:
     # the last decision, within today's bounds (maxReplicas may have been lowered since)
     current = bounded(state.decided_replicas if state.decided_replicas is not None else floor, spec)
     if spec.scaling.replicas is not None:
-        return _pinned(inp, spec.scaling.replicas)
+        return pinned_decision(spec.scaling.replicas, inp.snapshot is not None, state)
     snap = inp.snapshot
     blind = blindness(snap, now, inp.stale_after_s)
     if blind is not None:
@@ -181,21 +181,6 @@ def decide(inp: EngineInput) -> Decision:
         capacity=carry,
         dispersion=spread,
         state=new_state,
-    )
-
-
-def _pinned(inp: EngineInput, pin: int) -> Decision:
-    """``spec.scaling.replicas`` set: the pin, metrics reported and not acted on."""
-    why = f"pinned by spec.scaling.replicas={pin}"
-    return Decision(
-        replicas=pin,
-        source="pin",
-        reason=why,
-        cause=Cause.PINNED,
-        why=why,
-        metrics_available=inp.snapshot is not None,
-        metrics_reason="pinned: metrics are reported, not acted on",
-        state=inp.state.model_copy(update={"decided_replicas": pin}),
     )
 
 

@@ -69,7 +69,7 @@ from tokenscale.planning.result import Disaggregation, Plan, RolePool
 from tokenscale.scaling.buckets import BOUNDS, bucket_range, reads_low
 from tokenscale.scaling.burst_memory import floor_in_force, remembered
 from tokenscale.scaling.cause import Cause
-from tokenscale.scaling.decision import Decision, Signal
+from tokenscale.scaling.decision import Decision, Signal, pinned_decision
 from tokenscale.scaling.forecast import (
     DEFAULT_LEAD_TIME_S,
     Outlook,
@@ -341,7 +341,7 @@ def decide_role(
         state.decided_replicas if state.decided_replicas is not None else planned, spec
     )
     if spec.scaling.replicas is not None:
-        return _pinned(spec.scaling.replicas, snap, state)
+        return pinned_decision(spec.scaling.replicas, snap is not None, state)
     blind = blindness(snap, now, stale_after_s, f"the {role} role")
     if blind is not None:
         held = bounded(max(current, planned), spec)
@@ -395,19 +395,6 @@ def decide_role(
         metrics_reason="ok",
         outlook=look,
         state=new_state,
-    )
-
-
-def _pinned(pin: int, snap: Snapshot | None, state: ScalingState) -> Decision:
-    why = f"pinned by spec.scaling.replicas={pin}"
-    return Decision(
-        replicas=pin,
-        source="pin",
-        reason=why,
-        cause=Cause.PINNED,
-        why=why,
-        metrics_available=snap is not None,
-        state=state.model_copy(update={"decided_replicas": pin}),
     )
 
 
