@@ -47,20 +47,31 @@ class LoadPoint:
         return self.rps_per_replica * self.e2e_mean_s
 
 
-def batch_at_rate(perf: PerfModel, rps: float, max_batch: float) -> float | None:
-    """The steady-state batch at ``rps`` requests/s per replica; None when saturated."""
+def batch_at_rate(
+    perf: PerfModel, rps: float, max_batch: float, within: float | None = None
+) -> float | None:
+    """The steady-state batch at ``rps`` requests/s per replica; None when saturated.
+
+    The bisection returns the upper end of its bracket (a batch whose rate covers ``rps``),
+    to 1e-4 of the batch itself: an almost idle replica's batch (0.007 for one 5,500-token
+    prompt every 16 s) is as exact as a busy one's. ``within``: a batch known to cover
+    ``rps`` (the operating batch the fleet was sized at); the answer never exceeds it, so a
+    replica fed less than that batch's rate is never timed above it.
+    """
     if rps <= 0:
         return 0.0
     if perf.request_rate(max_batch) < rps:
         return None
     lo, hi = 0.0, max_batch
+    if within is not None and 0.0 < within < max_batch and perf.request_rate(within) >= rps:
+        hi = within
     for _ in range(_BISECT_STEPS):
         mid = (lo + hi) / 2.0
         if perf.request_rate(mid) < rps:
             lo = mid
         else:
             hi = mid
-        if hi - lo < 1e-4 * max(hi, 1.0):
+        if hi - lo < 1e-4 * hi:
             break
     return hi
 
@@ -91,9 +102,11 @@ def at_load(
     inputs: TokenDistribution,
     outputs: TokenDistribution,
     max_batch: float,
+    within: float | None = None,
 ) -> LoadPoint | None:
-    """Latencies of one replica fed ``rps_per_replica``; None when that saturates it."""
-    batch = batch_at_rate(perf, rps_per_replica, max_batch)
+    """Latencies of one replica fed ``rps_per_replica``; None when that saturates it
+    (``within``: :func:`batch_at_rate`)."""
+    batch = batch_at_rate(perf, rps_per_replica, max_batch, within)
     if batch is None:
         return None
     return replace(point_at_batch(perf, batch, inputs, outputs), rps_per_replica=rps_per_replica)

@@ -491,7 +491,14 @@ def _load(e: _Estimate, c: Conditions, replicas: int) -> tuple[LoadPoint, bool]:
     """Latency at the load each of ``replicas`` carries (saturated: at the operating batch)."""
     w = c.workload
     rps = w.rps.design_rps / replicas if replicas > 0 else 0.0
-    point = at_load(e.perf, rps, w.input_tokens, w.output_tokens, float(e.knobs.max_num_seqs))
+    point = at_load(
+        e.perf,
+        rps,
+        w.input_tokens,
+        w.output_tokens,
+        float(e.knobs.max_num_seqs),
+        within=float(e.op.batch),
+    )
     if point is not None:
         return point, False
     return point_at_batch(e.perf, float(e.op.batch), w.input_tokens, w.output_tokens), True
