@@ -12,7 +12,6 @@ DEFAULT_BURST_MEMORY_SECONDS = 0
 """spec.scaling.burstMemorySeconds' default (chosen on the dev suite: docs/performance.md)."""
 DEFAULT_MEASURED_CAPACITY = False
 """spec.scaling.policy.measuredCapacity's default (chosen on the dev suite: docs/performance.md)."""
-"""spec.scaling.burstMemorySeconds' default (chosen on the dev suite: docs/performance.md)."""
 MAX_WINDOW_SECONDS = 7 * 86_400
 
 
