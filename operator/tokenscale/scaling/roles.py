@@ -66,7 +66,7 @@ from pydantic import BaseModel, ConfigDict
 from tokenscale.api.inference_service import InferenceServiceSpec
 from tokenscale.planning.disaggregation import RATIO_SLACK
 from tokenscale.planning.result import Disaggregation, Plan, RolePool
-from tokenscale.scaling.buckets import BOUNDS, bucket_range, reads_low
+from tokenscale.scaling.buckets import BOUNDS, bucket_range
 from tokenscale.scaling.burst_memory import floor_in_force, remembered
 from tokenscale.scaling.cause import Cause
 from tokenscale.scaling.decision import Decision, Signal, pinned_decision
@@ -80,11 +80,11 @@ from tokenscale.scaling.forecast import (
 from tokenscale.scaling.policy import bounded, hold_blind, transition
 from tokenscale.scaling.role_calibration import role_calibration
 from tokenscale.scaling.signals import (
-    MAX_LATENCY_RATIO,
     MAX_LOAD_RATIO,
     PEAK_HALF_LIFE_WINDOWS,
     as_attainment,
     blindness,
+    judged,
 )
 from tokenscale.scaling.snapshot import Snapshot
 from tokenscale.scaling.state import ScalingState
@@ -130,42 +130,23 @@ def _signal(
     latency: bool,
     idle: bool,
 ) -> Signal:
-    if value is None:
-        empty = latency and idle
-        return Signal(
-            name=name,
-            value=None,
-            high=high,
-            low=low,
-            level="low" if empty else "missing",
-            replicas=n,
-            reason=f"{name}: idle (no requests in the window)" if empty else f"{name}: no data",
-        )
-    level = "high" if value >= high else ("low" if value < low else "normal")
-    honest = ""
-    bounds = BOUNDS.get(BUCKETS_OF.get(name, name))
-    if latency and level == "normal":
-        # a bucketed quantile is a range (scaling/buckets.py): low when its bucket may be
-        is_low, honest = reads_low(BUCKETS_OF.get(name, name), value, low, high)
-        level = "low" if is_low else level
-    elif latency and level == "high" and bounds is not None:
-        # high only when the whole bucket is over the SLO: one straddling it says nothing
-        lower, upper = bucket_range(value, bounds)
-        if lower < high:
-            level, honest = "normal", f" (bucket ({lower:g}, {upper:g}] straddles {high:.3g})"
-    rec = n
-    if level == "high":
-        cap = MAX_LATENCY_RATIO if latency else MAX_LOAD_RATIO
-        rec = max(n + 1, math.ceil(n * min(value / high, cap) - 1e-9))
-    why = f"{name} {value:.3g} ≥ {high:.3g} on {n} reporting" if level == "high" else ""
-    return Signal(
-        name=name,
-        value=value,
-        high=high,
-        low=low,
-        level=level,
-        replicas=rec,
-        reason=why or f"{name} {value:.3g}{honest} (high {high:.3g})",
+    """A role's reading judged as one pool's are (``signals.judged``); a latency reading
+    is high only when its whole bucket is over the SLO: one straddling it says nothing."""
+    histogram = BUCKETS_OF.get(name, name)
+    s = judged(name, value, high, low, n, idle, latency, histogram)
+    bounds = BOUNDS.get(histogram)
+    if not (latency and s.level == "high" and bounds is not None and value is not None):
+        return s
+    lower, upper = bucket_range(value, bounds)
+    if lower >= high:
+        return s
+    straddles = f" (bucket ({lower:g}, {upper:g}] straddles {high:.3g})"
+    return s.model_copy(
+        update={
+            "level": "normal",
+            "replicas": n,
+            "reason": f"{name} {value:.3g}{straddles} (high {high:g})",
+        }
     )
 
 

@@ -81,7 +81,7 @@ def signals(
         latency: bool = False,
     ) -> None:
         if high is not None:
-            out.append(_judged(name, value, high, low, n, idle, latency))
+            out.append(judged(name, value, high, low, n, idle, latency))
 
     waiting = None if snap.waiting is None else snap.waiting / n
     add("kv_usage", snap.kv_usage_max, policy.kv_high_watermark, policy.kv_low_watermark)
@@ -125,7 +125,7 @@ def signals(
     return out
 
 
-def _judged(
+def judged(
     name: str,
     value: float | None,
     high: float,
@@ -133,9 +133,11 @@ def _judged(
     n: int,
     idle: bool,
     latency: bool = False,
+    histogram: str | None = None,
 ) -> Signal:
     """One reading against its watermarks (module docstring) for the ``n`` replicas that
-    report: its level and the replicas it recommends."""
+    report: its level and the replicas it recommends (``histogram``: the buckets a latency
+    reading comes from, when they are not named ``name``)."""
     if value is None:
         # no request finished, none in flight: an empty histogram window is no traffic
         empty = latency and idle
@@ -151,7 +153,7 @@ def _judged(
     level = "high" if value >= high else ("low" if low is not None and value < low else "normal")
     honest = ""
     if latency and level == "normal" and low is not None:
-        is_low, honest = reads_low(name, value, low, high)
+        is_low, honest = reads_low(histogram or name, value, low, high)
         level = "low" if is_low else level
     rec = n
     if level == "high":
