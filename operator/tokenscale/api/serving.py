@@ -91,6 +91,12 @@ class Serving(ApiModel):
         "(--model, --port, --tensor-parallel-size, …) are refused.",
     )
 
+    @property
+    def asks_for_roles(self) -> bool:
+        """``disaggregation`` on or auto: the plan runs, or may run, prefill and decode pools
+        (whether it does is ``Plan.role_pools``)."""
+        return self.disaggregation != "off"
+
     @field_validator("disaggregation", mode="before")
     @classmethod
     def _yaml_switch(cls, value: object) -> object:
