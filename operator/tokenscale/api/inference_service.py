@@ -37,7 +37,9 @@ class InferenceServiceSpec(ApiModel):
     workload_ref: WorkloadRef | None = Field(
         default=None,
         description="Scale this existing workload through its /scale subresource (replicas "
-        "only) instead of rendering one; absent: tokenscale renders and owns the workload.",
+        "only) instead of rendering one; absent: tokenscale renders and owns the workload. "
+        "Refused with spec.hardware.variants or spec.serving.disaggregation on or auto (they "
+        "plan several workloads).",
     )
     serving: Serving = Field(default_factory=Serving, description="vLLM engine settings.")
     lora: Lora | None = Field(

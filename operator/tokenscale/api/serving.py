@@ -83,7 +83,8 @@ class Serving(ApiModel):
         default="off",
         description="Prefill/decode disaggregation: off (one pool serves both phases), on "
         "(separate prefill and decode pools, the KV cache sent between them), auto (the "
-        "planner picks the architecture that needs fewer GPUs, then costs less).",
+        "planner picks the architecture that needs fewer GPUs, then costs less). on and auto "
+        "are refused with spec.hardware.variants, keda actuation or spec.workloadRef.",
     )
     extra_args: list[str] = Field(
         default_factory=list,
