@@ -290,7 +290,12 @@ def simulate_command(
     isvc = services[0]
     targets = (queue_target != QUEUE_TARGET, kv_target != KV_TARGET)
     pd_plan = _shape_checked(
-        isvc, file, policy, (fault, explain, plot, timeline, architectures), targets, fmt_out
+        isvc,
+        file,
+        policy,
+        (fault, explain, plot, timeline, architectures, bool(stockout)),
+        targets,
+        fmt_out,
     )
     fmt: TraceFormat = trace_format.value
     unit = cast(Literal["s", "ms"], arrival_unit)
@@ -506,8 +511,7 @@ def simulate_command(
         if explained is None:
             console.print(
                 f"--explain {explain}: no tokenscale decision at or after that moment "
-                f"(the replay ends at {_clock(scaled.duration_s)}{_from_start(start)}; add "
-                "--policy tokenscale)",
+                f"(the replay ends at {_clock(scaled.duration_s)}{_from_start(start)})",
                 highlight=False,
             )
         else:
@@ -518,7 +522,7 @@ def _shape_checked(
     isvc: InferenceService,
     file: Path,
     policy: PolicyChoice,
-    flags: tuple[list[str] | None, str | None, Path | None, bool, bool],
+    flags: tuple[list[str] | None, str | None, Path | None, bool, bool, bool],
     targets: tuple[bool, bool],
     fmt_out: str,
 ) -> Plan | None:
@@ -528,7 +532,7 @@ def _shape_checked(
     from tokenscale.cli.simulate_pd import two_pool_plan  # noqa: PLC0415
     from tokenscale.cli.simulate_shapes import Shape, refuse_unsupported  # noqa: PLC0415
 
-    fault, explain, plot, timeline, architectures = flags
+    fault, explain, plot, timeline, architectures, stockout = flags
     spec = isvc.spec
     pd_plan = None
     shape: Shape = "pool"
@@ -550,8 +554,9 @@ def _shape_checked(
         "--architectures": architectures,
         "--queue-target": targets[0],
         "--kv-target": targets[1],
+        "--stockout": stockout,
     }
-    refuse_unsupported(shape, given, policy.value)
+    refuse_unsupported(shape, given, policy.value, fmt_out == "json")
     return pd_plan
 
 
