@@ -237,10 +237,6 @@ def reconcile(
     )
     for problem in outcome.memory_problems:
         log.warning("%s/%s: %s", seen.namespace, seen.name, problem)
-    if wanted.invalid is not None:
-        return _reject(
-            kube, body, "InvalidSpec", wanted.invalid, now, emit, seen.plan, seen.service
-        )
     acted = act(kube, body, seen, wanted, emit, outcome)
     if isinstance(acted, Outcome):  # an API the objects need is not installed
         return acted
