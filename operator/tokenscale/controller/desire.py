@@ -3,9 +3,9 @@
 :func:`desire` takes an :class:`~tokenscale.controller.observation.Observation` and returns a
 :class:`Desire`: the decision (the shared stepper's, a prefill/decode pair's, or the stored one
 re-applied), the quota bound, the rendered bundle, the objects the service's actuator writes
-(``controller/actuation.py``), the events it owes and the reason the spec cannot be actuated,
-if any. :func:`settled_status` is its second half: the status, from the observation, the
-desire and the workload as the actuators left it.
+(``controller/actuation.py``) and the events it owes (a spec no actuator can write is refused
+when it is parsed, ``api/shape_conflicts.py``). :func:`settled_status` is its second half: the
+status, from the observation, the desire and the workload as the actuators left it.
 
 The decision goes through :class:`~tokenscale.scaling.stepper.Stepper`: the engine runs once
 per metrics read (the observation), whatever woke the reconcile; a reconcile on an observation
