@@ -214,7 +214,7 @@ MATRIX: list[tuple[str, list[str], Any]] = [
     ("pool", ["--policy", "all", "-o", "json"], lambda o, p: len(_rows(o)) > 1),
     ("pool", ["-o", "json"], lambda o, p: _rows(o)[0]["policy"] == "tokenscale"),
     ("pool", ["--fault", "replica-loss@1:00", "--explain", "2:00"], None),
-    ("pool", ["--fault", "replica-loss@1:00", "--plot", "PNG"], None),
+    ("pool", ["--fault", "replica-loss@1:00", "--plot", "PNG"], lambda o, p: p.exists()),
     ("pool", ["--explain", "2:00", "--policy", "static"], None),
     # a GPU mix
     ("mix", ["--fault", "replica-loss@1:00"], None),

@@ -415,7 +415,7 @@ def simulate_command(
             bar.update(task, completed=1)
             if faults:
                 bar.update(task, description="drilling the faults")
-                _drill(setup, faults, names[0], output, timeline)
+                _drill(setup, faults, names[0], output, timeline, plot)
                 return
             results: list[SimResult] = []
             for k, name in enumerate(names):
@@ -601,9 +601,15 @@ def _token_means(trace: Trace) -> tuple[float, float]:
 
 
 def _drill(
-    setup: Setup, faults: tuple[Fault, ...], name: PolicyName, output: TableOrJson, timeline: bool
+    setup: Setup,
+    faults: tuple[Fault, ...],
+    name: PolicyName,
+    output: TableOrJson,
+    timeline: bool,
+    plot: Path | None,
 ) -> None:
-    """Run and print the drills (and, with a replica loss, the redundancy advice)."""
+    """Run and print the drills (and, with a replica loss, the redundancy advice); with
+    ``plot``, draw the run with and without the faults."""
     from tokenscale.cli.console import stdout_console  # noqa: PLC0415
     from tokenscale.cli.drill_view import drill_data, print_drill  # noqa: PLC0415
     from tokenscale.simulation.drills import drill, recommend_redundancy  # noqa: PLC0415
@@ -611,10 +617,18 @@ def _drill(
     d = drill(setup, faults, name)
     loss = next((f for f in faults if f.kind == "replica-loss"), None)
     advice = None if loss is None else recommend_redundancy(setup, loss.at_s)
+    if plot is not None:
+        from tokenscale.cli.plot import draw_timeline  # noqa: PLC0415 (matplotlib is slow)
+
+        kinds = ", ".join(sorted({f.kind for f in faults}))
+        names = [f"{name} without the faults", f"{name} with {kinds}"]
+        draw_timeline([d.baseline, d.faulted], setup.spec.slo, plot, names)
     if output == TableOrJson.json:
         print(json.dumps(_no_nan(drill_data(d, advice, timeline)), indent=2))
         return
     print_drill(stdout_console(), d, advice)
+    if plot is not None:
+        stdout_console().print(f"timeline written to {plot}", highlight=False)
 
 
 def _moment(text: str, flag: str = "--explain") -> float:

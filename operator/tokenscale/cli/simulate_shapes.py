@@ -74,12 +74,6 @@ PAIRS: Mapping[Shape, tuple[tuple[str, str, str, str], ...]] = {
             "drop one, or explain the run without --fault",
         ),
         (
-            "--plot",
-            "--fault",
-            "the drill report draws no timeline",
-            "drop one, or draw the run without --fault",
-        ),
-        (
             "--explain",
             "--policy",
             "it explains tokenscale's decision, and the policy replayed is not tokenscale",
