@@ -144,6 +144,26 @@ def test_schema_invalid_resource_is_rejected_naming_the_field(
             "InvalidSpec",
             "spec.slo.tpotP99Seconds: 80 s is not a TPOT objective anyone means",
         ),
+        (  # a shape conflict: refused where the spec is read, not by the actuator
+            {
+                "serving": {"disaggregation": "on"},
+                "scaling": {"actuation": "keda", "keda": {"serverAddress": "http://p:9090"}},
+            },
+            "InvalidSpec",
+            "spec.scaling.actuation: keda scales one workload; spec.serving.disaggregation: on",
+        ),
+        (
+            {
+                "hardware": {
+                    "gpu": None,
+                    "tensorParallelSize": None,
+                    "variants": [{"gpu": "H100-SXM-80GB"}, {"gpu": "L40S-48GB"}],
+                },
+                "serving": {"disaggregation": "on"},
+            },
+            "InvalidSpec",
+            "spec.hardware.variants with spec.serving.disaggregation: on",
+        ),
         (
             {
                 "model": {"name": "meta-llama/Llama-3.1-405B", "catalog": "llama-3.1-405b"},

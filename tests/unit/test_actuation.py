@@ -16,6 +16,7 @@ from tests.unit.test_status_transitions import FakeKube
 from tokenscale.api import InferenceService
 from tokenscale.api.crd import build_crd
 from tokenscale.api.errors import SpecError
+from tokenscale.api.manifest import parse_manifests
 from tokenscale.controller.actuation import (
     REPLICAS_WRITER_ANNOTATION,
     Advisory,
@@ -158,18 +159,14 @@ def test_keda_leaves_replicas_out_marks_the_workload_and_owns_the_scaled_object(
     assert so["metadata"]["ownerReferences"][0]["uid"] == "uid-1"
 
 
-def test_keda_refuses_a_spec_that_renders_several_workloads() -> None:
+def test_keda_with_several_workloads_is_refused_where_the_spec_is_read() -> None:
+    """Not at reconcile time by the actuator: the spec's validator (api/shape_conflicts.py)
+    names spec.scaling.actuation, so the CLI exits 2 and the operator writes nothing."""
     mixed = ROOT / "deploy" / "examples" / "variants" / "llama-3.1-8b-h100-l40s.yaml"
     body = yaml.safe_load(mixed.read_text())
     body["spec"]["scaling"].update(KEDA)
-    service = InferenceService.model_validate(body)
-    plan = plan_service(service.spec, "mixed")
-    decision = decide_plan_only(plan, None)
-    bundle = render_bundle("mixed", "prod", service.spec, plan, decision.replicas)
-    assert len(bundle.workloads) >= 2
-    wanted = Desired("mixed", "prod", service.spec, bundle, decision, True, None, None)
-    with pytest.raises(SpecError, match=r"spec\.scaling\.actuation"):
-        Keda().objects(wanted)
+    with pytest.raises(SpecError, match=r"spec\.scaling\.actuation: keda scales one workload"):
+        parse_manifests(yaml.safe_dump(body))
 
 
 @pytest.mark.parametrize(

@@ -58,7 +58,7 @@ def _observed(kube: FakeKube, snapshot: Snapshot, live: int) -> Observation:
 
 
 def _what(d: Desire) -> tuple[Any, ...]:
-    return (d.decision, d.objects, d.events, d.invalid, d.scale_to, d.drop_scaled_object)
+    return (d.decision, d.objects, d.events, d.scale_to, d.drop_scaled_object)
 
 
 @settings(max_examples=25, deadline=None)

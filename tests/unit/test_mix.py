@@ -20,6 +20,7 @@ from tokenscale.cli.app import app
 from tokenscale.planning import plan_service
 from tokenscale.planning.mix_solver import MixOption, mix_capacity, solve_mix
 from tokenscale.planning.result import Plan
+from tokenscale.render import render_bundle
 
 MIXED = ROOT / "deploy" / "examples" / "variants" / "llama-3.1-8b-h100-l40s.yaml"
 runner = CliRunner()
@@ -452,3 +453,40 @@ def test_a_mix_with_an_auto_variant_is_never_dearer_than_any_pinned_tp(
         assert auto.cost_per_hour is not None
         assert pinned.cost_per_hour is not None
         assert auto.cost_per_hour <= pinned.cost_per_hour * (1 + 1e-9) + 1e-9, tp
+    # every layout the mix plans is one it renders: a Deployment, one node per replica
+    assert all(p.nodes_per_replica == 1 for p in auto.variant_plans)
+
+
+def test_a_variant_is_planned_within_one_node_and_the_mix_does_without_one_that_cannot() -> None:
+    """Llama-3.1-405B BF16 on H100 or H200: an H100 replica needs 3 nodes, which a mix's
+    Deployment cannot run. The H100 variant is planned within one node (it cannot serve there,
+    and says what would), the mix runs H200s, and every variant renders; before, the plan
+    chose nothing of it but kept its 3-node plan, and the render refused the whole spec."""
+    doc = _doc()
+    doc["spec"]["model"] = {
+        "name": "meta-llama/Llama-3.1-405B-Instruct",
+        "catalog": "llama-3.1-405b",
+        "weightDtype": "bf16",
+    }
+    doc["spec"]["hardware"]["variants"] = [
+        {"gpu": "H100-SXM-80GB", "maxReplicas": 4, "gpuHourPrice": 3.0},
+        {"gpu": "H200-SXM-141GB", "maxReplicas": 2, "gpuHourPrice": 4.0},
+    ]
+    doc["spec"]["workload"]["rps"] = {"mean": 2, "peak": 4}
+    doc["spec"]["slo"] = {"ttftP99Seconds": 5.0, "tpotP99Seconds": 0.1}
+    doc["spec"]["scaling"] = {"minReplicas": 1, "maxReplicas": 4}
+    service = _svc(doc)
+    p = plan_service(service.spec, "big")
+    assert p.feasible, p.infeasible_reasons
+    assert all(v.nodes_per_replica == 1 for v in p.variant_plans)
+    h100, h200 = p.variants
+    assert (h100.replicas, h200.gpu) == (0, "H200-SXM-141GB")
+    assert h200.replicas > 0
+    assert not h100.single_variant.feasible
+    assert "a mix's variants run one node per replica" in h100.single_variant.reason
+    assert "raise spec.hardware.maxNodesPerReplica" not in h100.single_variant.reason
+    bundle = render_bundle("big", "prod", service.spec, p, p.replica_count)
+    assert [w["metadata"]["name"] for w in bundle.workloads] == [
+        "big-h100-sxm-80gb",
+        "big-h200-sxm-141gb",
+    ]

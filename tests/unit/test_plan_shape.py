@@ -1,6 +1,6 @@
 """The fleet's shape (one pool, a GPU mix, prefill/decode pools) is tested in one place each:
 ``Plan.is_mix``, ``Plan.role_pools`` / ``Plan.is_disaggregated`` and, before planning,
-``HardwareSpec.is_mix``. Everything else asks them."""
+``HardwareSpec.is_mix`` and ``Serving.asks_for_roles``. Everything else asks them."""
 
 import re
 from pathlib import Path
@@ -22,6 +22,7 @@ PACKAGE = ROOT / "operator" / "tokenscale"
 RAW_SHAPE_TEST = re.compile(
     r"\.mix is (not )?None|disaggregation is (not )?None|\bd\.enabled\b|disaggregation\.enabled"
     r"|variants is (not )?None|bool\(self\.roles\)"
+    r'|disaggregation [!=]= "off"'
 )
 #: Where the raw fields may still be read: the predicates themselves, the spec's validator,
 #: code that reads a mix's own data after narrowing it (routing, primary, the variants list),
@@ -29,6 +30,7 @@ RAW_SHAPE_TEST = re.compile(
 ALLOWED = {
     "planning/result.py": "the predicates",
     "api/hardware.py": "the predicate and the validator",
+    "api/serving.py": "the spec's P/D predicate (Serving.asks_for_roles)",
     "planning/mix.py": "the mix planner narrows its own summary",
     "scaling/variant_order.py": "reads the mix's routing and primary",
     "render/variants.py": "reads spec.hardware.variants",

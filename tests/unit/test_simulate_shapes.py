@@ -169,3 +169,93 @@ def test_architectures_refuses_flags_it_does_not_replay(
     assert result.exit_code == 2, result.output
     assert flag in result.output
     assert "--architectures" in result.output
+
+
+# -- the matrix: every flag on every shape works or exits 2 -------------------------------------
+
+ONE_POOL = ROOT / "operator" / "tokenscale" / "data" / "playground" / "llama-3.1-8b-l4.yaml"
+SHAPE_NAMES = {
+    "pool": "one pool",
+    "mix": "spec.hardware.variants",
+    "pd": "spec.serving.disaggregation",
+}
+
+
+def _pool_args(tmp_path: Path) -> list[str]:
+    trace = synthetic_trace(300.0, 1.0, lambda r: 800, lambda r: 150, seed=4)
+    return ["simulate", str(ONE_POOL), "--trace", str(_csv(tmp_path, trace)), "--cold-start", "30"]
+
+
+def _json(out: str) -> Any:
+    return json.loads(out)
+
+
+def _rows(out: str) -> list[dict[str, Any]]:
+    data = _json(out)
+    return data if isinstance(data, list) else [data]
+
+
+def _autoscaled(out: str) -> list[dict[str, Any]]:
+    """A mix's autoscaled rows (the operator's mix policy: ``tokenscale (mix)``, …)."""
+    return [r for r in _rows(out) if r["fleet"].startswith("tokenscale")]
+
+
+#: (shape, flags, None for exit 2, else what the output shows when the flag worked). The PNG
+#: is written to tmp_path/x.png.
+MATRIX: list[tuple[str, list[str], Any]] = [
+    # one pool: every flag, and the pairs a drill cannot honour
+    ("pool", ["--fault", "replica-loss@1:00"], lambda o, p: "redundancy" in o),
+    ("pool", ["--explain", "2:00"], lambda o, p: "at 2:00" in o),
+    ("pool", ["--plot", "PNG"], lambda o, p: p.exists()),
+    ("pool", ["--timeline", "-o", "json"], lambda o, p: _rows(o)[0]["timeline"]),
+    ("pool", ["--timeline"], None),
+    ("pool", ["--architectures"], lambda o, p: "prefill/decode" in o),
+    ("pool", ["--policy", "static", "-o", "json"], lambda o, p: _rows(o)[0]["policy"] == "static"),
+    ("pool", ["--policy", "all", "-o", "json"], lambda o, p: len(_rows(o)) > 1),
+    ("pool", ["-o", "json"], lambda o, p: _rows(o)[0]["policy"] == "tokenscale"),
+    ("pool", ["--fault", "replica-loss@1:00", "--explain", "2:00"], None),
+    ("pool", ["--fault", "replica-loss@1:00", "--plot", "PNG"], lambda o, p: p.exists()),
+    ("pool", ["--explain", "2:00", "--policy", "static"], None),
+    # a GPU mix
+    ("mix", ["--fault", "replica-loss@1:00"], None),
+    ("mix", ["--explain", "1:00"], None),
+    ("mix", ["--plot", "PNG"], None),
+    ("mix", ["--timeline", "-o", "json"], lambda o, p: any(r["timeline"] for r in _rows(o))),
+    ("mix", ["--timeline"], None),
+    ("mix", ["--architectures"], None),
+    ("mix", ["--policy", "static", "-o", "json"], lambda o, p: not _autoscaled(o)),
+    ("mix", ["--policy", "oracle"], None),
+    ("mix", ["-o", "json"], lambda o, p: any(r["fleet"] == "tokenscale (mix)" for r in _rows(o))),
+    ("mix", ["--timeline", "-o", "json", "--policy", "static"], None),
+    ("mix", ["--stockout", "h100-sxm-80gb@1:00", "--policy", "static"], None),
+    # prefill/decode pools
+    ("pd", ["--fault", "replica-loss@1:00"], None),
+    ("pd", ["--explain", "2:00"], lambda o, p: "prefill:" in o and "decode:" in o),
+    ("pd", ["--plot", "PNG"], lambda o, p: p.exists()),
+    ("pd", ["--timeline", "-o", "json"], lambda o, p: _json(o)["decisions"]),
+    ("pd", ["--timeline"], None),
+    ("pd", ["--architectures", "-o", "json"], lambda o, p: "prefill" in o and "decode" in o),
+    ("pd", ["--policy", "static"], None),
+    ("pd", ["-o", "json"], lambda o, p: _json(o)["shape"] == "prefill/decode"),
+]
+
+
+@pytest.mark.parametrize(
+    ("shape", "flags", "worked"), MATRIX, ids=[f"{s}:{' '.join(f)}" for s, f, _ in MATRIX]
+)
+def test_every_flag_on_every_shape_works_or_exits_2_naming_flag_and_shape(
+    tmp_path: Path, shape: str, flags: list[str], worked: Any
+) -> None:
+    png = tmp_path / "x.png"
+    base = {"pool": _pool_args, "mix": _mix_args, "pd": _pd_args}[shape](tmp_path)
+    result = runner.invoke(app, [*base, *(str(png) if f == "PNG" else f for f in flags)])
+    assert "Traceback" not in result.output
+    if worked is None:
+        assert result.exit_code == 2, result.output
+        assert flags[0] in result.output
+        assert SHAPE_NAMES[shape] in result.output, result.output
+        assert not png.exists()
+        return
+    assert result.exit_code == 0, result.output
+    out = result.stdout
+    assert worked(out, png), out[-2000:]

@@ -189,7 +189,8 @@ class HardwareSpec(ApiModel):
         le=8,
         description=(
             "Most nodes one replica may span (pipeline stages or expert-parallel ranks, run as "
-            "a LeaderWorkerSet group); 1 keeps every replica on one node."
+            "a LeaderWorkerSet group); 1 keeps every replica on one node. A mix's variants "
+            "run one node per replica whatever this says."
         ),
     )
     inter_node_gbps: float | None = Field(

@@ -16,6 +16,7 @@ from tokenscale.api.model import ModelSpec
 from tokenscale.api.profile import BenchProfile, ProfileRef
 from tokenscale.api.scaling import Scaling
 from tokenscale.api.serving import Serving
+from tokenscale.api.shape_conflicts import shape_conflicts
 from tokenscale.api.slo import Slo
 from tokenscale.api.workload import Workload
 from tokenscale.api.workload_ref import WorkloadRef
@@ -36,7 +37,9 @@ class InferenceServiceSpec(ApiModel):
     workload_ref: WorkloadRef | None = Field(
         default=None,
         description="Scale this existing workload through its /scale subresource (replicas "
-        "only) instead of rendering one; absent: tokenscale renders and owns the workload.",
+        "only) instead of rendering one; absent: tokenscale renders and owns the workload. "
+        "Refused with spec.hardware.variants or spec.serving.disaggregation on or auto (they "
+        "plan several workloads).",
     )
     serving: Serving = Field(default_factory=Serving, description="vLLM engine settings.")
     lora: Lora | None = Field(
@@ -111,6 +114,13 @@ class InferenceServiceSpec(ApiModel):
                 "adds, read from the endpoint picker's queue: it needs a sheddable class in "
                 "spec.workload.classes and spec.gateway.inferencePool; remove it, or add them"
             )
+        return self
+
+    @model_validator(mode="after")
+    def _one_shape(self) -> Self:
+        conflicts = shape_conflicts(self.hardware, self.serving, self.scaling, self.workload_ref)
+        if conflicts:
+            raise ValueError("; ".join(conflicts))
         return self
 
     @property

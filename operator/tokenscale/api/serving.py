@@ -83,13 +83,20 @@ class Serving(ApiModel):
         default="off",
         description="Prefill/decode disaggregation: off (one pool serves both phases), on "
         "(separate prefill and decode pools, the KV cache sent between them), auto (the "
-        "planner picks the architecture that needs fewer GPUs, then costs less).",
+        "planner picks the architecture that needs fewer GPUs, then costs less). on and auto "
+        "are refused with spec.hardware.variants, keda actuation or spec.workloadRef.",
     )
     extra_args: list[str] = Field(
         default_factory=list,
         description="Extra vllm serve arguments; flags the operator renders from the plan "
         "(--model, --port, --tensor-parallel-size, …) are refused.",
     )
+
+    @property
+    def asks_for_roles(self) -> bool:
+        """``disaggregation`` on or auto: the plan runs, or may run, prefill and decode pools
+        (whether it does is ``Plan.role_pools``)."""
+        return self.disaggregation != "off"
 
     @field_validator("disaggregation", mode="before")
     @classmethod

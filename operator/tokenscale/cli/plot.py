@@ -15,7 +15,11 @@ from tokenscale.planning.result import CurveStep
 from tokenscale.simulation import SimResult
 
 
-def draw_timeline(results: list[SimResult], slo: Slo, path: Path) -> None:
+def draw_timeline(
+    results: list[SimResult], slo: Slo, path: Path, names: Sequence[str] | None = None
+) -> None:
+    """Arrivals, replicas, queue, KV, TTFT and TPOT per result; each named by its policy, or
+    by ``names`` (one per result: a drill's run with and without its faults)."""
     fig, axes = plt.subplots(6, 1, figsize=(12, 15), sharex=True)
     ax_rps, ax_rep, ax_queue, ax_kv, ax_ttft, ax_tpot = axes
     first = results[0].timeline
@@ -26,10 +30,11 @@ def draw_timeline(results: list[SimResult], slo: Slo, path: Path) -> None:
         f"{results[0].trace} · mismatch {results[0].mismatch:g} · "
         f"cold start {results[0].cold_start_s:g} s"
     )
-    for r in results:
+    for k, r in enumerate(results):
         t = [p.t_s / 60 for p in r.timeline]
+        name = r.policy if names is None else names[k]
         label = (
-            f"{r.policy}: {r.slo_attainment * 100:.1f} % SLO, {r.gpu_hours:.1f} GPU-h "
+            f"{name}: {r.slo_attainment * 100:.1f} % SLO, {r.gpu_hours:.1f} GPU-h "
             f"({r.gpu_hours_vs_oracle:.2f}× oracle)"
         )
         (line,) = ax_rep.step(t, [p.replicas_ready for p in r.timeline], where="post", label=label)

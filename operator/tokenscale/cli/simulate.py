@@ -290,7 +290,12 @@ def simulate_command(
     isvc = services[0]
     targets = (queue_target != QUEUE_TARGET, kv_target != KV_TARGET)
     pd_plan = _shape_checked(
-        isvc, file, policy, (fault, explain, plot, timeline, architectures), targets, fmt_out
+        isvc,
+        file,
+        policy,
+        (fault, explain, plot, timeline, architectures, bool(stockout)),
+        targets,
+        fmt_out,
     )
     fmt: TraceFormat = trace_format.value
     unit = cast(Literal["s", "ms"], arrival_unit)
@@ -410,7 +415,7 @@ def simulate_command(
             bar.update(task, completed=1)
             if faults:
                 bar.update(task, description="drilling the faults")
-                _drill(setup, faults, names[0], output, timeline)
+                _drill(setup, faults, names[0], output, timeline, plot)
                 return
             results: list[SimResult] = []
             for k, name in enumerate(names):
@@ -506,8 +511,7 @@ def simulate_command(
         if explained is None:
             console.print(
                 f"--explain {explain}: no tokenscale decision at or after that moment "
-                f"(the replay ends at {_clock(scaled.duration_s)}{_from_start(start)}; add "
-                "--policy tokenscale)",
+                f"(the replay ends at {_clock(scaled.duration_s)}{_from_start(start)})",
                 highlight=False,
             )
         else:
@@ -518,7 +522,7 @@ def _shape_checked(
     isvc: InferenceService,
     file: Path,
     policy: PolicyChoice,
-    flags: tuple[list[str] | None, str | None, Path | None, bool, bool],
+    flags: tuple[list[str] | None, str | None, Path | None, bool, bool, bool],
     targets: tuple[bool, bool],
     fmt_out: str,
 ) -> Plan | None:
@@ -528,7 +532,7 @@ def _shape_checked(
     from tokenscale.cli.simulate_pd import two_pool_plan  # noqa: PLC0415
     from tokenscale.cli.simulate_shapes import Shape, refuse_unsupported  # noqa: PLC0415
 
-    fault, explain, plot, timeline, architectures = flags
+    fault, explain, plot, timeline, architectures, stockout = flags
     spec = isvc.spec
     pd_plan = None
     shape: Shape = "pool"
@@ -550,8 +554,9 @@ def _shape_checked(
         "--architectures": architectures,
         "--queue-target": targets[0],
         "--kv-target": targets[1],
+        "--stockout": stockout,
     }
-    refuse_unsupported(shape, given, policy.value)
+    refuse_unsupported(shape, given, policy.value, fmt_out == "json")
     return pd_plan
 
 
@@ -596,9 +601,15 @@ def _token_means(trace: Trace) -> tuple[float, float]:
 
 
 def _drill(
-    setup: Setup, faults: tuple[Fault, ...], name: PolicyName, output: TableOrJson, timeline: bool
+    setup: Setup,
+    faults: tuple[Fault, ...],
+    name: PolicyName,
+    output: TableOrJson,
+    timeline: bool,
+    plot: Path | None,
 ) -> None:
-    """Run and print the drills (and, with a replica loss, the redundancy advice)."""
+    """Run and print the drills (and, with a replica loss, the redundancy advice); with
+    ``plot``, draw the run with and without the faults."""
     from tokenscale.cli.console import stdout_console  # noqa: PLC0415
     from tokenscale.cli.drill_view import drill_data, print_drill  # noqa: PLC0415
     from tokenscale.simulation.drills import drill, recommend_redundancy  # noqa: PLC0415
@@ -606,10 +617,18 @@ def _drill(
     d = drill(setup, faults, name)
     loss = next((f for f in faults if f.kind == "replica-loss"), None)
     advice = None if loss is None else recommend_redundancy(setup, loss.at_s)
+    if plot is not None:
+        from tokenscale.cli.plot import draw_timeline  # noqa: PLC0415 (matplotlib is slow)
+
+        kinds = ", ".join(sorted({f.kind for f in faults}))
+        names = [f"{name} without the faults", f"{name} with {kinds}"]
+        draw_timeline([d.baseline, d.faulted], setup.spec.slo, plot, names)
     if output == TableOrJson.json:
         print(json.dumps(_no_nan(drill_data(d, advice, timeline)), indent=2))
         return
     print_drill(stdout_console(), d, advice)
+    if plot is not None:
+        stdout_console().print(f"timeline written to {plot}", highlight=False)
 
 
 def _moment(text: str, flag: str = "--explain") -> float:

@@ -177,7 +177,7 @@ def print_comparison(
 def two_pool_plan(spec: InferenceServiceSpec, name: str) -> Plan | None:
     """The plan when it runs prefill and decode pools (what the operator renders and scales),
     else None (one pool: the one-pool replay is the operator's)."""
-    if spec.serving.disaggregation == "off":
+    if not spec.serving.asks_for_roles:
         return None
     plan = plan_service(spec, name)
     return plan if plan.is_disaggregated else None

@@ -1,7 +1,9 @@
 """Which ``tokenscale simulate`` flags each fleet shape replays.
 
-A flag that a shape's replay cannot honour is refused (exit 2) naming the flag, the shape and
-what to do instead — never parsed and then ignored. The shapes: one pool (every flag), a GPU mix
+A flag that a shape's replay cannot honour — alone, beside another flag of the run
+(:data:`PAIRS`), or ``--timeline`` without ``-o json`` — is refused (exit 2) naming the flag,
+the shape and what to do instead: never parsed and then ignored. The shapes: one pool (every
+flag), a GPU mix
 (``spec.hardware.variants``: fixed mixes and the mix autoscaled, ``--stockout``, ``--timeline``),
 prefill/decode pools (``spec.serving.disaggregation`` when the plan runs two pools: the operator's
 per-role policy, ``--explain``, ``--plot``, ``--timeline``) and ``--architectures`` (static
@@ -61,9 +63,49 @@ _WHY: Mapping[str, str] = {
 }
 
 
-def refuse_unsupported(shape: Shape, given: Mapping[str, bool], policy: str) -> None:
+#: Flags a shape replays, but not beside another flag (or policy) of the same run: (flag,
+#: the other, what the run would do with the flag, the fix).
+PAIRS: Mapping[Shape, tuple[tuple[str, str, str, str], ...]] = {
+    "pool": (
+        (
+            "--explain",
+            "--fault",
+            "the drill report explains no decision",
+            "drop one, or explain the run without --fault",
+        ),
+        (
+            "--explain",
+            "--policy",
+            "it explains tokenscale's decision, and the policy replayed is not tokenscale",
+            "use --policy tokenscale (or all)",
+        ),
+    ),
+    "mix": (
+        (
+            "--stockout",
+            "--policy static",
+            "a stockout stops the autoscaled mix placing pods, and static replays fixed mixes",
+            "use --policy tokenscale (or all)",
+        ),
+        (
+            "--timeline",
+            "--policy static",
+            "the timeline is the autoscaled mix's, and static replays fixed mixes",
+            "use --policy tokenscale (or all)",
+        ),
+    ),
+}
+
+#: The policies ``--explain`` has a decision in (one pool: tokenscale's, also inside ``all``).
+EXPLAINED = ("tokenscale", "all")
+
+
+def refuse_unsupported(
+    shape: Shape, given: Mapping[str, bool], policy: str, as_json: bool = True
+) -> None:
     """Exit 2 for the first flag in ``given`` (flag → given) or ``policy`` that ``shape``
-    cannot replay."""
+    cannot replay, alone or beside another flag of the run; and for ``--timeline`` without
+    ``-o json``, the only output that carries it."""
     words = SHAPE_WORDS[shape]
     for flag in UNSUPPORTED.get(shape, ()):
         if given.get(flag):
@@ -76,4 +118,17 @@ def refuse_unsupported(shape: Shape, given: Mapping[str, bool], policy: str) -> 
         raise bad_input(
             f"--policy {policy} is not available for {words}: it replays "
             f"{', '.join(allowed)}; use --policy {allowed[0]}, or {_INSTEAD[shape]}"
+        )
+    pairs = {
+        "--fault": bool(given.get("--fault")),
+        "--policy": policy not in EXPLAINED,
+        "--policy static": policy == "static",
+    }
+    for flag, other, why, fix in PAIRS.get(shape, ()):
+        if given.get(flag) and pairs[other]:
+            shown = f"--policy {policy}" if other == "--policy" else other
+            raise bad_input(f"{flag} with {shown} for {words}: {why}; {fix}")
+    if given.get("--timeline") and not as_json:
+        raise bad_input(
+            f"--timeline for {words}: the timeline is written only in -o json's output; add -o json"
         )

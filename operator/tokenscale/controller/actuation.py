@@ -20,7 +20,6 @@ aimed at it; ``advisory`` still writes nothing.
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from tokenscale.api.errors import SpecError
 from tokenscale.api.inference_service import InferenceServiceSpec
 from tokenscale.render.bundle import RenderedBundle
 from tokenscale.render.keda import scaled_object
@@ -116,13 +115,9 @@ class Keda:
             if owners:
                 trigger["metadata"]["ownerReferences"] = owners
             return [trigger]
-        if len(bundle.workloads) > 1:
-            raise SpecError.single(
-                "spec.scaling.actuation",
-                "keda scales one workload; this spec renders "
-                f"{len(bundle.workloads)} (GPU variants or prefill/decode roles): use direct "
-                "or advisory",
-            )
+        # one workload: the spec's validator refuses keda with variants or P/D
+        # (api/shape_conflicts.py), so a spec that reaches here renders one
+        assert len(bundle.workloads) <= 1, "keda with several workloads passed the validator"
         workload = _without_replicas(bundle.workload)
         meta = workload["metadata"]
         target = {

@@ -3,9 +3,9 @@
 :func:`desire` takes an :class:`~tokenscale.controller.observation.Observation` and returns a
 :class:`Desire`: the decision (the shared stepper's, a prefill/decode pair's, or the stored one
 re-applied), the quota bound, the rendered bundle, the objects the service's actuator writes
-(``controller/actuation.py``), the events it owes and the reason the spec cannot be actuated,
-if any. :func:`settled_status` is its second half: the status, from the observation, the
-desire and the workload as the actuators left it.
+(``controller/actuation.py``) and the events it owes (a spec no actuator can write is refused
+when it is parsed, ``api/shape_conflicts.py``). :func:`settled_status` is its second half: the
+status, from the observation, the desire and the workload as the actuators left it.
 
 The decision goes through :class:`~tokenscale.scaling.stepper.Stepper`: the engine runs once
 per metrics read (the observation), whatever woke the reconcile; a reconcile on an observation
@@ -19,7 +19,6 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from tokenscale.api.errors import SpecError
 from tokenscale.api.inference_service import InferenceService, InferenceServiceSpec
 from tokenscale.api.status import Condition, DecisionStatus, InferenceServiceStatus
 from tokenscale.controller.actuation import Actuator, Desired, actuator_for, handed_over
@@ -215,8 +214,6 @@ class Desire:
     drop_scaled_object: bool
     """Out of keda mode with a ScaledObject possibly left (a reference, a hand-over, a new
     generation of the spec): delete ours, whatever workload it aims at."""
-    invalid: str | None = None
-    """The spec cannot be actuated (the actuator refused it): the message for status."""
     scale_to: int | None = None
     """Replicas to write through the referenced workload's ``/scale`` (None: none)."""
     contested: Condition | None = None
@@ -283,12 +280,6 @@ def desire(obs: Observation) -> Desire:
     changed = respecified and status.observed_generation is not None
     drop = actuator.mode != "keda" and (ref is not None or handed_over(obs.workload_now) or changed)
     said = None if contest is None else contest.condition
-    try:
-        objects = actuator.objects(wanted)
-    except SpecError as err:
-        return Desire(
-            made, roles, bound, bundle, actuator, wanted, [], [], problems, drop, str(err)
-        )
     held = contest is not None and contest.hold is not None
     return Desire(
         made,
@@ -297,7 +288,7 @@ def desire(obs: Observation) -> Desire:
         bundle,
         actuator,
         wanted,
-        objects,
+        actuator.objects(wanted),
         actuator.events(wanted),
         problems,
         drop,

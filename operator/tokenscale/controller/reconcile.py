@@ -237,10 +237,6 @@ def reconcile(
     )
     for problem in outcome.memory_problems:
         log.warning("%s/%s: %s", seen.namespace, seen.name, problem)
-    if wanted.invalid is not None:
-        return _reject(
-            kube, body, "InvalidSpec", wanted.invalid, now, emit, seen.plan, seen.service
-        )
     acted = act(kube, body, seen, wanted, emit, outcome)
     if isinstance(acted, Outcome):  # an API the objects need is not installed
         return acted
@@ -298,11 +294,7 @@ def observe(
     status, problems = read_status(body.get("status"))
     ref = service.spec.workload_ref
     found = None
-    if ref is not None:
-        if plan.is_mix or plan.is_disaggregated:
-            why = "spec.workloadRef: scales one workload; this spec plans several (GPU variants "
-            why += "or prefill/decode roles): remove workloadRef or those sections"
-            return _reject(kube, body, "InvalidSpec", why, now, emit, plan, service)
+    if ref is not None:  # one workload: the spec's validator refused variants and P/D with it
         found = found_ref or find(kube, ns, ref.api_version, ref.kind, ref.name)
         if found.problem is not None:
             return _target_problem(kube, body, found, plan, service, now, emit)

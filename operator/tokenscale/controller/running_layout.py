@@ -56,12 +56,11 @@ def at_running_layout(
     spec: InferenceServiceSpec, running: Running | None
 ) -> tuple[InferenceServiceSpec, list[str]]:
     """``spec`` with the running engine settings as its own, and one note per key (adopted,
-    or not and why); without ``running``, ``spec`` as is. A spec with ``hardware.variants`` is
-    returned as is (one reference scales one workload; such a spec is refused elsewhere)."""
+    or not and why); without ``running``, ``spec`` as is. ``running`` is read from a
+    ``workloadRef``'s workload, which the spec's validator refuses beside ``hardware.variants``
+    (``api/shape_conflicts.py``): a mix never comes here with one."""
     if running is None:
         return spec, []
-    if spec.hardware.is_mix:
-        return spec, ["not adopted: spec.hardware.variants plans several workloads"]
     s = running.settings
     notes: list[str] = []
     hardware: dict[str, Any] = {}

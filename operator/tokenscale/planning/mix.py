@@ -47,7 +47,7 @@ from tokenscale.planning.result import (
     SingleVariant,
     VariantShare,
 )
-from tokenscale.planning.variants import variant_price, variant_spec
+from tokenscale.planning.variants import on_one_node, variant_price, variant_spec
 
 _CONSTRAINTS: tuple[ConstraintName, ...] = ("throughput", "concurrency", "kv")
 
@@ -110,7 +110,7 @@ def variant_capacity(
     vspec = variant_spec(spec, v)
     rate = spec.workload.rps.design_rps
     try:
-        plan = plan_service(vspec, name)
+        plan = on_one_node(plan_service(vspec, name))
         rate_plan = plan if rate > 0 else plan_service(_probe_rps(vspec), name)
     except SpecError as err:
         raise at_variant(err, index) from err

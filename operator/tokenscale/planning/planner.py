@@ -990,6 +990,11 @@ def plan_service(spec: InferenceServiceSpec, name: str = "") -> Plan:
     return with_pools(plan, [serve_pool(plan, price)], NoCoordination())
 
 
+#: The fix a model too large for the layouts tried is given (a mix's variants say another:
+#: planning/variants.py's ``on_one_node``).
+MORE_NODES_FIX = "raise spec.hardware.maxNodesPerReplica, or quantize"
+
+
 def _plan_layouts(r: Resolved, conditions: Conditions) -> Plan:
     """The chosen layout's plan, with every layout tried (``tp_candidates``)."""
     spec = r.spec
@@ -1016,7 +1021,7 @@ def _plan_layouts(r: Resolved, conditions: Conditions) -> Plan:
             f"does not fit at any TP ({', '.join(str(t) for t in sizes)}) on up to "
             f"{hw.max_nodes_per_replica} node(s) per replica: {chosen.weight_bytes / GIB:,.1f} "
             f"GiB of weights on {r.gpu.memory_gib:,.1f} GiB GPUs, {hw.gpus_per_node} per node "
-            "(raise spec.hardware.maxNodesPerReplica, or quantize)"
+            f"({MORE_NODES_FIX})"
         )
         return chosen.model_copy(
             update={

@@ -18,7 +18,6 @@ refused at ``spec.hardware.variants[i]``.
 from collections.abc import Mapping
 from typing import Any
 
-from tokenscale.api.errors import SpecError, SpecIssue
 from tokenscale.api.inference_service import InferenceServiceSpec
 from tokenscale.planning.inputs import resolve_gpu
 from tokenscale.planning.result import Plan
@@ -48,23 +47,13 @@ def variant_objects(
     config_hash: Any,
     counts: Mapping[str, int] | None = None,
 ) -> list[dict[str, Any]]:
-    """Deployments per variant, then the Service and the PDB. ``config_hash`` maps a pod
+    """Deployments per variant (one node per replica: the mix planner refuses a variant
+    whose layout spans nodes), then the Service and the PDB. ``config_hash`` maps a pod
     template to its hash (``render/bundle.py``); ``counts`` (replicas per variant, e.g. within
     a quota) overrides the split of ``total``."""
     variants = spec.hardware.variants
     if variants is None or len(plan.variant_plans) != len(variants):
         raise ValueError("variant_objects needs a mix plan of a spec with variants")
-    multi = [
-        SpecIssue(
-            f"spec.hardware.variants[{i}]",
-            f"a replica of {v.resolved_name} spans {own.nodes_per_replica} nodes; variants run "
-            "one node per replica: set spec.hardware.maxNodesPerReplica to 1 or a larger GPU",
-        )
-        for i, (v, own) in enumerate(zip(variants, plan.variant_plans, strict=True))
-        if own.nodes_per_replica > 1
-    ]
-    if multi:
-        raise SpecError(multi)
     if counts is None:
         counts = mix_counts(plan, total).counts
     objs: list[dict[str, Any]] = []
