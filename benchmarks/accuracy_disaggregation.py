@@ -10,7 +10,8 @@ Each entry is rebuilt as a spec (model, GPU, weight dtype, prompt and answer len
   KV bytes per token × tokens held / kv_transfer_bytes_per_s``, the fabric the planner picks);
 - ``pd_ttft_s``: TTFT through an idle pair (``disaggregation.prefill_ttft_seconds`` at
   utilization 0: the prompt's prefill on the prefill replica + that transfer + one decode step
-  at batch 1 + ``requestOverheadSeconds``);
+  at batch 1 + the request overhead: ``requestOverheadSeconds`` + the prompt's tokens ×
+  ``requestOverheadPerTokenSeconds``);
 - ``pd_ttft_at_rate_s``: the same at the prefill replica's utilization under the measured rate
   (``rps × mean prefill seconds``, the planner's own queue term); the row carries that
   utilization, so an overloaded measurement shows whether the planner saw the overload too;
@@ -20,7 +21,8 @@ Each entry is rebuilt as a spec (model, GPU, weight dtype, prompt and answer len
   aggregated replica's mean TPOT at its load (``at_load``).
 
 A TTFT measured through vLLM's toy P/D proxy (``proxy_requests: 2``: the proxy sends the prefill
-as one full request and the decode as another) carries one ``requestOverheadSeconds`` per request.
+as one full request and the decode as another) carries one request overhead per request, each
+with the whole prompt (both servers tokenize it).
 
 The error is ``estimate / measured − 1``; the median absolute error of the entries that are not
 ``validity: excluded`` is printed per source, per split (``fit`` / ``held-out``: whole sources,
@@ -165,7 +167,10 @@ def estimate(data: dict[str, Any], m: dict[str, Any]) -> tuple[float, float, flo
         else:
             est, rho = _ttft(spec, tokens, rps)
             extra = int(m.get("proxy_requests", 1)) - 1
-            est += extra * spec.assumptions.request_overhead_seconds
+            a = spec.assumptions
+            est += extra * (
+                a.request_overhead_seconds + tokens * a.request_overhead_per_token_seconds
+            )
             utilization = rho if m["kind"] == "pd_ttft_at_rate_s" else None
     measured = m["value"] / 1000.0 if m["unit"] == "ms" else m["value"]
     return float(measured), float(est), utilization

@@ -96,49 +96,80 @@ def timing_subset(data: dict[str, Any], split: str) -> dict[str, Any]:
 
 @dataclass(frozen=True)
 class OverheadFit:
-    """``requestOverheadSeconds`` fitted on the entries that isolate it."""
+    """The request overhead (``requestOverheadSeconds`` + prompt tokens ×
+    ``requestOverheadPerTokenSeconds``) fitted on the TTFTs at concurrency 1."""
 
     seconds: float
+    seconds_per_token: float
     fit_ids: tuple[str, ...]
     errors: dict[str, dict[str, float]]
     """Per set, entry id → the error at the fitted overhead."""
 
 
+#: The TTFT kinds whose estimate carries the request overhead once per request.
+_TTFT_KINDS = ("ttft_s", "pd_ttft_s", "pd_ttft_at_rate_s")
+
+
+def _solve_2x2(a: list[list[float]], b: list[float]) -> tuple[float, float]:
+    det = a[0][0] * a[1][1] - a[0][1] * a[1][0]
+    if abs(det) < 1e-300:
+        raise SystemExit("the fit set's TTFTs do not separate the two overhead terms")
+    return (
+        (b[0] * a[1][1] - a[0][1] * b[1]) / det,
+        (a[0][0] * b[1] - b[0] * a[1][0]) / det,
+    )
+
+
 def fit_request_overhead(files: dict[str, dict[str, Any]] | None = None) -> OverheadFit:
-    """Least squares on the relative error over the fit set's ``measures: request-overhead``
-    entries (short prompts at concurrency 1, every file): each estimate is ``rest + n × O``
-    (``n`` requests per TTFT: 2 through the toy P/D proxy), linear in the overhead ``O``, so
-    ``O = Σ (n/m)(1 − rest/m) / Σ (n/m)²``."""
+    """Least squares on the relative error over the fit set's TTFTs (every file, ``measured``
+    entries of the overhead and TTFT groups): each estimate is ``rest + k·O + k·n·P`` (``k``
+    requests per TTFT: 2 through the toy P/D proxy; ``n`` the prompt's tokens, which every
+    request tokenizes), linear in the fixed overhead ``O`` and the per-token one ``P``: the two
+    normal equations of ``Σ (1 − (rest + k·O + k·n·P)/m)²``. The short prompts pin ``O``, the
+    long ones ``P``; the prefill, the transfer and the queue stay the planner's."""
     files = accuracy.load_files() if files is None else files
-    now = Assumptions().request_overhead_seconds
-    requests = {
-        str(e["id"]): int(e.get("proxy_requests", 1))
+    now = Assumptions()
+    entries = {
+        str(e["id"]): e
         for data in files.values()
         for e in data["measurements"]
+        if e.get("kind") in _TTFT_KINDS
     }
     rows = [
         r
         for r in accuracy.evaluate_all(files)
-        if r.group == "overhead" and r.validity == "measured"
+        if r.id in entries and r.group in ("overhead", "ttft") and r.validity == "measured"
     ]
-    num = den = 0.0
+
+    def terms(r: accuracy.Row) -> tuple[float, float, float]:
+        e = entries[r.id]
+        unit = 1e3 if r.unit == "ms" else 1.0
+        k, n = int(e.get("proxy_requests", 1)) * unit, float(e["input_tokens"])
+        rest = r.estimate - k * (now.request_overhead_seconds)
+        rest -= k * n * now.request_overhead_per_token_seconds
+        return k, k * n, rest
+
+    a = [[0.0, 0.0], [0.0, 0.0]]
+    b = [0.0, 0.0]
     for r in rows:
         if r.split != "fit":
             continue
-        unit = 1e3 if r.unit == "ms" else 1.0
-        n, rest = requests[r.id] * unit, r.estimate - requests[r.id] * unit * now
-        num += n / r.measured * (1.0 - rest / r.measured)
-        den += (n / r.measured) ** 2
-    if not den:
+        x0, x1, rest = terms(r)
+        u = (x0 / r.measured, x1 / r.measured)
+        y = 1.0 - rest / r.measured
+        for i in range(2):
+            b[i] += u[i] * y
+            for j in range(2):
+                a[i][j] += u[i] * u[j]
+    if not a[0][0]:
         raise SystemExit("no fit-set entry measures the request overhead")
-    fitted = num / den
+    fixed, per_token = _solve_2x2(a, b)
     errors: dict[str, dict[str, float]] = {"fit": {}, "held-out": {}}
     for r in rows:
-        unit = 1e3 if r.unit == "ms" else 1.0
-        est = r.estimate + requests[r.id] * unit * (fitted - now)
-        errors[r.split][r.id] = est / r.measured - 1.0
+        x0, x1, rest = terms(r)
+        errors[r.split][r.id] = (rest + x0 * fixed + x1 * per_token) / r.measured - 1.0
     fit_ids = tuple(errors["fit"])
-    return OverheadFit(fitted, fit_ids, errors)
+    return OverheadFit(fixed, per_token, fit_ids, errors)
 
 
 def bounds_missed(rows: list[accuracy.Row]) -> int:
@@ -284,7 +315,8 @@ def main() -> int:
     parser.add_argument(
         "--overhead",
         action="store_true",
-        help="fit requestOverheadSeconds on the entries that isolate it (every file) and exit",
+        help="fit requestOverheadSeconds and requestOverheadPerTokenSeconds on the TTFTs at "
+        "concurrency 1 (every file) and exit",
     )
     parser.add_argument(
         "--engine",
@@ -317,10 +349,12 @@ def main() -> int:
         return 0
     if args.overhead:
         found = fit_request_overhead()
-        now = Assumptions().request_overhead_seconds
+        a = Assumptions()
         print(
-            f"requestOverheadSeconds {found.seconds:.4f} (now {now:g}), least squares on the "
-            f"relative error over {len(found.fit_ids)} fit entries"
+            f"requestOverheadSeconds {found.seconds:.4f} (now {a.request_overhead_seconds:g}), "
+            f"requestOverheadPerTokenSeconds {found.seconds_per_token:.3g} (now "
+            f"{a.request_overhead_per_token_seconds:g}), least squares on the relative error "
+            f"over {len(found.fit_ids)} fit TTFTs"
         )
         for split, errs in found.errors.items():
             for entry, err in errs.items():

@@ -43,13 +43,16 @@ def test_whole_sources_are_held_out() -> None:
 
 
 def test_a_ttft_through_the_toy_proxy_carries_two_request_overheads() -> None:
+    """The second request is a whole request: its fixed overhead and its prompt's tokens."""
     data = yaml.safe_load(DATA.read_text())
     m = next(e for e in data["measurements"] if e["id"] == "ttft-h800-qwen3-8b-128")
     assert m["proxy_requests"] == 2
     _, two, _ = accuracy_disaggregation.estimate(data, m)
     _, one, _ = accuracy_disaggregation.estimate(data, {**m, "proxy_requests": 1})
-    spec = accuracy_disaggregation._spec(data, m, m["layout"]["prefill_tp"], 1.0)
-    assert abs((two - one) - spec.assumptions.request_overhead_seconds) < 1e-9
+    a = accuracy_disaggregation._spec(data, m, m["layout"]["prefill_tp"], 1.0).assumptions
+    per_request = a.request_overhead_seconds + 128 * a.request_overhead_per_token_seconds
+    assert a.request_overhead_per_token_seconds > 0
+    assert abs((two - one) - per_request) < 1e-9
 
 
 def test_engines_the_planner_does_not_describe_are_excluded_not_scored() -> None:

@@ -147,7 +147,8 @@ def test_a_replica_that_serves_only_nearly_idle_says_why() -> None:
     s = spec(
         **{
             **L4_CHAT,
-            "slo": {"ttftP99Seconds": 0.7, "tpotP99Seconds": 0.08},
+            # just above one 4,000-token prompt's own TTFT (0.70 s with its request overhead)
+            "slo": {"ttftP99Seconds": 0.75, "tpotP99Seconds": 0.08},
         }
     )
     plan = plan_service(s)
@@ -158,7 +159,7 @@ def test_a_replica_that_serves_only_nearly_idle_says_why() -> None:
     seconds = float(found.group(1).replace(",", "")) / (1e3 if found.group(2) == "ms" else 1)
     # the roofline's lower bound: 2 × params × prompt FLOPs at the L4's BF16 peak (121 TFLOPS)
     assert seconds >= 2 * 8.03e9 * 4000 / 121e12
-    assert seconds <= 0.7
+    assert seconds <= 0.75
     assert "4,000 tokens" in line
 
 

@@ -215,8 +215,8 @@ def short_and_long(chat_ttft_s: float, agent_ttft_s: float) -> dict[str, Any]:
 def test_each_class_is_checked_with_its_own_token_lengths() -> None:
     # At the mixture's P99 prompt both classes' TTFT was one figure: chat bound (a tight 0.4 s)
     # and the agent's looked met; at its own 20,000-token P99 (whose own prefill alone takes
-    # most of 0.6 s on one H100) the agent needs far more.
-    p = plan_of(short_and_long(0.4, 0.7))
+    # most of 0.6 s on one H100, and the request overhead 0.11 s more) the agent needs far more.
+    p = plan_of(short_and_long(0.4, 0.8))
     s = p.classes_summary
     assert s is not None
     by = {c.name: c for c in p.classes}
@@ -227,7 +227,7 @@ def test_each_class_is_checked_with_its_own_token_lengths() -> None:
     assert by["chat"].replicas_for_slo < by["agent"].replicas_for_slo
     (chat_ttft,) = by["chat"].slo_checks
     (agent_ttft,) = by["agent"].slo_checks
-    assert chat_ttft.estimate_s < agent_ttft.estimate_s <= 0.7
+    assert chat_ttft.estimate_s < agent_ttft.estimate_s <= 0.8
     assert s.reason.startswith(f"agent binds at {p.replica_count} replicas")
 
 

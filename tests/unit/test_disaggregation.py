@@ -157,7 +157,11 @@ def test_ttft_is_queue_prefill_transfer_and_first_step() -> None:
     perf = perf_at(r, Conditions(workload=spec.workload), 1, 8192)
     idle = prefill_ttft_seconds(perf, 0.0, 16_000, 0.05, 0.01)
     assert idle == pytest.approx(
-        perf.prefill_seconds(16_000) + 0.05 + 0.01 + perf.assumptions.request_overhead_seconds
+        perf.prefill_seconds(16_000) + 0.05 + 0.01 + perf.request_overhead_seconds(16_000)
+    )
+    a = perf.assumptions
+    assert perf.request_overhead_seconds(16_000) == pytest.approx(
+        a.request_overhead_seconds + 16_000 * a.request_overhead_per_token_seconds
     )
     busy = prefill_ttft_seconds(perf, 0.5, 16_000, 0.05, 0.01)
     assert busy == pytest.approx(idle + perf.mean_prefill_seconds)  # ρ/(1−ρ) = 1

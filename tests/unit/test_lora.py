@@ -198,9 +198,12 @@ def test_the_slots_come_out_of_the_kv_pool() -> None:
     assert with_lora.lora is not None
     slots = 8 * 83_886_080
     shrink = 3 * with_lora.max_num_batched_tokens * 16 * 4
+    # both peaks are the sampler's, which holds the forward's [T, 4096] 16-bit output: the
+    # chunk budgets the two plans chose differ, and so does that output
+    held = (with_lora.max_num_batched_tokens - without.max_num_batched_tokens) * 4096 * 2
     assert with_lora.memory_per_gpu.lora_bytes == slots
     drop = without.memory_per_gpu.kv_pool_bytes - with_lora.memory_per_gpu.kv_pool_bytes
-    assert drop == pytest.approx(slots + shrink, abs=1.0)
+    assert drop == pytest.approx(slots + shrink + held, abs=1.0)
     assert with_lora.lora.kv_pool_without_bytes == pytest.approx(
         without.memory_per_gpu.kv_pool_bytes
     )

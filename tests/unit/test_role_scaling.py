@@ -351,8 +351,8 @@ def _l4_playground_spec() -> InferenceServiceSpec:
 
 
 def test_a_role_carries_the_rate_of_its_binding_constraint() -> None:
-    """The L4 plan runs 2 decode replicas for 1 RPS because the KV binds (1.46 needed): the
-    policy sizes decode at 1 ÷ 1.46 = 0.68 per replica, the rate of the batch the KV pool holds
+    """The L4 plan runs 2 decode replicas for 1 RPS because the KV binds (1.52 needed): the
+    policy sizes decode at 1 ÷ 1.52 = 0.66 per replica, the rate of the batch the KV pool holds
     (which is also the decode pool's operating batch, limited by the KV pool; at the knee's
     batch, 1.01 per replica, one replica 'carried' the spec's rate, and a quiet spell took the
     pool to 1). Prefill is bound by its throughput: its rate is the plan's."""
@@ -428,9 +428,9 @@ def test_a_backlogged_prefill_pool_raises_decode_in_the_same_decision() -> None:
     readings at 315 s): 25 prompts waiting at the one prefill engine (over its 4), decode's KV
     at 0.81 (over its 0.6 low watermark, under its 0.9 high one) and its arrivals still the quiet
     rate's. Prefill goes 1 → 2 on its queue, and decode is raised at once to what 2 prefill
-    engines at their planned rate feed (2 × 1.85 ÷ 0.68 → 6), not a cold start later when
+    engines at their planned rate feed (2 × 1.85 ÷ 0.66 → 6), not a cold start later when
     their output reaches it. Without the queue, or with decode's KV under its low watermark (room
-    for the burst), decode holds the plan's 2."""
+    for the burst), decode is not raised to that: it stays at what the spec's rate needs."""
     spec = _l4_playground_spec()
     plan = plan_service(spec)
     _, prefill_pool, decode_pool = pools(plan)
@@ -454,4 +454,7 @@ def test_a_backlogged_prefill_pool_raises_decode_in_the_same_decision() -> None:
             assert d.replicas == min(fed, spec.scaling.max_replicas) > 2, d.reason
             assert "prefill backlogged" in d.reason
         else:
-            assert d.replicas == 2, (p.reason, d.reason)
+            # not raised to what the backlog feeds: what its own rate needs (the plan's 2, or 3
+            # where the engines' TPOT calibration leaves the spec's rate a little over two)
+            assert d.replicas <= 3, (p.reason, d.reason)
+            assert "prefill backlogged" not in d.reason

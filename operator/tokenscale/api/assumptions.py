@@ -15,11 +15,17 @@ Defaults and where they come from (see docs/accuracy.md):
   with the prefill efficiency on the accuracy dataset's fit set (kept by the re-fit after the
   dataset's audit: its optimum, 70 % of the bandwidth and 1.5 ms, loses a held-out bound;
   see the accuracy notes).
-- ``requestOverheadSeconds`` 17 ms (was 8): fitted (least squares on the relative error,
-  ``benchmarks/accuracy_refit.py --overhead``) on the TTFTs that isolate it, short prompts at
-  concurrency 1 in the fit set: Mooncake's 128- and 256-token P/D TTFTs (vLLM 0.11.2,
-  /v1/chat/completions through the toy proxy, two requests each: 46 and 48 ms, of which the
-  prefill, transfer and first step are about 13 ms) give 16.9 ms. Held out: GPUStack's Qwen3-8B
+- ``requestOverheadSeconds`` 16.6 ms (was 17, and 8 before that) and
+  ``requestOverheadPerTokenSeconds`` 4.7 µs: fitted together (least squares on the relative
+  error, ``benchmarks/accuracy_refit.py --overhead``) on the fit set's TTFTs at concurrency 1:
+  Mooncake's P/D TTFTs of 128 to 32,768-token prompts (vLLM 0.11.2, /v1/chat/completions
+  through the toy proxy, two requests each, TP 8 on H800). The 128- and 256-token ones (46 and
+  48 ms, of which the prefill, transfer and first step are about 13 ms) pin the fixed part; the
+  long ones miss by 9.2 µs per prompt token (two requests) from 2,048 to 32,768 tokens alike —
+  linear, so not attention (which grows with the square) — the per-token part. The fit set
+  cannot tell a host cost per prompt token (both servers template and tokenize the whole
+  prompt) from a TP 8 prefill slower per token on this GPU; the planner takes the first, which
+  costs no GPU time: capacity is unchanged (docs/accuracy.md). Held out: GPUStack's Qwen3-8B
   TTFT (vLLM 0.11.0, one request, 59 ms for a 7 ms prefill) wants 52 ms, so the estimate is
   still 60 % short there: the overhead differs by server path and client (see the accuracy
   notes). It adds to TTFT only (no GPU time: capacity is unchanged).
@@ -32,6 +38,9 @@ Defaults and where they come from (see docs/accuracy.md):
 from pydantic import Field
 
 from tokenscale.api.base import MAX_GIB, ApiModel
+
+#: ``requestOverheadPerTokenSeconds``' default (module docstring).
+PER_TOKEN_DEFAULT_S = 4.7e-6
 
 
 class Assumptions(ApiModel):
@@ -80,12 +89,22 @@ class Assumptions(ApiModel):
         description="Per engine step: scheduling, sampling, launches.",
     )
     request_overhead_seconds: float = Field(
-        default=0.017,
+        default=0.0166,
         ge=0,
         le=10.0,
         description="Per request, outside the GPU: HTTP, tokenization, the first scheduling "
         "and detokenizing the first token (client-visible TTFT; no GPU time). Fitted on the "
-        "TTFTs that isolate it (short prompts at concurrency 1, vLLM 0.11: 16.9 ms; "
+        "TTFTs at concurrency 1 with requestOverheadPerTokenSeconds (the short prompts pin "
+        "it; vLLM 0.11: 16.6 ms; benchmarks/accuracy_refit.py --overhead).",
+    )
+    request_overhead_per_token_seconds: float = Field(
+        default=PER_TOKEN_DEFAULT_S,
+        ge=0,
+        le=0.001,
+        description="Per prompt token of a request, outside the GPU: the server reads, "
+        "templates and tokenizes the whole prompt before the engine sees it (client-visible "
+        "TTFT; no GPU time). Fitted with requestOverheadSeconds on the fit set's TTFTs at "
+        "concurrency 1 (vLLM 0.11, 128- to 32,768-token prompts; "
         "benchmarks/accuracy_refit.py --overhead).",
     )
     runtime_overhead_gib: float = Field(

@@ -6,7 +6,7 @@ prompts queue and are prefilled one after another, so a worker at utilization ``
 ``ρ / t_prefill(mean)`` prompts per second. A prompt's TTFT is
 
 ``TTFT = ρ/(1−ρ)·t_prefill(mean) + t_prefill(prompt) + t_transfer(prompt) + t_step_decode(B_d)
-+ requestOverheadSeconds``
++ requestOverheadSeconds + prompt × requestOverheadPerTokenSeconds``
 
 (the queue allowance is M/M/1's mean; the aggregated planner's is M/G/1, ``queueing.py``, which
 equals it when no prompt P99 is stated — not yet carried over here), with no
@@ -336,7 +336,7 @@ def prefill_ttft_seconds(
         + own
         + transfer_s
         + first_step_s
-        + perf.assumptions.request_overhead_seconds
+        + perf.request_overhead_seconds(prompt_tokens)
     )
 
 

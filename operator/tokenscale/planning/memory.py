@@ -93,13 +93,13 @@ class MemoryBudget:
 
 
 #: Bytes per (sequence × vocabulary entry) that vLLM's sampler warm-up holds at its peak: the
-#: dummy sampling step over ``max_num_seqs`` rows keeps several FP32 ``[S, V]`` tensors alive at
-#: once (logits, scaled logits, probabilities, log-probabilities, the top-k/top-p sort's values
-#: and int64 indices). H100 start-up logs of vLLM 0.11 (benchmarks/accuracy) imply ≈ 38 B
-#: (5.56 GiB for Qwen3-0.6B, 4.76 GiB for Llama-3.1-8B at S = 1024, both sampler-bound); an
-#: A100 log of vLLM 0.19 implies far less. 34 B is the fit-set optimum over both (the engine
-#: version is not an input of the memory budget).
-SAMPLER_BYTES_PER_LOGIT = 34.0
+#: dummy sampling step over ``max_num_seqs`` rows keeps several ``[S, V]`` tensors alive at once
+#: (the 16-bit logits, their FP32 copy, scaled logits, probabilities, the top-k/top-p sort's
+#: values and int64 indices). Fitted on the fit set only: the H100 start-up logs of
+#: benchmarks/accuracy (llm-d, January 2026 image, S = 1024) give the activation peak of four
+#: models, and each is ``S × V × b + T × d × 2 B`` with b = 38.3 (Qwen3-0.6B 5.56 GiB), 38.4
+#: (Qwen3-32B 5.64, Llama-3.1-8B 4.76) and 38.5 B (Llama-3.3-70B TP 2, 4.84 GiB).
+SAMPLER_BYTES_PER_LOGIT = 38.4
 
 
 def activation_peak_bytes(
@@ -107,21 +107,25 @@ def activation_peak_bytes(
 ) -> float:
     """Estimated activation peak of vLLM's profiling run, per GPU.
 
-    vLLM profiles the forward pass of a ``T = max_num_batched_tokens`` dummy step and, separately,
-    a dummy sampling step over ``S = max_num_seqs`` rows; the peak is the larger of the two, not
-    their sum. Forward: ``T × (3·I/TP + 4·d) × 2 B`` for the widest layer's live tensors
-    (gate/up output, activation, residual and normed hidden states). Sampler:
-    ``min(S, T) × V × SAMPLER_BYTES_PER_LOGIT``.
+    vLLM profiles the forward pass of a ``T = max_num_batched_tokens`` dummy step, then a dummy
+    sampling step over ``S = max_num_seqs`` rows while the forward's output ``[T, d]`` is still
+    held (``profile_run`` keeps ``hidden_states`` until both have run); the peak is the larger of
+    the forward and the sampler with that output, not their sum. Forward: ``T × (3·I/TP + 4·d) ×
+    2 B`` for the widest layer's live tensors (gate/up output, activation, residual and normed
+    hidden states). Sampler: ``min(S, T) × V × SAMPLER_BYTES_PER_LOGIT + T × d × 2 B`` (the
+    hidden states are whole on every tensor-parallel rank; the logits are gathered whole).
     """
     width = float(arch.intermediate_size or 0)
     if arch.experts is not None and arch.experts_per_token is not None:
         expert_width = arch.expert_intermediate_size or arch.intermediate_size or 0
         width = max(width, float(expert_width * arch.experts_per_token))
     hidden = max_num_batched_tokens * (3.0 * width / tp + 4.0 * arch.hidden_size) * 2.0
+    held_output = max_num_batched_tokens * float(arch.hidden_size) * 2.0
     sampler = (
         min(max_num_seqs, max_num_batched_tokens)
         * float(arch.vocab_size or 0)
         * SAMPLER_BYTES_PER_LOGIT
+        + held_output
     )
     return max(hidden, sampler)
 

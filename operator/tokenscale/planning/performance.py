@@ -478,9 +478,18 @@ class PerfModel:
         """
         return self.own_ttft_seconds(batch, prompt_tokens) + self.queue_wait_seconds(batch)
 
+    def request_overhead_seconds(self, prompt_tokens: float) -> float:
+        """One request's latency outside the GPU: ``requestOverheadSeconds`` + the prompt's
+        tokens × ``requestOverheadPerTokenSeconds`` (the server tokenizes the whole prompt,
+        prefix-cached or not)."""
+        a = self.assumptions
+        return a.request_overhead_seconds + max(prompt_tokens, 0.0) * (
+            a.request_overhead_per_token_seconds
+        )
+
     def own_ttft_seconds(self, batch: float, prompt_tokens: float) -> float:
         """A prompt's own prefill with ``batch`` decodes riding along its chunks (no queue), plus
-        the fixed per-request latency outside the GPU (``requestOverheadSeconds``).
+        the per-request latency outside the GPU (:meth:`request_overhead_seconds`).
 
         With decodes running each of its ``ceil(N / (budget − B))`` chunks is one scheduler step
         of :meth:`mixed_step_seconds` — the fleet simulator's step: the B decodes' weight and KV
@@ -491,7 +500,7 @@ class PerfModel:
         n = prompt_tokens * (1.0 - self.prefix_cache_hit_rate)
         cached = prompt_tokens - n
         idle = self.prefill_seconds(n, cached)
-        overhead = self.assumptions.request_overhead_seconds
+        overhead = self.request_overhead_seconds(prompt_tokens)
         if batch <= 0 or n <= 0:
             return idle + overhead
         if self.chunked_prefill:
