@@ -89,6 +89,11 @@ class Comparison:
     starts: list[tuple[float, float, float]] = field(default_factory=list)
     """Each live scale-up pod: (its asking observation, Ready − observation − cold start,
     first scrape − Ready), modelled seconds."""
+    arrival_late_s: dict[str, float] | None = None
+    """How late the twins received the requests against the trace (modelled seconds: p50,
+    p90, p99, max; the playground's ``arrival_late_s``)."""
+    divergence: "Divergence | None" = None
+    """The first decision at which the two sides ask for different replicas."""
 
     def verdicts(self) -> list[tuple[str, bool]]:
         return [
@@ -96,6 +101,35 @@ class Comparison:
             ("GPU-hours within 10 %", abs(self.gpu_hours_ratio - 1.0) <= 0.1),
             ("attainment within one point", abs(self.attainment_gap_points) <= 1.0),
         ]
+
+
+@dataclass(frozen=True)
+class Divergence:
+    """The first observation at which the live and the simulated decisions differ, each side's
+    reason and signals (name → (value, level)) there."""
+
+    t_s: float
+    live_replicas: int
+    sim_replicas: int
+    live_reason: str
+    sim_reason: str
+    live_signals: dict[str, tuple[float | None, str]]
+    sim_signals: dict[str, tuple[float | None, str]]
+
+
+def first_divergence(
+    live_decisions: Sequence[dict[str, Any]],
+    sim_decisions: Sequence[tuple[float, int, str]],
+    interval_s: float,
+) -> tuple[dict[str, Any], tuple[float, int, str]] | None:
+    """The first simulated decision whose live counterpart (the live decision within half an
+    interval of it) asks for other replicas; None: none does."""
+    live = [d for d in live_decisions if d["t_s"] > 0]
+    for t, replicas, reason in sim_decisions:
+        near = [d for d in live if abs(d["t_s"] - t) <= interval_s / 2]
+        if near and near[0]["replicas"] != replicas:
+            return near[0], (t, replicas, reason)
+    return None
 
 
 def trace_slice(
@@ -251,6 +285,10 @@ def compare(
     real, data, wall = live(spec, trace_file, speed, cold_start_s, workdir)
     phase = phase_of([d["t_s"] for d in data["decisions"]], decision_interval_s(speed))
     sim, sim_run = simulated(spec.read_text(), same, speed, cold_start_s, seed, phase)
+    sim_decisions = [(p.t_s, p.replicas_target, p.reason) for p in sim_run.timeline]
+    divergence = _divergence(
+        data["decisions"], sim_decisions, spec.read_text(), same, speed, cold_start_s, seed, phase
+    )
     ratio = real.gpu_hours / sim.gpu_hours if sim.gpu_hours > 0 else math.inf
     return Comparison(
         speed=speed,
@@ -266,7 +304,7 @@ def compare(
         disagree=disagreements(real.minutes, sim.minutes),
         live_wall_s=wall,
         live_decisions=[(d["t_s"], d["replicas"], d["reason"]) for d in data["decisions"]],
-        sim_decisions=[(p.t_s, p.replicas_target, p.reason) for p in sim_run.timeline],
+        sim_decisions=sim_decisions,
         skipped=skipped_starts(
             [d["t_s"] for d in data["decisions"] if d["t_s"] > 0], decision_interval_s(speed)
         ),
@@ -282,6 +320,49 @@ def compare(
             and p["ready_s"] is not None
             and p["first_scrape_s"] is not None
         ],
+        arrival_late_s=data.get("arrival_late_s"),
+        divergence=divergence,
+    )
+
+
+def _divergence(
+    live_decisions: Sequence[dict[str, Any]],
+    sim_decisions: Sequence[tuple[float, int, str]],
+    spec_text: str,
+    trace: Trace,
+    speed: float,
+    cold_start_s: float,
+    seed: int,
+    phase: float | None,
+) -> Divergence | None:
+    """:func:`first_divergence` with both sides' signals: the live ones from the status the
+    decision wrote, the simulated ones from the same replay explained at that moment."""
+    found = first_divergence(live_decisions, sim_decisions, decision_interval_s(speed))
+    if found is None:
+        return None
+    live_d, (t, replicas, reason) = found
+    service = load_service(spec_text, "spec")
+    opts = SimOptions(
+        cold_start_s=cold_start_s,
+        scrape_interval_s=scrape_interval_wall_s(speed) * speed,
+        decision_interval_s=decision_interval_s(speed),
+        first_decision_s=phase,
+        seed=seed,
+    )
+    explained = simulate(Setup(service.spec, trace, opts, service.name), "tokenscale", None, t)
+    sim_signals: dict[str, tuple[float | None, str]] = {}
+    if explained.explanation is not None:
+        sim_signals = {s.name: (s.value, s.level) for s in explained.explanation.decision.signals}
+    return Divergence(
+        t_s=t,
+        live_replicas=live_d["replicas"],
+        sim_replicas=replicas,
+        live_reason=live_d["reason"],
+        sim_reason=reason,
+        live_signals={
+            s["name"]: (s.get("value"), s.get("level", "")) for s in live_d.get("signals", [])
+        },
+        sim_signals=sim_signals,
     )
 
 
@@ -318,6 +399,13 @@ def report(c: Comparison) -> str:
             f"{late[0]:.1f}–{late[-1]:.1f} s, first scrape − Ready "
             f"{scrape[0]:.1f}–{scrape[-1]:.1f} s"
         )
+    if c.arrival_late_s is not None:
+        q = c.arrival_late_s
+        lines.append(
+            f"twins received the requests late by (modelled s) p50 {q['p50']:.2f}, "
+            f"p90 {q['p90']:.2f}, p99 {q['p99']:.2f}, max {q['max']:.2f}"
+        )
+    lines += _divergence_lines(c.divergence)
     sim_at = {p.minute: p for p in c.sim.minutes}
     live_at = {p.minute: p for p in c.live.minutes}
     lines.append("minute: live desired/ready · simulated desired/ready")
@@ -328,6 +416,25 @@ def report(c: Comparison) -> str:
         mark = "" if a is None or b is None or a.desired == b.desired else "  ≠"
         lines.append(f"  {m:3d}: {left:>7} · {right:>7}{mark}")
     return "\n".join(lines)
+
+
+def _divergence_lines(d: Divergence | None) -> list[str]:
+    if d is None:
+        return ["every live decision matched the simulated one at its observation"]
+
+    def value(v: float | None) -> str:
+        return "–" if v is None else f"{v:.4g}"
+
+    lines = [
+        f"first divergent decision at {d.t_s:.1f} s: live {d.live_replicas} "
+        f"({d.live_reason[:100]}) · simulated {d.sim_replicas} ({d.sim_reason[:100]})"
+    ]
+    for name in sorted(set(d.live_signals) | set(d.sim_signals)):
+        lv, ll = d.live_signals.get(name, (None, "–"))
+        sv, sl = d.sim_signals.get(name, (None, "–"))
+        mark = "" if ll == sl else "  ≠"
+        lines.append(f"  {name}: live {value(lv)} {ll} · simulated {value(sv)} {sl}{mark}")
+    return lines
 
 
 def _plain(value: object) -> object:

@@ -36,6 +36,13 @@ def test_the_playground_and_the_simulator_run_one_slice_and_are_compared(
     for m in live["timeline"]:
         assert m["desired"] >= 1
         assert m["ready"] >= 1
+    # every decision the runner saw carries the signals its status wrote (what the report's
+    # first divergence compares), and the twins' arrivals are measured against the trace
+    assert all("signals" in d for d in live["decisions"])
+    assert any(d["signals"] for d in live["decisions"] if d["t_s"] > 0)
+    late = live["arrival_late_s"]
+    assert late is not None
+    assert 0.0 <= late["p50"] <= late["p99"] <= late["max"]
     # both closed loops act on the load and the live one serves it
     assert c.live.scale_events >= 1
     assert c.sim.scale_events >= 1

@@ -30,8 +30,10 @@ class VllmCollector(Collector):
     def collect(self) -> Iterator[Metric]:
         e, lab = self.engine, self.labels
         scale = 1.0 / e.clock.speed
+        # the engine as of the scrape: its steps up to now, not to the driver's last wake-up
+        e.replica.run_until(e.clock.now())
         replica, rec = e.replica, e.rec
-        waiting, running = len(replica.waiting), len(replica.running)
+        waiting, running = replica.waiting_reported, len(replica.running)
         yield _gauge("vllm:num_requests_running", "Running", lab, running)
         yield _gauge("vllm:num_requests_waiting", "Waiting", lab, waiting)
         by_reason = Metric("vllm:num_requests_waiting_by_reason", "Waiting by reason", "gauge")

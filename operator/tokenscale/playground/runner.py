@@ -32,7 +32,7 @@ import math
 import time
 from collections import deque
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -94,6 +94,8 @@ class Report:
     """``status.scaling``: the engine's memory."""
     forecast: dict[str, Any]
     """``status.decision.forecast``: the outlook (expected rate, the replicas it asks)."""
+    signals: list[dict[str, Any]] = field(default_factory=list)
+    """``status.decision.signals``: each signal's value, watermarks and level."""
 
 
 class PodRunner:
@@ -310,6 +312,7 @@ class PodRunner:
                 decision.get("reason", ""),
                 status.get("scaling") or {},
                 decision.get("forecast") or {},
+                list(decision.get("signals") or []),
             )
         )
         self.decided.append(Decided(self._wall(float(observed)), int(replicas)))

@@ -45,6 +45,7 @@ from tokenscale.playground.cluster import BUILD_MINUTES, Cluster, kube_binaries_
 from tokenscale.playground.engine import ModelClock, TwinDriver
 from tokenscale.playground.faults import FAULT_EVENT, inject_fleet_faults
 from tokenscale.playground.gateway import GatewayTwin
+from tokenscale.playground.lateness import arrival_lateness_s
 from tokenscale.playground.load import LoadStats, Outcome, Picker, Router, replay
 from tokenscale.playground.pd_router import ROLES, RolesRouter
 from tokenscale.playground.processes import Process, free_port
@@ -132,6 +133,8 @@ class DecisionPoint:
     """``status.scaling`` as the decision left it (the engine's memory, engine-clock times)."""
     forecast: dict[str, Any] = field(default_factory=dict)
     """``status.decision.forecast``: the outlook the decision saw (expected rate, replicas)."""
+    signals: list[dict[str, Any]] = field(default_factory=list)
+    """``status.decision.signals``: each signal's value, watermarks and level."""
 
 
 @dataclass(frozen=True)
@@ -186,6 +189,9 @@ class PlaygroundResult:
     """The share of requests sent that the twins' engines finished within the SLO by their
     modelled latencies (what the simulator counts, and what the twins' histograms hold),
     beside ``slo_attainment``, the client's wall-clock latencies × speed."""
+    arrival_late_s: list[float] | None = None
+    """How late the twins received the requests against the trace, modelled seconds, in
+    arrival order (``playground/lateness.py``; None: not every request reached a twin)."""
 
 
 def meets_slo(o: Outcome, ttft_slo: float | None, tpot_slo: float | None) -> bool:
@@ -218,6 +224,8 @@ class Playground:
         self._load_mono: float | None = None
         self._pods: list[PodTiming] = []
         self._engine_outcomes: list[EngineOutcome] = []
+        self._load_engine_s: float | None = None
+        """The twins' engine clock when the replay began."""
 
     # -- processes --------------------------------------------------------------------------------
     def start_infrastructure(self) -> None:
@@ -369,6 +377,7 @@ class Playground:
             self.note(f"{runner.ready} replicas Ready: replaying the load")
             self._load_wall = time.time()
             self._load_mono = time.monotonic()
+            self._load_engine_s = clock.now()
             load_clock = ModelClock(opts.speed)
             load = asyncio.get_running_loop().create_task(
                 replay(
@@ -550,7 +559,21 @@ class Playground:
                 if stats.sent
                 else None
             ),
+            arrival_late_s=self._lateness(),
         )
+
+    def _lateness(self) -> list[float] | None:
+        """Each request's delay from its trace time to its twin (``playground/lateness.py``)."""
+        if self._load_engine_s is None:
+            return None
+        limit = self.opts.service.identity.max_model_len
+        sent = [
+            r.arrival_s
+            for r in self.opts.trace.requests
+            if r.input_tokens + r.output_tokens <= limit
+        ]
+        got = [o.arrival_s for o in self._engine_outcomes]
+        return arrival_lateness_s(got, sent, self._load_engine_s)
 
     def _pod_timings(self, runner: PodRunner) -> list[PodTiming]:
         """Each pod's start (monotonic wall times) in modelled seconds since the load's start."""
@@ -585,7 +608,12 @@ class Playground:
         shift = (self._load_wall - self.time_origin) * self.opts.speed
         return [
             DecisionPoint(
-                r.observed_s - self.time_origin - shift, r.replicas, r.reason, r.memory, r.forecast
+                r.observed_s - self.time_origin - shift,
+                r.replicas,
+                r.reason,
+                r.memory,
+                r.forecast,
+                r.signals,
             )
             for r in decided
         ]

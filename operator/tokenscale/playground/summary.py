@@ -3,10 +3,12 @@
 Keys: ``slo_attainment`` (by the client's latencies), ``engine_slo_attainment`` (by the twins'
 modelled latencies), ``gpu_hours`` (the whole run, settling included),
 ``gpu_hours_during_load`` (up to the trace's last arrival, the span ``tokenscale simulate``
-counts), ``scale_events``, ``replicas_max``, ``wake_ttft_s`` (per wake from zero replicas,
-the TTFT of the first request that found none: the cost of waking), ``decisions`` (each
-engine decision: the modelled time of the observation it was made on, since the load's
-start, and the replicas it asked for)
+counts), ``scale_events``, ``replicas_max``, ``wake_ttft_s`` (per wake from zero replicas, the
+TTFT of the first request that found none: the cost of waking), ``decisions`` (each engine
+decision: the modelled time of the observation it was made on, since the load's start, the
+replicas it asked for, its reason, the engine's memory, the outlook and each signal as the
+status wrote them), ``arrival_late_s`` (how late the twins received the requests against the
+trace, modelled seconds: median, 90th, 99th percentile and maximum; ``playground/lateness.py``)
 and ``timeline``: per modelled minute of the load, the desired and ready replicas at the
 minute's end (``simulation/minutes.py``), so the same reading of a simulated run compares
 minute by minute. The desired replicas are the last decision made on an observation at or
@@ -23,6 +25,7 @@ from itertools import pairwise
 from typing import Any
 
 from tokenscale.playground.faults import FAULT_EVENT
+from tokenscale.playground.lateness import lateness_summary
 from tokenscale.playground.session import DecisionPoint, PlaygroundResult
 from tokenscale.simulation.minutes import MINUTE_S, MinutePoint, per_minute
 
@@ -78,6 +81,7 @@ def summary_json(r: PlaygroundResult) -> dict[str, Any]:
         "replicas_max": r.replicas_max,
         "wake_ttft_s": wake_ttfts(r),
         "events": [{"t_s": e.t_s, "message": e.message} for e in r.events],
+        "arrival_late_s": lateness_summary(r.arrival_late_s),
         "decisions": [
             {
                 "t_s": d.t_s,
@@ -85,6 +89,7 @@ def summary_json(r: PlaygroundResult) -> dict[str, Any]:
                 "reason": d.reason,
                 "memory": d.memory,
                 "forecast": d.forecast,
+                "signals": d.signals,
             }
             for d in r.decisions
         ],

@@ -408,7 +408,8 @@ class Fleet:
         chosen = range(len(self.engines)) if pools is None else pools
         serving = [m for m in self.members if m.phase in ("ready", "draining") and m.pool in chosen]
         engines = [
-            (len(m.replica.waiting), len(m.replica.running), m.replica.kv_usage) for m in serving
+            (m.replica.waiting_reported, len(m.replica.running), m.replica.kv_usage)
+            for m in serving
         ]
         blocks = (
             round(sum(self.engines[m.pool].cfg.kv_blocks for m in serving) / len(serving))

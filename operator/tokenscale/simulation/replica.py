@@ -18,6 +18,13 @@ and admits the requests behind it); an adapter entering the batch that is not am
 among the ``maxCpuLoras`` cached there, else from its source — and the step waits for it; each
 step also runs the LoRA kernels for the distinct adapters it holds (``planning/lora.py``).
 
+``vllm:num_requests_waiting`` is what the scheduler left waiting when it scheduled the current
+step (:attr:`Replica.waiting_reported`): vLLM's gauge comes from the stats of the step it last
+scheduled (``Scheduler.make_stats``), and a request that arrives during a step reaches the
+scheduler's queue only before the next one, which admits it when there is room, so the gauge
+never shows it. Counting it (one request in front of a busy engine, for part of a step) would
+read as a queue where there is none.
+
 The step's duration is the planner's own timing model (``PerfModel.mixed_step_seconds``)
 divided by ``mismatch``: the "truth" can be faster or slower than what the planner assumes.
 Stretches of pure decoding are advanced many steps at once (until a request finishes, blocks
@@ -127,11 +134,20 @@ class Replica:
         """Adapters in host memory, least recently used first (at most ``maxCpuLoras``)."""
         self._lora_kernel_s = 0.0
         """The LoRA kernels' time per step of the current step's batch."""
+        self._waiting_at_schedule = 0
+        """Requests the last scheduled step left waiting (what vLLM's gauge reports)."""
 
     # -- what the fleet and the metrics see ------------------------------------------------------
     @property
     def load(self) -> int:
         return len(self.waiting) + len(self.running)
+
+    @property
+    def waiting_reported(self) -> int:
+        """``vllm:num_requests_waiting``: the requests the last scheduled step left waiting (one
+        since removed, an abort, no longer counts), not those that arrived during the step
+        (module docstring)."""
+        return min(self._waiting_at_schedule, len(self.waiting))
 
     @property
     def idle(self) -> bool:
@@ -308,6 +324,7 @@ class Replica:
     # -- one step (or a stretch of identical decode steps) ----------------------------------------
     def _step(self, t_limit: float) -> None:
         decode, chunks, preempted = self._schedule()
+        self._waiting_at_schedule = len(self.waiting)
         if not decode and not chunks:
             # nothing fits (a prompt larger than the pool waits for ever): idle to the next event
             self.clock = max(self.clock, t_limit)
