@@ -1,10 +1,7 @@
 """The live need's per-replica capacity: the planner's rate at the batch the SLOs allow (the
-knee lifted live), not the launch plan's knee; the reason says which, and the live rate's floor
-under ``workloadSource: max`` is the forecast's mean, not its burst-sized design rate."""
+knee lifted live), not the launch plan's knee; the reason says which."""
 
 from typing import Any
-
-import pytest
 
 from tests.unit.test_engine import _spec, run, snap
 from tokenscale.api.inference_service import InferenceServiceSpec
@@ -12,7 +9,7 @@ from tokenscale.planning import Conditions, layout_of, plan_at, plan_service, re
 from tokenscale.planning.planner import as_planned
 from tokenscale.scaling import ScalingState, Snapshot
 from tokenscale.scaling.carried import planner_basis
-from tokenscale.scaling.engine import live_conditions, observed_workload
+from tokenscale.scaling.engine import live_conditions
 
 
 def reasoning(**patch: Any) -> InferenceServiceSpec:
@@ -76,27 +73,3 @@ def test_without_an_slo_the_knee_stays_and_the_reason_says_so() -> None:
     )
     assert live.operating_batch <= live.concurrency_limits.knee
     assert planner_basis(live, live).startswith(f"at batch {live.operating_batch:,.3g}")
-
-
-def test_max_floors_the_live_rate_at_the_forecast_mean_not_its_burst() -> None:
-    w = reasoning().workload
-    assert w.rps.design_rps == pytest.approx(2.25)  # the launch plan's: 1.5 × burstFactor 1.5
-    quiet = observed_workload(w, steady(1.0), "max")
-    assert quiet.rps.design_rps == pytest.approx(1.5)  # the forecast's mean, the floor
-    busy = observed_workload(w, steady(2.0), "max")
-    assert busy.rps.design_rps == pytest.approx(2.0)  # above the mean: what is seen
-    assert observed_workload(w, steady(1.0), "observed").rps.design_rps == pytest.approx(1.0)
-    assert observed_workload(w, steady(1.0), "forecast").rps.design_rps == pytest.approx(2.25)
-
-
-def test_a_flat_load_at_the_mean_needs_what_it_carries_not_the_burst_margin() -> None:
-    # the launch fleet carries the declared peak at the knee; live, a flat load at the
-    # forecast's mean needs its rate ÷ the live (SLO-batch) rate, no burst margin on top
-    spec = reasoning()
-    forecast = plan_service(spec)
-    d = run(spec, steady(1.5), ScalingState(decided_replicas=3), forecast=forecast)
-    assert d.capacity is not None
-    per = d.capacity.rps_per_replica
-    assert forecast.sized.total == 3  # 2.25 RPS at the knee's 0.90 per replica
-    assert d.model_replicas == max(1, -(-1.5 // per))
-    assert d.model_replicas < forecast.sized.total

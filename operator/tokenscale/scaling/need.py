@@ -2,9 +2,8 @@
 engines' calibrated speed.
 
 - **Observed workload** (``workloadSource``): ``max`` (default) takes the larger of forecast and
-  observed per quantity — for the rate, the forecast's **mean** (the launch plan alone keeps
-  the burst margin, ``burstFactor`` or ``peak``); the rate is requests reaching their first
-  token, the output length that of finished requests.
+  observed per quantity; the rate is requests reaching their first token, the output length
+  that of finished requests.
 - **Calibration**: predicted ÷ observed TPOT (decode) and prefill phase (TTFT − queue), each
   bounded to ``CALIBRATION_BOUNDS`` and smoothed per unit of time: the blend weight for an
   observation ``dt`` seconds after the last is ``1 − 0.5^(dt / CALIBRATION_HALF_LIFE_S)``, so a
@@ -34,8 +33,7 @@ expressed per unit of time."""
 
 def observed_workload(w: Workload, snap: Snapshot, source: str) -> Workload:
     """The workload the metrics show, per ``workloadSource``: ``observed`` (the metrics), ``max``
-    (the larger of forecast and observed, per quantity; the rate's floor is the forecast's mean,
-    not its burst-sized design rate) or ``forecast`` (the spec's)."""
+    (the larger of forecast and observed, per quantity) or ``forecast`` (the spec's)."""
     if source == "forecast" or snap.arrival_rps is None:
         return w
     observed_rps = snap.arrival_rps
@@ -44,10 +42,7 @@ def observed_workload(w: Workload, snap: Snapshot, source: str) -> Workload:
     in_mean = snap.mean_input_tokens or w.input_tokens.mean
     out_mean = snap.mean_output_tokens or w.output_tokens.mean
     if source == "max":
-        # the floor is the forecast's mean rate, not its design rate (mean × burstFactor, or
-        # peak): the burst margin sizes the launch fleet for bursts nobody has seen; live, the
-        # rate is seen (the last minute's, and one lead time ahead) and the signals guard it
-        observed_rps = max(observed_rps, w.rps.mean)
+        observed_rps = max(observed_rps, w.rps.design_rps)
         in_mean = max(in_mean, w.input_tokens.mean)
         out_mean = max(out_mean, w.output_tokens.mean)
     return w.model_copy(

@@ -412,12 +412,9 @@ def _role_need(
     source = spec.scaling.policy.workload_source
     design = spec.workload.rps.design_rps
     if source != "observed" and per_replica > 0 and design / per_replica > need:
-        # the forecast's design rate is a floor (workloadSource max or forecast): a quiet
-        # spell does not take the role below what the spec's rate needs, so a return to that
-        # rate does not find the role a cold start behind (the P/D playground's step to its
-        # peak measured it). One pool floors at the forecast's mean instead (scaling/need.py,
-        # measured on the dev suite); the roles keep the design rate until measured there
-        # too
+        # the forecast is a floor (workloadSource max or forecast), as for one pool
+        # (scaling/need.py): a quiet spell does not take the role below what the spec's rate
+        # needs, so a return to that rate does not find the role a cold start behind
         need = design / per_replica
         binding = f"{role} at the spec's {design:g} RPS (workloadSource {source})"
     return need, binding, rate, look
