@@ -33,6 +33,7 @@ from typing import Literal
 
 from tokenscale.api.inference_service import InferenceServiceSpec
 from tokenscale.api.scaling import ScalingPolicy
+from tokenscale.planning import Plan
 from tokenscale.scaling.snapshot import Snapshot
 
 LOADED_SHARE = 0.5
@@ -53,6 +54,25 @@ class Carried:
     reason: str
 
 
+def planner_basis(live: Plan, launch: Plan) -> str:
+    """Where the planner's per-replica rate comes from, for the reason: the live plan's
+    operating batch, what binds it, and the batch the SLOs allow (live, the knee is lifted
+    wherever an SLO is set: ``planning.Conditions.knee == "slo"``), beside the launch plan's
+    rate at its own operating batch (the forecast's, usually the knee)."""
+    lim = live.concurrency_limits
+    if lim.slo is None:
+        within = f"the knee {lim.knee:,.0f} (no SLO set: the knee is the only latency limit)"
+    else:
+        within = f"the SLO batch {lim.slo:,.3g} (the knee lifted live)"
+    text = f"at batch {live.operating_batch:,.3g}, {live.binding_constraint}-bound, within {within}"
+    if launch is not live and launch.rps_per_replica > 0:
+        text += (
+            f"; the launch plan rates {launch.rps_per_replica:.3g} at its batch "
+            f"{launch.operating_batch:,.3g} (knee {launch.concurrency_limits.knee:,.0f})"
+        )
+    return text
+
+
 def window_batch(snap: Snapshot) -> float | None:
     """Sequences decoding per reporting replica over the rate window, by Little's law:
     generated tokens per second per replica × the exact TPOT mean (the running gauge is one
@@ -69,18 +89,33 @@ def carried(
     planner_rps_per_replica: float,
     slo_batch: float,
     kv_capacity_tokens: float | None = None,
+    basis: str = "",
 ) -> Carried:
-    """The rate one replica carries (module docstring)."""
+    """The rate one replica carries (module docstring); ``basis``: where the planner's rate
+    comes from (:func:`planner_basis`), said in the reason whenever the planner's rate is used."""
     planner = planner_rps_per_replica
+    at = f" {basis}" if basis else ""
     n = snap.replicas_reporting
     rate = snap.arrival_rps
     batch = window_batch(snap)
     if n <= 0 or rate is None or rate <= 0 or planner <= 0:
-        return Carried(planner, "planner", planner, None, None, "planner: no traffic to measure")
+        return Carried(
+            planner,
+            "planner",
+            planner,
+            None,
+            None,
+            f"planner {planner:.3g} RPS/replica{at}: no traffic to measure",
+        )
     per = rate / n
     if batch is None:
         return Carried(
-            planner, "planner", planner, per, None, "planner: no token rate and TPOT mean"
+            planner,
+            "planner",
+            planner,
+            per,
+            None,
+            f"planner {planner:.3g} RPS/replica{at}: no token rate and TPOT mean",
         )
     shares = []
     if slo_batch > 0:
@@ -98,7 +133,7 @@ def carried(
             planner,
             per,
             u,
-            f"planner {planner:.3g} RPS/replica: occupancy {u:.2f} < {LOADED_SHARE:g}, "
+            f"planner {planner:.3g} RPS/replica{at}: occupancy {u:.2f} < {LOADED_SHARE:g}, "
             "too light to measure",
         )
     lo, hi = MEASURED_BOUNDS
@@ -110,7 +145,7 @@ def carried(
         per,
         u,
         f"measured {measured:.3g} RPS/replica: {per:.3g} RPS per replica at occupancy "
-        f"{u:.2f} (planner {planner:.3g})",
+        f"{u:.2f} (planner {planner:.3g}{at})",
     )
 
 

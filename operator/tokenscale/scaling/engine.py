@@ -32,7 +32,7 @@ from tokenscale.api.inference_service import InferenceServiceSpec
 from tokenscale.planning import Conditions, Plan, Resolved, layout_of, perf_at, plan_at, resolve
 from tokenscale.planning.planner import as_planned
 from tokenscale.scaling.burst_memory import floor_in_force, remembered
-from tokenscale.scaling.carried import Carried, carried, replicas_for, unused
+from tokenscale.scaling.carried import Carried, carried, planner_basis, replicas_for, unused
 from tokenscale.scaling.cause import Cause
 from tokenscale.scaling.decision import Decision, pinned_decision
 from tokenscale.scaling.diagnosis import diagnose
@@ -226,7 +226,9 @@ def _live(inp: EngineInput, snap: Snapshot, dt: float) -> _Live:
 
 
 def _carry(inp: EngineInput, snap: Snapshot, live: Plan) -> Carried | None:
-    """What a replica carries: the fleet's own measure when it is loaded enough to tell."""
+    """What a replica carries: the fleet's own measure when it is loaded enough to tell, else
+    the live plan's rate at the batch the SLOs allow (the reason says which, and where the
+    planner's rate comes from)."""
     policy, forecast = inp.spec.scaling.policy, inp.forecast
     carry = (
         carried(
@@ -235,6 +237,7 @@ def _carry(inp: EngineInput, snap: Snapshot, live: Plan) -> Carried | None:
             live.rps_per_replica,
             live.max_concurrency_per_replica,
             float(forecast.kv_capacity_tokens_per_replica),
+            planner_basis(live, forecast),
         )
         if live.replicas is not None
         else None
