@@ -30,7 +30,8 @@ def _run(script: str, *args: str) -> subprocess.CompletedProcess[str]:
         env=env,
         capture_output=True,
         text=True,
-        timeout=120,
+        # planner.py takes ~35 s on a quiet 2-core machine, over 120 s on a saturated one
+        timeout=600,
         check=False,
     )
 
