@@ -85,6 +85,13 @@ class Cluster:
     max_requests_inflight: int | None = None
     """Cap the API server's concurrent requests (read-only and mutating alike); past it the
     server answers 429 with ``Retry-After`` (tests of the operator's back-off)."""
+    controller_api_qps: float | None = None
+    """The controller manager's client rate limit, requests per second (``--kube-api-qps``;
+    Kubernetes' default, 20, when None). A controller making its writes through a rate-limited
+    client falls behind a create wave of thousands of Deployments (benchmarks/operator_load.py)."""
+    controller_api_burst: int | None = None
+    """The controller manager's client burst (``--kube-api-burst``; Kubernetes' default, 30,
+    when None)."""
 
     @property
     def server(self) -> str:
@@ -192,10 +199,16 @@ class Cluster:
         self.processes.append(apiserver)
         self._wait_ready(apiserver)
         self._install_crds()
+        limits = []
+        if self.controller_api_qps is not None:
+            limits.append(f"--kube-api-qps={self.controller_api_qps:g}")
+        if self.controller_api_burst is not None:
+            limits.append(f"--kube-api-burst={self.controller_api_burst}")
         manager = Process(
             "kube-controller-manager",
             [
                 str(bins / "kube-controller-manager"),
+                *limits,
                 f"--kubeconfig={self.kubeconfig()}",
                 "--leader-elect=false",
                 "--bind-address=127.0.0.1",
