@@ -149,13 +149,25 @@ def _request(
     return dict(json.loads(response.data or b"{}"))
 
 
+_PLANS: dict[str, Any] = {}
+
+
+def _shared_plan(spec: Any, name: str) -> Any:
+    """The plan of ``spec``, named ``name``: planned once per distinct spec (the services are
+    the examples renamed), as the operator's memo does (``controller/plans.py``)."""
+    key = spec.model_dump_json()
+    if key not in _PLANS:
+        _PLANS[key] = plan_service(spec, name)
+    return _PLANS[key].model_copy(update={"name": name})
+
+
 def _floor_objects(doc: dict[str, Any], ns: str) -> tuple[list[dict[str, Any]], dict[str, Any]]:
     """What the operator writes for one new plan-only service, rendered by the operator's own
     code: the Deployment, Service and PodDisruptionBudget (in that order) and the status (the
     plan, the counts and the conditions of a create)."""
     service = parse_manifests(yaml.safe_dump(doc))[0]
     name = service.metadata.name
-    plan = plan_service(service.spec, name)
+    plan = _shared_plan(service.spec, name)
     replicas = plan.sized.total
     bundle = render_bundle(name, ns, service.spec, plan, replicas, Owner(name, "uid"))
     slo = service.spec.slo
@@ -322,7 +334,8 @@ class Counters:
         """``requests``, ``gets``, ``writes``, ``reconciles:<trigger>``, ``skipped:<trigger>``,
         ``ticks`` (empty when the operator exposes none of them)."""
         out: dict[str, float] = {}
-        text = requests.get(self.url, timeout=5).text
+        # 60 s: at 5,000 services the page holds ~75,000 series, written by a busy process
+        text = requests.get(self.url, timeout=60).text
         for line in text.splitlines():
             m = SAMPLE.match(line)
             if m is None:
@@ -756,6 +769,12 @@ def one_round(
             ) / len(scaled)
         # the high-water mark over the whole round: the settle, quiet and scale phases too
         out["peak_rss_mb_end"] = max(_peak_rss_mb(op.proc.pid) for op in ops)
+    except BaseException:
+        # what was measured before the failure (a 5,000-service round is half an hour)
+        alive = [_peak_rss_mb(op.proc.pid) for op in ops if op.alive()]
+        out["peak_rss_mb_end"] = max(alive, default=float("nan"))
+        print(f"  the round failed; measured until then: {json.dumps(out, indent=1)}")
+        raise
     finally:
         for op in ops:
             op.stop()
