@@ -199,33 +199,38 @@ class Cluster:
         self.processes.append(apiserver)
         self._wait_ready(apiserver)
         self._install_crds()
+        manager = Process(
+            "kube-controller-manager",
+            self.controller_manager_args(bins / "kube-controller-manager", free_port()),
+            w,
+        )
+        self.processes.append(manager)
+        return self
+
+    def controller_manager_args(self, binary: Path, port: int) -> list[str]:
+        """The controller manager's command line: its own secure ``port``; the client limits
+        only where set (Kubernetes' defaults otherwise)."""
         limits = []
         if self.controller_api_qps is not None:
             limits.append(f"--kube-api-qps={self.controller_api_qps:g}")
         if self.controller_api_burst is not None:
             limits.append(f"--kube-api-burst={self.controller_api_burst}")
-        manager = Process(
-            "kube-controller-manager",
-            [
-                str(bins / "kube-controller-manager"),
-                *limits,
-                f"--kubeconfig={self.kubeconfig()}",
-                "--leader-elect=false",
-                "--bind-address=127.0.0.1",
-                f"--secure-port={free_port()}",
-                "--port=0",
-                "--controllers=garbagecollector,deployment,replicaset,namespace,resourcequota,"
-                "horizontalpodautoscaling",
-                # an HPA's own writes (its minReplicas floor needs no metrics) every 5 s
-                "--horizontal-pod-autoscaler-sync-period=5s",
-                "--concurrent-gc-syncs=5",
-                "--logtostderr=true",
-                "--v=1",
-            ],
-            w,
-        )
-        self.processes.append(manager)
-        return self
+        return [
+            str(binary),
+            *limits,
+            f"--kubeconfig={self.kubeconfig()}",
+            "--leader-elect=false",
+            "--bind-address=127.0.0.1",
+            f"--secure-port={port}",
+            "--port=0",
+            "--controllers=garbagecollector,deployment,replicaset,namespace,resourcequota,"
+            "horizontalpodautoscaling",
+            # an HPA's own writes (its minReplicas floor needs no metrics) every 5 s
+            "--horizontal-pod-autoscaler-sync-period=5s",
+            "--concurrent-gc-syncs=5",
+            "--logtostderr=true",
+            "--v=1",
+        ]
 
     def _wait_ready(self, apiserver: Process) -> None:
         def ready() -> bool:
