@@ -2,17 +2,20 @@
 against the control plane's own floor in the same run.
 
 Run: ``python benchmarks/operator_load.py [--count 200] [--rounds 1] [--interval 15]
-[--shards 1] [--metrics] [--profile FILE]``. The operator runs at the chart's default
-interval (15 s) unless ``--interval`` says otherwise, so its periodic loop is part of the
-measurement. Each round:
+[--shards 1] [--metrics] [--profile FILE] [--controller-qps 100] [--controller-burst 100]``.
+The operator runs at the chart's default interval (15 s) unless ``--interval`` says
+otherwise, so its periodic loop is part of the measurement. The control plane's controller
+manager runs with a large cluster's client limits (``--kube-api-qps 100 --kube-api-burst
+100``, not Kubernetes' 20 and 30) for both phases alike. Each round:
 
 0. **the floor**: with no operator, a plain client writes what the operator writes for each
    of the N × shards services — the InferenceService, its Deployment, Service and
    PodDisruptionBudget (rendered by the operator's own code) and one status write — from 8
-   threads, in a namespace of its own; then waits (untimed) until the Deployment controller
-   has reported on those Deployments. No pod is created in any of the benchmark's
-   namespaces (a ResourceQuota of 0 pods in each: the ReplicaSet controller's pod creates,
-   held to 20 a second, would otherwise land in whichever phase came later);
+   threads, in a namespace of its own; then waits (untimed, followed by a watch) until the
+   Deployment controller has reported on those Deployments. No pod is created in any of the
+   benchmark's namespaces (a ResourceQuota of 0 pods in each: the ReplicaSet controller's pod
+   creates, held to the controller manager's client rate, would otherwise land in whichever
+   phase came later);
 1. starts one operator per shard (``--shards``: disjoint namespaces, one each, N services
    each), creates the N × shards InferenceServices (the bundled single-node examples,
    renamed) from 8 client threads and waits until every Deployment exists and every status
@@ -90,6 +93,13 @@ this machine)."""
 QUIET_WITH_METRICS_S = 120.0
 QUIET_WAIT_S = 600.0
 """``--metrics``: the longest wait for the decisions to stop moving before the quiet window."""
+CONTROLLER_API_QPS = 100.0
+CONTROLLER_API_BURST = 100
+"""The controller manager's client rate limit and burst for both phases (``--kube-api-qps``,
+``--kube-api-burst``; Kubernetes' defaults 20 and 30): a large cluster's, as Kubernetes' own
+5,000-node scalability tests run it. At the defaults the Deployment controller, writing a
+ReplicaSet, an event and status updates for each new Deployment through its own client, took
+more than 25 minutes to report on 5,000 Deployments (docs/scale-out.md)."""
 STAMP = "2026-01-01T00:00:00Z"
 GROUP, VERSION, PLURAL = "tokenscale.io", "v1alpha1", "inferenceservices"
 
@@ -139,13 +149,25 @@ def _request(
     return dict(json.loads(response.data or b"{}"))
 
 
+_PLANS: dict[str, Any] = {}
+
+
+def _shared_plan(spec: Any, name: str) -> Any:
+    """The plan of ``spec``, named ``name``: planned once per distinct spec (the services are
+    the examples renamed), as the operator's memo does (``controller/plans.py``)."""
+    key = spec.model_dump_json()
+    if key not in _PLANS:
+        _PLANS[key] = plan_service(spec, name)
+    return _PLANS[key].model_copy(update={"name": name})
+
+
 def _floor_objects(doc: dict[str, Any], ns: str) -> tuple[list[dict[str, Any]], dict[str, Any]]:
     """What the operator writes for one new plan-only service, rendered by the operator's own
     code: the Deployment, Service and PodDisruptionBudget (in that order) and the status (the
     plan, the counts and the conditions of a create)."""
     service = parse_manifests(yaml.safe_dump(doc))[0]
     name = service.metadata.name
-    plan = plan_service(service.spec, name)
+    plan = _shared_plan(service.spec, name)
     replicas = plan.sized.total
     bundle = render_bundle(name, ns, service.spec, plan, replicas, Owner(name, "uid"))
     slo = service.spec.slo
@@ -218,8 +240,8 @@ def floor(api: client.ApiClient, count: int, ns: str) -> float:
 def _namespace(api: client.ApiClient, ns: str) -> None:
     """A namespace in which no pod can be created (a ResourceQuota of 0 pods), for the floor
     and for each operator alike. The cluster has no kubelet; its ReplicaSet controller, held
-    to 20 requests a second, would still create each Deployment's pods (1,175 for 200 of these
-    services), and those creates would land in whichever phase came later."""
+    to the controller manager's client rate, would still create each Deployment's pods (1,175
+    for 200 of these services), and those creates would land in whichever phase came later."""
     core = client.CoreV1Api(api)
     core.create_namespace({"metadata": {"name": ns}})
     quota = {"metadata": {"name": "no-pods"}, "spec": {"hard": {"pods": "0"}}}
@@ -234,12 +256,6 @@ def _served(api: client.ApiClient, path: str) -> bool:
             return False
         raise
     return True
-
-
-def _settled(apps: client.AppsV1Api, ns: str) -> bool:
-    """The Deployment controller has reported on every Deployment of ``ns``."""
-    deps = apps.list_namespaced_deployment(ns).items
-    return all((d.status.observed_generation or 0) >= (d.metadata.generation or 0) for d in deps)
 
 
 def _peak_rss_mb(pid: int, field: str = "VmHWM") -> float:
@@ -318,7 +334,8 @@ class Counters:
         """``requests``, ``gets``, ``writes``, ``reconciles:<trigger>``, ``skipped:<trigger>``,
         ``ticks`` (empty when the operator exposes none of them)."""
         out: dict[str, float] = {}
-        text = requests.get(self.url, timeout=5).text
+        # 60 s: at 5,000 services the page holds ~75,000 series, written by a busy process
+        text = requests.get(self.url, timeout=60).text
         for line in text.splitlines():
             m = SAMPLE.match(line)
             if m is None:
@@ -429,31 +446,41 @@ def serve_quiet_emulators(conn: Any, stop: Any) -> None:
 
 
 class Readiness:
-    """Which Deployments exist and which InferenceServices' statuses carry a plan in
-    ``namespaces``, followed by watch streams from before the first create: the wait costs the
-    API server no LIST (a poll listing a thousand Deployments and a thousand
-    InferenceServices twice a second was load the floor did not carry)."""
+    """Which Deployments exist and which of them the Deployment controller has reported on
+    (``status.observedGeneration`` reached ``metadata.generation``), and which
+    InferenceServices' statuses carry a plan (``services``), in ``namespaces``: one LIST from
+    the API server's watch cache per kind and namespace, then a watch stream, so a wait costs
+    no LIST per poll (a poll listing a thousand Deployments and a thousand InferenceServices
+    twice a second was load the floor did not carry; a LIST of 5,000 Deployments from etcd
+    every 2 s, parsed into the client's models, held 60 % of a core in this process)."""
 
-    def __init__(self, api: client.ApiClient, namespaces: list[str]) -> None:
+    def __init__(self, api: client.ApiClient, namespaces: list[str], services: bool = True) -> None:
         cfg = api.configuration
         self.host, self.verify = cfg.host, (cfg.ssl_ca_cert or True) if cfg.verify_ssl else False
         self.headers = {"Authorization": f"Bearer {bearer_token(api)}"}
         self.deployments: set[tuple[str, str]] = set()
+        self.reported: set[tuple[str, str]] = set()
         self.planned: set[tuple[str, str]] = set()
         self.stop = threading.Event()
         self.threads = []
         for ns in namespaces:
-            for path, seen in (
-                (f"/apis/apps/v1/namespaces/{ns}/deployments", self._deployment),
-                (f"/apis/{GROUP}/{VERSION}/namespaces/{ns}/{PLURAL}", self._service),
-            ):
+            follows = [(f"/apis/apps/v1/namespaces/{ns}/deployments", self._deployment)]
+            if services:
+                follows.append((f"/apis/{GROUP}/{VERSION}/namespaces/{ns}/{PLURAL}", self._service))
+            for path, seen in follows:
                 thread = threading.Thread(target=self._follow, args=(path, seen), daemon=True)
                 thread.start()
                 self.threads.append(thread)
 
     def _deployment(self, obj: dict[str, Any]) -> None:
         meta = obj["metadata"]
-        self.deployments.add((meta["namespace"], meta["name"]))
+        key = (meta["namespace"], meta["name"])
+        self.deployments.add(key)
+        observed = (obj.get("status") or {}).get("observedGeneration") or 0
+        if observed >= (meta.get("generation") or 0):
+            self.reported.add(key)
+        else:
+            self.reported.discard(key)
 
     def _service(self, obj: dict[str, Any]) -> None:
         if (obj.get("status") or {}).get("plan"):
@@ -461,34 +488,56 @@ class Readiness:
             self.planned.add((meta["namespace"], meta["name"]))
 
     def _follow(self, path: str, seen: Any) -> None:
-        version = "0"
+        """A LIST from the watch cache (``resourceVersion=0``), then a watch from the list's
+        version, resumed from the last event's. Not a watch from version 0: its current state
+        comes in name order, not version order, so a stream cut during it (the API server
+        closes a watcher that falls behind) resumed from the last object's version would skip
+        the objects not yet sent. A 410 (the version left the cache) lists again."""
+        version = ""
         while not self.stop.is_set():
-            params = {"watch": "1", "resourceVersion": version, "timeoutSeconds": "60"}
             try:
-                with requests.get(
-                    f"{self.host}{path}",
-                    params=params,
-                    headers=self.headers,
-                    verify=self.verify,
-                    stream=True,
-                    timeout=(10, 90),
-                ) as answer:
+                if not version:
+                    listing = self._get(path, {"resourceVersion": "0"}).json()
+                    for obj in listing.get("items") or []:
+                        seen(obj)
+                    version = listing["metadata"]["resourceVersion"]
+                params = {"watch": "1", "resourceVersion": version, "timeoutSeconds": "60"}
+                with self._get(path, params, stream=True) as answer:
                     for line in answer.iter_lines():
                         if self.stop.is_set():
                             return
                         if not line:
                             continue
                         event = json.loads(line)
+                        if event.get("type") == "ERROR":
+                            version = ""
+                            break
                         obj = event.get("object") or {}
                         version = (obj.get("metadata") or {}).get("resourceVersion", version)
                         if event.get("type") in ("ADDED", "MODIFIED"):
                             seen(obj)
-            except requests.RequestException:
+            except (requests.RequestException, KeyError, ValueError):
                 time.sleep(1)
+
+    def _get(self, path: str, params: dict[str, str], stream: bool = False) -> Any:
+        answer = requests.get(
+            f"{self.host}{path}",
+            params=params,
+            headers=self.headers,
+            verify=self.verify,
+            stream=stream,
+            timeout=(10, 90),
+        )
+        answer.raise_for_status()
+        return answer
 
     def count(self) -> tuple[int, int]:
         """(Deployments seen, InferenceServices with a plan)."""
         return len(self.deployments), len(self.planned)
+
+    def reported_on(self, total: int) -> bool:
+        """``total`` Deployments seen, and the Deployment controller has reported on each."""
+        return len(self.deployments) >= total and len(self.reported) >= len(self.deployments)
 
     def close(self) -> None:
         self.stop.set()
@@ -526,7 +575,16 @@ def one_round(
     out["floor_cpu_s_per_service"] = (sum(_cpu_s(p) for p in cluster.pids) - before_floor) / total
     print(f"  floor: {total} services' objects written in {out['floor_s']:.1f} s")
     # the Deployment controller catches up on the floor's Deployments before the operator runs
-    wait_for(lambda: _settled(apps, floor_ns), max(180.0, 0.6 * total), "the floor settled", 2)
+    settle_start = time.monotonic()
+    reports = Readiness(api, [floor_ns], services=False)
+    try:
+        wait_for(
+            lambda: reports.reported_on(total), max(180.0, 0.6 * total), "the floor settled", 1
+        )
+    finally:
+        reports.close()
+    out["floor_settled_s"] = time.monotonic() - settle_start
+    print(f"  floor: the Deployment controller reported {out['floor_settled_s']:.0f} s later")
     namespaces = [f"bench-{n}"] if shards == 1 else [f"bench-{n}-{k}" for k in range(shards)]
     ops, ports = [], []
     extra = [] if metrics is None else ["--prometheus-url", metrics.prometheus.url]
@@ -589,8 +647,9 @@ def one_round(
 
         try:
             wait_for(all_done, 1200, "all deployments and statuses", interval_s=0.2)
-        finally:
+        except BaseException:
             readiness.close()
+            raise
         out["all_ready_s"] = time.monotonic() - start
         out["ready_over_floor"] = out["all_ready_s"] / out["floor_s"]
         out["machine_idle_pct_until_ready"] = _idle_pct(machine)
@@ -603,16 +662,21 @@ def one_round(
         out["reconciles_until_ready_per_create"] = logged() / total
         settle_start = time.monotonic()
 
-        def reported() -> bool:  # the Deployment controller has reported on every Deployment
-            return all(_settled(apps, ns) for ns in namespaces)
-
         print(
             f"  ready after {out['all_ready_s']:.1f} s ({out['ready_over_floor']:.2f} × the "
             "floor); waiting for the Deployment controller"
         )
         # 200 Deployments took 54 s to settle, 1,000 more than 180 s: the wait grows with them
         settle_s = max(180.0, 0.6 * total)
-        wait_for(reported, settle_s, "the Deployment controller's reports", interval_s=1)
+        try:  # the Deployment controller has reported on every Deployment
+            wait_for(
+                lambda: readiness.reported_on(total),
+                settle_s,
+                "the Deployment controller's reports",
+                interval_s=1,
+            )
+        finally:
+            readiness.close()
         seen = -1
         while seen != logged() and time.monotonic() - settle_start < 240:
             seen = logged()  # then the owned objects' events: until 3 s pass quietly
@@ -677,15 +741,15 @@ def one_round(
                 patch = {"spec": {"workload": {"rps": {"mean": rps}}}}
                 custom.patch_namespaced_custom_object(GROUP, VERSION, ns, PLURAL, name, patch)
 
-            def observed() -> bool:
-                items = custom.list_namespaced_custom_object(GROUP, VERSION, ns, PLURAL)["items"]
-                done = {
-                    i["metadata"]["name"]
-                    for i in items
-                    if (i.get("status") or {}).get("observedGeneration")
-                    == i["metadata"].get("generation")
-                }
-                return set(scaled) <= done
+            pending = set(scaled)
+
+            def observed() -> bool:  # a GET of each changed service not yet seen, not a LIST
+                for name in sorted(pending):
+                    got = custom.get_namespaced_custom_object(GROUP, VERSION, ns, PLURAL, name)
+                    status = got.get("status") or {}
+                    if status.get("observedGeneration") == got["metadata"].get("generation"):
+                        pending.discard(name)
+                return not pending
 
             wait_for(observed, 120, "the changed services reconciled", interval_s=1)
             time.sleep(2)  # the owned-object events of the scale
@@ -703,6 +767,14 @@ def one_round(
                 _sum(after, "reconciles:", but="reconciles:tick")
                 - _sum(after_quiet, "reconciles:", but="reconciles:tick")
             ) / len(scaled)
+        # the high-water mark over the whole round: the settle, quiet and scale phases too
+        out["peak_rss_mb_end"] = max(_peak_rss_mb(op.proc.pid) for op in ops)
+    except BaseException:
+        # what was measured before the failure (a 5,000-service round is half an hour)
+        alive = [_peak_rss_mb(op.proc.pid) for op in ops if op.alive()]
+        out["peak_rss_mb_end"] = max(alive, default=float("nan"))
+        print(f"  the round failed; measured until then: {json.dumps(out, indent=1)}")
+        raise
     finally:
         for op in ops:
             op.stop()
@@ -723,9 +795,11 @@ def _logged(op: Any) -> int:
 
 ROWS = (
     ("floor_s", "the control plane alone, same objects, 8 threads"),
+    ("floor_settled_s", "then until the Deployment controller reported (untimed)"),
     ("all_ready_s", ""),
     ("ready_over_floor", "≤ 1.3"),
-    ("peak_rss_mb", "< 250 MB at 1,000 (the largest operator)"),
+    ("peak_rss_mb", "< 250 MB at 1,000 (the largest operator, at ready)"),
+    ("peak_rss_mb_end", "the same, its high-water mark at the round's end"),
     ("rss_mb_before_creates", "all operators, watches started"),
     ("rss_kb_per_service_settled", "resident growth per service once settled"),
     ("operator_cpu_s_until_ready", ""),
@@ -789,12 +863,31 @@ def main() -> int:
         f"steady light load, and measure status writes on the quiet fleet over "
         f"{QUIET_WITH_METRICS_S:g} s (else over two intervals).",
     )
+    parser.add_argument(
+        "--controller-qps",
+        type=float,
+        default=CONTROLLER_API_QPS,
+        help="The controller manager's --kube-api-qps, for the floor and the operators alike "
+        f"(default {CONTROLLER_API_QPS:g}; 0: Kubernetes' default, 20).",
+    )
+    parser.add_argument(
+        "--controller-burst",
+        type=int,
+        default=CONTROLLER_API_BURST,
+        help="The controller manager's --kube-api-burst (default "
+        f"{CONTROLLER_API_BURST}; 0: Kubernetes' default, 30).",
+    )
     args = parser.parse_args()
     if args.profile is not None and _py_spy() is None:
         print("error: --profile needs py-spy (pip install py-spy)", file=sys.stderr)
         return 2
     work = Path(tempfile.mkdtemp(prefix="tokenscale-bench-"))
-    cluster = Cluster(work / "cluster", crd_files=[CRD])
+    cluster = Cluster(
+        work / "cluster",
+        crd_files=[CRD],
+        controller_api_qps=args.controller_qps or None,
+        controller_api_burst=args.controller_burst or None,
+    )
     (work / "cluster").mkdir()
     cluster.start()
     metrics = MetricsFleet.start(work) if args.metrics else None
@@ -822,10 +915,12 @@ def main() -> int:
     shards = f" × {args.shards} shards" if args.shards > 1 else ""
     print(
         f"{args.count} InferenceServices{shards}, operator --interval {args.interval:g} s"
-        f"{', metrics on' if metrics else ''}, {args.rounds} round(s) (medians):"
+        f"{', metrics on' if metrics else ''}, controller manager --kube-api-qps "
+        f"{args.controller_qps or 20:g} --kube-api-burst {args.controller_burst or 30}, "
+        f"{args.rounds} round(s) (medians):"
     )
     extra = sorted({k for r in rounds for k in r if k.startswith("  ")})
-    rows = [*ROWS[:9], *((k, "") for k in extra), *ROWS[9:]]
+    rows = [*ROWS[:11], *((k, "") for k in extra), *ROWS[11:]]
     for key, target in rows:
         values = [r[key] for r in rounds if key in r]
         if not values:

@@ -85,6 +85,13 @@ class Cluster:
     max_requests_inflight: int | None = None
     """Cap the API server's concurrent requests (read-only and mutating alike); past it the
     server answers 429 with ``Retry-After`` (tests of the operator's back-off)."""
+    controller_api_qps: float | None = None
+    """The controller manager's client rate limit, requests per second (``--kube-api-qps``;
+    Kubernetes' default, 20, when None). A controller making its writes through a rate-limited
+    client falls behind a create wave of thousands of Deployments (benchmarks/operator_load.py)."""
+    controller_api_burst: int | None = None
+    """The controller manager's client burst (``--kube-api-burst``; Kubernetes' default, 30,
+    when None)."""
 
     @property
     def server(self) -> str:
@@ -194,25 +201,36 @@ class Cluster:
         self._install_crds()
         manager = Process(
             "kube-controller-manager",
-            [
-                str(bins / "kube-controller-manager"),
-                f"--kubeconfig={self.kubeconfig()}",
-                "--leader-elect=false",
-                "--bind-address=127.0.0.1",
-                f"--secure-port={free_port()}",
-                "--port=0",
-                "--controllers=garbagecollector,deployment,replicaset,namespace,resourcequota,"
-                "horizontalpodautoscaling",
-                # an HPA's own writes (its minReplicas floor needs no metrics) every 5 s
-                "--horizontal-pod-autoscaler-sync-period=5s",
-                "--concurrent-gc-syncs=5",
-                "--logtostderr=true",
-                "--v=1",
-            ],
+            self.controller_manager_args(bins / "kube-controller-manager", free_port()),
             w,
         )
         self.processes.append(manager)
         return self
+
+    def controller_manager_args(self, binary: Path, port: int) -> list[str]:
+        """The controller manager's command line: its own secure ``port``; the client limits
+        only where set (Kubernetes' defaults otherwise)."""
+        limits = []
+        if self.controller_api_qps is not None:
+            limits.append(f"--kube-api-qps={self.controller_api_qps:g}")
+        if self.controller_api_burst is not None:
+            limits.append(f"--kube-api-burst={self.controller_api_burst}")
+        return [
+            str(binary),
+            *limits,
+            f"--kubeconfig={self.kubeconfig()}",
+            "--leader-elect=false",
+            "--bind-address=127.0.0.1",
+            f"--secure-port={port}",
+            "--port=0",
+            "--controllers=garbagecollector,deployment,replicaset,namespace,resourcequota,"
+            "horizontalpodautoscaling",
+            # an HPA's own writes (its minReplicas floor needs no metrics) every 5 s
+            "--horizontal-pod-autoscaler-sync-period=5s",
+            "--concurrent-gc-syncs=5",
+            "--logtostderr=true",
+            "--v=1",
+        ]
 
     def _wait_ready(self, apiserver: Process) -> None:
         def ready() -> bool:
