@@ -448,3 +448,43 @@ def test_an_object_that_loses_our_label_becomes_a_stub() -> None:
     assert kube.store.foreign("Service", "a", "s") is not None
     kube.watched("Service", _labelled("s", "7", ours=True), False, listing=False)
     assert kube.store.foreign("Service", "a", "s") is None
+
+
+def test_an_event_for_the_version_a_running_reconcile_read_does_not_wait_for_it() -> None:
+    """A tick that reached a new service before its create handler reconciles version 5; the
+    create event for version 5 returns at once (that work is under way) instead of holding a
+    worker thread on the lock; an event for a newer version still waits and reconciles."""
+    run = _reconciler(_Clock())
+    run.store._primed.set()
+    key = ("a", "s")
+    calls: list[tuple[str, str]] = []
+    started, finish = threading.Event(), threading.Event()
+
+    def locked(k: tuple[str, str], trigger: str, owned: tuple[str, str] | None) -> None:
+        calls.append((threading.current_thread().name, trigger))
+        if trigger == "tick":
+            with run._guard:
+                run._reading[k] = "5"
+            started.set()
+            assert finish.wait(10)
+            with run._guard:
+                run._reading.pop(k, None)
+
+    run._locked = locked
+    ticker = threading.Thread(target=run, args=(_service({}), "tick"), name="ticker")
+    ticker.start()
+    assert started.wait(10)
+    assert run.covered(key, "5")
+    assert not run.covered(key, "6")
+    run(_service({}), "create")  # version 5: returns without the lock
+    newer = _service({})
+    newer["metadata"]["resourceVersion"] = "6"
+    updater = threading.Thread(target=run, args=(newer, "update"), name="updater")
+    updater.start()
+    updater.join(0.2)
+    assert updater.is_alive()  # version 6 waits for the running reconcile
+    finish.set()
+    ticker.join(10)
+    updater.join(10)
+    assert calls == [("ticker", "tick"), ("updater", "update")]
+    assert not run.covered(key, "5")

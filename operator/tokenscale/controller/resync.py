@@ -385,6 +385,9 @@ class Reconciler:
         """Owned objects (kind, name) whose events arrived while their InferenceService's
         reconcile held its lock: judged by that reconcile's thread before it releases the
         lock (:meth:`defer`), not by a worker thread each, blocked on the lock meanwhile."""
+        self._reading: dict[tuple[str, str], str] = {}
+        """The resourceVersion of the InferenceService each running reconcile read: an event
+        for that same version finds its work already under way (:meth:`covered`)."""
 
     @property
     def store(self) -> WatchStore | None:
@@ -482,6 +485,11 @@ class Reconciler:
             return True
         return self.owned_changed(key, owned[0], store.get(owned[0], key[0], owned[1]), owned[1])
 
+    def covered(self, key: tuple[str, str], version: str | None) -> bool:
+        """Whether the reconcile running for ``key`` now read ``version`` of it."""
+        with self._guard:
+            return version is not None and self._reading.get(key) == version
+
     def __call__(
         self, body: Any, trigger: str = "event", owned: tuple[str, str] | None = None
     ) -> None:
@@ -495,11 +503,13 @@ class Reconciler:
             raise kopf.TemporaryError("the watch cache is not primed yet", delay=5)
         with self._guard:
             lock = self._locks.setdefault(key, threading.Lock())
-        if trigger == "tick":  # an object being reconciled now needs no tick
-            if not lock.acquire(blocking=False):
+        if not lock.acquire(blocking=False):
+            # an object being reconciled now needs no tick, nor an event for the version that
+            # reconcile read (a tick that reached a new service before its create handler):
+            # the worker would only wait out that reconcile to find nothing to do
+            if trigger == "tick" or (owned is None and self.covered(key, _version(body))):
                 self.telemetry.skipped.labels(trigger).inc()
                 return
-        else:
             lock.acquire()
         try:
             self._locked(key, trigger, owned)
@@ -555,10 +565,15 @@ class Reconciler:
                 self._held.pop(key, None)
                 return
             self.telemetry.reconciles.labels(trigger).inc()
+            version = _version(current)
+            with self._guard:
+                if version is not None:
+                    self._reading[key] = version
             self._reconcile(key, current, trigger)
         finally:
             with self._guard:
                 self._in_flight -= 1
+                self._reading.pop(key, None)
 
     def _reconcile(self, key: tuple[str, str], body: dict[str, Any], trigger: str) -> None:
         started = time.perf_counter()
