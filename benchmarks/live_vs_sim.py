@@ -187,6 +187,24 @@ def phase_of(decisions: Sequence[float], interval_s: float) -> float | None:
     return phase if phase > 1e-3 else interval_s
 
 
+def _options(
+    speed: float,
+    cold_start_s: float,
+    seed: int,
+    first_decision_s: float | None,
+    timeline: bool = False,
+) -> SimOptions:
+    """The simulator's options with the playground's timing at ``speed`` (module docstring)."""
+    return SimOptions(
+        cold_start_s=cold_start_s,
+        scrape_interval_s=scrape_interval_wall_s(speed) * speed,
+        decision_interval_s=decision_interval_s(speed),
+        first_decision_s=first_decision_s,
+        seed=seed,
+        timeline=timeline,
+    )
+
+
 def simulated(
     spec_text: str,
     trace: Trace,
@@ -197,14 +215,7 @@ def simulated(
 ) -> tuple[Side, SimResult]:
     """The simulator's tokenscale run with the playground's timing (module docstring)."""
     service = load_service(spec_text, "spec")
-    opts = SimOptions(
-        cold_start_s=cold_start_s,
-        scrape_interval_s=scrape_interval_wall_s(speed) * speed,
-        decision_interval_s=decision_interval_s(speed),
-        first_decision_s=first_decision_s,
-        seed=seed,
-        timeline=True,
-    )
+    opts = _options(speed, cold_start_s, seed, first_decision_s, timeline=True)
     setup = Setup(service.spec, trace, opts, service.name)
     r = simulate(setup, "tokenscale")
     side = Side(
@@ -342,13 +353,7 @@ def _divergence(
         return None
     live_d, (t, replicas, reason) = found
     service = load_service(spec_text, "spec")
-    opts = SimOptions(
-        cold_start_s=cold_start_s,
-        scrape_interval_s=scrape_interval_wall_s(speed) * speed,
-        decision_interval_s=decision_interval_s(speed),
-        first_decision_s=phase,
-        seed=seed,
-    )
+    opts = _options(speed, cold_start_s, seed, phase)
     explained = simulate(Setup(service.spec, trace, opts, service.name), "tokenscale", None, t)
     sim_signals: dict[str, tuple[float | None, str]] = {}
     if explained.explanation is not None:
