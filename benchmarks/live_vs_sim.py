@@ -192,7 +192,6 @@ def _options(
     cold_start_s: float,
     seed: int,
     first_decision_s: float | None,
-    timeline: bool = False,
 ) -> SimOptions:
     """The simulator's options with the playground's timing at ``speed`` (module docstring)."""
     return SimOptions(
@@ -201,7 +200,7 @@ def _options(
         decision_interval_s=decision_interval_s(speed),
         first_decision_s=first_decision_s,
         seed=seed,
-        timeline=timeline,
+        timeline=True,
     )
 
 
@@ -215,7 +214,7 @@ def simulated(
 ) -> tuple[Side, SimResult]:
     """The simulator's tokenscale run with the playground's timing (module docstring)."""
     service = load_service(spec_text, "spec")
-    opts = _options(speed, cold_start_s, seed, first_decision_s, timeline=True)
+    opts = _options(speed, cold_start_s, seed, first_decision_s)
     setup = Setup(service.spec, trace, opts, service.name)
     r = simulate(setup, "tokenscale")
     side = Side(
