@@ -169,13 +169,15 @@ def test_a_queue_waiting_for_adapter_slots_is_told_from_a_compute_queue(
     signal asks for one replica more, naming spec.lora.maxLoras."""
     pod = emulators(namespace, "test")
     pod.set_state(running=4, waiting=0, kv_usage=0.3)
-    pod.set_load(Load(rps=1, ttft_s=0.2, tpot_s=0.02))
+    pod.set_load(Load(rps=0.3, ttft_s=0.2, tpot_s=0.02))
     pod.set_lora(["a0"], [], 2)
     start_metrics_operator(namespace, prometheus.url)
     adapters = [{"name": f"a{i}", "source": f"/adapters/a{i}", "rank": 8} for i in range(6)]
     objects.create(
         manifest(
-            workload={"rps": {"mean": 0.5}},
+            # 0.3 req/s plans one replica (0.66 of one at the LoRA knee) and the engine serves
+            # that rate, so no signal but the queue asks for more: the reason below names it
+            workload={"rps": {"mean": 0.3}},
             scaling={"minReplicas": 1, "maxReplicas": 6},
             lora={"adapters": adapters, "maxLoras": 2},
         )
@@ -216,5 +218,6 @@ def test_a_queue_waiting_for_adapter_slots_is_told_from_a_compute_queue(
         "the Scaled event",
     )
     scaled = [e.message for e in objects.events("test") if e.reason == "Scaled"]
+    assert scaled[-1].startswith("Scaled 1→2"), scaled
     assert "wait for an adapter slot" in scaled[-1], scaled
     assert "spec.lora.maxLoras" in scaled[-1], scaled
