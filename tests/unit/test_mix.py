@@ -124,8 +124,8 @@ def _brute(
                 ok = total >= math.ceil(demand / min(used) - 1e-9) + spare
             else:
                 carried = sum(o.capacity_rps * n for o, n in zip(options, counts, strict=True))
-                # within HiGHS' primal feasibility tolerance (1e-7): a demand that much over a
-                # multiple of the capacities is carried in the solver's arithmetic
+                # the solver's slack (mix_solver._SLACK_RPS): a demand a millionth of a
+                # req/s over a multiple of the capacities is carried
                 ok = carried >= demand + spare * max(used) - 1e-6
             if not ok:
                 continue
@@ -490,3 +490,22 @@ def test_a_variant_is_planned_within_one_node_and_the_mix_does_without_one_that_
         "big-h100-sxm-80gb",
         "big-h200-sxm-141gb",
     ]
+
+
+def test_an_option_with_no_replicas_left_does_not_make_a_feasible_mix_infeasible() -> None:
+    # HiGHS' presolve (SciPy 1.17) called this program infeasible while the 1.07-req/s column,
+    # fixed at 0, was in it, and gave 1 × 1.07 + 2 × 12 (cost 4) as optimal when the small
+    # column could be used: 3 × 12 req/s carries 1.2e-5 req/s with 2 spare replicas
+    big = MixOption("big", 12.0, 1.0, 3)
+    none_left = MixOption("small", 1.0703125, 1.0, 0)
+    sol = solve_mix([big, none_left], 1.2e-5, "load-aware", 2, 0, 12)
+    assert sol is not None
+    assert sol.counts == (3, 0)
+    dear = MixOption("small", 1.0703125, 2.0, 1)
+    sol = solve_mix([none_left, dear, big], 1.2e-5, "load-aware", 2, 0, 12)
+    assert sol is not None
+    assert (sol.counts, sol.objective) == ((0, 0, 3), 3.0)
+    # a demand a millionth of a req/s over one replica's capacity is carried by it
+    one = solve_mix([MixOption("v", 2.0, 1.0, 1)], 1e-6, "load-aware", 1, 0, 12)
+    assert one is not None
+    assert one.counts == (1,)

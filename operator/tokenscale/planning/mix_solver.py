@@ -31,6 +31,11 @@ from tokenscale.planning.result import Routing
 
 SOLVER = "scipy.optimize.milp (HiGHS)"
 _REL_TOL = 1e-9
+_RESOLVES = 5
+_SLACK_RPS = 1e-6
+"""A load-aware mix carries a demand within a millionth of a request per second over its
+capacities (2 × 1 req/s carries 2.000001 req/s), as the round-robin rule's ceil rounds such a
+hair away."""
 
 
 @dataclass(frozen=True)
@@ -87,7 +92,41 @@ def _solve(
     lower: list[float],
     groups: Sequence[Sequence[int]] = (),
 ) -> tuple[list[int], float] | None:
-    """Solve over the counts; each grouped option gets a binary "used" column after them."""
+    """:func:`_solve_once`, whose whole counts are checked against the rows' lower bounds in
+    plain arithmetic: HiGHS takes a count within 1e-6 of a whole number as whole (2.0000009
+    replicas of 12 req/s carry 24.000011), so a rounded answer can fall short of a bound by
+    up to that much; the bound is then raised by the shortfall and the program solved again
+    (a bound the counts meet exactly is never raised)."""
+    rows = list(rows)
+    for _ in range(_RESOLVES):
+        found = _solve_once(c, rows, upper, lower, groups)
+        if found is None:
+            return None
+        short = [
+            (i, lo - _dot(coef, found[0]))
+            for i, (coef, lo, _) in enumerate(rows)
+            if _dot(coef, found[0]) < lo - 1e-12 * max(1.0, abs(lo))
+        ]
+        if not short:
+            return found
+        for i, gap in short:
+            coef, lo, hi = rows[i]
+            rows[i] = (coef, lo + gap + 1e-9 * max(1.0, abs(lo)), hi)
+    return None
+
+
+def _solve_once(
+    c: list[float],
+    rows: list[tuple[list[float], float, float]],
+    upper: list[float],
+    lower: list[float],
+    groups: Sequence[Sequence[int]] = (),
+) -> tuple[list[int], float] | None:
+    """Solve over the counts; each grouped option gets a binary "used" column after them.
+
+    HiGHS runs without presolve: on these programs of a few columns it costs nothing, and its
+    presolve (SciPy 1.17) answered wrongly on two of them — infeasible for ``3 × 12 ≥ 24.000012``
+    beside a column fixed at 0, and an "optimal" 4 where 3 replicas of 12 req/s cost 3."""
     # SciPy takes a second or more to import: only a mix plan pays for it
     import numpy as np  # noqa: PLC0415
     from scipy.optimize import Bounds, LinearConstraint, milp  # noqa: PLC0415
@@ -120,6 +159,7 @@ def _solve(
             np.array(hi_rows, dtype=float),
         ),
         integrality=np.ones(width),
+        options={"presolve": False},
         bounds=Bounds(
             np.array([*lower, *([0.0] * len(flags))], dtype=float),
             np.array([*upper, *([1.0] * len(flags))], dtype=float),
@@ -157,7 +197,7 @@ def _candidate_rows(
         rows.append((ones, float(need), math.inf))
     else:
         caps = [o.capacity_rps for o in options]
-        rows.append((caps, demand_rps + spare * cap_u, math.inf))
+        rows.append((caps, demand_rps + spare * cap_u - _SLACK_RPS, math.inf))
     return rows, upper, lower
 
 
