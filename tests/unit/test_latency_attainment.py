@@ -19,7 +19,7 @@ from tokenscale.metrics.prometheus import _bucket_counts
 from tokenscale.metrics.promql import QueryConfig
 from tokenscale.planning import plan_service
 from tokenscale.scaling import ScalingState, Snapshot
-from tokenscale.scaling.buckets import BucketCounts, over_slo
+from tokenscale.scaling.buckets import BucketCounts, chance_of, over_slo, surely_over_budget
 from tokenscale.scaling.decision import Signal
 from tokenscale.scaling.stepper import Observation, Stepper
 from tokenscale.simulation import Setup, SimOptions, simulate, synthetic_trace
@@ -102,18 +102,45 @@ def test_a_p99_interpolated_inside_the_slos_bucket_does_not_scale_up_a_fleet_tha
 
 
 def test_a_breach_the_buckets_prove_scales_up_and_the_budget_is_the_target() -> None:
-    # 3 % of requests over 5 s: surely over the 3 s SLO, more than the 1 % budget
-    stepper, s = _bucket_case(over_5s=3)
+    # 5 % of 100 requests over 5 s: surely over the 3 s SLO, more than the 1 % budget allows
+    # by chance (P(X ≥ 5) = 0.3 % at 1 %)
+    stepper, s = _bucket_case(over_5s=5)
     replicas, ttft = _step(stepper, s)
     assert ttft.level == "high"
     assert replicas > 3
-    assert ttft.over_slo_low == pytest.approx(0.03)
-    # targetAttainment 0.95: a 5 % budget holds those 3 %
-    stepper, s = _bucket_case(over_5s=3, targetAttainment=0.95)
+    assert ttft.over_slo_low == pytest.approx(0.05)
+    # targetAttainment 0.95: a 5 % budget holds those 5 %
+    stepper, s = _bucket_case(over_5s=5, targetAttainment=0.95)
     replicas, ttft = _step(stepper, s)
     assert ttft.level != "high"
     assert replicas == 3
     assert ttft.error_budget == pytest.approx(0.05)
+
+
+def test_a_share_over_the_budget_that_chance_explains_does_not_scale_up() -> None:
+    # one request of 96 over the SLO reads 1.04 % against a 1 % budget: a fleet exactly at the
+    # budget shows one or more in 62 % of windows, so no breach; three of 100 (7.9 %) neither;
+    # four of 100 (1.8 %) is one
+    for over, total, high in ((1, 96, False), (3, 100, False), (4, 100, True)):
+        ttfts = [0.8] * (total - over) + [6.0] * over
+        stepper, _ = _bucket_case()
+        _, ttft = _step(stepper, snap(n=3, ttft=5.5, ttft_buckets=_counts(ttfts)))
+        assert (ttft.level == "high") is high, (over, ttft.reason)
+        if not high:
+            assert "within chance" in ttft.reason
+    assert chance_of(1, 96, 0.01) == pytest.approx(1 - 0.99**96)
+    assert chance_of(3, 100, 0.01) == pytest.approx(0.0794, abs=1e-4)
+    assert not surely_over_budget(1 / 96, 96, 0.01)
+    assert surely_over_budget(1 / 96, None, 0.01)  # no count: the share alone
+    assert not surely_over_budget(0.009, 10_000, 0.01)
+
+
+@given(st.floats(0.0, 500.0), st.floats(0.0, 500.0), st.floats(1.0, 1000.0), st.floats(0.001, 0.2))
+def test_the_chance_of_a_breach_falls_as_more_requests_are_over(
+    a: float, b: float, total: float, budget: float
+) -> None:
+    lo, hi = sorted((min(a, total), min(b, total)))
+    assert 0.0 <= chance_of(hi, total, budget) <= chance_of(lo, total, budget) <= 1.0
 
 
 def test_a_possible_breach_acts_when_the_load_confirms_it() -> None:

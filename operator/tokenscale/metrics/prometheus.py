@@ -388,9 +388,9 @@ def _assemble(
 def _bucket_counts(
     series: list[Sample] | None, cfg: QueryConfig
 ) -> list[tuple[_GroupKey, BucketCounts]]:
-    """Each group's per-bucket rates (``sum by (…, le)``) as cumulative counts; a group whose
-    buckets cannot all be read (a bound or a rate that is not a finite number, no ``+Inf``
-    bucket) is left out: its latency signals fall back on the interpolated quantile."""
+    """Each group's per-bucket counts (``sum by (…, le) (increase(…))``), cumulative; a group
+    whose buckets cannot all be read (a bound or a count that is not a finite number, no
+    ``+Inf`` bucket) is left out: its latency signals fall back on the interpolated quantile."""
     rows: dict[_GroupKey, list[tuple[float, float]]] = defaultdict(list)
     broken: set[_GroupKey] = set()
     for sample in series or []:

@@ -11,8 +11,9 @@ and quantiles over the rate window. Renamed metrics fall back with ``or``:
 ``vllm:gpu_cache_usage_perc`` (before 0.12) and ``vllm:time_per_output_token_seconds`` (before
 0.13). Quantiles follow vLLM's own dashboard:
 ``histogram_quantile(q, sum by (le) (rate(…_bucket[w])))``; the TTFT and TPOT buckets are
-also read whole (``sum by (…, le) (rate(…_bucket[w]))``, one series per bucket) so the engine
-reads the share of requests over each SLO as the buckets bound it (``scaling/buckets.py``).
+also read whole as counts (``sum by (…, le) (increase(…_bucket[w]))``, one series per bucket)
+so the engine reads the share of requests over each SLO as the buckets bound it, and how many
+requests that share is of (``scaling/buckets.py``).
 The metric names come from ``catalog/vllm_metrics.py``.
 """
 
@@ -88,6 +89,9 @@ def queries(
     def buckets(metric: str) -> str:
         return f"sum by ({g}, le) (rate({metric}_bucket{s}[{rw}]))"
 
+    def counts(metric: str) -> str:
+        return f"sum by ({g}, le) (increase({metric}_bucket{s}[{rw}]))"
+
     def quantile(q: float, metric: str) -> str:
         return f"histogram_quantile({q}, {buckets(metric)})"
 
@@ -123,8 +127,8 @@ def queries(
         "queue_mean": f"{rate(v.REQUEST_QUEUE_TIME + '_sum')} / "
         f"{rate(v.REQUEST_QUEUE_TIME + '_count')}",
         # per bucket: the share of requests over each SLO, as a range (scaling/buckets.py)
-        "ttft_buckets": buckets(v.TIME_TO_FIRST_TOKEN),
-        "tpot_buckets": f"{buckets(tpot_new)} or {buckets(tpot_old)}",
+        "ttft_buckets": counts(v.TIME_TO_FIRST_TOKEN),
+        "tpot_buckets": f"{counts(tpot_new)} or {counts(tpot_old)}",
         "e2e_p99": quantile(0.99, v.E2E_REQUEST_LATENCY),
         "queue_p99": quantile(0.99, v.REQUEST_QUEUE_TIME),
         "request_rate": rate(v.REQUEST_SUCCESS),

@@ -9,9 +9,12 @@ watermark and ends below the SLO (the true P99 may well be low, and cannot be ov
 Scale-up reads latency as attainment (:func:`over_slo` and :func:`latency_breach`): from the
 bucket counts over the rate window, the share of requests over the SLO is known only up to
 the bucket holding the SLO (its requests may be on either side), so it is a range
-``[lower, upper]``. A breach is acted on only when its lower bound exceeds the error budget
-``1 − spec.scaling.targetAttainment``, or, when the budget lies inside the range, when a load
-signal reads high too and the interpolated P99 is above the SLO's own bucket. A P99 that
+``[lower, upper]``. A breach is acted on only when its lower bound is surely over the error
+budget ``1 − spec.scaling.targetAttainment`` — more requests surely over the SLO than a fleet
+exactly at the budget shows by chance in one window more than once in twenty
+(:func:`surely_over_budget`: one request of 96 over is 1.04 % but within chance, three of 100
+too, five of 100 not) — or, when the budget lies inside the range, when a load signal reads
+high too and the interpolated P99 is above the SLO's own bucket. A P99 that
 Prometheus interpolates inside the SLO's own bucket (TTFT SLO 3 s in vLLM's (2.5, 5] bucket
 reading 4.25 s while every request met 3 s) is never a breach by itself.
 """
@@ -21,8 +24,13 @@ import math
 from collections.abc import Sequence
 
 from pydantic import BaseModel, ConfigDict, Field
+from scipy.special import betainc
 
 from tokenscale.catalog.vllm_metrics import INTER_TOKEN_BUCKETS, TTFT_BUCKETS
+
+CHANCE = 0.05
+"""A breach's lower bound is acted on when a fleet exactly at the error budget would show that
+many requests over the SLO (or more) in one window with at most this probability."""
 
 BOUNDS: dict[str, Sequence[float]] = {
     "ttft_p99_s": TTFT_BUCKETS,
@@ -51,7 +59,8 @@ def reads_low(name: str, value: float, low: float, high: float) -> tuple[bool, s
 
 class BucketCounts(BaseModel):
     """Requests observed per bucket of one latency histogram over the rate window, as
-    ``sum by (le) (rate(…_bucket[w]))`` answers (rates or counts: only their ratios are read)."""
+    ``sum by (le) (increase(…_bucket[w]))`` answers: counts (Prometheus extrapolates them to the
+    window, so not always whole), whose total says how sure a share over the SLO is."""
 
     model_config = ConfigDict(frozen=True)
 
@@ -79,6 +88,28 @@ def over_slo(counts: BucketCounts | None, slo: float) -> tuple[float, float] | N
     return lower, upper
 
 
+def chance_of(over: float, total: float, budget: float) -> float:
+    """The probability that ``total`` requests, each over the SLO with probability ``budget``,
+    put ``over`` or more over it: the binomial tail ``P(X ≥ over)``, continuous in both counts
+    (``I_budget(over, total − over + 1)``) since extrapolated counts are not whole."""
+    if over <= 0:
+        return 1.0
+    if budget <= 0:
+        return 0.0
+    return float(betainc(over, max(total - over, 0.0) + 1.0, budget))
+
+
+def surely_over_budget(lower: float, total: float | None, budget: float) -> bool:
+    """Whether a share ``lower`` of ``total`` requests surely over the SLO is more than a fleet
+    at the ``budget`` shows by chance (:data:`CHANCE`). No total (a share read from rates):
+    the share alone, against the budget."""
+    if lower <= budget:
+        return False
+    if total is None:
+        return True
+    return chance_of(lower * total, total, budget) <= CHANCE
+
+
 def in_slo_bucket(value: float, slo: float, bounds: Sequence[float]) -> bool:
     """Whether an interpolated quantile ``value`` lies in the bucket that holds the SLO (the
     bucket ``(lower, upper]`` with ``lower < slo ≤ upper``): it then says nothing about which
@@ -94,11 +125,13 @@ def latency_breach(
     budget: float,
     load_high: bool,
     bounds: Sequence[float] | None,
+    total: float | None = None,
 ) -> tuple[bool, str]:
     """Whether a latency signal is a breach to act on (module docstring), and why, in words.
 
     ``share``: :func:`over_slo`'s range (None: no bucket counts, the interpolated ``value``
-    alone decides, never inside the SLO's own bucket); ``load_high``: a load signal reads high.
+    alone decides, never inside the SLO's own bucket); ``load_high``: a load signal reads high;
+    ``total``: the window's requests the share is of (None: the share alone decides).
     """
     inside = value is not None and bounds is not None and in_slo_bucket(value, slo, bounds)
     if share is None:
@@ -110,8 +143,11 @@ def latency_breach(
         return True, ""
     lower, upper = share
     words = f" ({_pct(lower)}–{_pct(upper)} over the SLO, budget {_pct(budget)})"
-    if lower > budget:
+    if surely_over_budget(lower, total, budget):
         return True, words
+    if lower > budget and total is not None:
+        over = lower * total
+        words = f"{words[:-1]}: {over:.3g} of {total:.3g} requests, within chance)"
     confirmed = load_high and upper > budget and value is not None and value >= slo
     if confirmed and not inside:
         return True, words[:-1] + ", confirmed by load)"

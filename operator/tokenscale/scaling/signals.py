@@ -12,7 +12,8 @@ report (the cap: ×2 for load, ×1.2 for latency). A queue seen for the first
 time that the fleet's spare capacity clears before a new replica could be Ready reads
 ``normal`` (``scaling/headroom.py``); the KV reading is judged on its own. A latency signal
 is read as attainment (``scaling/buckets.py``): high only when the share of requests surely
-over its SLO exceeds the error budget ``1 − spec.scaling.targetAttainment``, or the load
+over its SLO is more than the error budget ``1 − spec.scaling.targetAttainment`` explains by
+chance over the window's requests (``buckets.surely_over_budget``), or the load
 signals confirm a possible breach; never on a P99 interpolated inside the SLO's own bucket.
 
 With ``spec.lora``, ``lora_slot_wait`` is the share of LoRA engines whose queue waits for an
@@ -281,7 +282,8 @@ def as_attainment(
         return sig
     share = over_slo(counts, slo)
     bounds = BOUNDS.get(sig.name) if bounds is None else bounds
-    breach, words = latency_breach(sig.value, slo, share, budget, load_high, bounds)
+    total = None if counts is None else counts.total
+    breach, words = latency_breach(sig.value, slo, share, budget, load_high, bounds, total)
     update: dict[str, object] = {
         "over_slo_low": None if share is None else share[0],
         "over_slo_high": None if share is None else share[1],

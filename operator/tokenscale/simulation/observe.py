@@ -12,6 +12,7 @@ live. Too few samples, no observations or no engine give ``None`` with the reaso
 ``problems``, as the real source does for an empty result or NaN.
 """
 
+import itertools
 import math
 from bisect import bisect_right
 from collections.abc import Sequence
@@ -202,17 +203,21 @@ class _Window:
         return histogram_quantile(q, bounds, self.first.buckets[name], self.last.buckets[name])
 
     def counts(self, name: str) -> BucketCounts | None:
-        """``sum by (le) (increase(…_bucket))`` over the window: what the buckets can tell."""
-        pairs = zip(self.last.buckets[name], self.first.buckets[name], strict=True)
-        deltas = [a - b for a, b in pairs]
-        if self.span <= 0 or sum(deltas) <= 0:
+        """``sum by (le) (increase(…_bucket[w]))``: each cumulative ``le`` series' change over
+        the window, extrapolated to its edges as Prometheus' ``increase`` does (``rate × w``)."""
+        first = list(itertools.accumulate(self.first.buckets[name]))
+        last = list(itertools.accumulate(self.last.buckets[name]))
+        if self.span <= 0 or last[-1] - first[-1] <= 0:
             return None
-        cumulative, running = [], 0.0
-        for d in deltas[:-1]:
-            running += d
-            cumulative.append(running)
+        grown = [
+            (self.per_second(a, b) or 0.0) * self.rate_window_s
+            for a, b in zip(first, last, strict=True)
+        ]
+        total = grown[-1]
         return BucketCounts(
-            bounds=tuple(self.hists[name].bounds), cumulative=tuple(cumulative), total=sum(deltas)
+            bounds=tuple(self.hists[name].bounds),
+            cumulative=tuple(min(c, total) for c in grown[:-1]),
+            total=total,
         )
 
     def mean(self, name: str) -> float | None:
