@@ -71,6 +71,42 @@ def test_a_long_gap_restarts_the_smoother() -> None:
     assert f.trend_rps_per_s == 0.0
 
 
+def _filling(rate: float, window_s: float, dt: float = 15.0, n: int = 40) -> list[float]:
+    """What ``rate()`` reads of a flat ``rate`` whose engines started at the first
+    observation: the requests seen since then over the whole window, until it is full."""
+    return [rate * min(dt * k + dt, window_s) / window_s for k in range(n)]
+
+
+def test_a_filling_rate_window_is_not_read_as_a_trend() -> None:
+    # 1.5 RPS flat from the start, through a 120-s window: 0.19 → 1.5 over the first 2 min
+    rates, window = _filling(1.5, 120.0), 120.0
+    f: RateForecast | None = None
+    for k, r in enumerate(rates):
+        f = update(f, r, NOW + 15.0 * k, window)
+        assert f is not None
+        if 15.0 * k < window:  # filling: the level is what is seen, no trend
+            assert (f.level_rps, f.trend_rps_per_s, f.variance) == (r, 0.0, 0.0)
+        assert expected_rps(f, r, 195.0) < 1.5 * 1.01
+    assert f is not None
+    assert f.since_s == NOW
+    # without the window (or a state from before it was kept), the ramp is learned as a trend
+    learned = _feed(rates[:10])  # 150 s in
+    assert expected_rps(learned, 1.5, 195.0) > 1.5 * 1.2
+    old = RateForecast(level_rps=0.2, at_s=NOW)  # no since_s
+    assert update(old, 0.4, NOW + 15.0, window).trend_rps_per_s > 0
+
+
+@given(st.floats(0.1, 100.0), st.floats(30.0, 600.0), st.floats(5.0, 60.0))
+def test_after_a_filling_window_a_flat_rate_never_reads_above_itself(
+    rate: float, window_s: float, dt: float
+) -> None:
+    f: RateForecast | None = None
+    for k, r in enumerate(_filling(rate, window_s, dt, n=int(3 * window_s / dt) + 2)):
+        f = update(f, r, NOW + dt * k, window_s)
+        assert f is not None
+        assert expected_rps(f, r, 195.0) <= rate * (1 + 1e-9)
+
+
 def test_outlook_uses_the_measured_lead_time_or_the_default() -> None:
     f = _feed([10.0] * 20)
     measured = outlook(f, 10.0, 60.0, 15.0, 4.0)

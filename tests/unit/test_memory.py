@@ -33,6 +33,7 @@ def poisoned(draw: st.DrawFn) -> ScalingState:
             variance=draw(st.floats(-1e300, 1e300)),
             last_error_rps=draw(ANY),
             at_s=draw(st.floats(-1e12, 1e12)),
+            since_s=draw(ANY),
         )
     fields: dict[str, Any] = {
         "decided_replicas": draw(st.one_of(st.none(), st.integers(-10, 10_000))),
@@ -72,6 +73,8 @@ def test_judged_memory_is_finite_and_within_the_spec(state: ScalingState, live: 
     if kept.rate is not None:
         assert _within(kept.rate.level_rps, 0.0, MAX_RPS)
         assert _within(kept.rate.last_error_rps, -2 * MAX_RPS, 2 * MAX_RPS)
+        # a run's start after its last update would hold the trend off for ever
+        assert _within(kept.rate.since_s, NOW - 86_400, kept.rate.at_s)
     if kept.decided_replicas is not None:
         assert 1 <= kept.decided_replicas <= 20
     if live is not None:

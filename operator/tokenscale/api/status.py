@@ -273,6 +273,13 @@ class RateForecast(ApiModel):
         "until two observations have been smoothed.",
     )
     at_s: float = Field(alias="atSeconds", description="When it was updated (unix seconds).")
+    since_s: float | None = Field(
+        default=None,
+        alias="sinceSeconds",
+        description="The first observation of this run of the smoother (unix seconds): until "
+        "one rate window has passed since, the rate is read over a window that is still "
+        "filling, and no trend is learned from it. Absent: long enough ago.",
+    )
 
 
 class ScalingState(ApiModel):

@@ -44,6 +44,7 @@ from tokenscale.metrics.promql import (
     gateway_queries,
     queries,
     running_per_pod,
+    window_seconds,
 )
 from tokenscale.metrics.source import QueryError, QueryErrorKind, ServiceKey
 from tokenscale.scaling.buckets import BucketCounts
@@ -375,6 +376,7 @@ def _assemble(
             }
         out[key] = Snapshot(
             at=now_s,
+            rate_window_s=window_seconds(cfg.rate_window),
             replicas_reporting=counts.get(key, 0),
             kv_blocks_total=total,
             kv_blocks_free=free,

@@ -45,13 +45,25 @@ _UNIT_MS = {"ms": 1, "s": 1000, "m": 60_000, "h": 3_600_000, "d": 86_400_000, "w
 _DURATION = re.compile(r"(\d+)(ms|s|m|h|d|w)")
 
 
-def half_window(duration: str) -> str:
-    """Half a Prometheus duration (``2m`` → ``60000ms``), in milliseconds."""
+def _milliseconds(duration: str) -> int:
     parts = _DURATION.findall(duration)
     if not parts or "".join(n + u for n, u in parts) != duration:
         raise ValueError(f"not a Prometheus duration: {duration!r}")
-    total_ms = sum(int(n) * _UNIT_MS[u] for n, u in parts)
-    return f"{max(1, total_ms // 2)}ms"
+    return sum(int(n) * _UNIT_MS[u] for n, u in parts)
+
+
+def half_window(duration: str) -> str:
+    """Half a Prometheus duration (``2m`` → ``60000ms``), in milliseconds."""
+    return f"{max(1, _milliseconds(duration) // 2)}ms"
+
+
+def window_seconds(duration: str) -> float | None:
+    """A Prometheus duration in seconds (``2m`` → 120.0); None where this module cannot read
+    it (Prometheus judges such a window in the queries)."""
+    try:
+        return _milliseconds(duration) / 1000.0
+    except ValueError:
+        return None
 
 
 def _half_or_whole(duration: str) -> str:

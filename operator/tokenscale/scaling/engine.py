@@ -316,7 +316,7 @@ def _ahead(
     rate = state.rate
     look: Outlook | None = None
     if snap.arrival_rps is not None:
-        rate = update(state.rate, snap.arrival_rps, inp.now_s)
+        rate = update(state.rate, snap.arrival_rps, inp.now_s, snap.rate_window_s)
         look = outlook(
             rate,
             snap.arrival_rps,

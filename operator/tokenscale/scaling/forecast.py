@@ -8,6 +8,13 @@ show at each decision, with time constants in seconds so decisions need not be e
     trend' = b·(level' − level) / dt + (1 − b)·trend
     expected(h) = max(r, level' + max(trend', 0)·h)
 
+A run of the smoother (a fresh service, or after a long gap) learns no trend until one rate
+window has passed since its first observation: ``rate()`` over a window that began before the
+engines' first sample divides the requests seen by the whole window, so flat traffic reads as
+a ramp from 0 to its rate (1.5 RPS of long answers: 0.17 → 1.5 over the first two minutes, a
+trend that took the expectation one lead time ahead to 2.6 RPS and held a replica too many for
+five minutes).
+
 Only a rising trend moves the expectation above what is seen now: a forecast may add replicas
 before the load arrives, never remove them before it has left (scale-down stays the careful
 path). ``h`` is the lead time — how long a new replica takes from creation to Ready, measured
@@ -80,10 +87,18 @@ class Outlook(BaseModel):
     """``ceil(expected × headroom / rps_per_replica)``; None without a per-replica rate."""
 
 
-def update(prev: RateForecast | None, rate_rps: float, now_s: float) -> RateForecast:
-    """One observation; a long gap (or time going back) restarts the smoother."""
+def update(
+    prev: RateForecast | None, rate_rps: float, now_s: float, window_s: float | None = None
+) -> RateForecast:
+    """One observation; a long gap (or time going back) restarts the smoother. Within one
+    rate window (``window_s``) of the run's first observation the rate is read over a window
+    that is still filling — ``rate()`` divides the requests seen since the engines' first
+    sample by the whole window, so flat traffic reads as a ramp from 0 — and the smoother
+    keeps only the level (no trend, no dispersion) until the window is full."""
     if prev is None or now_s <= prev.at_s or now_s - prev.at_s > MAX_GAP_S:
-        return RateForecast(level_rps=rate_rps, at_s=now_s)
+        return RateForecast(level_rps=rate_rps, at_s=now_s, since_s=now_s)
+    if window_s is not None and prev.since_s is not None and now_s - prev.since_s < window_s:
+        return RateForecast(level_rps=rate_rps, at_s=now_s, since_s=prev.since_s)
     dt = now_s - prev.at_s
     a = 1.0 - math.exp(-dt / LEVEL_TAU_S)
     b = 1.0 - math.exp(-dt / TREND_TAU_S)
@@ -100,6 +115,7 @@ def update(prev: RateForecast | None, rate_rps: float, now_s: float) -> RateFore
         variance=variance,
         last_error_rps=error,
         at_s=now_s,
+        since_s=prev.since_s,
     )
 
 

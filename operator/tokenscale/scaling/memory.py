@@ -102,6 +102,7 @@ def _rate_ok(rate: RateForecast, oldest: float, now_s: float) -> bool:
         and _finite_within(rate.variance, 0.0, MAX_RPS * MAX_RPS)
         and _finite_within(rate.last_error_rps, -2 * MAX_RPS, 2 * MAX_RPS)
         and _finite_within(rate.at_s, oldest, now_s)
+        and _finite_within(rate.since_s, oldest, rate.at_s)
     )
 
 

@@ -401,7 +401,7 @@ def _role_need(
     look = None
     arrival = snap.arrival_rps
     if arrival is not None:
-        rate = update(state.rate, arrival, now)
+        rate = update(state.rate, arrival, now, snap.rate_window_s)
         look = outlook(rate, arrival, lead_time_s, max(0.0, interval_s), per_replica)
         need = look.expected_rps * look.burst_headroom / per_replica if per_replica > 0 else 0.0
     _, _, decode = pools(plan)

@@ -116,6 +116,11 @@ class Snapshot(BaseModel):
         default=None, description="spec.scaling.activation.query's value (summed over series)."
     )
     newest_sample_age_s: float | None = Field(default=None, description="Staleness.")
+    rate_window_s: float | None = Field(
+        default=None,
+        description="The window rates are read over (None: not known): the forecast learns "
+        "no trend while it is still filling (scaling/forecast.py).",
+    )
     problems: list[str] = Field(default_factory=list, description="Why a value is missing.")
     roles: dict[str, "Snapshot"] = Field(
         default_factory=dict,

@@ -121,6 +121,7 @@ def snapshot_at(
     n = len(last.waiting)
     return Snapshot(
         at=now,
+        rate_window_s=rate_window_s,
         replicas_reporting=n,
         waiting=float(sum(last.waiting)),
         waiting_max_per_replica=float(max(last.waiting)),
