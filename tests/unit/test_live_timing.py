@@ -81,10 +81,14 @@ class _RolesStub(PrometheusSource):
         self, namespaces: list[str] | None, now_s: float, dispersion: bool = False
     ) -> dict[Any, Snapshot]:
         roles = {
-            role: Snapshot(at=now_s, replicas_reporting=1, newest_sample_age_s=0.5)
+            role: Snapshot(
+                at=now_s, replicas_reporting=1, newest_sample_age_s=0.5, rate_window_s=6.0
+            )
             for role in ("prefill", "decode")
         }
-        snap = Snapshot(at=now_s, replicas_reporting=1, newest_sample_age_s=0.5, roles=roles)
+        snap = Snapshot(
+            at=now_s, replicas_reporting=1, newest_sample_age_s=0.5, rate_window_s=6.0, roles=roles
+        )
         return {("ns", "svc"): snap}
 
     def running_by_pod(self, namespaces: list[str] | None) -> dict[Any, dict[str, float]]:
@@ -112,6 +116,9 @@ def test_each_roles_snapshot_is_on_the_engine_clock_too() -> None:
         snap = view.snapshot.roles[role]
         assert snap.at == view.read_at_s
         assert snap.newest_sample_age_s == 10.0  # 0.5 wall s × 20
+        # the rate window too: the forecast learns no trend while 120 engine s fill it
+        assert snap.rate_window_s == 120.0
+    assert view.snapshot.rate_window_s == 120.0
 
 
 def test_at_time_scale_one_the_engine_clock_is_the_wall_clock() -> None:

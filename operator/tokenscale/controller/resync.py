@@ -215,17 +215,23 @@ class FleetMetrics:
     def _on_engine_clock(
         self, snapshots: dict[tuple[str, str], Snapshot], read_at: float
     ) -> dict[tuple[str, str], Snapshot]:
-        """Each snapshot stamped with the engine's read time, its sample age in engine seconds
-        (a prefill/decode service's role snapshots too)."""
+        """Each snapshot stamped with the engine's read time, its sample age and rate window in
+        engine seconds (a prefill/decode service's role snapshots too)."""
         if self.time_scale == 1.0:
             return snapshots
 
+        def engine_s(wall: float | None) -> float | None:
+            return None if wall is None else wall * self.time_scale
+
         def stamped(s: Snapshot) -> Snapshot:
-            age = s.newest_sample_age_s
-            scaled = None if age is None else age * self.time_scale
             roles = {role: stamped(r) for role, r in s.roles.items()}
             return s.model_copy(
-                update={"at": read_at, "newest_sample_age_s": scaled, "roles": roles}
+                update={
+                    "at": read_at,
+                    "newest_sample_age_s": engine_s(s.newest_sample_age_s),
+                    "rate_window_s": engine_s(s.rate_window_s),
+                    "roles": roles,
+                }
             )
 
         return {k: stamped(s) for k, s in snapshots.items()}
