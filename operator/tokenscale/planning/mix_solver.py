@@ -102,16 +102,13 @@ def _solve(
         found = _solve_once(c, rows, upper, lower, groups)
         if found is None:
             return None
-        short = [
-            (i, lo - _dot(coef, found[0]))
-            for i, (coef, lo, _) in enumerate(rows)
-            if _dot(coef, found[0]) < lo - 1e-12 * max(1.0, abs(lo))
-        ]
-        if not short:
+        met = True
+        for i, (coef, lo, hi) in enumerate(rows):
+            gap = lo - _dot(coef, found[0])
+            if gap > 1e-12 * max(1.0, abs(lo)):
+                rows[i], met = (coef, lo + gap + 1e-9 * max(1.0, abs(lo)), hi), False
+        if met:
             return found
-        for i, gap in short:
-            coef, lo, hi = rows[i]
-            rows[i] = (coef, lo + gap + 1e-9 * max(1.0, abs(lo)), hi)
     return None
 
 
