@@ -277,6 +277,33 @@ def test_a_gpu_quota_change_wakes_the_plan_only_tick() -> None:
     assert run.kube.list_resource_quotas("a")[0]["metadata"]["resourceVersion"] == "9"
 
 
+def _owned_service(target_port: int, version: str | None = None) -> dict[str, Any]:
+    """The rendered Service (no version), or as the cache holds it at ``version``."""
+    meta = {"name": "s", "namespace": "a", **({"resourceVersion": version} if version else {})}
+    ports = [{"name": "http", "port": 8000, "targetPort": target_port, "protocol": "TCP"}]
+    return {"apiVersion": "v1", "kind": "Service", "metadata": meta, "spec": {"ports": ports}}
+
+
+def test_a_foreign_write_cached_during_a_reconcile_is_judged_by_the_next_tick() -> None:
+    """The reconcile wrote version 6; someone else's edit (version 7) reached the cache before
+    the reconcile recorded what it saw, by an event it was not woken by (a watch's listing).
+    Recording version 7 as seen would make every later tick skip the drift."""
+    clock = _Clock()
+    run = _reconciler(clock)
+    body = _service({"model": {"name": "x"}})
+    run.store.put("InferenceService", body)
+    rendered = {("Service", "s"): _owned_service(8000)}
+    run.store.put("Service", _owned_service(8000, "6"))
+    run._seen[("a", "s")] = run._seen_now(("a", "s"), rendered, None, body)
+    assert run.unchanged(("a", "s"))  # what it wrote is what it saw
+    run.store.put("Service", _owned_service(9999, "7"))
+    run._seen[("a", "s")] = run._seen_now(("a", "s"), rendered, None, body)
+    assert not run.unchanged(("a", "s"))  # the edit is judged: drift
+    run.store.put("Service", _owned_service(8000, "8"))  # put back by that reconcile
+    run._seen[("a", "s")] = run._seen_now(("a", "s"), rendered, None, body)
+    assert run.unchanged(("a", "s"))
+
+
 def test_the_unwatched_bound_defaults_to_four_intervals() -> None:
     assert Settings().unwatched_resync_s == 60.0  # the chart's 15 s interval
     assert Settings(interval_seconds=2).unwatched_resync_s == 8.0

@@ -17,7 +17,7 @@ import threading
 import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from typing import Any
 
@@ -333,6 +333,21 @@ def _quotas(store: WatchStore, namespace: str) -> str:
     return json.dumps([[q.name, q.hard, q.used] for q in figures], sort_keys=True)
 
 
+def _judged(seen: Seen, kind: str, live: dict[str, Any] | None, name: str) -> bool:
+    """Whether the owned object ``kind``/``name`` in state ``live`` (None: deleted) differs from
+    what ``seen``'s reconcile rendered, or changes what its status reports."""
+    compact = seen.desired.get((kind, name))
+    if compact is None:  # not ours to render now (a workload of the other kind)
+        return False
+    desired: dict[str, Any] = json.loads(compact)
+    if live is None:
+        return True
+    if kind in WORKLOAD_KINDS and observe_workload({**live, "kind": kind}) != seen.observed:
+        return True
+    want = {k: v for k, v in desired.items() if k not in ("apiVersion", "kind")}
+    return bool(differences(want, live) or selector_drift(desired, live))
+
+
 def _essence(body: dict[str, Any]) -> bytes:
     meta = body.get("metadata") or {}
     canonical = json.dumps(
@@ -417,11 +432,17 @@ class Reconciler:
         if store is None or not isinstance(self.kube, CachedKube):
             return None
         body = self.kube.written.pop(key, None) or read
-        versions = {
-            (kind, name): _version(store.get(kind, key[0], name)) for kind, name in outcome_desired
-        }
         desired = {which: _compact(obj) for which, obj in outcome_desired.items()}
-        return Seen(_essence(body), versions, desired, observed, _quotas(store, key[0]))
+        seen = Seen(_essence(body), {}, desired, observed, _quotas(store, key[0]))
+        versions: dict[tuple[str, str], str | None] = {}
+        for kind, name in outcome_desired:
+            # a version the cache holds that already differs from what was rendered (someone
+            # else's write whose event came during this reconcile, or in a watch's listing,
+            # which wakes nothing) is not recorded: the next tick judges it
+            live = store.get(kind, key[0], name)
+            drifted = live is not None and _judged(seen, kind, live, name)
+            versions[(kind, name)] = None if drifted else _version(live)
+        return replace(seen, versions=versions)
 
     def unchanged(self, key: tuple[str, str]) -> bool:
         """Nothing this object's last reconcile read has changed (plan-only ticks)."""
@@ -454,18 +475,7 @@ class Reconciler:
         """Whether the owned object ``kind``/``name``'s new state (None: deleted) needs a
         reconcile: it drifted from what was rendered, or it changes what the status reports."""
         seen = self._seen.get(key)
-        if seen is None:
-            return True
-        compact = seen.desired.get((kind, name))
-        if compact is None:  # not ours to render now (a workload of the other kind)
-            return False
-        desired: dict[str, Any] = json.loads(compact)
-        if live is None:
-            return True
-        if kind in WORKLOAD_KINDS and observe_workload({**live, "kind": kind}) != seen.observed:
-            return True
-        want = {k: v for k, v in desired.items() if k not in ("apiVersion", "kind")}
-        return bool(differences(want, live) or selector_drift(desired, live))
+        return True if seen is None else _judged(seen, kind, live, name)
 
     def defer(self, key: tuple[str, str], owned: tuple[str, str]) -> bool:
         """Whether an owned object's event was left to the reconcile of ``key`` running now:
