@@ -61,7 +61,6 @@ from tokenscale.scaling.policy import (
     transition,
 )
 from tokenscale.scaling.queue_work import QueueWork, queue_work
-from tokenscale.scaling.rate_error import arrivals_of, held_why, within_error
 from tokenscale.scaling.sheddable import sheddable_cap
 from tokenscale.scaling.signals import (
     LATENCY_SIGNALS,
@@ -142,17 +141,8 @@ def decide(inp: EngineInput) -> Decision:
     binding: str = live.plan.binding_constraint
     if spread.room > slo_room:
         binding = f"{binding}; ×{spread.room:.2f}: {spread.reason}"
-    model, fraction, binding, mixed = _model_need(inp, snap, live.plan, carry, room, binding)
+    model, binding, mixed = _model_need(inp, snap, live.plan, carry, room, binding)
     rate, look, model = _ahead(inp, snap, per_replica, room, dt, model)
-    if look is not None and per_replica:
-        fraction = max(fraction, look.expected_rps * look.burst_headroom * room / per_replica)
-    noise = None
-    if model > current and mixed is None and not is_idle(snap):
-        arrivals = arrivals_of(snap)
-        # never below the forecast's plan where the forecast is a floor (workloadSource)
-        kept = max(current, floor if spec.scaling.policy.workload_source != "observed" else 0)
-        if model > kept and arrivals is not None and within_error(fraction, kept, arrivals):
-            model, noise = kept, held_why(fraction, kept, arrivals)
     peak = peak_load(state, sigs, snap.replicas_reporting, now, policy)
     # the policy
     burst = floor_in_force(state, spec, now)
@@ -177,9 +167,9 @@ def decide(inp: EngineInput) -> Decision:
     return Decision(
         replicas=step.replicas,
         source="metrics",
-        reason=step.reason(current) + _note(mixed, noise),
+        reason=step.reason(current) + ("" if mixed is None else f"; the mix: {mixed.reason}"),
         cause=step.cause,
-        why=step.why + _note(mixed, noise),
+        why=step.why if mixed is None else f"{step.why}; the mix: {mixed.reason}",
         signals=sigs,
         diagnosis=diagnose(snap, spec.slo, policy),
         model_replicas=model,
@@ -192,12 +182,6 @@ def decide(inp: EngineInput) -> Decision:
         dispersion=spread,
         state=new_state,
     )
-
-
-def _note(mixed: MixNeed | None, noise: str | None) -> str:
-    """What the reason adds: the mix's split, a need held within the rate's sampling error."""
-    out = "" if mixed is None else f"; the mix: {mixed.reason}"
-    return out if noise is None else f"{out}; {noise}"
 
 
 def _held_blind(inp: EngineInput, current: int, floor: int, blind: str) -> Decision:
@@ -299,21 +283,13 @@ def _model_need(
     carry: Carried | None,
     room: float,
     binding: str,
-) -> tuple[int, float, str, MixNeed | None]:
-    """The model's need in replicas (× the room), the same before rounding, what binds it, and
-    a mix's split."""
+) -> tuple[int, str, MixNeed | None]:
+    """The model's need in replicas (× the room), what binds it, and a mix's split."""
     spec, forecast, policy = inp.spec, inp.forecast, inp.spec.scaling.policy
-    r = spec.scaling.redundancy
-    # the need before rounding too (the sampling-error band judges it: scaling/rate_error.py)
-    base, fraction = forecast.sized.total, float(forecast.sized.total)
-    if live.replicas is not None:
-        base = live.replicas.with_redundancy
-        fraction = live.replicas.needed * r.factor + r.spare_replicas
+    base = live.replicas.with_redundancy if live.replicas is not None else forecast.sized.total
     if carry is not None and carry.source == "measured":
         # the demand the model re-planned for ÷ what a replica is observed to carry
         base = replicas_for(live.design_rps, carry, spec)
-        fraction = max(0.0, live.design_rps) / carry.rps_per_replica * r.factor
-        fraction += r.spare_replicas
         binding = f"{binding}; {carry.reason}"
     model = bounded(math.ceil(base * room - 1e-9), spec)
     mixed: MixNeed | None = None
@@ -323,7 +299,7 @@ def _model_need(
         model = bounded(mixed.total, spec)
     if is_idle(snap) and policy.workload_source != "forecast":
         model = idle_floor(spec)  # no traffic is a fact: the forecast is not a floor for it
-    return model, fraction * room, binding, mixed
+    return model, binding, mixed
 
 
 def _ahead(

@@ -78,7 +78,6 @@ from tokenscale.scaling.forecast import (
     update,
 )
 from tokenscale.scaling.policy import bounded, hold_blind, transition
-from tokenscale.scaling.rate_error import arrivals_of, held_why, within_error
 from tokenscale.scaling.role_calibration import role_calibration
 from tokenscale.scaling.signals import (
     MAX_LOAD_RATIO,
@@ -344,12 +343,6 @@ def decide_role(
     )
     source = spec.scaling.policy.workload_source
     model = bounded(_with_redundancy(need, spec), spec)
-    r, arrivals = spec.scaling.redundancy, arrivals_of(snap)
-    fraction = need * r.factor + r.spare_replicas
-    kept = max(current, planned if source != "observed" else 0)  # the forecast as a floor
-    noise = None
-    if model > kept and arrivals is not None and within_error(fraction, kept, arrivals):
-        model, noise = kept, held_why(fraction, kept, arrivals)  # scaling/rate_error.py
     if is_idle(snap) and source != "forecast":
         model = idle_floor(spec)
     if floor > model:
@@ -369,13 +362,12 @@ def decide_role(
             "decided_replicas": step.replicas,
         }
     )
-    note = "" if noise is None else f"; {noise}"
     return Decision(
         replicas=step.replicas,
         source="metrics",
-        reason=step.reason(current) + note,
+        reason=step.reason(current),
         cause=step.cause,
-        why=step.why + note,
+        why=step.why,
         signals=sigs,
         model_replicas=model,
         calibration=factor if role == "decode" else 1.0,
