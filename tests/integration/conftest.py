@@ -63,13 +63,32 @@ def namespace(api: client.ApiClient, crd: dict[str, Any]) -> Iterator[str]:
     core.delete_namespace(name)
 
 
+OPERATOR_LOG_LINES = 80
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Iterator[None]:
+    """A failed test's report ends with the tail of each operator log it started: a race seen
+    once in CI is then read from the log, not guessed at."""
+    outcome: Any = yield
+    report = outcome.get_result()
+    if report.when == "call" and report.failed:
+        for proc in getattr(item, "operators", []):
+            tail = proc.tail(OPERATOR_LOG_LINES)
+            report.sections.append((f"{proc.name} log (last {OPERATOR_LOG_LINES} lines)", tail))
+
+
 @pytest.fixture
-def start_operator(cluster: Cluster, tmp_path: Path) -> Iterator[Callable[..., Process]]:
+def start_operator(
+    cluster: Cluster, tmp_path: Path, request: pytest.FixtureRequest
+) -> Iterator[Callable[..., Process]]:
     started: list[Process] = []
+    logged: list[Process] = request.node.__dict__.setdefault("operators", [])  # on a failure
 
     def start(namespace: str, *extra: str, name: str = "operator") -> Process:
         proc = cluster.operator(f"{name}-{len(started)}", namespace, 2, tmp_path, *extra)
         started.append(proc)
+        logged.append(proc)
         return proc
 
     yield start
@@ -122,10 +141,13 @@ class Objects:
 
 
 @pytest.fixture
-def start_metrics_operator(cluster: Cluster, tmp_path: Path) -> Iterator[Callable[..., Process]]:
+def start_metrics_operator(
+    cluster: Cluster, tmp_path: Path, request: pytest.FixtureRequest
+) -> Iterator[Callable[..., Process]]:
     """An operator reading Prometheus with short windows (gauges 5 s, rates 10 s), so a test
     sees the load it sets within a few ticks; ``extra`` flags are passed on."""
     started: list[Process] = []
+    logged: list[Process] = request.node.__dict__.setdefault("operators", [])  # on a failure
 
     def start(namespace: str, prometheus_url: str, *extra: str, interval_s: float = 2) -> Process:
         proc = cluster.operator(
@@ -142,6 +164,7 @@ def start_metrics_operator(cluster: Cluster, tmp_path: Path) -> Iterator[Callabl
             *extra,
         )
         started.append(proc)
+        logged.append(proc)
         return proc
 
     yield start
