@@ -283,11 +283,11 @@ def test_calibration_is_bounded_and_smoothed() -> None:
 
 def test_calibration_prefers_the_exact_mean_and_the_observed_workload() -> None:
     spec = _spec()
-    # the engines run exactly as the model predicts for the workload they see (8 per replica)
+    # the engines run exactly as the model predicts for the open traffic they see (8 per replica)
     seen = snap(n=2, output_tokens_mean=200.0)
     tp = plan_service(spec).tensor_parallel_size
     workload = observed_workload(spec.workload, seen, "observed")
-    truth = perf_at(resolve(spec), Conditions(workload=workload), tp).tpot_seconds(8.0)
+    truth = perf_at(resolve(spec), Conditions(workload=workload), tp).tpot_open_seconds(8.0)
     # 8 decoding per replica at that TPOT generate 8 / TPOT tokens per second each
     seen = seen.model_copy(update={"generation_tps": 2 * 8.0 / truth})
     # a bucketed P50 40 % off must not move the factor when the exact mean is there
@@ -308,7 +308,7 @@ def test_calibration_reads_the_batch_of_the_window_its_tpot_comes_from() -> None
     tp = plan_service(spec).tensor_parallel_size
     seen = snap(n=2, output_tokens_mean=200.0)  # finished requests' mean, as vLLM reports it
     workload = observed_workload(spec.workload, seen, "observed")
-    truth = perf_at(resolve(spec), Conditions(workload=workload), tp).tpot_seconds(8.0)
+    truth = perf_at(resolve(spec), Conditions(workload=workload), tp).tpot_open_seconds(8.0)
     stepped = seen.model_copy(
         update={"running": 2 * 24.0, "tpot_mean_s": truth, "generation_tps": 2 * 8.0 / truth}
     )
@@ -412,7 +412,7 @@ def test_prefill_and_decode_calibrate_separately() -> None:
     seen = snap(n=2, output_tokens_mean=200.0)  # finished requests' mean, as vLLM reports it
     workload = observed_workload(spec.workload, seen, "observed")
     perf = perf_at(r, Conditions(workload=workload), tp, plan_service(spec).max_num_batched_tokens)
-    tpot = perf.tpot_seconds(8.0)
+    tpot = perf.tpot_open_seconds(8.0)
     prefill = perf.own_ttft_seconds(8.0, 1000.0)  # prompt_tps / request_rate = 1000 tokens
     slow_prefill = seen.model_copy(
         update={

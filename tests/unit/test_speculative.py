@@ -267,7 +267,7 @@ def test_the_engine_calibrates_against_the_speculation_the_fleet_runs() -> None:
     batch = 8.0
     planned = as_planned(resolve(s, "svc"), forecast)
     at = forecast_conditions(planned)
-    tpot = perf_at(planned, at, layout_of(forecast)).tpot_seconds(batch)
+    tpot = perf_at(planned, at, layout_of(forecast)).tpot_open_seconds(batch)
     snap = Snapshot(at=0.0, replicas_reporting=1, running=batch, tpot_mean_s=tpot)
     assert calibrate(planned, forecast, snap, 1.0, 1e6) == pytest.approx(1.0, rel=0.05)
     # without the plan's speculation the same engines would read much faster than modelled

@@ -15,7 +15,10 @@ with decode. A request's own prefill is its TTFT; while it decodes ``out`` token
 ``B − 1`` running requests are each replaced once, so the TPOT it sees (first token excluded,
 as vLLM measures it) is ``TPOT(B) = t_step(B) + (B − 1)·t_prefill(mean)/out``. The GPU does
 all B prefills, so a replica completes ``λ = B / (out·t_step(B) + B·t_prefill(mean))``
-requests per second and emits ``λ·out`` output tokens per second.
+requests per second and emits ``λ·out`` output tokens per second. That is a fixed batch (the
+planner's operating point); traffic observed live is open, where the prompts arriving during
+one decode average the decode batch itself (Little's law), ``t_step(B) + B·t_prefill/out``
+(:meth:`PerfModel.tpot_open_seconds`, what the engine's calibration compares against).
 """
 
 import math
@@ -311,6 +314,18 @@ class PerfModel:
         """Per-request TPOT at batch B with prefill interference (module docstring)."""
         others = max(batch - 1.0, 0.0)
         return self.step_seconds(batch) + others * self.mean_prefill_seconds / max(
+            self.mean_output_tokens, 1.0
+        )
+
+    def tpot_open_seconds(self, batch: float) -> float:
+        """Mean TPOT under open (Poisson) arrivals at the time-average decode batch ``B``:
+        the prompts that arrive while a request decodes, each prefilled beside it once, are
+        ``λ·T_decode = B`` on average (Little's law on the decode stage), not the ``B − 1``
+        others of :meth:`tpot_seconds`' fixed batch. The two differ by one prompt's prefill
+        spread over ``out`` tokens: nothing at a chat batch of 100, most of the interference at
+        the batch of 1–2 that 15k-token prompts leave (what live traffic shows, and what the
+        engine's calibration compares against)."""
+        return self.step_seconds(batch) + max(batch, 0.0) * self.mean_prefill_seconds / max(
             self.mean_output_tokens, 1.0
         )
 

@@ -107,7 +107,10 @@ def calibrate(r: Resolved, forecast: Plan, snap: Snapshot, old: float, dt_s: flo
     from buckets (up to ±25 % off inside vLLM's 25 ms TPOT buckets — enough to make the model
     think correct engines slow). Predicted: the model at the TP the fleet runs, the observed
     batch *and* the observed token means (the forecast's means would blame a workload change on
-    the engines). The batch is the one of the window the TPOT comes from, by Little's law
+    the engines), in its open-system form (``PerfModel.tpot_open_seconds``: the prompts
+    prefilled beside a decode under Poisson traffic are the batch ``B``, not a fixed batch's
+    ``B − 1``; at the batch of 1–2 that long prompts leave, the fixed-batch form read exact
+    engines as a fifth to a third slow). The batch is the one of the window the TPOT comes from, by Little's law
     (generated tokens per second per replica × TPOT), not the running gauge of this instant:
     right after a step the gauge shows the new batch while the window's requests decoded at
     the old one, and the engines would look faster (or, after a scale-up, slower) than they
@@ -124,7 +127,9 @@ def calibrate(r: Resolved, forecast: Plan, snap: Snapshot, old: float, dt_s: flo
     if batch < 1 or observed <= 0:
         return old
     seen = Conditions(workload=observed_workload(spec.workload, snap, "observed"))
-    predicted = perf_at(r, seen, layout_of(forecast)).tpot_seconds(batch)
+    # live traffic is an open system: the prompts prefilled beside a decode are the window's
+    # batch B, not the fixed batch's B − 1 (PerfModel.tpot_open_seconds)
+    predicted = perf_at(r, seen, layout_of(forecast)).tpot_open_seconds(batch)
     return smoothed(old, predicted / observed, dt_s)
 
 
