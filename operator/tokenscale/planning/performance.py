@@ -312,10 +312,7 @@ class PerfModel:
 
     def tpot_seconds(self, batch: float) -> float:
         """Per-request TPOT at batch B with prefill interference (module docstring)."""
-        others = max(batch - 1.0, 0.0)
-        return self.step_seconds(batch) + others * self.mean_prefill_seconds / max(
-            self.mean_output_tokens, 1.0
-        )
+        return self._tpot_beside(batch, max(batch - 1.0, 0.0))
 
     def tpot_open_seconds(self, batch: float) -> float:
         """Mean TPOT under open (Poisson) arrivals at the time-average decode batch ``B``:
@@ -325,7 +322,11 @@ class PerfModel:
         spread over ``out`` tokens: nothing at a chat batch of 100, most of the interference at
         the batch of 1–2 that 15k-token prompts leave (what live traffic shows, and what the
         engine's calibration compares against)."""
-        return self.step_seconds(batch) + max(batch, 0.0) * self.mean_prefill_seconds / max(
+        return self._tpot_beside(batch, max(batch, 0.0))
+
+    def _tpot_beside(self, batch: float, prompts: float) -> float:
+        """The step at batch ``batch`` plus ``prompts`` mean prefills spread over the output."""
+        return self.step_seconds(batch) + prompts * self.mean_prefill_seconds / max(
             self.mean_output_tokens, 1.0
         )
 

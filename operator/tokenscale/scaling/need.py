@@ -110,11 +110,11 @@ def calibrate(r: Resolved, forecast: Plan, snap: Snapshot, old: float, dt_s: flo
     the engines), in its open-system form (``PerfModel.tpot_open_seconds``: the prompts
     prefilled beside a decode under Poisson traffic are the batch ``B``, not a fixed batch's
     ``B − 1``; at the batch of 1–2 that long prompts leave, the fixed-batch form read exact
-    engines as a fifth to a third slow). The batch is the one of the window the TPOT comes from, by Little's law
-    (generated tokens per second per replica × TPOT), not the running gauge of this instant:
-    right after a step the gauge shows the new batch while the window's requests decoded at
-    the old one, and the engines would look faster (or, after a scale-up, slower) than they
-    are. Without a token rate the gauge stands in.
+    engines as a fifth to a third slow). The batch is the one of the window the TPOT comes
+    from, by Little's law (generated tokens per second per replica × TPOT), not the running
+    gauge of this instant: right after a step the gauge shows the new batch while the window's
+    requests decoded at the old one, and the engines would look faster (or, after a scale-up,
+    slower) than they are. Without a token rate the gauge stands in.
     """
     spec = r.spec
     observed = snap.tpot_mean_s if snap.tpot_mean_s is not None else snap.tpot_p50_s
@@ -127,8 +127,6 @@ def calibrate(r: Resolved, forecast: Plan, snap: Snapshot, old: float, dt_s: flo
     if batch < 1 or observed <= 0:
         return old
     seen = Conditions(workload=observed_workload(spec.workload, snap, "observed"))
-    # live traffic is an open system: the prompts prefilled beside a decode are the window's
-    # batch B, not the fixed batch's B − 1 (PerfModel.tpot_open_seconds)
     predicted = perf_at(r, seen, layout_of(forecast)).tpot_open_seconds(batch)
     return smoothed(old, predicted / observed, dt_s)
 
