@@ -56,6 +56,10 @@ from tokenscale.simulation.trace import Trace, percentile, window_rates
 
 MIN_REPLAY_S = 300.0
 """Seconds of arrivals a capacity probe replays at least (module docstring)."""
+WARMUP_FRACTION = 0.2
+"""The share of a probe's first requests its SLO test ignores (:func:`meets_slo`)."""
+GIVE_UP_EVERY = 200
+"""Arrivals between two checks of whether a probe has surely failed (:func:`_surely_missed`)."""
 MAX_REPLAY_REQUESTS = 20_000
 """Cap on one probe's requests (the bracket doubles the rate while probes pass)."""
 
@@ -75,8 +79,27 @@ def run_one_replica(
     ``in_order`` takes consecutive requests from a seeded start instead of random ones (a
     trace's prefix reuse is local in time); ``adapters[i]`` (optional) the LoRA adapter of
     ``pairs[i]``."""
-    rng = random.Random(seed)
     rec = Recorder()
+    _replay(cfg, rate_rps, pairs, requests, seed, prefixes, in_order, adapters, rec, None)
+    return rec
+
+
+def _replay(
+    cfg: ReplicaConfig,
+    rate_rps: float,
+    pairs: Sequence[tuple[int, int]],
+    requests: int,
+    seed: int,
+    prefixes: Sequence[tuple[int, ...]] | None,
+    in_order: bool,
+    adapters: Sequence[int] | None,
+    rec: Recorder,
+    give_up: "_Misses | None",
+) -> bool:
+    """:func:`run_one_replica` into ``rec``; False, stopping there, as soon as ``give_up``
+    says the replay surely misses its SLO (the rest of an overloaded replica's growing
+    queue is then not simulated), else True."""
+    rng = random.Random(seed)
     replica = Replica(cfg, rec, 0.0)
     t = 0.0
     start = rng.randrange(len(pairs))
@@ -85,14 +108,57 @@ def run_one_replica(
         i = (start + k) % len(pairs) if in_order else rng.randrange(len(pairs))
         n_in, n_out = pairs[i]
         replica.run_until(t)
+        if give_up is not None and give_up.surely_missed(k, t, replica, rec):
+            return False
         blocks = prefixes[i] if prefixes is not None else ()
         adapter = adapters[i] if adapters is not None else -1
         replica.add(SimRequest(t, n_in, n_out, prefix_blocks=blocks, adapter=adapter), t)
     replica.run_until(math.inf)
-    return rec
+    return True
 
 
-def meets_slo(rec: Recorder, slo: Slo, warmup_fraction: float = 0.2) -> bool:
+class _Misses:
+    """Whether a probe must fail :func:`meets_slo` however it ends: more than 1 % of the
+    requests past the warm-up are already over one P99 target — finished over it, or still
+    waiting for a first token past the TTFT target — so that target's nearest-rank P99 is
+    over it too (a share of the counted requests; fewer counted only lowers the bar). Counted
+    incrementally, every :data:`GIVE_UP_EVERY` arrivals."""
+
+    def __init__(self, slo: Slo, requests: int) -> None:
+        self.slo = slo
+        self.warm = int(requests * WARMUP_FRACTION)
+        self.budget = 0.01 * (requests - self.warm)
+        self.warm_s = math.inf
+        self.seen = 0
+        self.ttft = self.tpot = self.e2e = 0
+
+    def surely_missed(self, k: int, now_s: float, replica: Replica, rec: Recorder) -> bool:
+        if k == self.warm:
+            self.warm_s = now_s  # this request is the first past the warm-up
+        if k <= self.warm or k % GIVE_UP_EVERY:
+            return False
+        ttft, tpot, e2e = (
+            self.slo.ttft_p99_seconds,
+            self.slo.tpot_p99_seconds,
+            self.slo.e2e_p99_seconds,
+        )
+        for o in rec.outcomes[self.seen :]:
+            if o.arrival_s >= self.warm_s:
+                self.ttft += ttft is not None and o.ttft_s > ttft
+                self.tpot += tpot is not None and o.output_tokens > 1 and o.tpot_s > tpot
+                self.e2e += e2e is not None and o.e2e_s > e2e
+        self.seen = len(rec.outcomes)
+        waiting = 0
+        if ttft is not None:
+            waiting = sum(
+                1
+                for r in replica.waiting
+                if r.arrival_s >= self.warm_s and now_s - r.arrival_s > ttft
+            )
+        return max(self.ttft + waiting, self.tpot, self.e2e) > self.budget
+
+
+def meets_slo(rec: Recorder, slo: Slo, warmup_fraction: float = WARMUP_FRACTION) -> bool:
     outs = sorted(rec.outcomes, key=lambda o: o.arrival_s)
     outs = outs[int(len(outs) * warmup_fraction) :]
     if not outs:
@@ -124,8 +190,11 @@ def sustainable_rps(
 
     def ok(rate: float) -> bool:
         n = min(max(requests, math.ceil(rate * MIN_REPLAY_S)), max(requests, MAX_REPLAY_REQUESTS))
-        recorded = run_one_replica(cfg, rate, pairs, n, seed, prefixes, in_order, adapters)
-        return meets_slo(recorded, slo)
+        rec = Recorder()
+        done = _replay(
+            cfg, rate, pairs, n, seed, prefixes, in_order, adapters, rec, _Misses(slo, n)
+        )
+        return done and meets_slo(rec, slo)
 
     lo, hi = 0.0, max(guess_rps, 0.01)
     while ok(hi):

@@ -177,11 +177,15 @@ class Replica:
     def _enqueue(self, req: SimRequest, front: bool) -> None:
         """FCFS: at the back (a preempted request at the front). Priority: after every waiting
         request of at least its priority (a preempted one before those of its own)."""
-        if not self.cfg.priority_scheduling:
-            if front:
-                self.waiting.appendleft(req)
-            else:
-                self.waiting.append(req)
+        waiting = self.waiting
+        # the queue is ordered by priority, highest first: at either end the place is known
+        # without a scan (always under FCFS; under priority whenever it goes to an end)
+        anywhere = not self.cfg.priority_scheduling or not waiting
+        if front and (anywhere or waiting[0].priority <= req.priority):
+            waiting.appendleft(req)
+            return
+        if not front and (anywhere or waiting[-1].priority >= req.priority):
+            waiting.append(req)
             return
         i = 0
         for i, w in enumerate(self.waiting):  # noqa: B007 - the position is the answer
