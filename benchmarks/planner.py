@@ -2,8 +2,11 @@
 
 Run: ``python benchmarks/planner.py``. Medians over repeated runs in one process; this
 machine is noisy, so compare ratios measured in one run rather than absolute numbers.
+``--quick`` takes every median over 3 runs instead (the test suite's smoke run: the same
+plans, figures too noisy to report).
 """
 
+import argparse
 import statistics
 import sys
 import time
@@ -19,9 +22,13 @@ MOE = Path(__file__).resolve().parents[1] / "deploy/examples/kimi-k2-h200.yaml"
 MIX = Path(__file__).resolve().parents[1] / "deploy/examples/variants/llama-3.1-8b-h100-l40s.yaml"
 
 
+QUICK_REPEAT = 3
+_quick = False
+
+
 def _median_seconds(fn: object, repeat: int) -> float:
     samples = []
-    for _ in range(repeat):
+    for _ in range(QUICK_REPEAT if _quick else repeat):
         start = time.perf_counter()
         fn()  # type: ignore[operator]
         samples.append(time.perf_counter() - start)
@@ -29,6 +36,10 @@ def _median_seconds(fn: object, repeat: int) -> float:
 
 
 def main() -> int:
+    global _quick  # noqa: PLW0603 - one flag read by every measurement
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="medians over 3 runs (smoke run)")
+    _quick = parser.parse_args().quick
     service = parse_manifests(EXAMPLE.read_text())[0]
     fixed = service.spec
     auto = fixed.model_copy(
