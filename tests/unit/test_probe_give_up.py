@@ -15,6 +15,8 @@ from tokenscale.simulation.recorder import Recorder
 from tokenscale.simulation.replica import ReplicaConfig, replica_config
 
 PAIRS = [(800, 150), (2000, 60), (300, 400), (1200, 200)]
+LONG = [(6000, 300), (12000, 150), (3000, 500)]
+"""Long requests: a replica sustains a few per second, so each probe's 300 s are few requests."""
 
 
 def _engine(slo: Slo) -> tuple[ReplicaConfig, Slo, float]:
@@ -57,10 +59,10 @@ def test_an_overloaded_probe_stops_early() -> None:
 def test_the_bisection_finds_the_same_rate_with_every_probe_run_to_its_end(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    cfg, slo, planned = _engine(Slo(ttft_p99_seconds=1.0, tpot_p99_seconds=0.05))
-    early = sustainable_rps(cfg, slo, PAIRS, planned, requests=600, seed=1)
+    cfg, slo, _ = _engine(Slo(ttft_p99_seconds=4.0, tpot_p99_seconds=0.05))
+    early = sustainable_rps(cfg, slo, LONG, 1.0, requests=300, seed=1)
     monkeypatch.setattr(capacity._Misses, "surely_missed", lambda *_: False)
-    whole = sustainable_rps(cfg, slo, PAIRS, planned, requests=600, seed=1)
+    whole = sustainable_rps(cfg, slo, LONG, 1.0, requests=300, seed=1)
     assert early == whole
     assert math.isfinite(early)
     assert early > 0
