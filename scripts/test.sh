@@ -26,8 +26,8 @@ if [ "$#" -gt 0 ]; then
   echo "== pytest $*"; exec python -m pytest "$@"
 fi
 # The unit suite is CPU-bound and independent: one worker per core. The integration suite
-# mostly waits on real servers, so it runs three workers even on two cores (470 s against
-# 600-640 s on two, every test passing); each worker starts its own control plane and
+# mostly waits on real servers, so it runs three workers even on two cores (450-480 s against
+# 600-640 s on two, every test passing), its longest files first (tests/integration/conftest.py); each worker starts its own control plane and
 # Prometheus, takes whole files (their module fixtures are shared) and picks its servers' ports
 # from its own range (tests/conftest.py), so a server one test stops and restarts keeps its port.
 rc=0

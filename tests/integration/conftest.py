@@ -73,7 +73,7 @@ LONGEST_FILES = (
     "test_variants.py",
     "test_ownership.py",
 )
-"""The files that take a minute or more together (``--durations``, this 2-core machine), longest
+"""The eight slowest files (40–135 s each by ``--durations`` on this 2-core machine), longest
 first: handed out first, so ``--dist loadfile`` does not start one of them last on a worker while
 the others sit idle. A file not listed keeps its place after them."""
 

@@ -59,7 +59,7 @@ MIN_REPLAY_S = 300.0
 WARMUP_FRACTION = 0.2
 """The share of a probe's first requests its SLO test ignores (:func:`meets_slo`)."""
 GIVE_UP_EVERY = 200
-"""Arrivals between two checks of whether a probe has surely failed (:func:`_surely_missed`)."""
+"""Arrivals between two checks of whether a probe has surely failed (:class:`_Misses`)."""
 MAX_REPLAY_REQUESTS = 20_000
 """Cap on one probe's requests (the bracket doubles the rate while probes pass)."""
 
