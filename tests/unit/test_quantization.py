@@ -10,6 +10,7 @@ from tokenscale.api.errors import SpecError
 from tokenscale.catalog import MODEL_CATALOG, count_params
 from tokenscale.catalog.hf_config import weight_dtype_from_hf_config
 from tokenscale.planning import plan_service, replica_perf_model
+from tokenscale.planning.inputs import bytes_per_param, resident_bytes_per_param
 from tokenscale.planning.performance import WEIGHT_ONLY_DECODE_BANDWIDTH_EFFICIENCY
 from tokenscale.render.engine_args import engine_args
 
@@ -97,13 +98,27 @@ def test_an_unreadable_quantization_needs_an_explicit_width() -> None:
 
 
 def test_int4_plans_a_quarter_of_bf16_only_when_vllm_would_load_a_quarter() -> None:
-    """The linear layers at a quarter; the embeddings and LM head stay 16-bit (AWQ keeps them)."""
+    """The linear layers at a quarter, with their group scales and zero points; the embeddings
+    and LM head stay 16-bit (AWQ keeps them)."""
     bf16 = plan_service(spec(model={"weightDtype": "bf16"}))
     awq = plan_service(spec(model={"catalog": None, "hfConfig": _hf(quant_method="awq", bits=4)}))
     kept = count_params(MODEL_CATALOG["llama-3.1-8b"].architecture)
     kept_bytes = (kept.embedding + kept.lm_head) * 2.0
-    assert awq.weight_bytes == pytest.approx((bf16.weight_bytes - kept_bytes) / 4 + kept_bytes)
-    assert awq.weight_bytes / 1e9 == pytest.approx(5.6, abs=0.1)  # the AWQ checkpoint: ~5.7 GB
+    linear = (bf16.weight_bytes - kept_bytes) / 2.0  # parameters
+    assert awq.weight_bytes == pytest.approx(linear * (0.5 + 2.5 / 128) + kept_bytes)
+    assert awq.weight_bytes / 1e9 == pytest.approx(5.73, abs=0.05)  # the AWQ checkpoint: ~5.7 GB
+
+
+def test_int4_group_scales_are_memory_not_the_decode_read() -> None:
+    """A 4-bit weight's scale and zero point (one 16-bit scale and a 4-bit zero per 128) are
+    resident, so they take KV room; the decode step's read stays at 0.5 B per weight (its
+    fitted efficiency already takes the scale loads in)."""
+    assert resident_bytes_per_param("int4") == pytest.approx(0.5 + 2.5 / 128)
+    for dtype in ("bf16", "fp16", "fp8", "int8"):
+        assert resident_bytes_per_param(dtype) == bytes_per_param(dtype)
+    awq_spec = spec(model={"catalog": None, "hfConfig": _hf(quant_method="awq", bits=4)})
+    perf = replica_perf_model(awq_spec, plan_service(awq_spec))
+    assert perf.weight_bytes_per_param == 0.5
 
 
 def test_int4_decode_reads_its_weights_at_the_weight_only_fraction_of_the_bandwidth() -> None:

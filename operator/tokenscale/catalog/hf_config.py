@@ -337,8 +337,9 @@ def hf_config_notes(cfg: Mapping[str, Any]) -> list[str]:
         )
     if quantization_method(cfg) in _FP4_METHODS:
         notes.append(
-            "MXFP4 weights are counted as int4 (0.5 byte per weight, embeddings and LM head at "
-            "16 bits): the block scales (1/32 byte per weight) and any layers the checkpoint "
-            "keeps at 16 bits (gpt-oss: attention) are not counted"
+            "MXFP4 weights are counted as int4 (0.5 byte per weight with AWQ's group-128 scales, "
+            "2.5/128 byte, embeddings and LM head at 16 bits): MXFP4's block scales are 1/32 byte "
+            "per weight, and any layers the checkpoint keeps at 16 bits (gpt-oss: attention) are "
+            "not counted"
         )
     return notes

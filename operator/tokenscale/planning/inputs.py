@@ -218,5 +218,25 @@ def check_tp(arch: Architecture, tp: int, gpus_per_node: int) -> None:
         )
 
 
+#: Bytes per 4-bit weight that its group's quantization parameters add in GPU memory. AWQ and
+#: GPTQ checkpoints (and compressed-tensors W4A16) keep one 16-bit scale per group of 128 weights
+#: (2/128 B), asymmetric ones also a packed 4-bit zero point (0.5/128 B): 2.5/128 assumed, the
+#: asymmetric AWQ/GPTQ default. Measured (benchmarks/accuracy, held-out ``a100-quant``, vLLM
+#: 0.19): Qwen3-32B-AWQ loads 18.14 GiB and a symmetric W4A16 GPTQ 18.03 GiB, where 0.5 B per
+#: weight (16-bit embeddings and LM head) gives 17.43 and this gives 18.00. Other 4-bit block
+#: formats keep more (NVFP4: an FP8 scale per 16 weights, 1/16 B; MXFP4: one byte per 32, 1/32 B):
+#: for them this is a floor. The decode model reads 0.5 B per weight at a fitted efficiency that
+#: already takes the scale loads in (planning/performance.py), so this is memory only.
+INT4_GROUP_BYTES_PER_PARAM = 2.5 / 128
+
+
 def bytes_per_param(dtype: WeightDtype) -> float:
+    """Bytes per stored weight element, what a decode step reads (``BYTES_PER_ELEMENT``)."""
     return BYTES_PER_ELEMENT[dtype]
+
+
+def resident_bytes_per_param(dtype: WeightDtype) -> float:
+    """Bytes a quantized weight holds in GPU memory: its element, and for int4 its group's scale
+    and zero point (:data:`INT4_GROUP_BYTES_PER_PARAM`)."""
+    extra = INT4_GROUP_BYTES_PER_PARAM if dtype == "int4" else 0.0
+    return BYTES_PER_ELEMENT[dtype] + extra

@@ -35,7 +35,7 @@ from tokenscale.api.errors import SpecError, SpecIssue
 from tokenscale.api.inference_service import InferenceServiceSpec
 from tokenscale.api.model import ModelSpec
 from tokenscale.planning.formulas import weight_bytes
-from tokenscale.planning.inputs import ResolvedModel, bytes_per_param, resolve_model
+from tokenscale.planning.inputs import ResolvedModel, resident_bytes_per_param, resolve_model
 from tokenscale.planning.memory import kv_geometry
 from tokenscale.planning.performance import EMBEDDING_BYTES_PER_PARAM, PerfModel
 from tokenscale.planning.result import Plan, SpeculativeEstimate
@@ -131,7 +131,7 @@ def resolve_speculative(
                 "only by being cheaper to run than the model it drafts for; name a smaller "
                 "draft, or remove spec.serving.speculative",
             )
-        w = weight_bytes(d.params.total, bytes_per_param(d.weight_dtype))
+        w = weight_bytes(d.params.total, resident_bytes_per_param(d.weight_dtype))
         kv = kv_geometry(d.architecture, d.kv_bytes_per_element, 1).bytes_per_token
         return dataclasses.replace(
             base,
