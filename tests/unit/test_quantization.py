@@ -10,7 +10,7 @@ from tokenscale.api.errors import SpecError
 from tokenscale.catalog import MODEL_CATALOG, count_params
 from tokenscale.catalog.hf_config import weight_dtype_from_hf_config
 from tokenscale.planning import plan_service, replica_perf_model
-from tokenscale.planning.inputs import bytes_per_param, resident_bytes_per_param
+from tokenscale.planning.inputs import bytes_per_param, resident_bytes_per_param, resolve_model
 from tokenscale.planning.performance import WEIGHT_ONLY_DECODE_BANDWIDTH_EFFICIENCY
 from tokenscale.render.engine_args import engine_args
 
@@ -110,15 +110,67 @@ def test_int4_plans_a_quarter_of_bf16_only_when_vllm_would_load_a_quarter() -> N
 
 
 def test_int4_group_scales_are_memory_not_the_decode_read() -> None:
-    """A 4-bit weight's scale and zero point (one 16-bit scale and a 4-bit zero per 128) are
-    resident, so they take KV room; the decode step's read stays at 0.5 B per weight (its
+    """A 4-bit weight's scale and zero point (AWQ: one 16-bit scale and a 4-bit zero per 128)
+    are resident, so they take KV room; the decode step's read stays at 0.5 B per weight (its
     fitted efficiency already takes the scale loads in)."""
-    assert resident_bytes_per_param("int4") == pytest.approx(0.5 + 2.5 / 128)
-    for dtype in ("bf16", "fp16", "fp8", "int8"):
-        assert resident_bytes_per_param(dtype) == bytes_per_param(dtype)
     awq_spec = spec(model={"catalog": None, "hfConfig": _hf(quant_method="awq", bits=4)})
+    model = resolve_model(awq_spec)
+    assert resident_bytes_per_param(model) == pytest.approx(0.5 + 2.5 / 128)
+    bf16 = resolve_model(spec(model={"weightDtype": "bf16"}))
+    assert resident_bytes_per_param(bf16) == bytes_per_param("bf16")
     perf = replica_perf_model(awq_spec, plan_service(awq_spec))
     assert perf.weight_bytes_per_param == 0.5
+
+
+@pytest.mark.parametrize(
+    ("quant", "scale_bytes"),
+    [
+        ({"quant_method": "awq", "bits": 4, "group_size": 128, "zero_point": True}, 2.5 / 128),
+        ({"quant_method": "awq", "bits": 4, "group_size": 64}, 2.5 / 64),
+        ({"quant_method": "gptq", "bits": 4, "group_size": 128, "sym": True}, 2.5 / 128),
+        ({"quant_method": "gptq", "bits": 4, "group_size": -1}, 0.0),
+        (
+            {
+                "quant_method": "compressed-tensors",
+                "config_groups": {
+                    "g": {"weights": {"num_bits": 4, "group_size": 128, "symmetric": True}}
+                },
+            },
+            2.0 / 128,
+        ),
+        (
+            {
+                "quant_method": "compressed-tensors",
+                "config_groups": {
+                    "g": {"weights": {"num_bits": 4, "group_size": 32, "symmetric": False}}
+                },
+            },
+            2.5 / 32,
+        ),
+        ({"quant_method": "mxfp4"}, 1.0 / 32),
+        ({"quant_method": "bitsandbytes", "load_in_4bit": True}, 4.0 / 64),
+        (
+            {
+                "quant_method": "bitsandbytes",
+                "load_in_4bit": True,
+                "bnb_4bit_use_double_quant": True,
+            },
+            1.0 / 64 + 4.0 / (64 * 256),
+        ),
+    ],
+)
+def test_each_int4_format_counts_its_own_scales(quant: dict[str, Any], scale_bytes: float) -> None:
+    """The format's scales and zero points, read from its quantization_config: what each
+    checkpoint keeps beside its 4-bit weights (group size, symmetric or not, block formats)."""
+    model = resolve_model(spec(model={"catalog": None, "hfConfig": _hf(**quant)}))
+    assert model.scale_bytes_per_param == pytest.approx(scale_bytes)
+    assert resident_bytes_per_param(model) == pytest.approx(0.5 + scale_bytes)
+
+
+def test_a_checkpoint_named_nvfp4_counts_an_fp8_scale_per_16_weights() -> None:
+    named = resolve_model(spec(model={"name": "nvidia/Llama-3.1-8B-Instruct-NVFP4"}))
+    assert named.weight_dtype == "int4"
+    assert named.scale_bytes_per_param == pytest.approx(1.0 / 16)
 
 
 def test_int4_decode_reads_its_weights_at_the_weight_only_fraction_of_the_bandwidth() -> None:

@@ -243,6 +243,64 @@ def quantization_method(cfg: Mapping[str, Any]) -> str | None:
     return str(quant.get("quant_method") or "unknown").lower()
 
 
+#: Bytes a 4-bit weight's quantization parameters add in memory when its format is not known
+#: (a checkpoint named ``…-int4``, or ``weightDtype: int4`` with no config): AWQ's and GPTQ's
+#: layout, a 16-bit scale and a packed 4-bit zero point per group of 128 weights.
+INT4_DEFAULT_SCALE_BYTES = 2.5 / 128
+
+
+def _group_bytes(group_size: Any, scale_bytes: float, zero_bytes: float) -> float:
+    """Per-weight bytes of one scale (and zero point) per ``group_size`` weights; a group size of
+    −1 or 0 is one per output channel (negligible: 0)."""
+    if isinstance(group_size, bool) or not isinstance(group_size, int | float):
+        group_size = 128
+    if group_size <= 0:
+        return 0.0
+    return (scale_bytes + zero_bytes) / float(group_size)
+
+
+def int4_scale_bytes(method: str | None, cfg: Mapping[str, Any] | None = None) -> float:
+    """Bytes per 4-bit weight its format keeps beside it in GPU memory (scales, zero points),
+    from the checkpoint's ``quantization_config`` where given, else the method's default:
+
+    - AWQ and GPTQ: a 16-bit scale and a packed 4-bit zero point per ``group_size`` (128)
+      weights, 2.5/128 (GPTQ stores the zeros even when symmetric);
+    - compressed-tensors W4A16: a 16-bit scale per ``group_size``, and a 4-bit zero point when
+      not ``symmetric``; a ``channel`` strategy has one per output row (0);
+    - NVFP4 (ModelOpt): an FP8 scale per 16 weights, 1/16; MXFP4: a one-byte exponent per 32,
+      1/32;
+    - bitsandbytes NF4: an FP32 absmax per 64 weights, 4/64, or with double quantization an
+      8-bit one and an FP32 per 256 blocks, 1/64 + 4/16,384;
+    - anything else: :data:`INT4_DEFAULT_SCALE_BYTES`.
+    """
+    quant = _flatten(cfg).get("quantization_config") if cfg is not None else None
+    q: Mapping[str, Any] = quant if isinstance(quant, Mapping) else {}
+    m = (method or "").lower()
+    if m in ("awq", "gptq"):
+        size = _first(q, "group_size", "q_group_size")
+        return _group_bytes(128 if size is None else size, 2.0, 0.5)
+    if m == "compressed-tensors":
+        groups = q.get("config_groups")
+        for group in groups.values() if isinstance(groups, Mapping) else ():
+            w = group.get("weights") if isinstance(group, Mapping) else None
+            if isinstance(w, Mapping) and w.get("num_bits") == 4:
+                if str(w.get("strategy", "group")).lower() == "channel":
+                    return 0.0
+                zero = 0.0 if w.get("symmetric", True) else 0.5
+                size = w.get("group_size")
+                return _group_bytes(128 if size is None else size, 2.0, zero)
+        return _group_bytes(128, 2.0, 0.0)
+    if m == "mxfp4":
+        return 1.0 / 32.0
+    if "fp4" in m or m == "modelopt":
+        return 1.0 / 16.0
+    if m == "bitsandbytes":
+        if q.get("bnb_4bit_use_double_quant"):
+            return 1.0 / 64.0 + 4.0 / (64.0 * 256.0)
+        return 4.0 / 64.0
+    return INT4_DEFAULT_SCALE_BYTES
+
+
 def weight_dtype_from_hf_config(cfg: Mapping[str, Any]) -> WeightDtype | None:
     """The checkpoint's stored precision: ``quantization_config`` first, then ``torch_dtype``.
 
@@ -337,9 +395,8 @@ def hf_config_notes(cfg: Mapping[str, Any]) -> list[str]:
         )
     if quantization_method(cfg) in _FP4_METHODS:
         notes.append(
-            "MXFP4 weights are counted as int4 (0.5 byte per weight with AWQ's group-128 scales, "
-            "2.5/128 byte, embeddings and LM head at 16 bits): MXFP4's block scales are 1/32 byte "
-            "per weight, and any layers the checkpoint keeps at 16 bits (gpt-oss: attention) are "
-            "not counted"
+            "MXFP4 weights are counted as int4 (0.5 byte per weight and its block's scale, 1/32 "
+            "byte; embeddings and LM head at 16 bits): any layers the checkpoint keeps at 16 bits "
+            "(gpt-oss: attention) are not counted"
         )
     return notes

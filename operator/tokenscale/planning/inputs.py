@@ -3,7 +3,9 @@
 Invalid input raises :class:`SpecError` naming the field, the value and what is allowed.
 """
 
+from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import Any
 
 from tokenscale.api.base import MAX_PARAMS
 from tokenscale.api.errors import SpecError, SpecIssue, did_you_mean
@@ -14,6 +16,7 @@ from tokenscale.catalog.gpus import GPU_CATALOG
 from tokenscale.catalog.hf_config import (
     architecture_from_hf_config,
     hf_config_notes,
+    int4_scale_bytes,
     quantization_method,
     weight_dtype_from_hf_config,
 )
@@ -42,6 +45,9 @@ class ResolvedModel:
     source: str
     notes: tuple[str, ...] = ()
     """What the architecture assumes where the model's config is silent (plan warnings)."""
+    scale_bytes_per_param: float = 0.0
+    """Bytes a weight's quantization parameters add in memory (int4: its format's group scales
+    and zero points, :func:`~tokenscale.catalog.hf_config.int4_scale_bytes`; else 0)."""
 
 
 def vllm_serving_defaults(gpu: GpuSpec) -> ServingDefaults:
@@ -128,6 +134,7 @@ def resolve_model(spec: InferenceServiceSpec) -> ResolvedModel:
     m = spec.model
     checkpoint_dtype: WeightDtype | None = None
     method: str | None = None
+    quant_config: Mapping[str, Any] | None = None  # the config.json its format is read from
     notes: tuple[str, ...] = ()
     if m.hf_config_file is not None and m.hf_config is None:  # the CLI inlines the file
         raise SpecError.single(
@@ -152,6 +159,7 @@ def resolve_model(spec: InferenceServiceSpec) -> ResolvedModel:
             else f"spec.model.hfConfigFile ({m.hf_config_file})"
         )
         method = quantization_method(m.hf_config)
+        quant_config = m.hf_config
         notes = tuple(hf_config_notes(m.hf_config))
     else:
         key = m.catalog or m.name
@@ -167,10 +175,12 @@ def resolve_model(spec: InferenceServiceSpec) -> ResolvedModel:
             )
         arch, checkpoint_dtype = entry.architecture, entry.default_dtype
         method = quantization_method(entry.config)
+        quant_config = entry.config
         source = f"catalog {entry.key} ({entry.source})"
     named = quantization_from_name(m.name) if m.hf_config is None else None
     if named is not None:
         checkpoint_dtype, method = named
+        quant_config = None  # the name's format, not the base model's config
         source += f"; checkpoint pre-quantized to {checkpoint_dtype} ({method}, from its name)"
     dtype = check_loadable(m.weight_dtype, checkpoint_dtype, method)
     params = count_params(arch)
@@ -183,7 +193,8 @@ def resolve_model(spec: InferenceServiceSpec) -> ResolvedModel:
         )
     activation_bytes = 4.0 if dtype == "fp32" else 2.0
     kv_bytes = 1.0 if m.kv_cache_dtype == "fp8" else activation_bytes
-    return ResolvedModel(arch, params, dtype, checkpoint_dtype, kv_bytes, source, notes)
+    scales = int4_scale_bytes(method, quant_config) if dtype == "int4" else 0.0
+    return ResolvedModel(arch, params, dtype, checkpoint_dtype, kv_bytes, source, notes, scales)
 
 
 def tp_problem(arch: Architecture, tp: int) -> str | None:
@@ -218,25 +229,16 @@ def check_tp(arch: Architecture, tp: int, gpus_per_node: int) -> None:
         )
 
 
-#: Bytes per 4-bit weight that its group's quantization parameters add in GPU memory. AWQ and
-#: GPTQ checkpoints (and compressed-tensors W4A16) keep one 16-bit scale per group of 128 weights
-#: (2/128 B), asymmetric ones also a packed 4-bit zero point (0.5/128 B): 2.5/128 assumed, the
-#: asymmetric AWQ/GPTQ default. Measured (benchmarks/accuracy, held-out ``a100-quant``, vLLM
-#: 0.19): Qwen3-32B-AWQ loads 18.14 GiB and a symmetric W4A16 GPTQ 18.03 GiB, where 0.5 B per
-#: weight (16-bit embeddings and LM head) gives 17.43 and this gives 18.00. Other 4-bit block
-#: formats keep more (NVFP4: an FP8 scale per 16 weights, 1/16 B; MXFP4: one byte per 32, 1/32 B):
-#: for them this is a floor. The decode model reads 0.5 B per weight at a fitted efficiency that
-#: already takes the scale loads in (planning/performance.py), so this is memory only.
-INT4_GROUP_BYTES_PER_PARAM = 2.5 / 128
-
-
 def bytes_per_param(dtype: WeightDtype) -> float:
     """Bytes per stored weight element, what a decode step reads (``BYTES_PER_ELEMENT``)."""
     return BYTES_PER_ELEMENT[dtype]
 
 
-def resident_bytes_per_param(dtype: WeightDtype) -> float:
-    """Bytes a quantized weight holds in GPU memory: its element, and for int4 its group's scale
-    and zero point (:data:`INT4_GROUP_BYTES_PER_PARAM`)."""
-    extra = INT4_GROUP_BYTES_PER_PARAM if dtype == "int4" else 0.0
-    return BYTES_PER_ELEMENT[dtype] + extra
+def resident_bytes_per_param(model: ResolvedModel) -> float:
+    """Bytes a weight holds in GPU memory: its element and, for int4, its format's scales and
+    zero points (:attr:`ResolvedModel.scale_bytes_per_param`). A decode step's read is costed at
+    the element alone: the fitted weight-only efficiency (planning/performance.py) already takes
+    the scale loads in. Measured (benchmarks/accuracy, held-out ``a100-quant``, vLLM 0.19):
+    Qwen3-32B-AWQ loads 18.14 GiB and a symmetric W4A16 GPTQ 18.03 GiB, where 0.5 B per weight
+    gives 17.43 and the scales 18.00 and 17.89."""
+    return BYTES_PER_ELEMENT[model.weight_dtype] + model.scale_bytes_per_param

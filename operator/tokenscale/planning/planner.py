@@ -132,11 +132,11 @@ def _as_layout(tp: "int | Layout") -> Layout:
 
 
 def model_weight_bytes(r: Resolved) -> float:
-    """Bytes of weights vLLM loads: ``params × bytes per param`` (int4 with its group scales:
+    """Bytes of weights vLLM loads: ``params × bytes per param`` (int4 with its format's scales:
     ``resident_bytes_per_param``), except that quantized checkpoints (and online FP8) keep the
     embeddings and the LM head in 16 bits (AWQ, GPTQ, compressed-tensors and ``--quantization
     fp8`` quantize the linear layers only)."""
-    params, bpp = r.model.params, resident_bytes_per_param(r.model.weight_dtype)
+    params, bpp = r.model.params, resident_bytes_per_param(r.model)
     if bpp >= 2.0:
         return weight_bytes(params.total, bpp)
     kept = params.embedding + params.lm_head
@@ -392,9 +392,7 @@ def _kv_pool(
     per_gpu = (
         model_weight_bytes(r) / tp  # one node: main's accounting, 16-bit embeddings included
         if layout.gpus == tp
-        else weight_bytes_per_gpu(
-            model.params, arch, layout, resident_bytes_per_param(model.weight_dtype)
-        )
+        else weight_bytes_per_gpu(model.params, arch, layout, resident_bytes_per_param(model))
     )
     draft = r.speculative if r.speculative is not None and r.speculative.enabled else None
     if draft is not None:  # the proposer's weights sit beside the target's, same TP
@@ -942,7 +940,7 @@ def _layouts(r: Resolved, sizes: list[int]) -> list[Layout]:
     return layouts_to_plan(
         model.architecture,
         model.params,
-        resident_bytes_per_param(model.weight_dtype),
+        resident_bytes_per_param(model),
         sizes,
         hw.gpus_per_node,
         hw.max_nodes_per_replica,

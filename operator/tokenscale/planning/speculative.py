@@ -131,7 +131,7 @@ def resolve_speculative(
                 "only by being cheaper to run than the model it drafts for; name a smaller "
                 "draft, or remove spec.serving.speculative",
             )
-        w = weight_bytes(d.params.total, resident_bytes_per_param(d.weight_dtype))
+        w = weight_bytes(d.params.total, resident_bytes_per_param(d))
         kv = kv_geometry(d.architecture, d.kv_bytes_per_element, 1).bytes_per_token
         return dataclasses.replace(
             base,
