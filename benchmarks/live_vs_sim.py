@@ -21,9 +21,17 @@ one point. Reported, not asserted. ``--workdir`` keeps the slice, the playground
 ``decisions.json`` (each live decision with the engine's memory) and ``playground.log`` (its
 output).
 
+``--shape pd`` compares a prefill/decode service pool by pool (default spec: the playground's
+``--pd`` example, ``llama-3.1-8b-l4-pd.yaml``): the live side is the same playground run, its
+per-role decisions and minutes (the summary's ``roles``); the simulated side is the per-role
+replay the operator's policy scales (``simulation/disaggregated_scaling.replay_scaled``, what
+``tokenscale simulate`` runs on a P/D spec) with the same timing and the live first decision's
+phase. Reported per role: the minutes whose desired replicas agree, and both roles at once;
+GPU-hours and attainment are the fleet's.
+
     python benchmarks/live_vs_sim.py [--speed 5] [--minutes 15] [--start-min 0]
         [--rate-scale 0.2] [--cold-start 60] [--seed 0] [--spec FILE] [--json OUT]
-        [--workdir DIR]
+        [--workdir DIR] [--shape one|pd]
 """
 
 import argparse
@@ -42,9 +50,17 @@ from typing import Any
 
 from tokenscale.data import AZURE_CONVERSATION, bundled_trace
 from tokenscale.playground.prometheus import scrape_interval_wall_s
-from tokenscale.playground.service import default_spec_path, load_service
+from tokenscale.playground.service import PD_SPEC, default_spec_path, load_service
 from tokenscale.simulation import SimOptions, SimResult, Trace, parse_trace, scale_trace
-from tokenscale.simulation.minutes import MinutePoint, agreement, disagreements, per_minute
+from tokenscale.simulation.disaggregated import engines
+from tokenscale.simulation.disaggregated_scaling import replay_scaled
+from tokenscale.simulation.minutes import (
+    MinutePoint,
+    agreement,
+    disagreements,
+    per_minute,
+    pool_per_minute,
+)
 from tokenscale.simulation.run import Setup, simulate
 from tokenscale.simulation.trace import TraceRequest
 
@@ -94,6 +110,8 @@ class Comparison:
     p90, p99, max; the playground's ``arrival_late_s``)."""
     divergence: "Divergence | None" = None
     """The first decision at which the two sides ask for different replicas."""
+    roles: "dict[str, RoleAgreement] | None" = None
+    """``--shape pd``: each role's minutes; ``agreement`` is then both roles at once."""
 
     def verdicts(self) -> list[tuple[str, bool]]:
         return [
@@ -370,6 +388,149 @@ def _divergence(
     )
 
 
+@dataclass(frozen=True)
+class RoleAgreement:
+    """One pool of a prefill/decode service, live against simulated, minute by minute."""
+
+    live: list[MinutePoint]
+    sim: list[MinutePoint]
+    agreement: float
+    disagree: list[tuple[int, int, int]]
+    live_decisions: int
+    sim_decisions: int
+    first_apart: tuple[float, int, str, int, str] | None = None
+    """The first simulated decision the live one (within half an interval) answered with other
+    replicas: (time, live replicas, live reason, simulated replicas, simulated reason)."""
+
+
+def both_agree(roles: dict[str, RoleAgreement]) -> float:
+    """The share of the minutes every role read in which every role's desired replicas agree."""
+    shared = set.intersection(
+        *({p.minute for p in r.live} & {p.minute for p in r.sim} for r in roles.values())
+    )
+    if not shared:
+        return math.nan
+    apart = {m for r in roles.values() for m, _, _ in r.disagree}
+    return 1.0 - len(shared & apart) / len(shared)
+
+
+def compare_pd(
+    spec: Path,
+    source: Trace,
+    speed: float,
+    minutes: float,
+    start_min: float,
+    rate_scale: float,
+    cold_start_s: float,
+    seed: int,
+    workdir: Path,
+) -> Comparison:
+    """A prefill/decode service, pool by pool (module docstring)."""
+    trace = trace_slice(source, start_min * 60.0, minutes * 60.0, rate_scale, seed)
+    trace_file = workdir / "slice.jsonl"
+    trace_file.write_text(as_jsonl(trace))
+    same = parse_trace(trace_file.read_text(), source=trace_file.name)
+    real, data, wall = live(spec, trace_file, speed, cold_start_s, workdir)
+    live_roles = data.get("roles") or {}
+    if not live_roles:
+        raise SystemExit(f"{spec}: the playground ran no prefill/decode pools (--shape pd)")
+    interval = decision_interval_s(speed)
+    times = [d["t_s"] for r in live_roles.values() for d in r.get("decisions", [])]
+    phase = phase_of(times, interval)
+    service = load_service(spec.read_text(), "spec")
+    run = replay_scaled(
+        service.spec,
+        service.plan,
+        engines(service.spec, service.plan),
+        same,
+        cold_start_s=cold_start_s,
+        decision_interval_s=interval,
+        scrape_interval_s=scrape_interval_wall_s(speed) * speed,
+        first_decision_s=phase,
+    )
+    roles: dict[str, RoleAgreement] = {}
+    for role, entry in sorted(live_roles.items()):
+        mine = [
+            MinutePoint(
+                minute=m["minute"],
+                t_s=min((m["minute"] + 1) * 60.0, same.duration_s),
+                desired=m["desired"],
+                ready=m["ready"],
+            )
+            for m in entry["timeline"]
+            if m["minute"] * 60.0 < same.duration_s
+        ]
+        theirs = pool_per_minute(run.timeline, role, same.duration_s)
+        decided = entry.get("decisions", [])
+        sim_decided = [(p.t_s, p.asked[role], p.reasons.get(role, p.reason)) for p in run.timeline]
+        found = first_divergence(decided, sim_decided, interval)
+        roles[role] = RoleAgreement(
+            mine,
+            theirs,
+            agreement(mine, theirs),
+            disagreements(mine, theirs),
+            len(decided),
+            len(run.timeline),
+            None
+            if found is None
+            else (found[1][0], found[0]["replicas"], found[0]["reason"], found[1][1], found[1][2]),
+        )
+    sim = Side(
+        run.slo_attainment, run.gpu_hours, run.scale_events, max(run.replicas_max.values()), []
+    )
+    ratio = real.gpu_hours / sim.gpu_hours if sim.gpu_hours > 0 else math.inf
+    return Comparison(
+        speed=speed,
+        minutes=max(len(r.sim) for r in roles.values()),
+        cold_start_s=cold_start_s,
+        seed=seed,
+        requests=len(same.requests),
+        live=real,
+        sim=sim,
+        agreement=both_agree(roles),
+        gpu_hours_ratio=ratio,
+        attainment_gap_points=(real.slo_attainment - sim.slo_attainment) * 100.0,
+        disagree=[],
+        live_wall_s=wall,
+        live_decisions=[],
+        sim_decisions=[],
+        arrival_late_s=data.get("arrival_late_s"),
+        roles=roles,
+    )
+
+
+def _role_lines(roles: dict[str, RoleAgreement]) -> list[str]:
+    lines = []
+    for role, r in roles.items():
+        lines.append(
+            f"{role}: desired replicas agree in {r.agreement * 100:.0f} % of minutes "
+            f"({r.live_decisions} live decisions, {r.sim_decisions} simulated)"
+        )
+        if r.first_apart is not None:
+            t, lr, lwhy, sr, swhy = r.first_apart
+            lines.append(
+                f"  first divergent decision at {t:.1f} s: live {lr} ({lwhy[:100]}) · "
+                f"simulated {sr} ({swhy[:100]})"
+            )
+    sim_at = {role: {p.minute: p for p in r.sim} for role, r in roles.items()}
+    live_at = {role: {p.minute: p for p in r.live} for role, r in roles.items()}
+    names = list(roles)
+    lines.append(
+        "minute: " + " · ".join(f"{n} live desired/ready, simulated desired/ready" for n in names)
+    )
+    every = sorted({m for n in names for m in (*sim_at[n], *live_at[n])})
+    for m in every:
+        cells = []
+        for n in names:
+            a, b = live_at[n].get(m), sim_at[n].get(m)
+            left = "–" if a is None else f"{a.desired}/{a.ready}"
+            right = "–" if b is None else f"{b.desired}/{b.ready}"
+            mark = "" if a is None or b is None or a.desired == b.desired else " ≠"
+            cells.append(f"{left:>5} {right:>5}{mark:2}")
+        lines.append(f"  {m:3d}: " + " · ".join(cells))
+    return lines
+
+
 def report(c: Comparison) -> str:
     e = c.live.engine_slo_attainment
     engine = "–" if e is None else f"{e * 100:.2f}"
@@ -386,7 +547,9 @@ def report(c: Comparison) -> str:
         f"| scale events | {c.live.scale_events} | {c.sim.scale_events} |",
         f"| replicas max | {c.live.replicas_max} | {c.sim.replicas_max} |",
         "",
-        f"desired replicas agree in {c.agreement * 100:.0f} % of minutes; GPU-hours live ÷ "
+        f"desired replicas agree in {c.agreement * 100:.0f} % of minutes"
+        + (" (every role at once)" if c.roles is not None else "")
+        + "; GPU-hours live ÷ "
         f"simulated {c.gpu_hours_ratio:.3f}; attainment live − simulated "
         f"{c.attainment_gap_points:+.2f} points",
     ]
@@ -409,6 +572,8 @@ def report(c: Comparison) -> str:
             f"twins received the requests late by (modelled s) p50 {q['p50']:.2f}, "
             f"p90 {q['p90']:.2f}, p99 {q['p99']:.2f}, max {q['max']:.2f}"
         )
+    if c.roles is not None:
+        return "\n".join([*lines, *_role_lines(c.roles)])
     lines += _divergence_lines(c.divergence)
     sim_at = {p.minute: p for p in c.sim.minutes}
     live_at = {p.minute: p for p in c.live.minutes}
@@ -450,7 +615,13 @@ def _plain(value: object) -> object:
 
 def main(argv: Sequence[str] | None = None) -> Comparison:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--spec", type=Path, default=default_spec_path())
+    ap.add_argument("--spec", type=Path, help="Default: the playground's example for --shape.")
+    ap.add_argument(
+        "--shape",
+        choices=("one", "pd"),
+        default="one",
+        help="one: a one-pool service; pd: a prefill/decode service, pool by pool.",
+    )
     ap.add_argument("--trace", type=Path, help="Default: the bundled Azure conversation hour.")
     ap.add_argument("--rate-scale", type=float, default=0.2)
     ap.add_argument("--start-min", type=float, default=0.0)
@@ -466,8 +637,9 @@ def main(argv: Sequence[str] | None = None) -> Comparison:
     with tempfile.TemporaryDirectory(prefix="live-vs-sim-") as tmp:
         if args.workdir is not None:
             args.workdir.mkdir(parents=True, exist_ok=True)
-        c = compare(
-            args.spec,
+        spec = args.spec or default_spec_path(*((PD_SPEC,) if args.shape == "pd" else ()))
+        c = (compare_pd if args.shape == "pd" else compare)(
+            spec,
             source,
             args.speed,
             args.minutes,

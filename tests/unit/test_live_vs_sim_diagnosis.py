@@ -2,9 +2,10 @@
 received the load, and the first decision at which the two loops part."""
 
 import pytest
-from benchmarks.live_vs_sim import first_divergence
+from benchmarks.live_vs_sim import RoleAgreement, both_agree, first_divergence
 
 from tokenscale.playground.lateness import arrival_lateness_s, lateness_summary
+from tokenscale.simulation.minutes import MinutePoint, agreement, disagreements
 
 
 def test_lateness_is_each_arrival_against_the_trace_in_order() -> None:
@@ -37,3 +38,20 @@ def test_the_first_divergence_is_the_first_simulated_decision_live_answers_other
     assert live_d["t_s"] == 29.4
     assert sim_d == (29.5, 3, "scale up 2→3")
     assert first_divergence(live, sim[:1], 15.0) is None
+
+
+def test_a_pd_service_agrees_only_in_minutes_where_every_role_does() -> None:
+    def minutes(*desired: int) -> list[MinutePoint]:
+        return [
+            MinutePoint(minute=m, t_s=60.0 * m, desired=d, ready=d) for m, d in enumerate(desired)
+        ]
+
+    def role(live: list[MinutePoint], sim: list[MinutePoint]) -> RoleAgreement:
+        return RoleAgreement(live, sim, agreement(live, sim), disagreements(live, sim), 0, 0)
+
+    roles = {
+        "prefill": role(minutes(1, 1, 1, 1), minutes(1, 2, 1, 1)),  # minute 1 apart
+        "decode": role(minutes(2, 3, 3, 3), minutes(2, 3, 4, 3)),  # minute 2 apart
+    }
+    assert roles["prefill"].agreement == pytest.approx(0.75)
+    assert both_agree(roles) == pytest.approx(0.5)

@@ -5,7 +5,14 @@ import pytest
 from tokenscale.playground.session import PlaygroundResult, ScaleEvent
 from tokenscale.playground.summary import gpu_hours_until, summary_json
 from tokenscale.simulation import TimelinePoint
-from tokenscale.simulation.minutes import MinutePoint, agreement, disagreements, per_minute
+from tokenscale.simulation.minutes import (
+    MinutePoint,
+    agreement,
+    disagreements,
+    per_minute,
+    pool_per_minute,
+)
+from tokenscale.simulation.result import PoolsPoint
 
 
 def _p(t: float, desired: int, ready: int, starting: int = 0) -> TimelinePoint:
@@ -74,3 +81,17 @@ def test_playground_summary_json_counts_gpu_hours_over_the_load() -> None:
     assert data["gpu_hours_during_load"] == pytest.approx(gpu_hours_until(r, 180.0))
     assert [m["desired"] for m in data["timeline"]] == [2, 4, 4]
     assert set(data) >= {"slo_attainment", "gpu_hours", "replicas_max", "timeline"}
+
+
+def test_one_pool_of_several_is_read_minute_by_minute() -> None:
+    """A fleet's decisions ask per pool; each pool's minutes read its own counts."""
+    tl = [
+        PoolsPoint(15.0, {"prefill": 1, "decode": 2}, {"prefill": 1, "decode": 2}, {}, "hold"),
+        PoolsPoint(55.0, {"prefill": 1, "decode": 3}, {"prefill": 1, "decode": 2}, {}, "up"),
+        PoolsPoint(130.0, {"prefill": 2, "decode": 3}, {"prefill": 1, "decode": 3}, {}, "up"),
+    ]
+    decode = pool_per_minute(tl, "decode", 180.0)
+    assert [(m.minute, m.desired, m.ready) for m in decode] == [(0, 3, 2), (1, 3, 2), (2, 3, 3)]
+    prefill = pool_per_minute(tl, "prefill", 180.0)
+    assert [m.desired for m in prefill] == [1, 1, 2]
+    assert pool_per_minute(tl, "serve", 180.0) == []

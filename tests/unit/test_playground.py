@@ -8,7 +8,7 @@ from tokenscale.cli.app import app
 from tokenscale.playground.engine import ModelClock, Stream, TwinEngine, prompt_blocks
 from tokenscale.playground.load import shaped_trace, shared_prefix_prompt
 from tokenscale.playground.service import PD_SPEC, default_spec_path, load_service, spec_mix
-from tokenscale.playground.session import PlaygroundResult, RoleFrame
+from tokenscale.playground.session import DecisionPoint, PlaygroundResult, RoleFrame
 from tokenscale.playground.summary import gpu_hours_until, role_summary
 from tokenscale.simulation.replica import SimRequest
 from tokenscale.simulation.trace import TraceRequest, window_rates
@@ -133,3 +133,25 @@ def test_a_pd_runs_gpu_hours_count_each_role_at_its_gpus() -> None:
     r.role_gpus = {"prefill": 2, "decode": 1}
     assert gpu_hours_until(r, 1800.0) == pytest.approx(0.5 * (2 * 2 + 2 * 1))
     assert role_summary(r)["prefill"]["replicas_max"] == 1
+
+
+def test_a_pd_summary_reads_each_roles_minutes_from_its_decisions() -> None:
+    """Each role's desired replicas at a minute's end are its last decision observed by then
+    (as one pool's are), and the summary lists the decisions: the sampled Deployment count
+    lags the decision that asked for it."""
+    r = PlaygroundResult("s", 20.0, "t", 0, 0, 0, 0, 0, 0, 0, 0, 0, [], [], None, None, [], [])
+    r.load_duration_s = 180.0
+    r.role_timeline = [
+        (30.0, {"prefill": RoleFrame(1, 1, 0), "decode": RoleFrame(2, 2, 0)}),
+        (110.0, {"prefill": RoleFrame(1, 1, 0), "decode": RoleFrame(2, 2, 0)}),
+        (170.0, {"prefill": RoleFrame(1, 1, 0), "decode": RoleFrame(3, 2, 1)}),
+    ]
+    r.role_decisions = {
+        "decode": [DecisionPoint(20.0, 2, "hold 2"), DecisionPoint(100.0, 3, "scale up 2→3")],
+        "prefill": [DecisionPoint(20.0, 1, "hold 1")],
+    }
+    roles = role_summary(r)
+    decode = {m["minute"]: m["desired"] for m in roles["decode"]["timeline"]}
+    assert decode == {0: 2, 1: 3, 2: 3}  # minute 1's sample still read 2
+    assert [d["replicas"] for d in roles["decode"]["decisions"]] == [2, 3]
+    assert [m["desired"] for m in roles["prefill"]["timeline"]] == [1, 1, 1]

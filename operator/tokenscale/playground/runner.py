@@ -161,6 +161,8 @@ class PodRunner:
         """Every decision the InferenceService's status reported, by its observation."""
         self.role_decided: dict[str, list[Decided]] = {}
         """A prefill/decode service: each role's decisions (``status.roles``)."""
+        self.role_reports: dict[str, list[Report]] = {}
+        """A prefill/decode service: each role's decisions as ``status.roles`` wrote them."""
         self.reports: list[Report] = []
         """The same decisions as the status wrote them."""
         self.gone: list[PodTwin] = []
@@ -332,6 +334,17 @@ class PodRunner:
             if seen and seen[-1].observed_s >= wall - 1e-6:
                 continue
             seen.append(Decided(wall, int(replicas)))
+            decision = entry.get("decision") or {}
+            self.role_reports.setdefault(role, []).append(
+                Report(
+                    float(observed),
+                    int(replicas),
+                    decision.get("reason", ""),
+                    entry.get("scaling") or {},
+                    decision.get("forecast") or {},
+                    list(decision.get("signals") or []),
+                )
+            )
             self._wakeup()
 
     def _wall(self, engine_s: float) -> float:

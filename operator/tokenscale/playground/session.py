@@ -50,7 +50,7 @@ from tokenscale.playground.load import LoadStats, Outcome, Picker, Router, repla
 from tokenscale.playground.pd_router import ROLES, RolesRouter
 from tokenscale.playground.processes import Process, free_port
 from tokenscale.playground.prometheus import PrometheusServer, scrape_interval_wall_s
-from tokenscale.playground.runner import PodRunner
+from tokenscale.playground.runner import PodRunner, Report
 from tokenscale.playground.service import PlaygroundService
 from tokenscale.simulation import TimelinePoint, Trace
 from tokenscale.simulation.faults import RETRY_DELAY_S, Fault
@@ -185,6 +185,8 @@ class PlaygroundResult:
     """A prefill/decode service: each role's counts, once a second (modelled time)."""
     role_gpus: dict[str, int] = field(default_factory=dict)
     """A prefill/decode service: GPUs per replica of each role."""
+    role_decisions: dict[str, list[DecisionPoint]] = field(default_factory=dict)
+    """A prefill/decode service: each role's decisions, as :attr:`decisions` for one pool."""
     engine_slo_attainment: float | None = None
     """The share of requests sent that the twins' engines finished within the SLO by their
     modelled latencies (what the simulator counts, and what the twins' histograms hold),
@@ -553,6 +555,7 @@ class Playground:
             load_duration_s=self.opts.trace.duration_s,
             outcomes=list(outs),
             decisions=self._decisions(),
+            role_decisions=self._role_decisions(),
             pods=self._pods,
             engine_slo_attainment=(
                 sum(meets(o, slo) for o in self._engine_outcomes) / stats.sent
@@ -604,7 +607,19 @@ class Playground:
         (the engine's clock runs ``speed`` times the wall clock from ``time_origin``)."""
         if self._load_wall is None:
             return []
-        decided = [] if self.runner is None else self.runner.reports
+        return self._as_points([] if self.runner is None else self.runner.reports)
+
+    def _role_decisions(self) -> dict[str, list[DecisionPoint]]:
+        """A prefill/decode service's decisions per role (``status.roles``), as
+        :meth:`_decisions`."""
+        if self.runner is None:
+            return {}
+        return {role: self._as_points(r) for role, r in self.runner.role_reports.items()}
+
+    def _as_points(self, decided: list[Report]) -> list[DecisionPoint]:
+        """Reports on the engine's clock as decisions on the load's modelled clock."""
+        if self._load_wall is None:
+            return []
         shift = (self._load_wall - self.time_origin) * self.opts.speed
         return [
             DecisionPoint(

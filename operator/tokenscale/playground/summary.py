@@ -16,7 +16,9 @@ before the minute's end (as the simulator's timeline has a point per decision); 
 the monitor's last sample. ``pods``: each pod's start (the observation that asked for it, the
 Deployment's write, the runner noticing it, Ready, the first scrape; modelled seconds since the
 load's start). A prefill/decode service adds ``roles``: each role's most ready replicas
-(``replicas_max``) and its desired and ready counts per modelled minute (``timeline``).
+(``replicas_max``), its desired and ready counts per modelled minute (``timeline``: the desired
+from the role's last decision observed at or before the minute's end, as for one pool) and its
+decisions (``decisions``: the observation's modelled time, the replicas, the reason).
 """
 
 import math
@@ -112,9 +114,20 @@ def role_summary(r: PlaygroundResult) -> dict[str, Any]:
         for t, f in samples:
             if 0 <= t <= r.load_duration_s + MINUTE_S:
                 minutes[int(t // MINUTE_S)] = {"desired": f.desired, "ready": f.ready}
+        decided = r.role_decisions.get(role, [])
+        timeline = [
+            MinutePoint(minute=m, t_s=min((m + 1) * MINUTE_S, r.load_duration_s), **v)
+            for m, v in sorted(minutes.items())
+        ]
         out[role] = {
             "replicas_max": max((f.ready for _, f in samples), default=0),
-            "timeline": [{"minute": m, **v} for m, v in sorted(minutes.items())],
+            "timeline": [
+                {"minute": p.minute, "desired": p.desired, "ready": p.ready}
+                for p in with_decisions(timeline, decided, r.load_duration_s)
+            ],
+            "decisions": [
+                {"t_s": d.t_s, "replicas": d.replicas, "reason": d.reason} for d in decided
+            ],
         }
     return out
 

@@ -59,9 +59,11 @@ def replay_scaled(
     scrape_interval_s: float = 15.0,
     gauge_window_s: float = 60.0,
     rate_window_s: float = 120.0,
+    first_decision_s: float | None = None,
 ) -> FleetRun:
     """Replay ``trace`` on a prefill/decode fleet that starts at the plan's counts and is
-    scaled by the operator's per-role policy (see the module docstring)."""
+    scaled by the operator's per-role policy (see the module docstring); the first decision at
+    ``first_decision_s`` (the operator's resync phase; None: one interval in)."""
     _, prefill_pool, decode_pool = pools(plan)
     rec, scratch = Recorder(), Recorder()
     fleet = Fleet(
@@ -81,7 +83,7 @@ def replay_scaled(
         math.ceil(max(rate_window_s, gauge_window_s) / scrape_interval_s) + 2,
         (gauge_window_s, rate_window_s),
     )
-    clock = Clock(scrape_interval_s, decision_interval_s, None, DRAIN_LIMIT_S)
+    clock = Clock(scrape_interval_s, decision_interval_s, first_decision_s, DRAIN_LIMIT_S)
     end = replay(fleet, trace.requests, trace.duration_s, hooks, clock)
     ttft, tpot = role_attainment(rec.outcomes, spec.slo, len(trace.requests))
     return summarize(

@@ -10,7 +10,7 @@ from collections.abc import Sequence
 
 from pydantic import BaseModel, ConfigDict
 
-from tokenscale.simulation.result import TimelinePoint
+from tokenscale.simulation.result import PoolsPoint, TimelinePoint
 
 MINUTE_S = 60.0
 
@@ -30,18 +30,32 @@ class MinutePoint(BaseModel):
 def per_minute(timeline: Sequence[TimelinePoint], duration_s: float) -> list[MinutePoint]:
     """One point per whole minute of ``[0, duration_s]`` that has a timeline point at or before
     its end (minutes before the first point are left out)."""
-    points = sorted(timeline, key=lambda p: p.t_s)
+    return _minutes([(p.t_s, p.replicas_target, p.replicas_ready) for p in timeline], duration_s)
+
+
+def pool_per_minute(
+    timeline: Sequence[PoolsPoint], pool: str, duration_s: float
+) -> list[MinutePoint]:
+    """:func:`per_minute` for one pool of a fleet of several: its asked and ready replicas at
+    each decision (``FleetRun.timeline``)."""
+    return _minutes(
+        [(p.t_s, p.asked[pool], p.ready.get(pool, 0)) for p in timeline if pool in p.asked],
+        duration_s,
+    )
+
+
+def _minutes(readings: Sequence[tuple[float, int, int]], duration_s: float) -> list[MinutePoint]:
+    """(time, desired, ready) readings as one point per minute (:func:`per_minute`)."""
+    points = sorted(readings, key=lambda r: r[0])
     out: list[MinutePoint] = []
     k = -1
     for m in range(math.ceil(duration_s / MINUTE_S - 1e-9)):
         end = min((m + 1) * MINUTE_S, duration_s)
-        while k + 1 < len(points) and points[k + 1].t_s <= end + 1e-9:
+        while k + 1 < len(points) and points[k + 1][0] <= end + 1e-9:
             k += 1
         if k >= 0:
-            p = points[k]
-            out.append(
-                MinutePoint(minute=m, t_s=p.t_s, desired=p.replicas_target, ready=p.replicas_ready)
-            )
+            t, desired, ready = points[k]
+            out.append(MinutePoint(minute=m, t_s=t, desired=desired, ready=ready))
     return out
 
 
