@@ -2,6 +2,7 @@
 routing sidecar's job), and a headless run of the whole loop in which both roles scale."""
 
 import asyncio
+import itertools
 import os
 from pathlib import Path
 
@@ -133,6 +134,13 @@ def test_playground_pd_scales_each_role_and_leaves_nothing_running(
     }
     assert peak["prefill"] >= 2
     assert peak["decode"] >= 2
+    # each role's decisions, from status.roles, on the load's modelled clock: one per decision
+    # interval, and the scale-ups among them
+    for role in ("prefill", "decode"):
+        decided = result.role_decisions[role]
+        assert len(decided) >= 10, role
+        assert any(d.replicas >= 2 for d in decided), role
+        assert all(b.t_s > a.t_s for a, b in itertools.pairwise(decided)), role
     assert result.completed >= 0.95 * result.sent
     for pid in result.pids:
         with pytest.raises(ProcessLookupError):
