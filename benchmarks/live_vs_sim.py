@@ -476,7 +476,7 @@ def compare_pd(
             else (found[1][0], found[0]["replicas"], found[0]["reason"], found[1][1], found[1][2]),
         )
     sim = Side(
-        run.slo_attainment, run.gpu_hours, run.scale_events, max(run.replicas_max.values()), []
+        run.slo_attainment, run.gpu_hours, run.scale_events, sum(run.replicas_max.values()), []
     )
     ratio = real.gpu_hours / sim.gpu_hours if sim.gpu_hours > 0 else math.inf
     return Comparison(

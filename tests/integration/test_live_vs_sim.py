@@ -7,10 +7,10 @@ import json
 from pathlib import Path
 
 import pytest
-from benchmarks.live_vs_sim import compare, report
+from benchmarks.live_vs_sim import compare, compare_pd, report
 
 from tokenscale.data import AZURE_CONVERSATION, bundled_trace
-from tokenscale.playground.service import default_spec_path
+from tokenscale.playground.service import PD_SPEC, default_spec_path
 from tokenscale.simulation import parse_trace
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]  # over 30 s: `pytest -m slow`
@@ -74,3 +74,26 @@ def test_the_playground_and_the_simulator_run_one_slice_and_are_compared(
     assert c.agreement >= 5 / 6 - 1e-9, c.disagree
     assert abs(c.gpu_hours_ratio - 1.0) <= 0.1
     assert abs(c.attainment_gap_points) <= 1.0
+
+
+def test_a_prefill_decode_service_is_compared_pool_by_pool(tmp_path: Path) -> None:
+    """``--shape pd``: the playground's P/D example live, and the per-role replay ``tokenscale
+    simulate`` runs on it, minute by minute for each role (not a one-pool replay of the spec)."""
+    path = bundled_trace(AZURE_CONVERSATION)
+    source = parse_trace(path.read_text(), source=path.name)
+    c = compare_pd(default_spec_path(PD_SPEC), source, 20.0, MINUTES, 0.0, 0.2, 60.0, 0, tmp_path)
+    print(report(c))
+    assert c.roles is not None
+    assert set(c.roles) == {"prefill", "decode"}
+    for role, r in c.roles.items():
+        # each side read every minute of the slice for this role, from its own decisions
+        assert [m.minute for m in r.sim] == list(range(int(MINUTES))), role
+        assert [m.minute for m in r.live] == [m.minute for m in r.sim], role
+        assert r.live_decisions >= MINUTES * 60.0 / 20.0 - 2, role
+        assert r.sim_decisions >= MINUTES * 60.0 / 20.0 - 2, role
+    live = json.loads((tmp_path / "playground.json").read_text())
+    assert live["completed"] >= 0.95 * live["requests"]
+    # the issue's targets, with one of the six minutes allowed apart (a gauge's instant read on
+    # one side of a watermark moves one role one step for a decision or two)
+    assert c.agreement >= 5 / 6 - 1e-9, {k: r.disagree for k, r in c.roles.items()}
+    assert abs(c.gpu_hours_ratio - 1.0) <= 0.1
