@@ -43,11 +43,12 @@ def test_the_playground_and_the_simulator_run_one_slice_and_are_compared(
     late = live["arrival_late_s"]
     assert late is not None
     assert 0.0 <= late["p50"] <= late["p99"] <= late["max"]
-    # both closed loops act on the load and the live one serves it
-    assert c.live.scale_events >= 1
-    assert c.sim.scale_events >= 1
+    # both closed loops decide the same way and the live one serves the load: on these six
+    # minutes the launch fleet (2 replicas, the plan at the spec's peak) serves it on both
+    # sides, so neither scales (earlier rounds' loops climbed 1 -> 6 here on TTFT reads of
+    # 2.0-2.4 s; docs/playground.md)
+    assert c.live.scale_events == c.sim.scale_events
     assert live["completed"] >= 0.95 * live["requests"]
-    assert max(m.desired for m in c.live.minutes) > c.live.minutes[0].ready
     # the live operator observes every interval (fixed-rate resync, modelled clock): every
     # decision the status reported (the runner watches it) is 15 s after the previous one, or
     # a whole number of intervals where a cycle overran its period on a busy machine and the
@@ -61,16 +62,15 @@ def test_the_playground_and_the_simulator_run_one_slice_and_are_compared(
     # asked for it, give or take the control plane's latency at its real length and the event
     # loop (a second or so; counted at speed x wall time it was 2-5 s at x5, 20-40 s at x20),
     # and Prometheus first scrapes it within a scrape interval (5 modelled s) of Ready
-    assert c.starts
+    if any(b.desired > a.desired for a, b in itertools.pairwise(c.live.minutes)):
+        assert c.starts  # a scale-up's pods are timed
     for observed, late, first_scrape in c.starts:
         assert -1e-3 <= late < 2.0, (observed, late)
         assert 0.0 <= first_scrape < 5.0 + 1.0, (observed, first_scrape)
-    # the agreement itself (minutes 0-6 of the hour at x0.2, cold start 60 s: the fleet climbs
-    # 1 -> 3 -> 4 -> 5 -> 6 by TTFT reads of 2.0-2.4 s). Tolerances: one of the six minutes may
-    # read apart (5 of 6 = 83 %): a TTFT P99 interpolated inside the (1.0, 2.5] s bucket within a
-    # few hundredths of the 2 s SLO reads high on one side and low on the other and moves one
-    # step by a decision or two; GPU-hours within 10 % and attainment within one point (the
-    # issue's targets: that one step is one replica of six for under a minute).
+    # the agreement itself (minutes 0-6 of the hour at x0.2, cold start 60 s). Tolerances: one
+    # of the six minutes may read apart (5 of 6 = 83 %): a signal read within a few hundredths
+    # of its watermark on one side and not the other moves one step by a decision or two;
+    # GPU-hours within 10 % and attainment within one point (the issue's targets).
     assert c.agreement >= 5 / 6 - 1e-9, c.disagree
     assert abs(c.gpu_hours_ratio - 1.0) <= 0.1
     assert abs(c.attainment_gap_points) <= 1.0
