@@ -35,7 +35,12 @@ from tokenscale.api.errors import SpecError, SpecIssue
 from tokenscale.api.inference_service import InferenceServiceSpec
 from tokenscale.api.model import ModelSpec
 from tokenscale.planning.formulas import weight_bytes
-from tokenscale.planning.inputs import ResolvedModel, resident_bytes_per_param, resolve_model
+from tokenscale.planning.inputs import (
+    ResolvedModel,
+    bytes_per_param,
+    resident_bytes_per_param,
+    resolve_model,
+)
 from tokenscale.planning.memory import kv_geometry
 from tokenscale.planning.performance import EMBEDDING_BYTES_PER_PARAM, PerfModel
 from tokenscale.planning.result import Plan, SpeculativeEstimate
@@ -131,13 +136,14 @@ def resolve_speculative(
                 "only by being cheaper to run than the model it drafts for; name a smaller "
                 "draft, or remove spec.serving.speculative",
             )
-        w = weight_bytes(d.params.total, resident_bytes_per_param(d))
         kv = kv_geometry(d.architecture, d.kv_bytes_per_element, 1).bytes_per_token
         return dataclasses.replace(
             base,
-            draft_weight_bytes=w,
+            # resident with an int4 draft's scales; read per step as its elements, as the
+            # target's decode reads its own (planning/inputs.py::resident_bytes_per_param)
+            draft_weight_bytes=weight_bytes(d.params.total, resident_bytes_per_param(d)),
             draft_kv_bytes_per_token=kv,
-            draft_read_bytes_per_step=w,
+            draft_read_bytes_per_step=weight_bytes(d.params.total, bytes_per_param(d.weight_dtype)),
             draft_flops_per_token=2.0 * d.params.active,
             source=f"draft {name}: {d.params.total / 1e9:.2f} B params ({d.source})",
         )
