@@ -323,16 +323,21 @@ def test_a_mix_scales_on_metrics_cheapest_capacity_up_dearest_down(
     )
     doc = _manifest()
     doc["spec"]["scaling"]["policy"] = {"scaleDownStabilizationSeconds": 6}
+    planned = _mix(_plan())
     objects.create(doc)
-    # 200 RPS against a plan for 120: the H100s are at their bound (4), the L40S take the rest
+    # 200 RPS against a plan for 120: the H100s are at their bound (4), the L40S take the rest,
+    # more than the plan's (4 + 7 since the H100 decode factor: "> 6" alone was met by the first
+    # apply, before any status was written)
     wait_for(
         lambda: (
             op.alive()
             and _replicas(objects, "h100-sxm-80gb") == 4
-            and (_replicas(objects, "l40s-48gb") or 0) > 6
+            and (_replicas(objects, "l40s-48gb") or 0) > planned["l40s-48gb"]
+            and ((objects.get(NAME).get("status") or {}).get("decision") or {}).get("source")
+            == "metrics"
         ),
         90,
-        "more L40S, the H100s at their bound",
+        "more L40S than planned, the H100s at their bound",
     )
     decision = objects.get(NAME)["status"]["decision"]
     assert decision["source"] == "metrics"
