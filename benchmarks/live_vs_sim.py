@@ -294,6 +294,27 @@ def live(
     return side, data, wall
 
 
+def _slice_and_live(
+    spec: Path,
+    source: Trace,
+    speed: float,
+    minutes: float,
+    start_min: float,
+    rate_scale: float,
+    cold_start_s: float,
+    seed: int,
+    workdir: Path,
+) -> tuple[Trace, Side, dict[str, Any], float]:
+    """The slice written as JSONL and read back (what both sides replay), and the live run on
+    it: (the slice, the live side, the playground's summary, its wall seconds)."""
+    trace = trace_slice(source, start_min * 60.0, minutes * 60.0, rate_scale, seed)
+    trace_file = workdir / "slice.jsonl"
+    trace_file.write_text(as_jsonl(trace))
+    same = parse_trace(trace_file.read_text(), source=trace_file.name)
+    real, data, wall = live(spec, trace_file, speed, cold_start_s, workdir)
+    return same, real, data, wall
+
+
 def compare(
     spec: Path,
     source: Trace,
@@ -306,11 +327,9 @@ def compare(
     workdir: Path,
 ) -> Comparison:
     """Both sides on the same slice (module docstring)."""
-    trace = trace_slice(source, start_min * 60.0, minutes * 60.0, rate_scale, seed)
-    trace_file = workdir / "slice.jsonl"
-    trace_file.write_text(as_jsonl(trace))
-    same = parse_trace(trace_file.read_text(), source=trace_file.name)
-    real, data, wall = live(spec, trace_file, speed, cold_start_s, workdir)
+    same, real, data, wall = _slice_and_live(
+        spec, source, speed, minutes, start_min, rate_scale, cold_start_s, seed, workdir
+    )
     phase = phase_of([d["t_s"] for d in data["decisions"]], decision_interval_s(speed))
     sim, sim_run = simulated(spec.read_text(), same, speed, cold_start_s, seed, phase)
     sim_decisions = [(p.t_s, p.replicas_target, p.reason) for p in sim_run.timeline]
@@ -426,11 +445,9 @@ def compare_pd(
     workdir: Path,
 ) -> Comparison:
     """A prefill/decode service, pool by pool (module docstring)."""
-    trace = trace_slice(source, start_min * 60.0, minutes * 60.0, rate_scale, seed)
-    trace_file = workdir / "slice.jsonl"
-    trace_file.write_text(as_jsonl(trace))
-    same = parse_trace(trace_file.read_text(), source=trace_file.name)
-    real, data, wall = live(spec, trace_file, speed, cold_start_s, workdir)
+    same, real, data, wall = _slice_and_live(
+        spec, source, speed, minutes, start_min, rate_scale, cold_start_s, seed, workdir
+    )
     live_roles = data.get("roles") or {}
     if not live_roles:
         raise SystemExit(f"{spec}: the playground ran no prefill/decode pools (--shape pd)")

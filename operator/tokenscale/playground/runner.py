@@ -98,6 +98,20 @@ class Report:
     """``status.decision.signals``: each signal's value, watermarks and level."""
 
 
+def _report(observed_s: float, replicas: int, status: dict[str, Any]) -> Report:
+    """One decision from the status that reported it (the InferenceService's, or one role's
+    entry in ``status.roles``: both carry ``decision`` and ``scaling``)."""
+    decision = status.get("decision") or {}
+    return Report(
+        observed_s,
+        replicas,
+        decision.get("reason", ""),
+        status.get("scaling") or {},
+        decision.get("forecast") or {},
+        list(decision.get("signals") or []),
+    )
+
+
 class PodRunner:
     def __init__(
         self,
@@ -306,17 +320,7 @@ class PodRunner:
             return
         if self.reports and self.reports[-1].observed_s >= float(observed) - 1e-6:
             return  # a status write without a new decision
-        decision = status.get("decision") or {}
-        self.reports.append(
-            Report(
-                float(observed),
-                int(replicas),
-                decision.get("reason", ""),
-                status.get("scaling") or {},
-                decision.get("forecast") or {},
-                list(decision.get("signals") or []),
-            )
-        )
+        self.reports.append(_report(float(observed), int(replicas), status))
         self.decided.append(Decided(self._wall(float(observed)), int(replicas)))
         self._wakeup()
 
@@ -334,16 +338,8 @@ class PodRunner:
             if seen and seen[-1].observed_s >= wall - 1e-6:
                 continue
             seen.append(Decided(wall, int(replicas)))
-            decision = entry.get("decision") or {}
             self.role_reports.setdefault(role, []).append(
-                Report(
-                    float(observed),
-                    int(replicas),
-                    decision.get("reason", ""),
-                    entry.get("scaling") or {},
-                    decision.get("forecast") or {},
-                    list(decision.get("signals") or []),
-                )
+                _report(float(observed), int(replicas), entry)
             )
             self._wakeup()
 
