@@ -211,7 +211,11 @@ def test_a_queue_waiting_for_adapter_slots_is_told_from_a_compute_queue(
     queue = _signal(objects, "queue_s")
     assert queue is not None
     assert queue["replicas"] == 2
-    # the decision says why: the Scaled event carries the queue signal's reason
+    # the fleet takes the step. Which reason the Scaled event carries is a race: the queue's
+    # "one more" (its reason names the adapter slots and spec.lora.maxLoras) and the SLO
+    # headroom its breach raised (the model's need ×2 at one replica) both ask for 2, and either
+    # decision may write first (CI saw "model needs 2 (throughput)"); the signal's own reason is
+    # not in status (tests/unit/test_lora_live.py checks it)
     wait_for(
         lambda: any(e.reason == "Scaled" for e in objects.events("test")),
         60,
@@ -219,5 +223,6 @@ def test_a_queue_waiting_for_adapter_slots_is_told_from_a_compute_queue(
     )
     scaled = [e.message for e in objects.events("test") if e.reason == "Scaled"]
     assert scaled[-1].startswith("Scaled 1→2"), scaled
-    assert "wait for an adapter slot" in scaled[-1], scaled
-    assert "spec.lora.maxLoras" in scaled[-1], scaled
+    assert "wait for an adapter slot" in scaled[-1] or "model needs 2" in scaled[-1], scaled
+    if "wait for an adapter slot" in scaled[-1]:
+        assert "spec.lora.maxLoras" in scaled[-1], scaled
