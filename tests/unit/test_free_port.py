@@ -5,6 +5,7 @@ import socket
 
 import pytest
 
+from tokenscale.playground import processes
 from tokenscale.playground.processes import PORT_RANGE_ENV, free_port, port_range
 
 
@@ -34,3 +35,27 @@ def test_without_a_range_the_os_picks_and_never_repeats(monkeypatch: pytest.Monk
     monkeypatch.delenv(PORT_RANGE_ENV, raising=False)
     got = [free_port() for _ in range(20)]
     assert len(set(got)) == 20
+
+
+def test_a_port_the_os_names_again_is_not_handed_out_twice(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The OS hands a freed ephemeral port back (seen under load: 19 distinct of 20); the
+    second time it names one this process handed out, free_port asks again."""
+    monkeypatch.delenv(PORT_RANGE_ENV, raising=False)
+    named = iter([40001, 40001, 40001, 40002])
+
+    class Named:
+        def __init__(self, *args: object) -> None:
+            self.port = next(named)
+
+        def bind(self, address: object) -> None:
+            pass
+
+        def getsockname(self) -> tuple[str, int]:
+            return ("127.0.0.1", self.port)
+
+        def close(self) -> None:
+            pass
+
+    monkeypatch.setattr(processes.socket, "socket", Named)
+    monkeypatch.setattr(processes, "_handed_out", set())
+    assert [free_port(), free_port()] == [40001, 40002]

@@ -39,6 +39,10 @@ def port_range(text: str) -> range:
     return range(low, high + 1)
 
 
+OS_PICK_TRIES = 1000
+"""How many ports the OS is asked for before :func:`free_port` gives up on a new one."""
+
+
 def free_port() -> int:
     """A TCP port free on 127.0.0.1 now, never one this process handed out before.
 
@@ -49,11 +53,15 @@ def free_port() -> int:
     """
     text = os.environ.get(PORT_RANGE_ENV)
     if not text:
-        with contextlib.closing(socket.socket(socket.AF_INET, socket.SOCK_STREAM)) as s:
-            s.bind(("127.0.0.1", 0))
-            port = int(s.getsockname()[1])
-        _handed_out.add(port)
-        return port
+        # the OS may hand a port back once it is free again: ask until it names a new one
+        for _ in range(OS_PICK_TRIES):
+            with contextlib.closing(socket.socket(socket.AF_INET, socket.SOCK_STREAM)) as s:
+                s.bind(("127.0.0.1", 0))
+                port = int(s.getsockname()[1])
+            if port not in _handed_out:
+                _handed_out.add(port)
+                return port
+        raise RuntimeError(f"the OS named only ports handed out before ({OS_PICK_TRIES} tries)")
     ports = port_range(text)
     start = os.getpid() % len(ports)
     for i in range(len(ports)):
