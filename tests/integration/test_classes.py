@@ -104,7 +104,12 @@ def test_classes_render_priority_and_objectives_and_dropped_ones_lose_their_own(
     assert set(left) == {"test-chat", "test-agent", "theirs"}
     assert left["theirs"]["spec"]["priority"] == 3
     assert "ownerReferences" not in left["theirs"]["metadata"]
-    assert any(e.reason == "ObjectiveRemoved" for e in objects.events("test"))
+    # the event is posted after the deletion it reports: wait for it, do not race it
+    wait_for(
+        lambda: any(e.reason == "ObjectiveRemoved" for e in objects.events("test")),
+        30,
+        "the ObjectiveRemoved event",
+    )
 
     # the gateway removed: every objective of ours goes (not only at the service's deletion)
     objects.patch_spec("test", {"gateway": {"inferencePool": None}})
@@ -117,8 +122,14 @@ def test_classes_render_priority_and_objectives_and_dropped_ones_lose_their_own(
     left = _objectives(objects)
     assert set(left) == {"theirs"}
     assert left["theirs"]["spec"]["priority"] == 3
-    said = [e.message for e in objects.events("test") if e.reason == "ObjectiveRemoved"]
-    assert any("spec.gateway.inferencePool was removed" in m for m in said)
+    wait_for(
+        lambda: any(
+            e.reason == "ObjectiveRemoved" and "spec.gateway.inferencePool was removed" in e.message
+            for e in objects.events("test")
+        ),
+        30,
+        "the ObjectiveRemoved event naming spec.gateway.inferencePool",
+    )
     dep = objects.deployment("test")  # the classes stay: vLLM still schedules by priority
     args = dep.spec.template.spec.containers[0].args
     assert args[args.index("--scheduling-policy") + 1] == "priority"
