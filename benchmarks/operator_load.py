@@ -2,7 +2,8 @@
 against the control plane's own floor in the same run.
 
 Run: ``python benchmarks/operator_load.py [--count 200] [--rounds 1] [--interval 15]
-[--shards 1] [--metrics] [--profile FILE] [--controller-qps 100] [--controller-burst 100]``.
+[--shards 1] [--metrics] [--profile FILE [--profile-on-cpu]] [--controller-qps 100]
+[--controller-burst 100]``.
 The operator runs at the chart's default interval (15 s) unless ``--interval`` says
 otherwise, so its periodic loop is part of the measurement. The control plane's controller
 manager runs with a large cluster's client limits (``--kube-api-qps 100 --kube-api-burst
@@ -42,7 +43,8 @@ p50/p99 come from the debug log. Also reported, because the machine these run on
 the load average at the start, the machine's idle CPU share until ready, and the CPU seconds
 per create of etcd, the API server, the controllers and the operators (the operators' share
 apart), beside the control plane's CPU seconds per service during the floor.
-``--profile`` records the (first) operator with py-spy until ready (docs/scale-out.md).
+``--profile`` records the (first) operator with py-spy until ready (docs/scale-out.md);
+``--profile-on-cpu`` keeps only the samples of the thread holding the GIL.
 Prints the median over rounds. Targets: ready ÷ floor ≤ 1.3 and peak RSS < 250 MB at 1,000.
 """
 
@@ -374,13 +376,16 @@ def _py_spy() -> str | None:
     return shutil.which("py-spy") or (str(beside) if beside.exists() else None)
 
 
-def _profiler(pid: int, out: Path | None) -> subprocess.Popen[bytes] | None:
+def _profiler(pid: int, out: Path | None, on_cpu: bool = False) -> subprocess.Popen[bytes] | None:
     """``py-spy record`` of the operator (every thread, idle ones too, collapsed stacks) into
-    ``out``; None without ``out``. Stopped with SIGINT, on which py-spy writes the file."""
+    ``out``; None without ``out``. ``on_cpu``: only the thread holding the GIL at each sample
+    (where the operator's own Python CPU goes). Stopped with SIGINT, on which py-spy writes
+    the file."""
     spy = _py_spy()
     if out is None or spy is None:
         return None
-    cmd = [spy, "record", "--pid", str(pid), "--rate", "50", "--idle", "--threads"]
+    cmd = [spy, "record", "--pid", str(pid), "--rate", "50", "--threads"]
+    cmd.append("--gil" if on_cpu else "--idle")
     return subprocess.Popen([*cmd, "--format", "raw", "--output", str(out), "--nonblocking"])
 
 
@@ -559,6 +564,7 @@ def one_round(
     work: Path,
     interval_s: float,
     profile: Path | None = None,
+    profile_on_cpu: bool = False,
     shards: int = 1,
     metrics: MetricsFleet | None = None,
     quiet_s: float | None = None,
@@ -620,7 +626,7 @@ def one_round(
             wait_for(lambda c=c: bool(requests.get(c.url, timeout=2).ok), 60, "operator /metrics")
         time.sleep(3)  # let the operators start their watches
         rss_before = sum(_peak_rss_mb(op.proc.pid, "VmRSS") for op in ops)
-        spy = _profiler(ops[0].proc.pid, profile)
+        spy = _profiler(ops[0].proc.pid, profile, profile_on_cpu)
         out["load_average_at_start"] = os.getloadavg()[0]
         machine = _cpu_times()
         pids = [*cluster.pids, *(op.proc.pid for op in ops)]
@@ -850,6 +856,12 @@ def main() -> int:
         "only).",
     )
     parser.add_argument(
+        "--profile-on-cpu",
+        action="store_true",
+        help="With --profile: only the thread holding the GIL at each sample (py-spy --gil), "
+        "the operator's own CPU, not its threads' waits.",
+    )
+    parser.add_argument(
         "--shards",
         type=int,
         default=1,
@@ -902,6 +914,7 @@ def main() -> int:
                 work,
                 args.interval,
                 args.profile if n == 0 else None,
+                args.profile_on_cpu,
                 shards=args.shards,
                 metrics=metrics,
                 quiet_s=QUIET_WITH_METRICS_S if metrics is not None else None,

@@ -5,6 +5,7 @@ import kopf
 
 from tests.helpers import manifest
 from tokenscale.controller.diffbase import MemoryDiffBaseStorage
+from tokenscale.controller.progress import ProgressAnnotations
 
 
 def _body(uid: str = "u-1", rps: float = 2.0) -> kopf.Body:
@@ -54,3 +55,46 @@ def test_an_annotation_an_earlier_version_wrote_is_not_configuration() -> None:
     }
     later = kopf.Body(raw)
     assert storage.fetch(body=later) == storage.build(body=later)
+
+
+def test_the_essence_is_the_one_kopf_builds_without_copying_the_status() -> None:
+    raw = dict(_body())
+    raw["status"] = {"plan": {"replicas": 3}, "conditions": [{"type": "Ready"}]}
+    raw["metadata"] = {
+        **raw["metadata"],
+        "labels": {"team": "a"},
+        "annotations": {
+            "note": "kept",
+            "kubectl.kubernetes.io/last-applied-configuration": "{}",
+            "kopf.tokenscale.io/kopf-managed": "yes",
+        },
+        "managedFields": [{"manager": "kubectl", "fieldsV1": {"f:spec": {}}}],
+        "resourceVersion": "7",
+    }
+    body = kopf.Body(raw)
+    ours = MemoryDiffBaseStorage().build(body=body)
+    assert ours == kopf.DiffBaseStorage.build(MemoryDiffBaseStorage(), body=body)  # Kopf's own
+    assert "status" not in ours
+    assert ours["metadata"] == {
+        "labels": {"team": "a"},
+        "annotations": {"note": "kept"},
+    }
+    raw["spec"]["workload"]["rps"]["mean"] = 7.0  # the essence is a copy, not a view
+    assert ours["spec"]["workload"]["rps"]["mean"] == 2.0
+
+
+def test_progress_is_cleared_as_kopf_clears_it_and_copied_only_when_there_is_some() -> None:
+    storage = MemoryDiffBaseStorage()
+    progress = ProgressAnnotations(prefix="kopf.tokenscale.io")
+    plain = storage.build(body=_body())
+    assert progress.clear(essence=plain) is plain  # nothing to clear: no copy
+    raw = dict(_body())
+    raw["metadata"] = {
+        **raw["metadata"],
+        "annotations": {"note": "kept", "kopf.tokenscale.io/created": '{"retries": 1}'},
+    }
+    retried = storage.build(body=kopf.Body(raw))
+    cleared = progress.clear(essence=retried)
+    assert cleared == kopf.AnnotationsProgressStorage.clear(progress, essence=retried)
+    assert cleared["metadata"]["annotations"] == {"note": "kept"}
+    assert "kopf.tokenscale.io/created" in retried["metadata"]["annotations"]  # a copy

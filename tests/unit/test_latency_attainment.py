@@ -7,6 +7,7 @@ from pathlib import Path
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
+from scipy.special import betainc
 from typer.testing import CliRunner
 
 from tests.helpers import ROOT
@@ -141,6 +142,14 @@ def test_the_chance_of_a_breach_falls_as_more_requests_are_over(
 ) -> None:
     lo, hi = sorted((min(a, total), min(b, total)))
     assert 0.0 <= chance_of(hi, total, budget) <= chance_of(lo, total, budget) <= 1.0
+
+
+@given(st.floats(0.01, 500.0), st.floats(1.0, 10_000.0), st.floats(0.001, 0.2))
+def test_the_chance_is_scipys_binomial_tail(over: float, total: float, budget: float) -> None:
+    # the operator computes it with mpmath (no SciPy in its resident set); SciPy is the reference
+    over = min(over, total)
+    expected = float(betainc(over, total - over + 1.0, budget))
+    assert chance_of(over, total, budget) == pytest.approx(expected, rel=1e-9, abs=1e-12)
 
 
 def test_a_possible_breach_acts_when_the_load_confirms_it() -> None:

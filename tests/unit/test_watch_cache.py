@@ -97,6 +97,43 @@ def test_slimmed_objects_share_their_keys_and_short_strings() -> None:
     assert a["spec"]["template"]["note"] is not b["spec"]["template"]["note"]  # long: its own
 
 
+def test_a_new_version_reuses_the_cached_parts_it_did_not_change() -> None:
+    """A status update's new version holds the cached version's spec, not a second copy."""
+    template = {"containers": [{"name": "vllm", "args": ["--max-num-seqs", "256"]}]}
+    before = slim({"metadata": {"name": "d"}, "spec": {"template": template}, "status": {}})
+    after = slim(
+        {"metadata": {"name": "d"}, "spec": copy.deepcopy(before["spec"]), "status": {"a": 1}},
+        before,
+    )
+    assert after["spec"] is before["spec"]
+    assert after["status"] == {"a": 1}
+    changed = copy.deepcopy(before)
+    changed["spec"]["template"]["containers"][0]["args"][1] = "128"
+    again = slim(changed, before)
+    assert again["spec"]["template"]["containers"][0]["args"][1] == "128"
+    assert before["spec"]["template"]["containers"][0]["args"][1] == "256"  # untouched
+
+
+# one JSON type per value kind: equal as Python compares (1 == 1.0 == True) is what the store
+# reuses on, and an API server's schema never changes a field's type between two versions
+_JSON = st.recursive(
+    st.none() | st.integers(-3, 3) | st.sampled_from("ab"),
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.sampled_from("xyz"), inner),
+    max_leaves=12,
+)
+
+
+@given(st.dictionaries(st.sampled_from(["spec", "status"]), _JSON), _JSON, _JSON)
+def test_slim_against_a_cached_version_equals_slim_alone(
+    obj: dict[str, Any], meta: Any, old: Any
+) -> None:
+    obj = {**obj, "metadata": meta if isinstance(meta, dict) else {}}
+    like = old if isinstance(old, dict) else {"spec": old}
+    new = slim(obj, like)
+    assert new == slim(obj)
+    assert json.dumps(new, sort_keys=True) == json.dumps(slim(obj), sort_keys=True)  # types too
+
+
 def _body(**patch: Any) -> dict[str, Any]:
     doc = deep_merge(BASE, patch)
     doc["metadata"] = {"name": "svc", "namespace": "ns", "resourceVersion": "1", "uid": "u"}

@@ -25,6 +25,7 @@ import kopf
 from tokenscale.api.crd import PLURAL
 from tokenscale.api.inference_service import API_GROUP, API_VERSION, KIND
 from tokenscale.controller.diffbase import MemoryDiffBaseStorage
+from tokenscale.controller.progress import ProgressAnnotations
 from tokenscale.controller.resync import Reconciler, fleet_metrics, resync_forever
 from tokenscale.controller.settings import Settings
 from tokenscale.controller.telemetry import Telemetry
@@ -60,7 +61,7 @@ def build_registry(
 
     @kopf.on.startup(registry=registry)
     def configure(settings: kopf.OperatorSettings, **_: Any) -> None:
-        settings.persistence.progress_storage = kopf.AnnotationsProgressStorage(prefix=KOPF_PREFIX)
+        settings.persistence.progress_storage = ProgressAnnotations(prefix=KOPF_PREFIX)
         # in memory: no PATCH of the object per create and change (controller/diffbase.py)
         settings.persistence.diffbase_storage = handled
         settings.posting.level = logging.WARNING  # our own events say what happened

