@@ -80,3 +80,23 @@ def test_the_probe_sees_what_a_command_loads() -> None:
     assert {"pydantic", "rich"} <= _loaded_after(["catalog"], NOT_FOR_HELP)
     loaded = _loaded_after(["render", "deploy/examples/llama-3.1-8b-l4.yaml"], NOT_FOR_PLAN)
     assert {"tokenscale.render.bundle", "tokenscale.scaling.decision"} <= loaded
+
+
+def test_the_operator_loads_no_scipy_numpy_or_matplotlib() -> None:
+    """What ``tokenscale run`` imports (the reconcile and decision paths) keeps the operator's
+    resident set free of SciPy (27 MB), NumPy (16 MB) and matplotlib: a service with adapters
+    or a GPU mix loads them when it is planned (docs/scale-out.md)."""
+    probe = (
+        "import sys\n"
+        "import tokenscale.cli.app\n"
+        "from tokenscale.controller.leader import run_operator\n"
+        "import tokenscale.controller.handlers, tokenscale.controller.resync\n"
+        "import tokenscale.controller.reconcile, tokenscale.scaling.stepper\n"
+        "heavy = ('scipy', 'numpy', 'matplotlib')\n"
+        "print(' '.join(h for h in heavy if h in sys.modules))\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", probe], cwd=ROOT, capture_output=True, text=True, check=False
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split() == []
