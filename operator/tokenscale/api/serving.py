@@ -5,6 +5,7 @@ from typing import Literal
 from pydantic import Field, field_validator
 
 from tokenscale.api.base import MAX_TOKENS, ApiModel
+from tokenscale.api.length_classes import MAX_LENGTH_CLASSES, LengthClass, problems
 from tokenscale.api.speculative import Speculative
 
 DEFAULT_VLLM_IMAGE = "vllm/vllm-openai:v0.33.0"
@@ -86,6 +87,16 @@ class Serving(ApiModel):
         "planner picks the architecture that needs fewer GPUs, then costs less). on and auto "
         "are refused with spec.hardware.variants, keda actuation or spec.workloadRef.",
     )
+    length_classes: list[LengthClass] | None = Field(
+        default=None,
+        min_length=2,
+        max_length=MAX_LENGTH_CLASSES,
+        description="Requests split by prompt length, one pool per class, shortest first "
+        "(e.g. [{name: short, maxInputTokens: 2048}, {name: long}]): a long prompt no longer "
+        "sets the short ones' chunk budget, KV headroom and TTFT queue (docs/length-classes.md). "
+        "Refused with spec.serving.disaggregation on/auto, spec.workload.classes, keda "
+        "actuation or spec.workloadRef.",
+    )
     extra_args: list[str] = Field(
         default_factory=list,
         description="Extra vllm serve arguments; flags the operator renders from the plan "
@@ -105,6 +116,14 @@ class Serving(ApiModel):
         boolean: take it back as the word the user wrote."""
         if isinstance(value, bool):
             return "on" if value else "off"
+        return value
+
+    @field_validator("length_classes")
+    @classmethod
+    def _classes_plannable(cls, value: list[LengthClass] | None) -> list[LengthClass] | None:
+        found = problems(value or [])
+        if value is not None and found:
+            raise ValueError("; ".join(found))
         return value
 
     @field_validator("extra_args")

@@ -5,8 +5,10 @@ nothing written) instead of when a reconcile renders or writes.
 - A GPU mix (``spec.hardware.variants``) with prefill/decode pools
   (``spec.serving.disaggregation`` on or auto): a mix plans one serving pool per variant and
   the pools one GPU type; no rule places the roles on the variants.
+- Length classes (``spec.serving.lengthClasses``) with prefill/decode pools: each class is
+  one serving pool; no rule splits a class into roles.
 - ``spec.scaling.actuation: keda`` with several workloads (a mix's one per variant, P/D's
-  prefill and decode): one ScaledObject scales one workload.
+  prefill and decode, one per length class): one ScaledObject scales one workload.
 - ``spec.workloadRef`` with several workloads: one reference scales one existing workload.
 
 ``auto`` is refused with them as ``on`` is, whatever the load: it may choose the two pools, and
@@ -41,6 +43,14 @@ def _several(hardware: HardwareSpec, serving: Serving) -> list[_Several]:
                 "plan one GPU type (spec.hardware.gpu)",
             )
         )
+    if serving.length_classes:
+        out.append(
+            _Several(
+                "spec.serving.lengthClasses",
+                f"one workload per length class ({len(serving.length_classes)})",
+                "remove spec.serving.lengthClasses",
+            )
+        )
     if serving.asks_for_roles:
         mode = serving.disaggregation
         out.append(
@@ -70,6 +80,13 @@ def shape_conflicts(
             + (" (auto may choose the two pools)" if serving.disaggregation == "auto" else "")
             + ". Set spec.serving.disaggregation: off (or remove it) to plan the mix, or give "
             "one GPU type (spec.hardware.gpu) to plan prefill/decode pools"
+        )
+    if serving.length_classes and serving.asks_for_roles:
+        out.append(
+            "spec.serving.lengthClasses with spec.serving.disaggregation: "
+            f"{serving.disaggregation}: each length class is planned as one serving pool, and "
+            "no rule splits a class into prefill and decode pools. Set "
+            "spec.serving.disaggregation: off (or remove it), or remove spec.serving.lengthClasses"
         )
     several = _several(hardware, serving)
     if scaling.actuation == "keda":

@@ -14,6 +14,8 @@ from rich.table import Table
 from rich.text import Text
 
 from tokenscale.cli.class_view import classes_lines, classes_markdown, short_text
+from tokenscale.cli.length_view import length_lines, length_markdown
+from tokenscale.cli.length_view import short_text as length_short
 from tokenscale.cli.plan_figures import Latency, cannot_serve, duration_text, latencies, why_not
 from tokenscale.cli.plan_view import disaggregation_renderable, layout_text, replica_bounds_text
 from tokenscale.cli.pool_view import bindings, fleet_text, pool_layout, pool_line, several
@@ -46,6 +48,7 @@ SUMMARY_COLUMNS = (
     "pools",
     "lora",
     "classes",
+    "length_classes",
 )
 
 
@@ -94,6 +97,8 @@ def compact_renderable(p: Plan, advice: list[str], schedule: ScheduleDay | None 
         _figure_rows(grid, p)
     for i, line in enumerate(classes_lines(p)):
         grid.add_row("classes" if i == 0 else "", line)
+    for i, line in enumerate(length_lines(p)):
+        grid.add_row("length" if i == 0 else "", line)
     if p.speculative is not None:
         grid.add_row("speculative", p.speculative.reason)
     if p.lora is not None:
@@ -179,6 +184,8 @@ def short_line(p: Plan) -> str:
         )
     if (classes := short_text(p)) is not None:
         parts.append(classes)
+    if (length := length_short(p)) is not None:
+        parts.append(length)
     return "  ".join(parts)
 
 
@@ -224,9 +231,13 @@ def summary_row(p: Plan) -> dict[str, str]:
     }
     if cannot_serve(p):  # no figures for a replica that cannot run
         for key in SUMMARY_COLUMNS[SUMMARY_COLUMNS.index("binding") :]:
-            if key not in ("currency", "why_not", "pools", "lora", "classes"):
+            if key not in ("currency", "why_not", "pools", "lora", "classes", "length_classes"):
                 row[key] = ""
-    return row | _pool_cells(p) | {"classes": "; ".join(classes_lines(p))}
+    return (
+        row
+        | _pool_cells(p)
+        | {"classes": "; ".join(classes_lines(p)), "length_classes": "; ".join(length_lines(p))}
+    )
 
 
 def _pool_cells(p: Plan) -> dict[str, str]:
@@ -325,6 +336,7 @@ def markdown_report(
         else:
             lines += _markdown_figures(p)
             lines += classes_markdown(p)
+            lines += length_markdown(p)
         notes = (
             [f"- ✗ {r}" for r in p.infeasible_reasons]
             + [f"- warning: {w}" for w in p.warnings]
@@ -338,8 +350,13 @@ def markdown_report(
 
 def _constraints_note(p: Plan) -> str:
     """What the constraint table below the pools describes."""
-    if p.coordination is not None and p.coordination.rule == "disaggregated":
+    rule = p.coordination.rule if p.coordination is not None else "none"
+    if rule == "disaggregated":
         return "The constraints below are one shared pool's: the aggregated alternative."
+    if rule == "lengthClasses":
+        return (
+            "The constraints below are one shared pool's for every prompt length: the alternative."
+        )
     return "The constraints below are the mix's need in replicas, all pools together."
 
 

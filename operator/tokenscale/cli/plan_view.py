@@ -12,6 +12,7 @@ from rich.text import Text
 
 from tokenscale.cli.class_view import classes_table
 from tokenscale.cli.fit import Column, FittedTable
+from tokenscale.cli.length_view import length_table
 from tokenscale.cli.lora_view import lora_rows
 from tokenscale.cli.plan_figures import Latency, cannot_serve, duration_text, latencies
 from tokenscale.cli.pool_view import pools_table, several
@@ -224,6 +225,8 @@ def plan_renderable(
         parts.insert(parts.index(cons), pools_table(p))
     if p.classes:
         parts.insert(parts.index(cost) + 1, classes_table(p))
+    if p.length_split is not None:
+        parts.insert(parts.index(cons), length_table(p))
     if cannot_serve(p):  # no estimates or cost for a replica that cannot run
         parts = [
             Text(header, style="bold"),

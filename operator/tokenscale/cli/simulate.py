@@ -29,6 +29,7 @@ if TYPE_CHECKING:
     from tokenscale.planning.result import Plan
     from tokenscale.simulation import PolicyName, Setup, SimResult
     from tokenscale.simulation.faults import Fault
+    from tokenscale.simulation.length_classes import LengthPolicy
     from tokenscale.simulation.result import Explanation, Frontier
     from tokenscale.simulation.trace import Trace, TraceFormat
 
@@ -331,6 +332,16 @@ def simulate_command(
                 f"{_from_start(start)}; a fault after it drills nothing: use a moment from 0:00 "
                 f"to {_clock(end_s)}"
             )
+        if isvc.spec.serving.length_classes:  # one pool per class, against one shared pool
+            from tokenscale.cli.simulate_length import length_replay, print_length  # noqa: PLC0415
+
+            replayed = length_replay(isvc, scaled, opts, cast("LengthPolicy", policy.value))
+            title = (
+                f"{isvc.metadata.name}: {trace.name}, {len(scaled.requests):,} requests, length "
+                f"classes ({policy.value}) against one shared pool"
+            )
+            print_length(replayed, title, output == TableOrJson.json, timeline)
+            return
         if isvc.spec.hardware.is_mix:  # several GPU types: mixed fleets
             from tokenscale.cli.simulate_mix import (  # noqa: PLC0415
                 autoscaled_runs,
@@ -536,7 +547,16 @@ def _shape_checked(
     spec = isvc.spec
     pd_plan = None
     shape: Shape = "pool"
-    if spec.hardware.is_mix:
+    if spec.serving.length_classes:
+        if spec.hardware.is_mix:
+            raise bad_input(
+                "simulate does not replay length classes over a GPU mix (spec.hardware."
+                "variants): each class plans its own mix; `tokenscale plan` sizes it. Replay one "
+                "GPU type (spec.hardware.gpu) for the classes, or remove spec.serving."
+                "lengthClasses to replay the mix"
+            )
+        shape = "length"
+    elif spec.hardware.is_mix:
         shape = "mix"
     elif architectures:
         shape = "architectures"

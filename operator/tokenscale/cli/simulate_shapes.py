@@ -6,7 +6,9 @@ the shape and what to do instead: never parsed and then ignored. The shapes: one
 flag), a GPU mix
 (``spec.hardware.variants``: fixed mixes and the mix autoscaled, ``--stockout``, ``--timeline``),
 prefill/decode pools (``spec.serving.disaggregation`` when the plan runs two pools: the operator's
-per-role policy, ``--explain``, ``--plot``, ``--timeline``) and ``--architectures`` (static
+per-role policy, ``--explain``, ``--plot``, ``--timeline``), length classes
+(``spec.serving.lengthClasses``: tokenscale per pool or each pool pinned at its plan, against
+one shared pool; ``--timeline``) and ``--architectures`` (static
 fleets of each architecture against the planner's choice, and the pools scaled per role).
 """
 
@@ -15,12 +17,13 @@ from typing import Literal
 
 from tokenscale.cli.inputs import bad_input
 
-Shape = Literal["pool", "mix", "pd", "architectures"]
+Shape = Literal["pool", "mix", "pd", "length", "architectures"]
 
 SHAPE_WORDS: Mapping[Shape, str] = {
     "pool": "one pool",
     "mix": "a GPU mix (spec.hardware.variants)",
     "pd": "prefill/decode pools (spec.serving.disaggregation)",
+    "length": "length classes (spec.serving.lengthClasses)",
     "architectures": "--architectures (static fleets of each architecture)",
 }
 
@@ -28,6 +31,7 @@ SHAPE_WORDS: Mapping[Shape, str] = {
 POLICIES: Mapping[Shape, tuple[str, ...]] = {
     "mix": ("tokenscale", "static", "all"),
     "pd": ("tokenscale",),
+    "length": ("tokenscale", "static"),
     "architectures": ("tokenscale",),
 }
 
@@ -35,6 +39,7 @@ _INSTEAD: Mapping[Shape, str] = {
     "mix": "replay one variant's spec (spec.hardware.gpu) for that",
     "pd": "replay the spec with spec.serving.disaggregation: off for that, or compare one pool "
     "with the two by --architectures",
+    "length": "replay the spec without spec.serving.lengthClasses for that",
     "architectures": "drop --architectures for that",
 }
 
@@ -42,6 +47,15 @@ _INSTEAD: Mapping[Shape, str] = {
 UNSUPPORTED: Mapping[Shape, tuple[str, ...]] = {
     "mix": ("--fault", "--explain", "--plot", "--architectures", "--queue-target", "--kv-target"),
     "pd": ("--fault", "--queue-target", "--kv-target"),
+    "length": (
+        "--fault",
+        "--explain",
+        "--plot",
+        "--architectures",
+        "--queue-target",
+        "--kv-target",
+        "--stockout",
+    ),
     "architectures": (
         "--fault",
         "--explain",
@@ -58,6 +72,7 @@ _WHY: Mapping[str, str] = {
     "--plot": "the timeline it draws is one pool's",
     "--timeline": "it compares static fleets, which have no scaling timeline",
     "--architectures": "it compares one pool with prefill/decode pools of one GPU type",
+    "--stockout": "it stops a GPU variant's placements, and each class pool runs one GPU type",
     "--queue-target": "it sets the one-pool queue-threshold policy",
     "--kv-target": "it sets the one-pool kv-threshold policy",
 }

@@ -152,6 +152,16 @@ class Outcome:
     """This reconcile wrote the status."""
 
 
+LENGTH_CLASSES_NOT_DEPLOYED = (
+    "spec.serving.lengthClasses: the operator does not deploy length classes yet (tokenscale "
+    "plan and simulate size and replay one pool per class); remove spec.serving.lengthClasses "
+    "to deploy one shared pool, or deploy each class as its own InferenceService with the "
+    "class's workload (tokenscale plan -o json: length_classes.classes[] gives each class's "
+    "rates and token statistics) and route by prompt length in front of them"
+)
+"""Why a spec with length classes is refused (nothing written), and what to do instead."""
+
+
 def _reject(
     kube: KubeApi,
     body: Mapping[str, Any],
@@ -286,6 +296,8 @@ def observe(
         plan = noted(plan, running, service.spec)
     except SpecError as err:
         return _reject(kube, body, "InvalidSpec", str(err), now, emit)
+    if plan.length_split is not None:  # planned and simulated, not yet rendered
+        return _reject(kube, body, "InvalidSpec", LENGTH_CLASSES_NOT_DEPLOYED, now, emit)
     if plan.replicas is None:  # nothing can serve; a bound shortfall still deploys, flagged
         return _reject(
             kube, body, "Infeasible", "; ".join(plan.infeasible_reasons), now, emit, plan, service

@@ -395,9 +395,68 @@ class DisaggregatedCoordination(_Frozen):
     reason: str = ""
 
 
+class LengthCoordination(_Frozen):
+    """Length classes: each request goes to the pool of the class its prompt length falls in;
+    each pool is sized and scaled on its own."""
+
+    rule: Literal["lengthClasses"] = "lengthClasses"
+    bounds: list[str] = Field(description="Each class's prompt range, in order: short ≤ 2,048")
+    routing: str = Field(description="What sends a request to its class's pool")
+    reason: str = ""
+
+
 Coordination = Annotated[
-    NoCoordination | MixCoordination | DisaggregatedCoordination, Field(discriminator="rule")
+    NoCoordination | MixCoordination | DisaggregatedCoordination | LengthCoordination,
+    Field(discriminator="rule"),
 ]
+
+
+class LengthClassRow(_Frozen):
+    """One length class: its traffic (and where each figure came from) and its pools."""
+
+    name: str
+    above_tokens: int = Field(description="Prompts longer than this")
+    max_input_tokens: int | None = Field(description="Prompts up to this (null: no bound)")
+    share: float = Field(description="Fraction of the requests")
+    rps_mean: float
+    rps_design: float
+    input_tokens_mean: float
+    input_tokens_p95: float | None
+    input_tokens_p99: float | None
+    output_tokens_mean: float
+    output_tokens_p99: float | None
+    sources: dict[str, str] = Field(description="share, inputTokens, outputTokens: stated or how")
+    pools: list[str] = Field(description="The class's pools in plan.pools")
+    replicas: int
+    gpus: int
+    cost_per_hour: float | None
+    ttft_p99_s: float | None = Field(description="In its own pool, at the load it carries")
+    ttft_p99_shared_s: float | None = Field(
+        description="The class's own TTFT P99 on the one shared pool (the alternative): its "
+        "prompts' prefill after the shared queue's wait (null: the shared plan has no one-pool "
+        "load point, e.g. a mix)"
+    )
+    max_num_batched_tokens: int = Field(description="Its pool's chunk budget")
+    feasible: bool
+
+
+class LengthClassesSummary(_Frozen):
+    """Length classes against one shared pool: what isolation costs and what it buys."""
+
+    classes: list[LengthClassRow]
+    shared_replicas: int | None = Field(description="One shared pool for all the requests")
+    shared_gpus: int | None
+    shared_cost_per_hour: float | None
+    shared_ttft_p99_s: float | None = Field(description="The shared pool's TTFT P99, all prompts")
+    shared_feasible: bool
+    isolated_gpus: int | None
+    isolated_cost_per_hour: float | None
+    pays: bool = Field(
+        description="Isolation pays: it meets the SLOs where the shared pool does not, or costs "
+        "no more and gives the shortest class a lower TTFT P99"
+    )
+    verdict: str = Field(description="The comparison in numbers")
+    assumptions: list[str]
 
 
 class ClassShare(_Frozen):
@@ -608,7 +667,8 @@ class Plan(_Frozen):
         "latencies are their sums and maxima",
     )
     coordination: Coordination | None = Field(
-        default=None, description="The rule between the pools: none, mix or disaggregated"
+        default=None,
+        description="The rule between the pools: none, mix, disaggregated or lengthClasses",
     )
     classes: list[ClassShare] = Field(
         default_factory=list,
@@ -617,6 +677,18 @@ class Plan(_Frozen):
     )
     classes_summary: ClassesSummary | None = Field(
         default=None, description="The binding class, the slack, the cost to guarantee all"
+    )
+    class_plans: list["Plan"] = Field(
+        default_factory=list,
+        exclude=True,
+        description="Each length class's own plan, in spec.serving.lengthClasses order, and "
+        "last the one shared pool's (not part of the JSON)",
+    )
+    length_classes: LengthClassesSummary | None = Field(
+        default=None,
+        description="spec.serving.lengthClasses: each class's traffic and pools, against one "
+        "shared pool (null: no length classes; the plan's one-replica figures are then the "
+        "shared pool's, the alternative)",
     )
 
     @property
@@ -648,6 +720,12 @@ class Plan(_Frozen):
         if d is None or not d.enabled or d.prefill is None or d.decode is None:
             return None
         return d.prefill, d.decode
+
+    @property
+    def length_split(self) -> "LengthClassesSummary | None":
+        """The length classes when the plan runs one pool per class
+        (``spec.serving.lengthClasses``); None when it does not."""
+        return self.length_classes
 
     @property
     def is_disaggregated(self) -> bool:

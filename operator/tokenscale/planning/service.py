@@ -6,6 +6,7 @@
 from tokenscale.api.inference_service import InferenceServiceSpec
 from tokenscale.planning import planner
 from tokenscale.planning.classes import plan_classes
+from tokenscale.planning.length_classes import plan_length_classes
 from tokenscale.planning.mix import plan_mix
 from tokenscale.planning.result import Plan
 
@@ -15,6 +16,8 @@ def plan_service(spec: InferenceServiceSpec, name: str = "") -> Plan:
     With ``spec.workload.classes``, the classes' rule (planning/classes.py) over this."""
     if spec.workload.classes:
         return plan_classes(spec, name, _plan_one)
+    if spec.serving.length_classes:
+        return plan_length_classes(spec, name, _plan_one)
     return _plan_one(spec, name)
 
 
