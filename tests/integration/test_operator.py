@@ -166,15 +166,6 @@ def test_schema_invalid_resource_is_rejected_naming_the_field(
         ),
         (
             {
-                "serving": {
-                    "lengthClasses": [{"name": "short", "maxInputTokens": 1024}, {"name": "long"}]
-                },
-            },
-            "InvalidSpec",
-            "spec.serving.lengthClasses: the operator does not deploy length classes yet",
-        ),
-        (
-            {
                 "model": {"name": "meta-llama/Llama-3.1-405B", "catalog": "llama-3.1-405b"},
                 "hardware": {"gpu": "L4-24GB", "tensorParallelSize": "auto"},
             },

@@ -71,6 +71,15 @@ class FakeKube:
     def read_inference_objective(self, ns: str, name: str) -> None:
         return None  # nor an InferenceObjective
 
+    def read_inference_service(self, ns: str, name: str) -> None:
+        return None
+
+    def list_length_children(self, ns: str, parent: str) -> list[dict[str, Any]]:
+        return []
+
+    def delete_inference_service(self, ns: str, name: str) -> None:
+        raise AssertionError("no length classes here")
+
     def list_inference_objectives(self, ns: str, selector: str) -> list[dict[str, Any]]:
         return []
 

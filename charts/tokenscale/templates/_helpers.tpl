@@ -26,7 +26,7 @@ app.kubernetes.io/instance: {{ .Release.Name }}
 {{- define "tokenscale.namespacedRules" -}}
 - apiGroups: ["tokenscale.io"]
   resources: ["inferenceservices"]
-  verbs: ["get", "list", "watch", "patch"]
+  verbs: ["get", "list", "watch", "create", "patch", "delete"]
 - apiGroups: ["tokenscale.io"]
   resources: ["inferenceservices/status"]
   verbs: ["get", "update"]

@@ -39,6 +39,16 @@ class PoolSummary(ApiModel):
     binding_constraint: str = Field(description="throughput, concurrency, kv or none.")
 
 
+class LengthClassStatus(ApiModel):
+    """One length class (``spec.serving.lengthClasses``): the InferenceService that runs it."""
+
+    name: str = Field(description="The class's name.")
+    service: str = Field(description="Its InferenceService (and Service): <service>-<class>.")
+    replicas: int = Field(description="Its desired replicas, as its own status says.")
+    ready_replicas: int = Field(description="Its ready replicas, as its own status says.")
+    ready: bool = Field(description="Its Ready condition is True.")
+
+
 class PlanSummary(ApiModel):
     """The plan in brief; `tokenscale plan` prints the whole of it."""
 
@@ -434,6 +444,10 @@ class InferenceServiceStatus(ApiModel):
         "(``replicas`` is then prefill + decode).",
     )
     plan: PlanSummary | None = Field(default=None, description="The current plan.")
+    length_classes: list[LengthClassStatus] = Field(
+        default_factory=list,
+        description="spec.serving.lengthClasses: each class's InferenceService, as it reports.",
+    )
     last_scale_time: str | None = Field(default=None, description="When replicas last changed.")
     live: LiveStatus | None = Field(default=None, description="Live metrics snapshot.")
     decision: DecisionStatus | None = Field(default=None, description="The last decision.")

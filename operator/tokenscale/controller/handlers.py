@@ -33,6 +33,7 @@ from tokenscale.kube import cached, lws
 from tokenscale.kube.client import Kube
 from tokenscale.kube.connect import bearer_token
 from tokenscale.render.labels import INFERENCE_SERVICE_LABEL, MANAGED_BY
+from tokenscale.render.length_classes import LENGTH_PARENT_LABEL
 
 log = logging.getLogger(__name__)
 KOPF_PREFIX = "kopf.tokenscale.io"
@@ -149,8 +150,14 @@ def build_registry(
     # hop per event (thousands when a fleet is created) would crowd out the reconciles.
     @kopf.on.event(*resource, registry=registry)
     async def inference_service_event(event: kopf.RawEvent, **_: Any) -> None:
+        meta = (event.get("object") or {}).get("metadata") or {}
+        if LENGTH_PARENT_LABEL in (meta.get("labels") or {}):  # a length class's child: its
+            await owned_changed(cached.INFERENCE_SERVICE, event)  # status is its parent's too
+            if event.get("type") == "DELETED":
+                handled.forget(meta.get("uid"))
+            return
         if cache(cached.INFERENCE_SERVICE, event) is None:  # deleted
-            handled.forget(((event.get("object") or {}).get("metadata") or {}).get("uid"))
+            handled.forget(meta.get("uid"))
 
     if store is not None and cached.RESOURCE_QUOTA in store.kinds:
 

@@ -41,6 +41,12 @@ from tokenscale.controller.desire import (
 )
 from tokenscale.controller.graceful import DELETION_COST, deletion_costs
 from tokenscale.controller.lead_time import lead_time_s
+from tokenscale.controller.length_classes import (
+    class_rows,
+    parent_status,
+    remove_children,
+    sync_children,
+)
 from tokenscale.controller.lora_config_ref import with_adapter_configs
 from tokenscale.controller.model_config_ref import with_hf_config
 from tokenscale.controller.objectives import objectives_may_remain, remove_dropped_objectives
@@ -102,10 +108,12 @@ from tokenscale.kube.lws import LwsNotInstalledError
 from tokenscale.planning import Plan
 from tokenscale.planning.speculative import with_measured_acceptance
 from tokenscale.render import child_name, selector_string
+from tokenscale.render.bundle import Owner
 from tokenscale.render.inference_objective import KIND as INFERENCE_OBJECTIVE
 from tokenscale.render.inference_pool import KIND as INFERENCE_POOL
 from tokenscale.render.keda import KIND as SCALED_OBJECT
 from tokenscale.render.labels import CONFIG_HASH_ANNOTATION
+from tokenscale.render.length_classes import class_services
 from tokenscale.render.variants import variant_workload_name
 from tokenscale.scaling import Decision
 from tokenscale.scaling.stockout import room_of
@@ -152,14 +160,42 @@ class Outcome:
     """This reconcile wrote the status."""
 
 
-LENGTH_CLASSES_NOT_DEPLOYED = (
-    "spec.serving.lengthClasses: the operator does not deploy length classes yet (tokenscale "
-    "plan and simulate size and replay one pool per class); remove spec.serving.lengthClasses "
-    "to deploy one shared pool, or deploy each class as its own InferenceService with the "
-    "class's workload (tokenscale plan -o json: length_classes.classes[] gives each class's "
-    "rates and token statistics) and route by prompt length in front of them"
-)
-"""Why a spec with length classes is refused (nothing written), and what to do instead."""
+def _length_classes(
+    kube: KubeApi,
+    body: Mapping[str, Any],
+    service: InferenceService,
+    plan: Plan,
+    now: str,
+    emit: EventSink,
+) -> Outcome:
+    """A service with length classes: its children in step, its own one-pool workload gone (a
+    spec that gained classes), its status from the children's (``controller/length_classes``)."""
+    meta = body["metadata"]
+    ns, name, uid, gen = meta["namespace"], meta["name"], meta["uid"], meta.get("generation")
+    desired = class_services(name, ns, service.spec, Owner(name, uid))
+    synced = sync_children(kube, ns, name, uid, desired)
+    outcome = Outcome(feasible=plan.feasible, plan=plan)
+    outcome.replicas = sum(p.replicas for p in plan.pools)
+    outcome.applied = [f"InferenceService/{n}" for n in synced.applied]
+    outcome.created = [f"InferenceService/{n}" for n in synced.created]
+    _announce_created(outcome, emit)
+    removed = [f"InferenceService/{n}" for n in synced.removed]
+    own = kube.read_deployment(ns, child_name(name))
+    if own is not None and is_ours(own, uid):  # it ran one pool before its classes
+        kube.delete_deployment(ns, child_name(name))
+        removed.append(f"Deployment/{child_name(name)}")
+    for gone in removed:
+        message = f"Deleted {gone}: spec.serving.lengthClasses no longer runs it"
+        emit("Normal", "LengthClassRemoved", message)
+        outcome.events.append(("Normal", "LengthClassRemoved", message))
+    rows = class_rows(synced.live)
+    for want, row in zip(desired, rows, strict=True):  # a child's event that moves its row
+        seen = {"replicas": row.replicas, "readyReplicas": row.ready_replicas}
+        outcome.desired[("InferenceService", row.service)] = {**want, "status": seen}
+    status, _ = read_status(body.get("status"))
+    new = parent_status(status, service, plan, rows, now, gen)
+    outcome.status_written = _write_status(kube, body, new)
+    return outcome
 
 
 def _reject(
@@ -296,14 +332,17 @@ def observe(
         plan = noted(plan, running, service.spec)
     except SpecError as err:
         return _reject(kube, body, "InvalidSpec", str(err), now, emit)
-    if plan.length_split is not None:  # planned and simulated, not yet rendered
-        return _reject(kube, body, "InvalidSpec", LENGTH_CLASSES_NOT_DEPLOYED, now, emit)
+    if plan.length_split is not None:  # one child InferenceService per class
+        return _length_classes(kube, body, service, plan, now, emit)
     if plan.replicas is None:  # nothing can serve; a bound shortfall still deploys, flagged
         return _reject(
             kube, body, "Infeasible", "; ".join(plan.infeasible_reasons), now, emit, plan, service
         )
 
     status, problems = read_status(body.get("status"))
+    if status.length_classes:  # it ran length classes: their children go
+        for gone in remove_children(kube, ns, name, uid, set()):
+            emit("Normal", "LengthClassRemoved", f"Deleted InferenceService/{gone}: no classes")
     ref = service.spec.workload_ref
     found = None
     if ref is not None:  # one workload: the spec's validator refused variants and P/D with it

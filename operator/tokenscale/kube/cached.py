@@ -29,6 +29,8 @@ from tokenscale.kube import lws
 from tokenscale.kube.client import Kube, object_path
 from tokenscale.kube.store import WatchStore
 from tokenscale.render.labels import INFERENCE_SERVICE_LABEL, MANAGED_BY
+from tokenscale.render.length_classes import LENGTH_PARENT_LABEL
+from tokenscale.render.names import label_value
 
 INFERENCE_SERVICE = "InferenceService"
 DEPLOYMENT = "Deployment"
@@ -200,6 +202,11 @@ class CachedKube(Kube):
 
     def list_resource_quotas(self, namespace: str) -> list[dict[str, Any]]:
         return self.store.select(RESOURCE_QUOTA, namespace, {})
+
+    def list_length_children(self, namespace: str, parent: str) -> list[dict[str, Any]]:
+        return self.store.select(
+            INFERENCE_SERVICE, namespace, {LENGTH_PARENT_LABEL: label_value(parent)}
+        )
 
     def list_pods(self, namespace: str, selector: str) -> list[dict[str, Any]]:
         if POD not in self.store.kinds:  # pods are watched only with a metrics source

@@ -13,10 +13,13 @@ from kubernetes.client.exceptions import ApiException
 from tokenscale.api.crd import PLURAL
 from tokenscale.api.inference_service import API_GROUP, API_VERSION
 from tokenscale.kube import inference_objective, inference_pool, keda, lws, scale
+from tokenscale.kube.custom import CustomResource
 from tokenscale.kube.custom import or_none as _or_none
 from tokenscale.render.inference_objective import KIND as INFERENCE_OBJECTIVE
 from tokenscale.render.inference_pool import KIND as INFERENCE_POOL
 from tokenscale.render.keda import KIND as SCALED_OBJECT
+from tokenscale.render.length_classes import LENGTH_PARENT_LABEL
+from tokenscale.render.names import label_value
 
 FIELD_MANAGER = "tokenscale"
 HANDOVER_MANAGER = "tokenscale-handover"
@@ -47,6 +50,15 @@ def object_path(kind: str, namespace: str, name: str) -> str:
     if kind == "Service":
         return f"/api/v1/namespaces/{namespace}/services/{name}"
     raise ValueError(f"no path for {kind}")  # pragma: no cover - callers pass these two
+
+
+INFERENCE_SERVICES = CustomResource(
+    API_GROUP,
+    API_VERSION,
+    PLURAL,
+    lambda: RuntimeError("the InferenceService CRD is not installed (crds/ or the chart)"),
+)
+"""Our own resource, as a custom resource: a length class's child is applied through it."""
 
 
 class Kube:
@@ -230,6 +242,8 @@ class Kube:
             return inference_objective.RESOURCE.apply(self._raw, obj, FIELD_MANAGER, APPLY)
         if kind == "PodDisruptionBudget":
             return self._apply_pdb(obj)
+        if kind == "InferenceService":  # a length class's child
+            return INFERENCE_SERVICES.apply(self._raw, obj, FIELD_MANAGER, APPLY)
         if kind not in ("Deployment", "Service"):  # pragma: no cover - the renderer makes these
             raise ValueError(f"cannot apply {kind}")
         # the answer as JSON, not through the client's models (a parse and a re-serialisation
@@ -266,6 +280,18 @@ class Kube:
                 ),
             )
         )
+
+    def list_length_children(self, namespace: str, parent: str) -> list[dict[str, Any]]:
+        """The InferenceServices labelled as length classes of ``parent``."""
+        selector = f"{LENGTH_PARENT_LABEL}={label_value(parent)}"
+        got = self._raw(
+            "GET", INFERENCE_SERVICES.path(namespace), query=[("labelSelector", selector)]
+        )
+        return list(got.get("items") or [])
+
+    def delete_inference_service(self, namespace: str, name: str) -> None:
+        """Delete one (a length class the spec dropped); absent is success."""
+        INFERENCE_SERVICES.delete(self._raw, namespace, name)
 
     def create_event(
         self, involved: dict[str, Any], type_: str, reason: str, message: str, now: str

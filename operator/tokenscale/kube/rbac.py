@@ -8,7 +8,7 @@ Rule = tuple[str, str, tuple[str, ...]]
 """(apiGroup, resource, verbs)"""
 
 NAMESPACED: tuple[Rule, ...] = (
-    ("tokenscale.io", "inferenceservices", ("get", "list", "watch", "patch")),
+    ("tokenscale.io", "inferenceservices", ("get", "list", "watch", "create", "patch", "delete")),
     ("tokenscale.io", "inferenceservices/status", ("get", "update")),
     ("apps", "deployments", ("get", "list", "watch", "create", "patch", "delete")),
     (
@@ -30,7 +30,8 @@ NAMESPACED: tuple[Rule, ...] = (
     ("", "pods", ("list", "watch", "patch")),
     ("", "resourcequotas", ("list", "watch")),
 )
-"""Reconcile: read/apply owned objects (server-side apply creates with create), replace the
+"""Reconcile: read/apply owned objects (server-side apply creates with create; a length
+class's child InferenceService is one, deleted when its class is dropped), replace the
 status whole, post events, read the ConfigMaps a ``spec.profileRef`` and a
 ``spec.model.hfConfigRef`` name (get only: the bench profile and the model's config.json), list
 the Deployment's pods (their creation→Ready lead time) and set the vLLM pods' deletion cost
