@@ -21,7 +21,7 @@ from tokenscale.api.workload import Workload
 from tokenscale.cli.app import app
 from tokenscale.planning import plan_service
 from tokenscale.planning.length_split import LogNormal, split
-from tokenscale.simulation.length_classes import replay_length_classes
+from tokenscale.simulation.length_classes import replay_length_classes, smallest_fleets
 from tokenscale.simulation.run import SimOptions
 from tokenscale.simulation.trace import Trace, TraceRequest
 
@@ -328,3 +328,26 @@ def test_simulate_prints_both_arrangements_and_refuses_what_it_cannot_replay(
     oracle = runner.invoke(app, [*args[:-1], "oracle"])
     assert oracle.exit_code == 2
     assert "--policy oracle is not available for length classes" in oracle.output
+
+
+def test_the_smallest_fleets_meet_the_target_for_every_class_and_one_fewer_does_not() -> None:
+    service = _spec()
+    plan = plan_service(service.spec, "svc")
+    trace = _trace(seconds=180.0)
+    opts = SimOptions(cold_start_s=60.0, timeline=False)
+    found = smallest_fleets(service.spec, plan, trace, opts, target=0.99)
+    assert found.shared is not None
+    assert all(n is not None for n in found.isolated)
+    assert found.replayed is not None
+    for row in (*found.replayed.isolated_by_class, *found.replayed.shared_by_class):
+        assert row.attainment >= 0.99
+    if found.shared > 1:  # one replica fewer misses some class's target
+        fewer = replay_length_classes(
+            service.spec,
+            plan,
+            trace,
+            opts,
+            "static",
+            ([n or 0 for n in found.isolated], found.shared - 1),
+        )
+        assert min(c.attainment for c in fewer.shared_by_class) < 0.99

@@ -14,7 +14,7 @@ by prompt length, against ``spec.slo``, unserved and rejected requests counted a
 import bisect
 import math
 from collections import deque
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Literal
 
@@ -32,6 +32,7 @@ from tokenscale.simulation.recorder import Outcome, Recorder
 from tokenscale.simulation.replica import SimRequest, replica_config
 from tokenscale.simulation.result import FleetRun, PoolsPoint
 from tokenscale.simulation.run import SimOptions, SimulationError
+from tokenscale.simulation.search import smallest
 from tokenscale.simulation.summary import meets, summarize
 from tokenscale.simulation.trace import Trace, TraceRequest, percentile
 
@@ -72,9 +73,26 @@ def replay_length_classes(
     trace: Trace,
     opts: SimOptions,
     policy: LengthPolicy = "tokenscale",
+    counts: tuple[Sequence[int], int] | None = None,
 ) -> LengthReplay:
     """Replay ``trace`` on the class pools ``plan`` runs and on the one shared pool (module
-    docstring). Raises :class:`SimulationError` when a pool's plan cannot serve."""
+    docstring); ``counts``: static fleets of these sizes (each class's, the shared pool's)
+    instead of the plans'. Raises :class:`SimulationError` when a pool's plan cannot serve."""
+    pools, bounds = _pools(spec, plan)
+    names = [p.name for p in pools[:-1]]
+    own, one = (None, None) if counts is None else (list(counts[0]), [counts[1]])
+    isolated = _replay(pools[:-1], bounds, trace, opts, policy, spec.slo, own)
+    shared = _replay(pools[-1:], bounds, trace, opts, policy, spec.slo, one)
+    return LengthReplay(
+        isolated=isolated.run,
+        shared=shared.run,
+        isolated_by_class=_by_class(isolated, names, bounds, spec.slo),
+        shared_by_class=_by_class(shared, names, bounds, spec.slo),
+    )
+
+
+def _pools(spec: InferenceServiceSpec, plan: Plan) -> tuple[list[_Pool], list[int]]:
+    """The class pools then the shared one, and the classes' upper bounds (all but the last)."""
     specs = class_specs(spec)
     plans = plan.class_plans
     if plan.length_split is None or len(plans) != len(specs):
@@ -86,16 +104,69 @@ def replay_length_classes(
                 f"{'one shared pool' if p is pools[-1] else f'length class {p.name}'} cannot "
                 f"serve: {'; '.join(p.plan.infeasible_reasons) or 'no replica count'}"
             )
-    bounds = [part.max_tokens or 0 for part, _ in specs[:-2]]
+    return pools, [part.max_tokens or 0 for part, _ in specs[:-2]]
+
+
+@dataclass(frozen=True)
+class SmallestFleets:
+    """The fewest replicas of fixed fleets meeting ``target`` for every class (None: not even
+    ``most``): each class's pool on its own requests, one shared pool on all of them judged
+    class by class, and both arrangements replayed at those sizes."""
+
+    target: float
+    isolated: list[int | None]
+    shared: int | None
+    replayed: LengthReplay | None
+    """None when an arrangement has no passing size."""
+
+
+def smallest_fleets(
+    spec: InferenceServiceSpec,
+    plan: Plan,
+    trace: Trace,
+    opts: SimOptions,
+    target: float = 0.99,
+    most: int = 64,
+) -> SmallestFleets:
+    """Each arrangement's smallest static fleet meeting ``target`` of each class's requests
+    within the SLOs (``simulation/search.py``), searched from the plans' counts: a class pool
+    on its own requests, the shared pool on each class's share of all (the class pools give
+    every class the target; a shared pool judged over all requests could spend the whole
+    error budget on the longest class)."""
+    pools, bounds = _pools(spec, plan)
+    slo = spec.slo
+
     names = [p.name for p in pools[:-1]]
-    isolated = _replay(pools[:-1], bounds, trace, opts, policy, spec.slo)
-    shared = _replay(pools[-1:], bounds, trace, opts, policy, spec.slo)
-    return LengthReplay(
-        isolated=isolated.run,
-        shared=shared.run,
-        isolated_by_class=_by_class(isolated, names, bounds, spec.slo),
-        shared_by_class=_by_class(shared, names, bounds, spec.slo),
+
+    def passes(pool: _Pool, sub: Trace, n: int) -> bool:
+        replayed = _replay([pool], bounds, sub, opts, "static", slo, [n])
+        if pool is not pools[-1]:
+            return replayed.run.slo_attainment >= target
+        return all(c.attainment >= target for c in _by_class(replayed, names, bounds, slo))
+
+    isolated: list[int | None] = []
+    for k, pool in enumerate(pools[:-1]):
+        mine = tuple(r for r in trace.requests if _class_of(bounds, r.input_tokens) == k)
+        sub = Trace(mine, trace.source, trace.block_tokens)
+        if not mine:
+            isolated.append(0)
+            continue
+        isolated.append(smallest(_passing(passes, pool, sub), pool.plan.sized.total, 1, most))
+    shared_pool = pools[-1]
+    shared = smallest(
+        lambda n: passes(shared_pool, trace, n), shared_pool.plan.sized.total, 1, most
     )
+    replayed = None
+    if shared is not None and all(n is not None for n in isolated):
+        counts = ([n or 0 for n in isolated], shared)
+        replayed = replay_length_classes(spec, plan, trace, opts, "static", counts)
+    return SmallestFleets(target, isolated, shared, replayed)
+
+
+def _passing(
+    passes: Callable[[_Pool, Trace, int], bool], pool: _Pool, sub: Trace
+) -> Callable[[int], bool]:
+    return lambda n: passes(pool, sub, n)
 
 
 @dataclass(frozen=True)
@@ -113,7 +184,10 @@ def _replay(
     opts: SimOptions,
     policy: LengthPolicy,
     slo: Slo,
+    counts: Sequence[int] | None = None,
 ) -> _Replayed:
+    """One arrangement replayed (``counts``: static sizes instead of the plans')."""
+    sizes = list(counts) if counts is not None else [p.plan.sized.total for p in pools]
     engines = [
         PoolEngine(
             name=p.name,
@@ -125,8 +199,8 @@ def _replay(
         for p in pools
     ]
     recs = [Recorder() for _ in pools]
-    fleet = Fleet(engines, recs, opts.cold_start_s, [p.plan.sized.total for p in pools])
-    hooks = _Hooks(fleet, pools, bounds, opts, policy)
+    fleet = Fleet(engines, recs, opts.cold_start_s, sizes)
+    hooks = _Hooks(fleet, pools, bounds, opts, policy, sizes)
     clock = Clock(
         opts.scrape_interval_s, opts.decision_interval_s, opts.first_decision_s, opts.drain_limit_s
     )
@@ -163,6 +237,7 @@ class _Hooks:
         bounds: list[int],
         opts: SimOptions,
         policy: LengthPolicy,
+        sizes: Sequence[int],
     ) -> None:
         self.fleet, self.pools, self.bounds, self.opts = fleet, pools, bounds, opts
         keep = math.ceil(max(opts.rate_window_s, opts.gauge_window_s) / opts.scrape_interval_s)
@@ -171,8 +246,8 @@ class _Hooks:
         self.policies = [
             TokenscalePolicy(p.spec, p.plan, opts.stale_after_s, opts.decision_interval_s)
             if policy == "tokenscale"
-            else StaticPolicy(p.plan.sized.total)
-            for p in pools
+            else StaticPolicy(n)
+            for p, n in zip(pools, sizes, strict=True)
         ]
         self.arrived = [0 for _ in range(len(bounds) + 1)]
         self.peak = fleet.asked()
