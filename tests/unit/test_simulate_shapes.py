@@ -178,7 +178,16 @@ SHAPE_NAMES = {
     "pool": "one pool",
     "mix": "spec.hardware.variants",
     "pd": "spec.serving.disaggregation",
+    "length": "spec.serving.lengthClasses",
 }
+LENGTH = ROOT / "deploy" / "examples" / "length-classes" / "llama-3.1-8b-h100-length.yaml"
+
+
+def _length_args(tmp_path: Path) -> list[str]:
+    trace = synthetic_trace(
+        300.0, 2.0, lambda r: 500 if r.random() < 0.8 else 6000, lambda r: 150, seed=4
+    )
+    return ["simulate", str(LENGTH), "--trace", str(_csv(tmp_path, trace)), "--cold-start", "30"]
 
 
 def _pool_args(tmp_path: Path) -> list[str]:
@@ -237,6 +246,20 @@ MATRIX: list[tuple[str, list[str], Any]] = [
     ("pd", ["--architectures", "-o", "json"], lambda o, p: "prefill" in o and "decode" in o),
     ("pd", ["--policy", "static"], None),
     ("pd", ["-o", "json"], lambda o, p: _json(o)["shape"] == "prefill/decode"),
+    # length classes
+    ("length", ["--fault", "replica-loss@1:00"], None),
+    ("length", ["--explain", "1:00"], None),
+    ("length", ["--plot", "PNG"], None),
+    ("length", ["--architectures"], None),
+    ("length", ["--policy", "oracle"], None),
+    ("length", ["--timeline"], None),
+    ("length", ["--timeline", "-o", "json"], lambda o, p: _json(o)["isolated"]["timeline"]),
+    (
+        "length",
+        ["--policy", "static", "-o", "json"],
+        lambda o, p: [x["name"] for x in _json(o)["isolated"]["pools"]] == ["short", "long"],
+    ),
+    ("length", ["-o", "json"], lambda o, p: len(_json(o)["classes"]["shared"]) == 2),
 ]
 
 
@@ -247,7 +270,8 @@ def test_every_flag_on_every_shape_works_or_exits_2_naming_flag_and_shape(
     tmp_path: Path, shape: str, flags: list[str], worked: Any
 ) -> None:
     png = tmp_path / "x.png"
-    base = {"pool": _pool_args, "mix": _mix_args, "pd": _pd_args}[shape](tmp_path)
+    args = {"pool": _pool_args, "mix": _mix_args, "pd": _pd_args, "length": _length_args}
+    base = args[shape](tmp_path)
     result = runner.invoke(app, [*base, *(str(png) if f == "PNG" else f for f in flags)])
     assert "Traceback" not in result.output
     if worked is None:
