@@ -351,3 +351,47 @@ def test_the_smallest_fleets_meet_the_target_for_every_class_and_one_fewer_does_
             ([n or 0 for n in found.isolated], found.shared - 1),
         )
         assert min(c.attainment for c in fewer.shared_by_class) < 0.99
+
+
+@pytest.mark.parametrize(
+    ("classes", "text"),
+    [
+        (
+            [{"name": "short", "maxInputTokens": 16384}, {"name": "long"}],
+            "lengthClasses[0].maxInputTokens=16384 is not below spec.workload.maxContextTokens",
+        ),
+        (
+            [
+                {
+                    "name": "short",
+                    "maxInputTokens": 1000,
+                    "inputTokens": {"mean": 500, "p99": 3000},
+                },
+                {"name": "long"},
+            ],
+            "lengthClasses[0].inputTokens (P99 3000) exceeds its maxInputTokens=1000",
+        ),
+    ],
+)
+def test_bounds_that_cannot_hold_their_prompts_are_refused(
+    classes: list[dict[str, Any]], text: str
+) -> None:
+    assert text in _invalid({"serving": {"lengthClasses": classes}})
+
+
+def test_render_and_check_show_what_the_operator_runs_for_each_class() -> None:
+    rendered = runner.invoke(app, ["render", str(EXAMPLE), "-o", "json"])
+    assert rendered.exit_code == 0, rendered.output
+    items = json.loads(rendered.output)["items"]
+    kinds = [(o["kind"], o["metadata"]["name"]) for o in items]
+    plan = plan_service(parse_manifests(EXAMPLE.read_text())[0].spec, "llama-8b-length")
+    for pool in plan.pools:
+        child = f"llama-8b-length-{pool.name}"
+        assert ("InferenceService", child) in kinds
+        dep = next(o for o in items if o["kind"] == "Deployment" and o["metadata"]["name"] == child)
+        assert dep["spec"]["replicas"] == pool.replicas
+    assert ("Deployment", "llama-8b-length") not in kinds
+    checked = runner.invoke(app, ["check", str(EXAMPLE), "-o", "json"])
+    assert checked.exit_code in (0, 1), checked.output
+    names = [r["name"] for r in json.loads(checked.output)]
+    assert names == ["llama-8b-length-short", "llama-8b-length-long"]

@@ -117,6 +117,30 @@ class InferenceServiceSpec(ApiModel):
         return self
 
     @model_validator(mode="after")
+    def _length_bounds_fit(self) -> Self:
+        """A length class's bound must leave the later classes prompts vLLM accepts, and a
+        class's stated prompts must fit its bound."""
+        classes = self.serving.length_classes or []
+        ctx = self.workload.max_context_tokens
+        for i, c in enumerate(classes):
+            where = f"spec.serving.lengthClasses[{i}]"
+            bound = c.max_input_tokens
+            if bound is not None and ctx is not None and bound >= ctx and i < len(classes) - 1:
+                raise ValueError(
+                    f"{where}.maxInputTokens={bound} is not below spec.workload."
+                    f"maxContextTokens={ctx}: the classes after it could only get prompts vLLM "
+                    f"refuses; lower it below {ctx}, or drop the classes after it"
+                )
+            stated = c.input_tokens
+            if bound is not None and stated is not None and stated.p99_or_mean > bound:
+                raise ValueError(
+                    f"{where}.inputTokens (P99 {stated.p99_or_mean:g}) exceeds its "
+                    f"maxInputTokens={bound}: a class's prompts are at most its bound; correct "
+                    "the statistics or the bound"
+                )
+        return self
+
+    @model_validator(mode="after")
     def _one_shape(self) -> Self:
         conflicts = shape_conflicts(self.hardware, self.serving, self.scaling, self.workload_ref)
         if self.serving.length_classes and self.workload.classes:

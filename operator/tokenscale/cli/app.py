@@ -302,7 +302,8 @@ def render(
         str | None, typer.Option(help="Add ownerReferences to this InferenceService UID.")
     ] = None,
 ) -> None:
-    """Print the Deployment, Service and PDB the operator would apply for each service."""
+    """Print the Deployment, Service and PDB the operator would apply for each service (with
+    length classes: each class's InferenceService, then the objects each of them renders)."""
     import yaml  # noqa: PLC0415
     from rich.console import Console  # noqa: PLC0415
 
@@ -313,6 +314,7 @@ def render(
     from tokenscale.planning import plan_service  # noqa: PLC0415
     from tokenscale.planning.validate import validate_manifests  # noqa: PLC0415
     from tokenscale.render import Owner, render_bundle  # noqa: PLC0415
+    from tokenscale.render.length_classes import as_services, class_services  # noqa: PLC0415
     from tokenscale.scaling import decide_plan_only  # noqa: PLC0415
 
     if not is_dns1123_label(namespace):
@@ -329,27 +331,25 @@ def render(
         services = validate_manifests(read_input(file, output.value), model_source_for(file))
         objects = []
         for s in services:
-            p = plan_service(s.spec, s.metadata.name)
-            if not p.feasible:
-                Console(stderr=True).print(
-                    f"[red]error:[/] {s.metadata.name}: the plan is infeasible, nothing would be "
-                    "applied: " + "; ".join(p.infeasible_reasons),
-                    highlight=False,
-                )
-                raise typer.Exit(1)
-            decision = decide_plan_only(p, s.spec.scaling.replicas)
+            ns = s.metadata.namespace or namespace
             owner = Owner(s.metadata.name, owner_uid) if owner_uid else None
-            bundle = render_bundle(
-                s.metadata.name,
-                s.metadata.namespace or namespace,
-                s.spec,
-                p,
-                decision.replicas,
-                owner,
-            )
-            objects.extend(bundle.objects)
-            for note in bundle.derived_names:
-                warn(f"{s.metadata.name}: {note}")
+            if s.spec.serving.length_classes:  # the children, then what each child renders
+                objects.extend(class_services(s.metadata.name, ns, s.spec, owner))
+            for name, spec in as_services(s.metadata.name, ns, s.spec):
+                p = plan_service(spec, name)
+                if not p.feasible:
+                    Console(stderr=True).print(
+                        f"[red]error:[/] {name}: the plan is infeasible, nothing would be "
+                        "applied: " + "; ".join(p.infeasible_reasons),
+                        highlight=False,
+                    )
+                    raise typer.Exit(1)
+                decision = decide_plan_only(p, spec.scaling.replicas)
+                mine = owner if name == s.metadata.name else None  # a child's UID is unknown
+                bundle = render_bundle(name, ns, spec, p, decision.replicas, mine)
+                objects.extend(bundle.objects)
+                for note in bundle.derived_names:
+                    warn(f"{name}: {note}")
     except SpecError as err:
         fail_invalid(err, file, output.value)
     if output is ManifestOutput.json:

@@ -41,7 +41,8 @@ def check_command(
         TableOrJson, typer.Option("-o", "--output", help="Output format.")
     ] = TableOrJson.table,
 ) -> None:
-    """Judge each InferenceService in FILE against the production-readiness checklist."""
+    """Judge each InferenceService in FILE against the production-readiness checklist (with
+    length classes: each class's InferenceService, as the operator runs them)."""
     from rich.console import Console  # noqa: PLC0415
 
     from tokenscale.api.errors import SpecError  # noqa: PLC0415
@@ -51,6 +52,7 @@ def check_command(
     from tokenscale.planning import plan_service  # noqa: PLC0415
     from tokenscale.planning.validate import validate_manifests  # noqa: PLC0415
     from tokenscale.render import render_bundle  # noqa: PLC0415
+    from tokenscale.render.length_classes import as_services  # noqa: PLC0415
     from tokenscale.render.readiness import readiness  # noqa: PLC0415
     from tokenscale.scaling import decide_plan_only  # noqa: PLC0415
 
@@ -63,13 +65,14 @@ def check_command(
             raise typer.Exit(2)
         alerts = alert_names(list(safe_load_all(text)))
         for s in services:
-            plan = plan_service(s.spec, s.metadata.name)
-            objects: list[dict[str, Any]] = []
-            if plan.replicas is not None:
-                replicas = decide_plan_only(plan, s.spec.scaling.replicas).replicas
-                ns = s.metadata.namespace or "default"
-                objects = render_bundle(s.metadata.name, ns, s.spec, plan, replicas).objects
-            results.append((s.metadata.name, readiness(s.spec, plan, objects, alerts)))
+            ns = s.metadata.namespace or "default"
+            for name, spec in as_services(s.metadata.name, ns, s.spec):  # each length class's
+                plan = plan_service(spec, name)
+                objects: list[dict[str, Any]] = []
+                if plan.replicas is not None:
+                    replicas = decide_plan_only(plan, spec.scaling.replicas).replicas
+                    objects = render_bundle(name, ns, spec, plan, replicas).objects
+                results.append((name, readiness(spec, plan, objects, alerts)))
     except SpecError as err:
         fail_invalid(err, file)
         return

@@ -43,26 +43,42 @@ def _child_spec(spec: InferenceServiceSpec, class_name: str) -> dict[str, Any]:
 
 
 def class_services(
-    name: str, namespace: str, spec: InferenceServiceSpec, owner: Owner
+    name: str, namespace: str, spec: InferenceServiceSpec, owner: Owner | None
 ) -> list[dict[str, Any]]:
-    """One child InferenceService per length class of ``spec``, in class order."""
+    """One child InferenceService per length class of ``spec``, in class order (owned by
+    ``owner``; None: no owner reference, as ``tokenscale render`` prints without a UID)."""
     out = []
     for part, class_spec in class_specs(spec)[:-1]:
+        meta: dict[str, Any] = {
+            "name": class_service_name(name, part.name),
+            "namespace": namespace,
+            "labels": {
+                LENGTH_PARENT_LABEL: label_value(name),
+                LENGTH_CLASS_LABEL: part.name,
+                "app.kubernetes.io/managed-by": MANAGED_BY,
+            },
+        }
+        if owner is not None:
+            meta["ownerReferences"] = [owner.reference()]
         out.append(
             {
                 "apiVersion": f"{API_GROUP}/{API_VERSION}",
                 "kind": KIND,
-                "metadata": {
-                    "name": class_service_name(name, part.name),
-                    "namespace": namespace,
-                    "labels": {
-                        LENGTH_PARENT_LABEL: label_value(name),
-                        LENGTH_CLASS_LABEL: part.name,
-                        "app.kubernetes.io/managed-by": MANAGED_BY,
-                    },
-                    "ownerReferences": [owner.reference()],
-                },
+                "metadata": meta,
                 "spec": _child_spec(class_spec, part.name),
             }
         )
     return out
+
+
+def as_services(
+    name: str, namespace: str, spec: InferenceServiceSpec
+) -> list[tuple[str, InferenceServiceSpec]]:
+    """What the operator reconciles for service ``name``: itself, or with length classes each
+    child (its name and its spec as the API server will hold it)."""
+    if not spec.serving.length_classes:
+        return [(name, spec)]
+    return [
+        (doc["metadata"]["name"], InferenceServiceSpec.model_validate(doc["spec"]))
+        for doc in class_services(name, namespace, spec, None)
+    ]
