@@ -15,7 +15,7 @@ from typing import Any
 from tokenscale.api.inference_service import InferenceService
 from tokenscale.api.status import InferenceServiceStatus, LengthClassStatus
 from tokenscale.controller.api import KubeApi
-from tokenscale.controller.ownership import is_ours
+from tokenscale.controller.ownership import delete_unkept
 from tokenscale.controller.status import condition, plan_summary, ttft_display
 from tokenscale.kube.drift import differences
 from tokenscale.planning import Plan
@@ -56,13 +56,10 @@ def remove_children(
     kube: KubeApi, namespace: str, parent: str, uid: str, kept: set[str]
 ) -> list[str]:
     """Delete our children not in ``kept`` (their names); return the names deleted."""
-    gone = []
-    for live in kube.list_length_children(namespace, parent):
-        name = str((live.get("metadata") or {}).get("name") or "")
-        if name and name not in kept and is_ours(live, uid):
-            kube.delete_inference_service(namespace, name)
-            gone.append(name)
-    return gone
+    listed = kube.list_length_children(namespace, parent)
+    return delete_unkept(
+        listed, kept, uid, lambda child: kube.delete_inference_service(namespace, child)
+    )
 
 
 def _cond_true(obj: Mapping[str, Any], ctype: str) -> bool:

@@ -10,7 +10,7 @@ objects in the same reconcile), so a service that never had classes costs no cal
 
 from tokenscale.api.status import InferenceServiceStatus
 from tokenscale.controller.api import KubeApi
-from tokenscale.controller.ownership import is_ours
+from tokenscale.controller.ownership import delete_unkept
 from tokenscale.render.inference_objective import CLASS_LABEL
 from tokenscale.render.labels import INFERENCE_SERVICE_LABEL
 from tokenscale.render.names import label_value
@@ -26,10 +26,7 @@ def remove_dropped_objectives(
 ) -> list[str]:
     """Delete our objectives not in ``kept`` (their names); return the names deleted."""
     selector = f"{INFERENCE_SERVICE_LABEL}={label_value(name)},{CLASS_LABEL}"
-    gone = []
-    for live in kube.list_inference_objectives(namespace, selector):
-        child = str((live.get("metadata") or {}).get("name") or "")
-        if child and child not in kept and is_ours(live, uid):
-            kube.delete_inference_objective(namespace, child)
-            gone.append(child)
-    return gone
+    listed = kube.list_inference_objectives(namespace, selector)
+    return delete_unkept(
+        listed, kept, uid, lambda child: kube.delete_inference_objective(namespace, child)
+    )

@@ -13,6 +13,7 @@ way, with reason ``ApplyFailed``, so the status is never left empty.
 
 import contextlib
 import json
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
@@ -65,6 +66,21 @@ def is_ours(live: dict[str, Any], uid: str) -> bool:
         and str(ref.get("apiVersion", "")).split("/")[0] == API_GROUP
         and ref.get("uid") == uid
     )
+
+
+def delete_unkept(
+    listed: Iterable[dict[str, Any]], kept: set[str], uid: str, delete: Callable[[str], None]
+) -> list[str]:
+    """Delete (``delete(name)``) each object of ``listed`` whose name is not in ``kept`` and
+    that the InferenceService ``uid`` controls (another owner's, even with our labels, is never
+    touched); return the names deleted."""
+    gone = []
+    for live in listed:
+        name = str((live.get("metadata") or {}).get("name") or "")
+        if name and name not in kept and is_ours(live, uid):
+            delete(name)
+            gone.append(name)
+    return gone
 
 
 def holder(live: dict[str, Any]) -> str:
