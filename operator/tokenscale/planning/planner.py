@@ -180,7 +180,7 @@ def perf_at(
         prefix_cache_hit_rate=w.prefix_cache_hit_rate if serving.enable_prefix_caching else 0.0,
         tail_input_tokens=w.input_tokens.p99_or_mean,
         tail_output_tokens=w.output_tokens.p99_or_mean,
-        prompt_length_scv=prompt_scv(w.input_tokens),
+        prompt_length_scv=prompt_scv(w.input_tokens, _longest_prompt(r, w)),
         weight_read_efficiency=weight_read_efficiency(model.weight_dtype),
         decode_bandwidth_factor=decode_bandwidth_factor(r.gpu_key),
     )
@@ -192,6 +192,13 @@ def perf_at(
     fabric, _ = inter_node_bytes_per_s(spec.hardware.inter_node_gbps or gpu.inter_node_gbps)
     same = {f.name: getattr(base, f.name) for f in dataclasses.fields(base)}
     return LayoutPerfModel(**same, layout=layout, inter_node_bytes_per_s=fabric)
+
+
+def _longest_prompt(r: Resolved, w: Workload) -> float:
+    """The longest prompt vLLM accepts with a P99 answer: the context cap (the workload's, else
+    the model's) less the P99 answer."""
+    cap = w.max_context_tokens or r.model.architecture.max_context_tokens
+    return max(float(cap) - w.output_tokens.p99_or_mean, 1.0)
 
 
 def replica_perf_model(spec: InferenceServiceSpec, plan: Plan) -> PerfModel:

@@ -148,13 +148,38 @@ def lognormal_scv(mean: float, p99: float) -> float:
     return math.exp(sigma * sigma) - 1.0
 
 
-def prompt_scv(tokens: TokenDistribution) -> float | None:
+def truncated_lognormal_scv(mean: float, p99: float, most: float) -> float:
+    """``C²`` of the lognormal with this mean and P99 cut at ``most`` (no value above it):
+    ``E[Xᵏ; X ≤ c] = e^{kμ + k²σ²/2}·Φ((ln c − μ − kσ²)/σ)``, renormalised by ``F(c)``. A heavy
+    tail's second moment lives far out (σ 1.47 puts half of it above 24 × the mean), where a
+    bounded context has no prompt."""
+    if mean <= 0 or p99 <= mean:
+        return 0.0
+    sigma = Z_P99 - math.sqrt(max(Z_P99 * Z_P99 - 2.0 * math.log(p99 / mean), 0.0))
+    mu = math.log(mean) - sigma * sigma / 2.0
+    unit = NormalDist()
+    if most <= 0 or sigma <= 0:
+        return math.exp(sigma * sigma) - 1.0
+    at = (math.log(most) - mu) / sigma
+    mass = unit.cdf(at)
+    if mass <= 1e-12:  # nothing below the cut: no spread left to measure
+        return 0.0
+    first = math.exp(mu + sigma * sigma / 2.0) * unit.cdf(at - sigma) / mass
+    second = math.exp(2.0 * mu + 2.0 * sigma * sigma) * unit.cdf(at - 2.0 * sigma) / mass
+    return max(second / (first * first) - 1.0, 0.0)
+
+
+def prompt_scv(tokens: TokenDistribution, most: float | None = None) -> float | None:
     """The prompts' ``C²`` for the prefill queue and the TPOT tail: the lognormal's through the
-    stated mean and P99 (P99 = mean: identical prompts, 0), or None when no P99 is stated
-    (the timing model then takes 1, exponential: M/M/1's convention)."""
+    stated mean and P99 (P99 = mean: identical prompts, 0), cut at ``most`` tokens when given
+    (the longest prompt vLLM accepts: ``--max-model-len`` less the P99 answer; a longer one is
+    refused and never queues), or None when no P99 is stated (the timing model then takes 1,
+    exponential: M/M/1's convention)."""
     if tokens.p99 is None:
         return None
-    return lognormal_scv(tokens.mean, tokens.p99)
+    if most is None or most <= tokens.p99:
+        return lognormal_scv(tokens.mean, tokens.p99)
+    return truncated_lognormal_scv(tokens.mean, tokens.p99, most)
 
 
 def _bins() -> tuple[tuple[float, float], ...]:
