@@ -1,6 +1,7 @@
-"""The fleet's shape (one pool, a GPU mix, prefill/decode pools) is tested in one place each:
-``Plan.is_mix``, ``Plan.role_pools`` / ``Plan.is_disaggregated`` and, before planning,
-``HardwareSpec.is_mix`` and ``Serving.asks_for_roles``. Everything else asks them."""
+"""The fleet's shape (one pool, a GPU mix, prefill/decode pools, length classes) is tested in
+one place each: ``Plan.is_mix``, ``Plan.role_pools`` / ``Plan.is_disaggregated``,
+``Plan.length_split`` and, before planning, ``HardwareSpec.is_mix``, ``Serving.asks_for_roles``
+and ``Serving.splits_by_length``. Everything else asks them."""
 
 import re
 from pathlib import Path
@@ -16,6 +17,7 @@ from tokenscale.planning.result import Plan
 ONE_POOL = ROOT / "deploy" / "examples" / "llama-3.1-8b-l4.yaml"
 MIX = ROOT / "deploy" / "examples" / "variants" / "llama-3.1-8b-h100-l40s.yaml"
 PD = ROOT / "tests" / "fixtures" / "disaggregated" / "llama-3.1-8b-h100-pd.yaml"
+LENGTH = ROOT / "deploy" / "examples" / "length-classes" / "llama-3.1-8b-h100-length.yaml"
 PACKAGE = ROOT / "operator" / "tokenscale"
 
 #: "Is it a mix / P/D?" decided from the raw fields instead of asking the predicates.
@@ -23,6 +25,8 @@ RAW_SHAPE_TEST = re.compile(
     r"\.mix is (not )?None|disaggregation is (not )?None|\bd\.enabled\b|disaggregation\.enabled"
     r"|variants is (not )?None|bool\(self\.roles\)"
     r'|disaggregation [!=]= "off"'
+    r"|if (not )?(?![\w.]*status\.)[\w.]*\.length_classes( and| or|:)"  # status: what ran
+    r"|length_classes is (not )?None"
 )
 #: Where the raw fields may still be read: the predicates themselves, the spec's validator,
 #: code that reads a mix's own data after narrowing it (routing, primary, the variants list),
@@ -30,7 +34,7 @@ RAW_SHAPE_TEST = re.compile(
 ALLOWED = {
     "planning/result.py": "the predicates",
     "api/hardware.py": "the predicate and the validator",
-    "api/serving.py": "the spec's P/D predicate (Serving.asks_for_roles)",
+    "api/serving.py": "the spec's P/D and length predicates (asks_for_roles, splits_by_length)",
     "planning/mix.py": "the mix planner narrows its own summary",
     "scaling/variant_order.py": "reads the mix's routing and primary",
     "render/variants.py": "reads spec.hardware.variants",
@@ -62,6 +66,18 @@ def test_each_shape_answers_its_predicates(
     assert (None if pair is None else tuple(x.role for x in pair)) == roles
     rule = p.coordination.rule if p.coordination is not None else None
     assert rule == ("mix" if mix else "disaggregated" if roles else "none")
+
+
+def test_length_classes_answer_their_predicates() -> None:
+    p = _plan(LENGTH)
+    s = parse_manifests(LENGTH.read_text())[0].spec
+    assert s.serving.splits_by_length
+    assert p.length_split is not None
+    assert not p.is_mix
+    assert not p.is_disaggregated
+    assert p.coordination is not None
+    assert p.coordination.rule == "lengthClasses"
+    assert _plan(ONE_POOL).length_split is None
 
 
 def test_auto_that_does_not_split_is_one_pool_with_its_evaluation_kept() -> None:

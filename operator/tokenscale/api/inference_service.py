@@ -143,7 +143,7 @@ class InferenceServiceSpec(ApiModel):
     @model_validator(mode="after")
     def _one_shape(self) -> Self:
         conflicts = shape_conflicts(self.hardware, self.serving, self.scaling, self.workload_ref)
-        if self.serving.length_classes and self.workload.classes:
+        if self.serving.splits_by_length and self.workload.classes:
             conflicts.append(
                 "spec.serving.lengthClasses with spec.workload.classes: the tenants' classes "
                 "share one pool and the length classes split it by prompt length; no rule yet "

@@ -109,6 +109,12 @@ class Serving(ApiModel):
         (whether it does is ``Plan.role_pools``)."""
         return self.disaggregation != "off"
 
+    @property
+    def splits_by_length(self) -> bool:
+        """``lengthClasses`` set: the plan runs one pool per class of prompt lengths (the one
+        place this shape is asked before planning; after it, ``Plan.length_split``)."""
+        return bool(self.length_classes)
+
     @field_validator("disaggregation", mode="before")
     @classmethod
     def _yaml_switch(cls, value: object) -> object:

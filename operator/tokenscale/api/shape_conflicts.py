@@ -43,11 +43,11 @@ def _several(hardware: HardwareSpec, serving: Serving) -> list[_Several]:
                 "plan one GPU type (spec.hardware.gpu)",
             )
         )
-    if serving.length_classes:
+    if serving.splits_by_length:
         out.append(
             _Several(
                 "spec.serving.lengthClasses",
-                f"one workload per length class ({len(serving.length_classes)})",
+                f"one workload per length class ({len(serving.length_classes or [])})",
                 "remove spec.serving.lengthClasses",
             )
         )
@@ -81,7 +81,7 @@ def shape_conflicts(
             + ". Set spec.serving.disaggregation: off (or remove it) to plan the mix, or give "
             "one GPU type (spec.hardware.gpu) to plan prefill/decode pools"
         )
-    if serving.length_classes and serving.asks_for_roles:
+    if serving.splits_by_length and serving.asks_for_roles:
         out.append(
             "spec.serving.lengthClasses with spec.serving.disaggregation: "
             f"{serving.disaggregation}: each length class is planned as one serving pool, and "

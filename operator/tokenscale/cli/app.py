@@ -333,7 +333,7 @@ def render(
         for s in services:
             ns = s.metadata.namespace or namespace
             owner = Owner(s.metadata.name, owner_uid) if owner_uid else None
-            if s.spec.serving.length_classes:  # the children, then what each child renders
+            if s.spec.serving.splits_by_length:  # the children, then what each child renders
                 objects.extend(class_services(s.metadata.name, ns, s.spec, owner))
             for name, spec in as_services(s.metadata.name, ns, s.spec):
                 p = plan_service(spec, name)

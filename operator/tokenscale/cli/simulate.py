@@ -332,7 +332,7 @@ def simulate_command(
                 f"{_from_start(start)}; a fault after it drills nothing: use a moment from 0:00 "
                 f"to {_clock(end_s)}"
             )
-        if isvc.spec.serving.length_classes:  # one pool per class, against one shared pool
+        if isvc.spec.serving.splits_by_length:  # one pool per class, against one shared pool
             from tokenscale.cli.simulate_length import length_replay, print_length  # noqa: PLC0415
 
             replayed = length_replay(isvc, scaled, opts, cast("LengthPolicy", policy.value))
@@ -547,7 +547,7 @@ def _shape_checked(
     spec = isvc.spec
     pd_plan = None
     shape: Shape = "pool"
-    if spec.serving.length_classes:
+    if spec.serving.splits_by_length:
         if spec.hardware.is_mix:
             raise bad_input(
                 "simulate does not replay length classes over a GPU mix (spec.hardware."

@@ -16,7 +16,7 @@ def plan_service(spec: InferenceServiceSpec, name: str = "") -> Plan:
     With ``spec.workload.classes``, the classes' rule (planning/classes.py) over this."""
     if spec.workload.classes:
         return plan_classes(spec, name, _plan_one)
-    if spec.serving.length_classes:
+    if spec.serving.splits_by_length:
         return plan_length_classes(spec, name, _plan_one)
     return _plan_one(spec, name)
 

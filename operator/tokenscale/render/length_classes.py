@@ -76,7 +76,7 @@ def as_services(
 ) -> list[tuple[str, InferenceServiceSpec]]:
     """What the operator reconciles for service ``name``: itself, or with length classes each
     child (its name and its spec as the API server will hold it)."""
-    if not spec.serving.length_classes:
+    if not spec.serving.splits_by_length:
         return [(name, spec)]
     return [
         (doc["metadata"]["name"], InferenceServiceSpec.model_validate(doc["spec"]))
