@@ -260,6 +260,14 @@ MATRIX: list[tuple[str, list[str], Any]] = [
         lambda o, p: [x["name"] for x in _json(o)["isolated"]["pools"]] == ["short", "long"],
     ),
     ("length", ["-o", "json"], lambda o, p: len(_json(o)["classes"]["shared"]) == 2),
+    (
+        "length",
+        ["--policy", "best-static", "-o", "json"],
+        lambda o, p: (
+            _json(o)["smallest"]["shared_replicas"] >= 1
+            and all(c["attainment"] >= 0.99 for c in _json(o)["classes"]["shared"])
+        ),
+    ),
 ]
 
 

@@ -29,7 +29,6 @@ if TYPE_CHECKING:
     from tokenscale.planning.result import Plan
     from tokenscale.simulation import PolicyName, Setup, SimResult
     from tokenscale.simulation.faults import Fault
-    from tokenscale.simulation.length_classes import LengthPolicy
     from tokenscale.simulation.result import Explanation, Frontier
     from tokenscale.simulation.trace import Trace, TraceFormat
 
@@ -335,12 +334,12 @@ def simulate_command(
         if isvc.spec.serving.splits_by_length:  # one pool per class, against one shared pool
             from tokenscale.cli.simulate_length import length_replay, print_length  # noqa: PLC0415
 
-            replayed = length_replay(isvc, scaled, opts, cast("LengthPolicy", policy.value))
+            replayed, smallest = length_replay(isvc, scaled, opts, policy.value)
             title = (
                 f"{isvc.metadata.name}: {trace.name}, {len(scaled.requests):,} requests, length "
                 f"classes ({policy.value}) against one shared pool"
             )
-            print_length(replayed, title, output == TableOrJson.json, timeline)
+            print_length(replayed, title, output == TableOrJson.json, timeline, smallest)
             return
         if isvc.spec.hardware.is_mix:  # several GPU types: mixed fleets
             from tokenscale.cli.simulate_mix import (  # noqa: PLC0415

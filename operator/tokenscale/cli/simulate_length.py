@@ -6,7 +6,7 @@ class by prompt length (``simulation/length_classes.py``)."""
 import json
 import math
 from dataclasses import asdict
-from typing import Any
+from typing import Any, cast
 
 from tokenscale.api.inference_service import InferenceService
 from tokenscale.cli.console import stdout_console
@@ -16,19 +16,32 @@ from tokenscale.simulation.length_classes import (
     ClassOutcome,
     LengthPolicy,
     LengthReplay,
+    SmallestFleets,
     replay_length_classes,
+    smallest_fleets,
 )
 from tokenscale.simulation.result import FleetRun
-from tokenscale.simulation.run import SimOptions
+from tokenscale.simulation.run import SimOptions, SimulationError
 from tokenscale.simulation.trace import Trace
 
 
 def length_replay(
-    isvc: InferenceService, trace: Trace, opts: SimOptions, policy: LengthPolicy
-) -> LengthReplay:
-    """Plan the spec and replay both arrangements."""
+    isvc: InferenceService, trace: Trace, opts: SimOptions, policy: str
+) -> tuple[LengthReplay, SmallestFleets | None]:
+    """Plan the spec and replay both arrangements: by ``policy`` (tokenscale, static), or
+    (best-static) each arrangement's smallest fixed fleet meeting the target for every class.
+    Raises :class:`SimulationError` when best-static finds no passing size."""
     plan = plan_service(isvc.spec, isvc.metadata.name)
-    return replay_length_classes(isvc.spec, plan, trace, opts, policy)
+    if policy != "best-static":
+        return replay_length_classes(isvc.spec, plan, trace, opts, cast(LengthPolicy, policy)), None
+    target = isvc.spec.scaling.target_attainment
+    found = smallest_fleets(isvc.spec, plan, trace, opts, target)
+    if found.replayed is None:
+        raise SimulationError(
+            f"no fixed fleet of at most 64 replicas per pool meets {target:.0%} of every "
+            f"class's requests (class pools: {found.isolated}, one shared pool: {found.shared})"
+        )
+    return found.replayed, found
 
 
 def _seconds(x: float) -> str:
@@ -87,8 +100,26 @@ def _run_json(r: FleetRun, timeline: bool) -> dict[str, Any]:
     return doc
 
 
-def print_length(found: LengthReplay, title: str, as_json: bool, timeline: bool) -> None:
-    """The two arrangements and each class in both, as a table or as JSON."""
+def print_length(
+    found: LengthReplay,
+    title: str,
+    as_json: bool,
+    timeline: bool,
+    smallest: SmallestFleets | None = None,
+) -> None:
+    """The two arrangements and each class in both, as a table or as JSON (best-static: the
+    sizes found, and the verdict)."""
+    sizes: dict[str, Any] | None = None
+    if smallest is not None:
+        iso = [n or 0 for n in smallest.isolated]
+        shared = smallest.shared or 0
+        names = [c.name for c in found.isolated_by_class]
+        sizes = {
+            "target_attainment": smallest.target,
+            "isolated_replicas": dict(zip(names, iso, strict=True)),
+            "shared_replicas": shared,
+            "isolation_pays": sum(iso) <= shared,
+        }
     if as_json:
         doc = {
             "isolated": _run_json(found.isolated, timeline),
@@ -97,6 +128,7 @@ def print_length(found: LengthReplay, title: str, as_json: bool, timeline: bool)
                 "isolated": _class_json(found.isolated_by_class),
                 "shared": _class_json(found.shared_by_class),
             },
+            **({"smallest": sizes} if sizes is not None else {}),
         }
         print(json.dumps(doc, indent=2))
         return
@@ -104,3 +136,12 @@ def print_length(found: LengthReplay, title: str, as_json: bool, timeline: bool)
     console.print(_table(found, title))
     console.print(f"class pools: {_fleet_words(found.isolated)}", highlight=False)
     console.print(f"one shared pool: {_fleet_words(found.shared)}", highlight=False)
+    if sizes is not None:
+        iso_words = " + ".join(f"{k} {v}" for k, v in sizes["isolated_replicas"].items())
+        verdict = "isolation pays" if sizes["isolation_pays"] else "one shared pool is cheaper"
+        console.print(
+            f"smallest fixed fleets meeting {sizes['target_attainment']:.0%} of every class's "
+            f"requests: class pools {iso_words}, one shared pool {sizes['shared_replicas']}: "
+            f"{verdict}",
+            highlight=False,
+        )

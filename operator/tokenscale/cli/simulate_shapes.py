@@ -7,8 +7,9 @@ flag), a GPU mix
 (``spec.hardware.variants``: fixed mixes and the mix autoscaled, ``--stockout``, ``--timeline``),
 prefill/decode pools (``spec.serving.disaggregation`` when the plan runs two pools: the operator's
 per-role policy, ``--explain``, ``--plot``, ``--timeline``), length classes
-(``spec.serving.lengthClasses``: tokenscale per pool or each pool pinned at its plan, against
-one shared pool; ``--timeline``) and ``--architectures`` (static
+(``spec.serving.lengthClasses``: tokenscale per pool, each pool pinned at its plan, or each
+arrangement's smallest fixed fleet meeting the target for every class, against one shared
+pool; ``--timeline``) and ``--architectures`` (static
 fleets of each architecture against the planner's choice, and the pools scaled per role).
 """
 
@@ -31,7 +32,7 @@ SHAPE_WORDS: Mapping[Shape, str] = {
 POLICIES: Mapping[Shape, tuple[str, ...]] = {
     "mix": ("tokenscale", "static", "all"),
     "pd": ("tokenscale",),
-    "length": ("tokenscale", "static"),
+    "length": ("tokenscale", "static", "best-static"),
     "architectures": ("tokenscale",),
 }
 
