@@ -274,7 +274,11 @@ def test_manual_drift_is_undone(
     )
     limits = objects.deployment("test").spec.template.spec.containers[0].resources.limits
     assert limits["nvidia.com/gpu"] == "1"
-    assert any(e.reason == "DriftCorrected" for e in objects.events("test"))
+    wait_for(  # events are posted in the background, after the apply they report
+        lambda: any(e.reason == "DriftCorrected" for e in objects.events("test")),
+        30,
+        "the DriftCorrected event",
+    )
 
 
 def test_deleting_the_resource_garbage_collects_its_objects(

@@ -170,4 +170,8 @@ def test_a_change_to_a_field_we_set_is_still_drift(
         return bool(port.target_port == ours.target_port)
 
     wait_for(restored, 30, "our targetPort put back")
-    assert any(e.reason == "DriftCorrected" for e in objects.events("test"))
+    wait_for(  # events are posted in the background, after the apply they report
+        lambda: any(e.reason == "DriftCorrected" for e in objects.events("test")),
+        30,
+        "the DriftCorrected event",
+    )

@@ -125,8 +125,14 @@ def test_operator_reconciles_with_only_the_charts_rbac(
             )
 
         wait_for(reconciled, 60, "reconciled under RBAC")
-        events = client.CoreV1Api(admin).list_namespaced_event(ns).items
-        assert any(e.reason == "Created" for e in events)
+        wait_for(  # events are posted in the background, after the writes they report
+            lambda: any(
+                e.reason == "Created"
+                for e in client.CoreV1Api(admin).list_namespaced_event(ns).items
+            ),
+            30,
+            "the Created event",
+        )
         assert "forbidden" not in op.log_path.read_text().lower()
     finally:
         op.stop()
