@@ -22,12 +22,10 @@ from collections.abc import Callable
 
 from tokenscale.api.inference_service import InferenceServiceSpec
 from tokenscale.api.length_classes import LengthClass
-from tokenscale.planning.conditions import forecast_conditions
 from tokenscale.planning.formulas import cost_per_million_tokens
 from tokenscale.planning.length_split import ClassWorkload, split
-from tokenscale.planning.planner import as_planned, layout_of, perf_at
+from tokenscale.planning.planner import replica_perf_model
 from tokenscale.planning.pools import with_pools
-from tokenscale.planning.resolve import resolve
 from tokenscale.planning.result import (
     LengthClassesSummary,
     LengthClassRow,
@@ -150,11 +148,7 @@ def _shared_ttft_p99(
     shared plan has no one-pool load point (a mix, or no count)."""
     if shared.at_load is None or shared.replicas is None or shared.is_mix:
         return None
-    r = resolve(shared_spec)
-    planned = as_planned(r, shared)
-    perf = perf_at(
-        planned, forecast_conditions(planned), layout_of(shared), shared.max_num_batched_tokens
-    )
+    perf = replica_perf_model(shared_spec, shared)
     tokens = part.workload.input_tokens
     return perf.ttft_quantile_seconds(shared.at_load.batch, tokens.p99_or_mean, tokens.mean, 0.01)
 

@@ -28,7 +28,7 @@ from statistics import NormalDist
 from tokenscale.api.errors import SpecError
 from tokenscale.api.length_classes import LengthClass
 from tokenscale.api.workload import Rps, TokenDistribution, Workload
-from tokenscale.planning.queueing import Z_P99
+from tokenscale.planning.queueing import lognormal_mu_sigma
 
 _UNIT = NormalDist()
 #: Below this share a class gets no request worth a pool (one in 100,000).
@@ -44,12 +44,9 @@ class LogNormal:
 
     @classmethod
     def through(cls, tokens: TokenDistribution) -> "LogNormal":
-        """The log-normal with ``tokens``' mean and P99 (the smaller root, as the simulator's)."""
-        mean, p99 = tokens.mean, tokens.p99_or_mean
-        if p99 <= mean:
-            return cls(math.log(mean), 0.0)
-        sigma = Z_P99 - math.sqrt(max(Z_P99 * Z_P99 - 2.0 * math.log(p99 / mean), 0.0))
-        return cls(math.log(mean) - sigma * sigma / 2.0, sigma)
+        """The log-normal with ``tokens``' mean and P99 (the timing model's,
+        :func:`~tokenscale.planning.queueing.lognormal_mu_sigma`)."""
+        return cls(*lognormal_mu_sigma(tokens.mean, tokens.p99_or_mean))
 
     def cdf(self, x: float) -> float:
         if x <= 0:

@@ -139,12 +139,21 @@ def compound_quantile(
 Z_P99 = 2.326
 
 
+def lognormal_mu_sigma(mean: float, p99: float) -> tuple[float, float]:
+    """``(μ, σ)`` of the lognormal with this mean and P99 (``P99/mean = exp(2.326σ − σ²/2)``,
+    the smaller root; σ at most 2.326, where that ratio peaks). σ 0 when ``p99 ≤ mean``."""
+    if mean <= 0 or p99 <= mean:
+        return math.log(max(mean, 1e-300)), 0.0
+    sigma = Z_P99 - math.sqrt(max(Z_P99 * Z_P99 - 2.0 * math.log(p99 / mean), 0.0))
+    return math.log(mean) - sigma * sigma / 2.0, sigma
+
+
 def lognormal_scv(mean: float, p99: float) -> float:
-    """``C² = exp(σ²) − 1`` of the lognormal with this mean and P99 (``P99/mean =
-    exp(2.326σ − σ²/2)``, the smaller root; σ at most 2.326, where that ratio peaks)."""
+    """``C² = exp(σ²) − 1`` of the lognormal with this mean and P99
+    (:func:`lognormal_mu_sigma`)."""
     if mean <= 0 or p99 <= mean:
         return 0.0
-    sigma = Z_P99 - math.sqrt(max(Z_P99 * Z_P99 - 2.0 * math.log(p99 / mean), 0.0))
+    _, sigma = lognormal_mu_sigma(mean, p99)
     return math.exp(sigma * sigma) - 1.0
 
 
@@ -155,8 +164,7 @@ def truncated_lognormal_scv(mean: float, p99: float, most: float) -> float:
     bounded context has no prompt."""
     if mean <= 0 or p99 <= mean:
         return 0.0
-    sigma = Z_P99 - math.sqrt(max(Z_P99 * Z_P99 - 2.0 * math.log(p99 / mean), 0.0))
-    mu = math.log(mean) - sigma * sigma / 2.0
+    mu, sigma = lognormal_mu_sigma(mean, p99)
     unit = NormalDist()
     if most <= 0 or sigma <= 0:
         return math.exp(sigma * sigma) - 1.0
@@ -207,8 +215,7 @@ def lognormal_points(mean: float, p99: float) -> tuple[tuple[float, float], ...]
     at the mean when ``p99 ≤ mean``); the weights sum to 1 − 10⁻⁴ (the rest lies past them)."""
     if mean <= 0 or p99 <= mean:
         return ((max(mean, 0.0), 1.0),)
-    sigma = Z_P99 - math.sqrt(max(Z_P99 * Z_P99 - 2.0 * math.log(p99 / mean), 0.0))
-    mu = math.log(mean) - sigma * sigma / 2.0
+    mu, sigma = lognormal_mu_sigma(mean, p99)
     return tuple((math.exp(mu + sigma * z), w) for z, w in LOGNORMAL_BINS)
 
 

@@ -23,7 +23,6 @@ from tokenscale.api.slo import Slo
 from tokenscale.planning import Plan
 from tokenscale.planning.length_classes import class_specs
 from tokenscale.planning.pricing import Pricing
-from tokenscale.planning.resolve import resolve
 from tokenscale.simulation.fleet import Fleet, PoolEngine
 from tokenscale.simulation.loop import Clock, replay
 from tokenscale.simulation.observe import Scrape, snapshot_at, with_demand, with_dispersion
@@ -193,7 +192,7 @@ def _replay(
             name=p.name,
             cfg=replica_config(p.spec, p.plan, trace.block_tokens, opts.mismatch),
             gpus_per_replica=p.plan.gpus_per_replica,
-            gpu_hour_price=Pricing.for_gpu(p.spec.cost, resolve(p.spec).gpu_key).gpu_hour_price,
+            gpu_hour_price=Pricing.for_gpu(p.spec.cost, p.plan.gpu).gpu_hour_price,
             max_model_len=p.plan.max_model_len,
         )
         for p in pools
