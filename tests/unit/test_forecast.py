@@ -51,6 +51,27 @@ def test_a_ramp_is_expected_to_continue_one_lead_time_ahead() -> None:
     assert ahead < rates[-1] + 0.05 * 195 * 1.5
 
 
+def test_a_ramp_read_through_a_rate_window_is_expected_where_it_will_be() -> None:
+    """``rate()`` over W seconds is the mean of the last W: on a ramp, the rate of W/2 ago.
+    The outlook looks W/2 further, so a settled ramp is expected where it will be one lead
+    time past now; without the half window it falls short by slope × W/2."""
+    slope, window, dt, lead = 0.05, 120.0, 15.0, 180.0
+    f: RateForecast | None = None
+    seen = 0.0
+    for k in range(120):
+        t = dt * k
+        seen = 6.0 + slope * max(0.0, t - window / 2)  # the window's mean on the ramp
+        f = update(f, seen, NOW + t, window)
+    assert f is not None
+    now = dt * 119
+    truth = 6.0 + slope * (now + lead + dt)
+    with_window = outlook(f, seen, lead, dt, None, window)
+    without = outlook(f, seen, lead, dt, None)
+    assert with_window.horizon_s == lead + dt + window / 2
+    assert with_window.expected_rps == pytest.approx(truth, rel=0.02)
+    assert truth - without.expected_rps == pytest.approx(slope * window / 2, rel=0.1)
+
+
 def test_a_falling_rate_never_lowers_the_expectation_below_what_is_seen() -> None:
     f = _feed([40.0 - 0.3 * k for k in range(100)])
     assert expected_rps(f, 10.0, 300.0) >= 10.0

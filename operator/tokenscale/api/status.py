@@ -203,7 +203,10 @@ class ForecastStatus(ApiModel):
 
     observed_rps: float = Field(description="Request rate over the rate window.")
     expected_rps: float = Field(description="Expected rate one horizon ahead (rising trend).")
-    horizon_seconds: float = Field(description="Lead time plus one decision interval.")
+    horizon_seconds: float = Field(
+        description="Lead time plus one decision interval plus half the rate window (the "
+        "window's centre is that old)."
+    )
     lead_time_seconds: float = Field(description="Pod creation to Ready (median, recent pods).")
     lead_time_measured: bool = Field(description="False: the default, no pod has started yet.")
     burst_headroom: float = Field(description="1 + dispersion of the rate ÷ its level, ≤ 1.5.")

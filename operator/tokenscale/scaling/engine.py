@@ -323,6 +323,7 @@ def _ahead(
             inp.lead_time_s,
             dt,
             None if per_replica is None else per_replica / room,
+            snap.rate_window_s,
         )
         ahead = look.replicas
         if ahead is not None and forecast.is_mix:

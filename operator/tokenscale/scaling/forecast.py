@@ -19,7 +19,11 @@ Only a rising trend moves the expectation above what is seen now: a forecast may
 before the load arrives, never remove them before it has left (scale-down stays the careful
 path). ``h`` is the lead time — how long a new replica takes from creation to Ready, measured
 from the cluster's pods (``controller/lead_time.py``) or the simulated fleet — plus one
-decision interval.
+decision interval, plus half the rate window when it is known: ``rate()`` over a window ``W``
+is the mean of the last ``W`` seconds, which on a ramp is the rate of ``W/2`` ago, and the
+smoother follows that reading, so its level is ``W/2`` old and the expectation must look
+``W/2`` further to reach one lead time past *now* (on the mixed suite's ramp the 2-minute
+window read 17.9 RPS at 540 s where the trace was at 21; docs/performance.md).
 
 **Burst headroom**: the dispersion of the observed rate around the smoothed one gives
 ``headroom = 1 + Z·σ / level`` within ``[1, MAX_HEADROOM]``: steady traffic gets none, bursty
@@ -135,9 +139,10 @@ def outlook(
     lead_time_s: float | None,
     interval_s: float,
     rps_per_replica: float | None,
+    window_s: float | None = None,
 ) -> Outlook:
     lead = DEFAULT_LEAD_TIME_S if lead_time_s is None else max(0.0, lead_time_s)
-    horizon = lead + interval_s
+    horizon = lead + interval_s + (0.0 if window_s is None else window_s / 2.0)
     expected = expected_rps(f, observed_rps, horizon)
     room = headroom(f)
     replicas = (

@@ -402,7 +402,9 @@ def _role_need(
     arrival = snap.arrival_rps
     if arrival is not None:
         rate = update(state.rate, arrival, now, snap.rate_window_s)
-        look = outlook(rate, arrival, lead_time_s, max(0.0, interval_s), per_replica)
+        look = outlook(
+            rate, arrival, lead_time_s, max(0.0, interval_s), per_replica, snap.rate_window_s
+        )
         need = look.expected_rps * look.burst_headroom / per_replica if per_replica > 0 else 0.0
     _, _, decode = pools(plan)
     if role == "decode" and snap.running is not None:
