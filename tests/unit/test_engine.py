@@ -86,6 +86,21 @@ def test_kv_pressure_scales_up_proportionally() -> None:
     assert any(line.startswith("KV cache near full") for line in d.diagnosis)
 
 
+def test_one_engine_full_of_a_backlog_beside_an_empty_one_is_no_shortage_of_cache() -> None:
+    # step-down at 28:15: the replica that carried the step is still full (0.979) when the
+    # one asked for becomes Ready (empty); the fleet holds 0.49 of its pool, and fifteen
+    # seconds later both engines read 0.15: a third replica would have come for nothing
+    spec = _spec()
+    s = snap(n=2, kv=0.49).model_copy(update={"kv_usage_max": 0.979})
+    d = run(spec, s, ScalingState(decided_replicas=2))
+    kv = next(x for x in d.signals if x.name == "kv_usage")
+    assert (kv.value, kv.level != "high", d.replicas) == (0.49, True, 2)
+    # the same fullest engine on a fleet that is full everywhere asks for a replica
+    full = run(spec, snap(n=2, kv=0.95).model_copy(update={"kv_usage_max": 0.979}),
+               ScalingState(decided_replicas=2))  # fmt: skip
+    assert full.replicas == 3
+
+
 SEEN = NOW - 15.0
 """The previous decision: a queue it saw too is not a passing burst."""
 

@@ -219,7 +219,7 @@ def _role_signals(
     out.append(
         _signal(
             "kv_usage",
-            snap.kv_usage_max,
+            snap.kv_usage_fleet,
             policy.kv_high_watermark,
             policy.kv_low_watermark,
             n,
@@ -472,7 +472,7 @@ def backlog_floor(
     much room takes the burst and its own signals follow."""
     if prefill_snap is None or prefill_snap.waiting is None or decode_rate_per_replica <= 0:
         return 0
-    kv = None if decode_snap is None else decode_snap.kv_usage_max
+    kv = None if decode_snap is None else decode_snap.kv_usage_fleet
     if kv is None or kv < spec.scaling.policy.kv_low_watermark:
         return 0
     reporting = prefill_snap.replicas_reporting

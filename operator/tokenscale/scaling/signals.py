@@ -1,7 +1,8 @@
 """PURE: the pressure signals — each observed value against its watermarks, the replicas
 it recommends — and the memory they feed (the recent peak load, the SLO headroom).
 
-KV usage ≥ high watermark (with the tokens it holds and the pool's tokens beside it), the
+The fleet's KV usage (the engines' mean, ``Snapshot.kv_usage_fleet``) ≥ high watermark (with
+the tokens it holds and the pool's tokens beside it), the
 engines' queue as the seconds its work takes ≥ the queue that would push TTFT past its SLO
 (``queue_s``, ``scaling/queue_work.py``; without a TTFT SLO or a timing model, waiting requests
 per replica against ``waitingPerReplicaHigh/Low``), where the endpoint picker is read the
@@ -85,9 +86,10 @@ def signals(
             out.append(judged(name, value, high, low, n, idle, latency))
 
     waiting = None if snap.waiting is None else snap.waiting / n
-    add("kv_usage", snap.kv_usage_max, policy.kv_high_watermark, policy.kv_low_watermark)
+    kv = snap.kv_usage_fleet
+    add("kv_usage", kv, policy.kv_high_watermark, policy.kv_low_watermark)
     if kv_capacity_tokens is not None and kv_capacity_tokens > 0 and out:
-        out[-1] = _in_tokens(out[-1], snap.kv_usage_max, kv_capacity_tokens)
+        out[-1] = _in_tokens(out[-1], kv, kv_capacity_tokens)
     if work is not None:
         add("queue_s", work.queue_s, work.high_s, work.low_s)
         out[-1] = _as_work(out[-1], work)
@@ -178,14 +180,14 @@ def judged(
     )
 
 
-def _in_tokens(kv: Signal, kv_usage_max: float | None, kv_capacity_tokens: float) -> Signal:
+def _in_tokens(kv: Signal, kv_usage: float | None, kv_capacity_tokens: float) -> Signal:
     """The KV reading with the tokens it holds and one engine's pool beside its share."""
-    held = None if kv_usage_max is None else kv_usage_max * kv_capacity_tokens
+    held = None if kv_usage is None else kv_usage * kv_capacity_tokens
     return kv.model_copy(
         update={
             "tokens": held,
             "capacity_tokens": kv_capacity_tokens,
-            "basis": "the fullest engine's share × the plan's KV pool per replica",
+            "basis": "the engines' mean share × the plan's KV pool per replica",
         }
     )
 
