@@ -72,6 +72,27 @@ def test_a_ramp_read_through_a_rate_window_is_expected_where_it_will_be() -> Non
     assert truth - without.expected_rps == pytest.approx(slope * window / 2, rel=0.1)
 
 
+def test_once_a_step_has_filled_the_window_the_trend_only_decays() -> None:
+    """The trend follows the observed rate's own changes, not the level catching up with
+    them: a step seen through a 120-s window (a two-minute ramp, then flat) stops feeding
+    the trend the moment the window has filled, so from then on it decays by (1 − b) per
+    decision; fed by the level (still below the rate), it kept rising and projected the step
+    on (held-out step-down: 49.8 RPS expected 90 s after the window filled at 29)."""
+    dt, window = 15.0, 120.0
+    f: RateForecast | None = None
+    trends = []
+    for k in range(40):
+        t = dt * k
+        seen = 10.0 + 20.0 * min(1.0, max(0.0, (t - 300.0) / window))  # step at 300 s
+        f = update(f, seen, NOW + t, window)
+        trends.append(f.trend_rps_per_s)
+    b = 1.0 - math.exp(-dt / 180.0)
+    filled = int((300.0 + window) / dt)
+    assert trends[filled] > 0.05
+    for k in range(filled + 1, 40):
+        assert trends[k] == pytest.approx((1.0 - b) * trends[k - 1], rel=1e-9)
+
+
 def test_a_falling_rate_never_lowers_the_expectation_below_what_is_seen() -> None:
     f = _feed([40.0 - 0.3 * k for k in range(100)])
     assert expected_rps(f, 10.0, 300.0) >= 10.0

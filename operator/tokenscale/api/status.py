@@ -285,6 +285,12 @@ class RateForecast(ApiModel):
         description="The last one-step prediction error (observed − predicted rate); absent "
         "until two observations have been smoothed.",
     )
+    last_rps: float | None = Field(
+        default=None,
+        alias="lastRps",
+        description="The rate last observed: the trend follows its changes (absent: not yet "
+        "observed in this run of the smoother).",
+    )
     at_s: float = Field(alias="atSeconds", description="When it was updated (unix seconds).")
     since_s: float | None = Field(
         default=None,

@@ -5,8 +5,15 @@ show at each decision, with time constants in seconds so decisions need not be e
 
     a = 1 − exp(−dt / LEVEL_TAU_S),  b = 1 − exp(−dt / TREND_TAU_S)
     level' = a·r + (1 − a)·(level + trend·dt)
-    trend' = b·(level' − level) / dt + (1 − b)·trend
+    trend' = b·(r − r_prev) / dt + (1 − b)·trend
     expected(h) = max(r, level' + max(trend', 0)·h)
+
+The trend follows the observed rate's own changes (``r − r_prev``), not Holt's
+``level' − level``: on a ramp the two agree once the level has caught up, but after a step
+the level goes on catching up with a rate that has stopped rising, and fed by it the trend
+kept projecting the step. A step seen through the rate window is a ramp for one window and
+then flat; from then on the trend only decays (held-out ``step-down``: 49.8 RPS expected
+90 s after the window had filled at 29, and a third replica asked for; docs/performance.md).
 
 A run of the smoother (a fresh service, or after a long gap) learns no trend until one rate
 window has passed since its first observation: ``rate()`` over a window that began before the
@@ -100,16 +107,17 @@ def update(
     sample by the whole window, so flat traffic reads as a ramp from 0 — and the smoother
     keeps only the level (no trend, no dispersion) until the window is full."""
     if prev is None or now_s <= prev.at_s or now_s - prev.at_s > MAX_GAP_S:
-        return RateForecast(level_rps=rate_rps, at_s=now_s, since_s=now_s)
+        return RateForecast(level_rps=rate_rps, last_rps=rate_rps, at_s=now_s, since_s=now_s)
     if window_s is not None and prev.since_s is not None and now_s - prev.since_s < window_s:
-        return RateForecast(level_rps=rate_rps, at_s=now_s, since_s=prev.since_s)
+        return RateForecast(level_rps=rate_rps, last_rps=rate_rps, at_s=now_s, since_s=prev.since_s)
     dt = now_s - prev.at_s
     a = 1.0 - math.exp(-dt / LEVEL_TAU_S)
     b = 1.0 - math.exp(-dt / TREND_TAU_S)
     v = 1.0 - math.exp(-dt / VARIANCE_TAU_S)
     predicted = prev.level_rps + prev.trend_rps_per_s * dt
     level = max(0.0, a * rate_rps + (1.0 - a) * predicted)
-    trend = b * (level - prev.level_rps) / dt + (1.0 - b) * prev.trend_rps_per_s
+    rise = level - prev.level_rps if prev.last_rps is None else rate_rps - prev.last_rps
+    trend = b * rise / dt + (1.0 - b) * prev.trend_rps_per_s
     error = rate_rps - predicted
     change = 0.0 if prev.last_error_rps is None else error - prev.last_error_rps
     variance = v * 0.5 * change * change + (1.0 - v) * prev.variance
@@ -118,6 +126,7 @@ def update(
         trend_rps_per_s=trend,
         variance=variance,
         last_error_rps=error,
+        last_rps=rate_rps,
         at_s=now_s,
         since_s=prev.since_s,
     )
