@@ -116,6 +116,7 @@ def update(
     v = 1.0 - math.exp(-dt / VARIANCE_TAU_S)
     predicted = prev.level_rps + prev.trend_rps_per_s * dt
     level = max(0.0, a * rate_rps + (1.0 - a) * predicted)
+    # a memory written before lastRps was kept (an older operator's status): the level's rise
     rise = level - prev.level_rps if prev.last_rps is None else rate_rps - prev.last_rps
     trend = b * rise / dt + (1.0 - b) * prev.trend_rps_per_s
     error = rate_rps - predicted

@@ -2,8 +2,8 @@
 it recommends — and the memory they feed (the recent peak load, the SLO headroom).
 
 The fleet's KV usage (the engines' mean, ``Snapshot.kv_usage_fleet``) ≥ high watermark (with
-the tokens it holds and the pool's tokens beside it), the
-engines' queue as the seconds its work takes ≥ the queue that would push TTFT past its SLO
+the tokens it holds and the pool's tokens beside it), the engines' queue as the seconds its
+work takes ≥ the queue that would push TTFT past its SLO
 (``queue_s``, ``scaling/queue_work.py``; without a TTFT SLO or a timing model, waiting requests
 per replica against ``waitingPerReplicaHigh/Low``), where the endpoint picker is read the
 gateway's queue per replica, the pool's saturation ≥ 1 (the endpoint picker's flow control
