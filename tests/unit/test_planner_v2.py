@@ -2,7 +2,9 @@
 chosen for the SLO, needs compared before bounds, no count where nothing can serve."""
 
 import json
+import math
 import os
+import random
 from pathlib import Path
 from typing import Any
 
@@ -293,3 +295,43 @@ def test_auto_tp_counts_min_replicas_before_breaking_a_tie_on_needed_gpus() -> N
     chosen = _choose(plans)
     assert chosen.tensor_parallel_size == 1
     assert chosen.gpus_total == 2
+
+
+def test_a_prompt_that_waited_shares_its_last_step_with_the_prompts_behind_it() -> None:
+    """Qwen2.5-32B on one A100 at TP 2, lognormal prompts (1,000 / P99 4,000 tokens), a
+    2,048-token chunk budget, 1.4 req/s. The TTFT P99 is set by short prompts queued behind a
+    long one; when their turn comes the scheduler fills their step with the prompts that
+    arrived meanwhile, so they finish at the end of a fuller step than their own chunk's.
+    Without that term the planner's P99 was 17 % below the simulated replica's; with it, within
+    12 % (two seeds of 20,000 arrivals pooled: one replay's P99 moves with the few longest
+    prompts it draws)."""
+    rng = random.Random(1)
+    sigma = 2.326 - math.sqrt(2.326**2 - 2.0 * math.log(4.0))
+    mu = math.log(1000.0) - sigma * sigma / 2.0
+    pairs = [(min(30000, max(1, round(rng.lognormvariate(mu, sigma)))), 250) for _ in range(4000)]
+    ins = sorted(n for n, _ in pairs)
+    spec = make_spec(
+        model={"name": "Qwen/Qwen2.5-32B-Instruct", "catalog": "qwen2.5-32b"},
+        hardware={"gpu": "A100-SXM-80GB", "tensorParallelSize": 2},
+        workload={
+            "rps": {"mean": 1.4},
+            "inputTokens": {"mean": round(sum(ins) / len(ins)), "p99": ins[int(0.99 * len(ins))]},
+            "outputTokens": {"mean": 250, "p99": 250},
+            "maxContextTokens": 32768,
+        },
+        slo={"ttftP99Seconds": 1.0, "tpotP99Seconds": 0.05},
+    )
+    r = resolve(spec)
+    plan = plan_at(r, Conditions(workload=spec.workload, knee="slo"), 2)
+    assert plan.max_num_batched_tokens == 2048
+    perf = perf_at(r, Conditions(workload=spec.workload), 2, plan.max_num_batched_tokens)
+    w = spec.workload
+    point = at_load(perf, 1.4, w.input_tokens, w.output_tokens, float(plan.max_num_seqs))
+    assert point is not None
+    cfg = replica_config(spec, plan, prefix_block_tokens=512)
+    ttfts: list[float] = []
+    for seed in (1, 2):
+        rec = run_one_replica(cfg, 1.4, pairs, 20_000, seed)
+        outs = sorted(rec.outcomes, key=lambda o: o.arrival_s)[4000:]
+        ttfts += [o.ttft_s for o in outs]
+    assert point.ttft_p99_s == pytest.approx(percentile(ttfts, 0.99), rel=0.12)

@@ -8,6 +8,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from tokenscale.planning.queueing import (
+    BusyTimes,
     compound_quantile,
     lognormal_points,
     lognormal_scv,
@@ -82,3 +83,37 @@ def test_sum_quantile_without_a_queue_is_the_own_quantile() -> None:
     own = ((0.1, 0.9), (1.0, 0.1))
     assert sum_quantile(own, 0.0, 0.0, 1.0, 0.05) == pytest.approx(1.0, rel=1e-3)
     assert sum_quantile(own, 0.5, 0.2, 1.0, 0.05) > 1.0
+
+
+@given(
+    rho=st.floats(0.02, 0.9),
+    scv=st.floats(0.0, 3.0),
+    stretch=st.floats(0.0, 2.0),
+    extra=st.floats(0.0, 0.5),
+    cap=st.floats(0.0, 5.0),
+)
+def test_a_prompt_that_waited_never_finishes_sooner(
+    rho: float, scv: float, stretch: float, extra: float, cap: float
+) -> None:
+    # busy times equal to the own ones and no stretch: the sum as before; anything a waiting
+    # prompt adds (a fuller last step, the prompts that arrived behind it) only lifts the tail
+    own = ((0.1, 0.7), (0.4, 0.25), (1.2, 0.05))
+    plain = sum_quantile(own, rho, 0.2, scv, 0.01)
+    same = BusyTimes(tuple(t for t, _ in own), 0.0, (0.0, 0.0, 0.0))
+    assert sum_quantile(own, rho, 0.2, scv, 0.01, same) == pytest.approx(plain, rel=1e-3)
+    busier = BusyTimes(tuple(t + extra for t, _ in own), stretch, (cap, cap, cap))
+    assert sum_quantile(own, rho, 0.2, scv, 0.01, busier) >= plain * (1 - 1e-3)
+
+
+def test_the_wait_stretches_until_the_last_step_is_full() -> None:
+    # one point: a prompt that waited w finishes at w + 0.3 + 0.5·min(w, 0.4). Its 1 % tail is
+    # the wait's 1 % quantile w99 mapped through that line (the prompts that found the queue
+    # empty take 0.3 s and never exceed it)
+    rho, s, scv = 0.5, 0.2, 1.0
+    w99 = mg1_wait_quantile_seconds(rho, s, scv, 0.01)
+    assert w99 > 0.4
+    own = ((0.3, 1.0),)
+    got = sum_quantile(own, rho, s, scv, 0.01, BusyTimes((0.3,), 0.5, (0.4,)))
+    assert got == pytest.approx(w99 + 0.3 + 0.5 * 0.4, rel=1e-3)
+    uncapped = sum_quantile(own, rho, s, scv, 0.01, BusyTimes((0.3,), 0.5, (10.0,)))
+    assert uncapped == pytest.approx(1.5 * w99 + 0.3, rel=1e-3)

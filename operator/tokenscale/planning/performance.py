@@ -32,6 +32,7 @@ from tokenscale.catalog.params import ParamCount
 from tokenscale.planning.formulas import GB, chunk_count, ring_allreduce_seconds
 from tokenscale.planning.memory import KvGeometry
 from tokenscale.planning.queueing import (
+    BusyTimes,
     compound_quantile,
     lognormal_points,
     mg1_wait_quantile_seconds,
@@ -580,15 +581,56 @@ class PerfModel:
         floor = self.assumptions.request_overhead_seconds
         if span <= 0 or at_tail <= at_mean:
             own: tuple[tuple[float, float], ...] = ((max(at_mean, at_tail), 1.0),)
+            sizes: tuple[float, ...] = (max(prompt_tokens, mean_prompt_tokens),)
         else:
             slope = (at_tail - at_mean) / span
+            points = lognormal_points(mean_prompt_tokens, prompt_tokens)
             own = tuple(
-                (max(floor, at_mean + slope * (n - mean_prompt_tokens)), w)
-                for n, w in lognormal_points(mean_prompt_tokens, prompt_tokens)
+                (max(floor, at_mean + slope * (n - mean_prompt_tokens)), w) for n, w in points
             )
+            sizes = tuple(n for n, _ in points)
         rho = self.prefill_utilization(batch) if batch > 0 else 0.0
         s = self.prefill_service_seconds(batch) if batch > 0 else 0.0
-        return sum_quantile(own, rho, s, self.prompt_length_scv, tail)
+        return sum_quantile(
+            own, rho, s, self.prompt_length_scv, tail, self._busy_times(batch, own, sizes, rho)
+        )
+
+    def _busy_times(
+        self,
+        batch: float,
+        own: tuple[tuple[float, float], ...],
+        sizes: tuple[float, ...],
+        rho: float,
+    ) -> BusyTimes | None:
+        """What the prompts that found the prefill queue busy take (:class:`BusyTimes`): prompts
+        arrive behind a waiting prompt at ``λ`` per second, each ``n̄`` tokens, and the scheduler
+        fills its last step with them up to the budget the B decodes leave (``budget − B``), so
+        its finish moves by their chunk time, ``λ·n̄·∂t_step/∂token`` per second it waited,
+        until that step is full. Its steps before the last are its own full chunks (at least
+        its own time alone). None without chunked prefill or a queue."""
+        if not self.chunked_prefill or batch <= 0 or rho <= 0:
+            return None
+        free = max(1, self.max_num_batched_tokens - math.ceil(batch))
+        context = batch * self.decode_context_tokens
+        extra = self.mixed_step_extra_seconds(batch)
+
+        def step(chunk: float) -> float:
+            flops = self.prefill_flops(chunk)
+            return self.mixed_step_seconds(batch, context, flops, batch + chunk) + extra
+
+        per_token = (step(free) - step(0.0)) / free
+        hit = 1.0 - self.prefix_cache_hit_rate
+        arriving = self.request_rate(batch) * self.mean_input_tokens * hit
+        seconds: list[float] = []
+        caps: list[float] = []
+        for (alone, _), n_prompt in zip(own, sizes, strict=True):
+            n = n_prompt * hit
+            steps = chunk_count(n, free)
+            last = max(n - (steps - 1) * free, 0.0)
+            finish = (steps - 1) * step(free) + step(last)
+            seconds.append(max(alone, finish + self.request_overhead_seconds(n_prompt)))
+            caps.append((free - last) / arriving if arriving > 0 else 0.0)
+        return BusyTimes(tuple(seconds), arriving * per_token, tuple(caps))
 
     # -- the chunk budget's share of the TPOT tail ------------------------------------------
     def chunk_seconds(self, chunk_tokens: float) -> float:

@@ -15,6 +15,11 @@ point's searches ask for these at every batch they probe.
   prefill (not exponential), for lognormal prompts the lognormal's residual in closed form.
   Llama-2-7B, 2,048-token prompts on an A100 (0.105 s prefill) at 0.5 req/s: P99 wait 0.090 s
   (the exact M/D/1 figure 0.085) where M/M/1 says 0.18.
+- **A prompt that waited** (:class:`BusyTimes`): under chunked prefill the prompts that arrived
+  while it waited stand behind it, and the scheduler fills its last step with them up to the
+  budget, so it finishes later by their chunk time — a stretch of its wait, until that step is
+  full. On a lognormal prompt tail this is where the TTFT P99 lives: short prompts queued
+  behind a long one (docs/accuracy.md, "A prompt that waited").
 - **Compound Poisson quantile**: ``n`` events on average, each adding ``x`` (mean ``x̄``,
   lognormal spread ``C²``: ``E[x²] = x̄²(1+C²)``, ``E[x³] = x̄³(1+C²)³``); the total at the
   normal quantile ``z`` corrected for skew (Cornish–Fisher, first order), the Bernoulli part of
@@ -23,6 +28,7 @@ point's searches ask for these at every batch they probe.
 
 import math
 from collections.abc import Callable
+from dataclasses import dataclass
 from functools import lru_cache
 from statistics import NormalDist
 
@@ -219,30 +225,61 @@ def lognormal_points(mean: float, p99: float) -> tuple[tuple[float, float], ...]
     return tuple((math.exp(mu + sigma * z), w) for z, w in LOGNORMAL_BINS)
 
 
+@dataclass(frozen=True)
+class BusyTimes:
+    """What a prompt that found the prefill queue busy takes (:func:`sum_quantile`): its own
+    seconds per ``own`` point, the seconds its finish moves per second it waited, and the
+    wait after which its last step is full (per point)."""
+
+    seconds: tuple[float, ...]
+    stretch: float
+    cap_s: tuple[float, ...]
+
+
 def sum_quantile(
     own: tuple[tuple[float, float], ...],
     rho: float,
     service_s: float,
     scv: float | None,
     tail: float,
+    busy: "BusyTimes | None" = None,
 ) -> float:
     """The time only a share ``tail`` exceed of ``own + wait``: ``own`` a distribution of
     (seconds, weight) points, the wait independent of it (:func:`wait_survival` of the prefill
     queue at ``ρ`` with service ``service_s`` and spread ``scv``). Bisection on
-    ``Σ w·P(wait > t − own)``."""
+    ``Σ w·P(wait > t − own)``.
+
+    ``busy`` (:class:`BusyTimes`): the ``ρ`` that found the queue busy take their own time as
+    ``busy.seconds`` plus ``busy.stretch`` per second waited — the prompts that arrived
+    meanwhile share their last step — for at most ``busy.cap_s`` of the wait (that step is
+    then full); the ``1 − ρ`` that found it empty, ``own``. A prompt that waited ``W`` then
+    exceeds ``x`` when ``W > w*``, ``w* + t_busy + stretch·min(w*, cap) = x``. Without
+    ``busy`` both are ``own`` and this is the sum above."""
+    times = busy.seconds if busy is not None else tuple(t for t, _ in own)
+    caps = busy.cap_s if busy is not None else tuple(0.0 for _ in own)
+    stretch = busy.stretch if busy is not None else 0.0
     lo = min(t for t, _ in own)
-    hi = max(t for t, _ in own) + mg1_wait_quantile_seconds(rho, service_s, scv, tail) + 1e-9
+    wait_hi = mg1_wait_quantile_seconds(rho, service_s, scv, tail)
+    hi = max(t + stretch * c for t, c in zip(times, caps, strict=True)) + wait_hi * (1 + stretch)
+    hi += 1e-9
 
     survival = residual(service_s, scv)
     idle = 1.0 - rho
 
+    def waited_past(room: float, cap: float) -> float:
+        """The wait beyond which a prompt with ``room`` seconds left (after its busy time)
+        exceeds: ``w + stretch·min(w, cap) = room``."""
+        w = room / (1.0 + stretch)
+        return w if w <= cap else room - stretch * cap
+
     def exceed(x: float) -> float:
         total = 0.0
-        for t, w in own:
+        for (t, w), t_busy, cap in zip(own, times, caps, strict=True):
             if t > x:
                 total += w
             elif rho > 0:
-                total += w * rho * survival((x - t) * idle)
+                room = x - t_busy
+                total += w * rho * (1.0 if room <= 0 else survival(waited_past(room, cap) * idle))
         return total
 
     if exceed(lo) <= tail:
