@@ -242,7 +242,7 @@ def sum_quantile(
     service_s: float,
     scv: float | None,
     tail: float,
-    busy: "BusyTimes | None" = None,
+    busy: BusyTimes | None = None,
 ) -> float:
     """The time only a share ``tail`` exceed of ``own + wait``: ``own`` a distribution of
     (seconds, weight) points, the wait independent of it (:func:`wait_survival` of the prefill
