@@ -62,6 +62,7 @@ from tokenscale.data import MOONCAKE_SYNTHETIC, bundled_trace  # noqa: E402
 from tokenscale.planning import Conditions, plan_at, resolve  # noqa: E402
 from tokenscale.planning.operating_point import slo_estimates  # noqa: E402
 from tokenscale.planning.planner import perf_at  # noqa: E402
+from tokenscale.planning.resolve import Resolved  # noqa: E402
 from tokenscale.simulation.capacity import (  # noqa: E402
     WARMUP_FRACTION,
     run_one_replica,
@@ -368,10 +369,9 @@ def _simulated_binding(
     return max(ratios, key=lambda r: r[1]) if ratios else ("none", 0.0)
 
 
-def _planned_binding(case: Case, batch: float, chunk: int) -> tuple[str, float]:
+def _planned_binding(case: Case, r: Resolved, batch: float, chunk: int) -> tuple[str, float]:
     """The SLO closest to its target in the planner's estimates at its batch."""
     spec = case.spec
-    r = resolve(spec, "shape")
     perf = perf_at(r, Conditions(workload=spec.workload), case.tp, chunk)
     w = spec.workload
     estimates = slo_estimates(perf, spec.slo, batch, w.input_tokens, w.output_tokens)
@@ -410,7 +410,7 @@ def compare(case: Case, requests: int, seeds: int = 1) -> dict[str, object]:
     ]
     sim = statistics.median(sims)
     err = planner_rps / sim - 1.0 if sim > 0 else math.inf
-    planned = _planned_binding(case, plan.operating_batch, plan.max_num_batched_tokens)
+    planned = _planned_binding(case, r, plan.operating_batch, plan.max_num_batched_tokens)
     simulated = _simulated_binding(cfg, spec.slo, case, sim, replayed) if sim > 0 else ("none", 0)
     return {
         "shape": case.name,

@@ -96,8 +96,8 @@ def test_one_engine_full_of_a_backlog_beside_an_empty_one_is_no_shortage_of_cach
     kv = next(x for x in d.signals if x.name == "kv_usage")
     assert (kv.value, kv.level != "high", d.replicas) == (0.49, True, 2)
     # the same fullest engine on a fleet that is full everywhere asks for a replica
-    full = run(spec, snap(n=2, kv=0.95).model_copy(update={"kv_usage_max": 0.979}),
-               ScalingState(decided_replicas=2))  # fmt: skip
+    everywhere = snap(n=2, kv=0.95).model_copy(update={"kv_usage_max": 0.979})
+    full = run(spec, everywhere, ScalingState(decided_replicas=2))
     assert full.replicas == 3
 
 

@@ -525,13 +525,17 @@ class PerfModel:
             steps = chunk_count(n, budget)
         else:
             steps = 1
-        chunk = n / steps
-        flops = self.prefill_flops(n, cached) / steps
-        per_step = self.mixed_step_seconds(
-            batch, batch * self.decode_context_tokens, flops, batch + chunk
-        ) + self.mixed_step_extra_seconds(batch)
+        per_step = self.chunk_step_seconds(batch, self.prefill_flops(n, cached) / steps, n / steps)
         alone = math.exp(-batch)
         return alone * idle + (1.0 - alone) * steps * per_step + overhead
+
+    def chunk_step_seconds(self, batch: float, flops: float, chunk_tokens: float) -> float:
+        """One scheduler step carrying the B decodes and ``chunk_tokens`` of prefill worth
+        ``flops`` (:meth:`mixed_step_seconds` at the decodes' mean context, plus what a step with
+        a prompt's chunk pays beyond it, :meth:`mixed_step_extra_seconds`)."""
+        return self.mixed_step_seconds(
+            batch, batch * self.decode_context_tokens, flops, batch + chunk_tokens
+        ) + self.mixed_step_extra_seconds(batch)
 
     def queue_wait_seconds(self, batch: float) -> float:
         """Mean wait for the prompts ahead at batch B (M/G/1, Pollaczek–Khinchine):
@@ -611,12 +615,9 @@ class PerfModel:
         if not self.chunked_prefill or batch <= 0 or rho <= 0:
             return None
         free = max(1, self.max_num_batched_tokens - math.ceil(batch))
-        context = batch * self.decode_context_tokens
-        extra = self.mixed_step_extra_seconds(batch)
 
         def step(chunk: float) -> float:
-            flops = self.prefill_flops(chunk)
-            return self.mixed_step_seconds(batch, context, flops, batch + chunk) + extra
+            return self.chunk_step_seconds(batch, self.prefill_flops(chunk), chunk)
 
         per_token = (step(free) - step(0.0)) / free
         hit = 1.0 - self.prefix_cache_hit_rate
