@@ -22,7 +22,11 @@ def test_the_need_reads_the_larger_of_the_minute_and_the_window() -> None:
 
 
 def test_a_step_seen_in_the_last_minute_raises_the_model_need() -> None:
+    # room above the need at the window's rate (18–20 replicas here): the step must show
     spec = _spec()
+    spec = spec.model_copy(
+        update={"scaling": spec.scaling.model_copy(update={"max_replicas": 200})}
+    )
     busy = snap(n=2, kv=0.5, started_rps=20.0).model_copy(
         update={"prompt_tps": 20_000.0, "generation_tps": 4_000.0}
     )

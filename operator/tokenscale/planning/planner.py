@@ -54,6 +54,7 @@ from tokenscale.planning.formulas import (
 )
 from tokenscale.planning.inputs import bytes_per_param, resident_bytes_per_param
 from tokenscale.planning.knobs import Knobs, choose_knobs
+from tokenscale.planning.kv_wait import KvWait, kv_wait_batch
 from tokenscale.planning.load import (
     LoadPoint,
     at_load,
@@ -258,6 +259,8 @@ class _Estimate:
     held_p99: float
     reserve: float
     kv_batch: float
+    kv_wait: KvWait | None
+    """Where the seat wait, not the room, sets ``kv_batch`` (``planning/kv_wait.py``)."""
     concurrency_batch: float
     reasons: list[str]
     warnings: list[str]
@@ -316,7 +319,7 @@ def _estimate(r: Resolved, c: Conditions, layout: Layout) -> _Estimate:
     held_mean = geom.tokens_held(w.input_tokens.mean + w.output_tokens.mean / 2.0)
     held_p99 = geom.tokens_held(min(p99_ctx, float(max_len)))
     reserve = max(0.0, held_p99 - held_mean) * lanes  # a P99 request may sit on every rank
-    kv_batch = (capacity * a.kv_target_utilization - reserve) / held_mean
+    kv_batch, kv_wait = _kv_batch(r, c, perf, capacity, held_mean, reserve, lanes, op.batch)
     if capacity > 0 and kv_batch < 1:
         reasons.append(
             f"one P99 request needs {held_p99:,.0f} KV tokens; with it a replica's "
@@ -340,10 +343,36 @@ def _estimate(r: Resolved, c: Conditions, layout: Layout) -> _Estimate:
         held_p99=held_p99,
         reserve=reserve,
         kv_batch=kv_batch,
+        kv_wait=kv_wait,
         concurrency_batch=concurrency_batch(perf, float(op.safe_concurrency)),
         reasons=reasons,
         warnings=warnings,
     )
+
+
+def _kv_batch(
+    r: Resolved,
+    c: Conditions,
+    perf: PerfModel,
+    capacity: float,
+    held_mean: float,
+    reserve: float,
+    lanes: int,
+    op_batch: float,
+) -> tuple[float, KvWait | None]:
+    """The batch the KV pool holds: its room at the target utilisation, less one P99 request,
+    over a mean request's tokens — or less, where at that batch the TTFT tail would wait for a
+    seat (``planning/kv_wait.py``; then also the reason)."""
+    room = (capacity * r.spec.assumptions.kv_target_utilization - reserve) / held_mean
+    if room < 1:
+        return room, None
+    seats = capacity / lanes / held_mean
+    wait = kv_wait_batch(
+        perf, r.spec.slo, seats, lanes, min(room, op_batch), c.workload.input_tokens.mean
+    )
+    if wait is None or wait.batch < 1:
+        return room, None
+    return wait.batch, wait
 
 
 def _knobs(r: Resolved, c: Conditions, lanes: int, perf_for: Callable[[int], PerfModel]) -> Knobs:
@@ -490,6 +519,7 @@ def _size(e: _Estimate, r: Resolved, c: Conditions, measured: MeasuredPoint | No
             kv_tokens_reserve=e.reserve,
             kv_capacity_tokens=e.capacity_tokens,
             kv_target_utilization=r.spec.assumptions.kv_target_utilization,
+            kv_wait=e.kv_wait.describe(kv_lanes(e.layout)) if e.kv_wait is not None else None,
         ),
         r.spec.scaling,
     )

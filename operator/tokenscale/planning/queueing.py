@@ -20,6 +20,12 @@ point's searches ask for these at every batch they probe.
   budget, so it finishes later by their chunk time — a stretch of its wait, until that step is
   full. On a lognormal prompt tail this is where the TTFT P99 lives: short prompts queued
   behind a long one (docs/accuracy.md, "A prompt that waited").
+- **Waiting for a seat** (:func:`seat_wait_survival`): a replica's KV pool holds ``c`` mean
+  requests at once; a request that finds it full waits for one to finish. The seats in use are
+  a birth–death chain whose completion rate at ``k`` in use is the replica's own (its steps
+  slow as ``k`` grows): Erlang C generalised. With few seats, or steps dominated by the KV they
+  read, the count in use swings far around its mean, and a mean occupancy well inside the pool
+  already makes requests wait (docs/accuracy.md, "Waiting for KV").
 - **Compound Poisson quantile**: ``n`` events on average, each adding ``x`` (mean ``x̄``,
   lognormal spread ``C²``: ``E[x²] = x̄²(1+C²)``, ``E[x³] = x̄³(1+C²)³``); the total at the
   normal quantile ``z`` corrected for skew (Cornish–Fisher, first order), the Bernoulli part of
@@ -223,6 +229,36 @@ def lognormal_points(mean: float, p99: float) -> tuple[tuple[float, float], ...]
         return ((max(mean, 0.0), 1.0),)
     mu, sigma = lognormal_mu_sigma(mean, p99)
     return tuple((math.exp(mu + sigma * z), w) for z, w in LOGNORMAL_BINS)
+
+
+def seat_wait_survival(
+    t: float, seats: int, arrival_rps: float, completion_rps: Callable[[int], float]
+) -> float:
+    """P(a request waits longer than ``t`` for one of ``seats``): the seats in use as a
+    birth–death chain — arrivals at ``arrival_rps``, completions at ``completion_rps(k)`` with
+    ``k`` in use (a replica's steps slow as its batch grows, so ``k`` holders finish at less
+    than ``k`` times one's rate) — with ``π(k) ∝ Π λ/μ(j)``; past ``seats`` the queue drains at
+    ``μ(seats)``. A request that finds every seat taken waits an exponential of rate
+    ``μ(seats) − λ``: ``P(W > t) = P(N ≥ seats) · e^{−(μ(seats) − λ)·t}``. With ``μ(k) = k/S``
+    this is Erlang C (M/M/c); with ``μ(k)`` flat it is M/M/1. Summed in logarithms (a pool of
+    thousands of seats stays finite)."""
+    if arrival_rps <= 0.0:
+        return 0.0
+    if seats < 1:
+        return 1.0
+    full_rate = completion_rps(seats)
+    if full_rate <= arrival_rps:
+        return 1.0
+    log_lam = math.log(arrival_rps)
+    logs = [0.0]
+    for k in range(1, seats + 1):
+        logs.append(logs[-1] + log_lam - math.log(completion_rps(k)))
+    # states ≥ seats: π(seats) / (1 − λ/μ(seats)), a geometric tail
+    logs[-1] -= math.log1p(-arrival_rps / full_rate)
+    top = max(logs)
+    weights = [math.exp(x - top) for x in logs]
+    waits = weights[-1] / sum(weights)
+    return waits * math.exp(-(full_rate - arrival_rps) * max(t, 0.0))
 
 
 @dataclass(frozen=True)

@@ -12,7 +12,9 @@ limits it (so the plan is monotone: more traffic or longer requests never need f
 - KV (memory): ``concurrency × KV tokens of a mean request / (pool × target − reserve for one
   P99 request)``, the concurrency taken at the batch the pool holds, ``B_kv``, over the time a
   request holds KV (its prefill and decode; queued requests hold none). A mean request holds its
-  prompt plus half its output on average.
+  prompt plus half its output on average. Where the pool holds few requests the count in use
+  swings past it well before its mean does: ``B_kv`` is then the batch at which the TTFT tail
+  does not wait for a seat (``planning/kv_wait.py``).
 """
 
 from dataclasses import dataclass
@@ -50,6 +52,9 @@ class SizingInputs:
     kv_tokens_reserve: float
     kv_capacity_tokens: float
     kv_target_utilization: float
+    kv_wait: str | None = None
+    """Why the KV batch is below the pool's room: at it the TTFT tail would wait for a seat
+    (``planning/kv_wait.py``)."""
 
 
 @dataclass(frozen=True)
@@ -88,7 +93,10 @@ def _explain(s: SizingInputs) -> list[Constraint]:
             f"({lam:,.2f} RPS × {k.request_s:,.2f} s) × {s.kv_tokens_mean_request:,.0f} KV "
             f"tokens each ÷ ({s.kv_capacity_tokens:,.0f} × {s.kv_target_utilization:.2f} − "
             f"{s.kv_tokens_reserve:,.0f} kept for one P99 request) = room for {k.batch:,.1f} "
-            "per replica",
+            "per replica"
+            if s.kv_wait is None
+            else f"{k.concurrency(lam):,.1f} in flight at batch {k.batch:,.1f} per replica "
+            f"({lam:,.2f} RPS × {k.request_s:,.2f} s) ÷ {k.batch:,.1f}: {s.kv_wait}",
         ),
     ]
 

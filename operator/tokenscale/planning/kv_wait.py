@@ -1,0 +1,113 @@
+"""The batch a replica's KV pool holds without making the TTFT tail wait for a seat.
+
+The pool holds ``c = capacity ÷ KV tokens of a mean request`` requests at once (per
+data-parallel rank: each holds a pool of its own). A request that arrives with every seat taken
+waits until one is freed before its prefill starts (in vLLM: it stays waiting, or a running
+one is preempted). How often that happens is not set by the mean occupancy alone: the count in
+use swings around it, and more so where the steps slow as the batch grows — with 32k-token
+prompts a step reads more KV than weights, so when the count runs high every holder finishes
+later, and it runs higher still. So the seats in use are a birth–death chain whose completion
+rate with ``k`` in use is the replica's own, ``request_rate(k)``
+(:func:`~tokenscale.planning.queueing.seat_wait_survival`).
+
+The KV constraint's batch is the largest ``B`` (within the pool's room at its target) at whose
+rate ``λ = request_rate(B)`` the share of requests waiting longer than the TTFT objective leaves
+for a seat, ``t = TTFT objective − mean TTFT at B``, stays within the objective's tail (1 % at
+P99, 5 % at P95). Assumed: Poisson arrivals, exponential holding times at each occupancy, every
+request the mean's size (the pool's reserve for one P99 request stays in the room's formula), a
+preemption counted as a wait. Without a TTFT objective nothing bounds the wait and the room's
+batch stands.
+
+Measured against the fleet simulator (``benchmarks/planner_vs_simulator.py``,
+docs/accuracy.md "Waiting for KV").
+"""
+
+import math
+from dataclasses import dataclass
+
+from tokenscale.api.slo import Slo
+from tokenscale.planning.performance import PerfModel
+from tokenscale.planning.queueing import seat_wait_survival
+
+_BISECT_STEPS = 40
+
+
+@dataclass(frozen=True)
+class KvWait:
+    """The batch the seat wait allows, and why."""
+
+    batch: float
+    seats_per_rank: int
+    rps: float
+    wait_budget_s: float
+    tail: float
+
+    def describe(self, ranks: int) -> str:
+        per = "per rank " if ranks > 1 else ""
+        return (
+            f"{self.seats_per_rank:,} mean requests fit the pool {per}at once; past batch "
+            f"{self.batch:,.1f} ({self.rps:,.3g} RPS) more than {self.tail:.0%} would wait over "
+            f"the {self.wait_budget_s:,.2f} s the TTFT objective leaves for a seat"
+        )
+
+
+def _objectives(slo: Slo) -> list[tuple[float, float]]:
+    """(TTFT objective s, tail share) for each TTFT objective set."""
+    out: list[tuple[float, float]] = []
+    if slo.ttft_p99_seconds is not None:
+        out.append((slo.ttft_p99_seconds, 0.01))
+    if slo.ttft_p95_seconds is not None:
+        out.append((slo.ttft_p95_seconds, 0.05))
+    return out
+
+
+def kv_wait_batch(
+    perf: PerfModel,
+    slo: Slo,
+    seats: float,
+    ranks: int,
+    upper: float,
+    mean_prompt_tokens: float,
+) -> KvWait | None:
+    """The largest batch ≤ ``upper`` whose seat wait meets every TTFT objective (module
+    docstring); None when ``upper`` already does, or no TTFT objective is set. ``seats``: mean
+    requests the pool holds per rank; ``ranks``: data-parallel ranks, each a pool of its own
+    fed its share of the batch."""
+    objectives = _objectives(slo)
+    whole = math.floor(seats)
+    if not objectives or upper <= 0 or whole < 1:
+        return None
+
+    def completion_rps(k: int) -> float:
+        return perf.request_rate(float(k * ranks)) / ranks
+
+    def budget_s(batch: float, objective_s: float) -> float:
+        return objective_s - perf.ttft_seconds(batch, mean_prompt_tokens)
+
+    def excess(batch: float) -> float:
+        """The worst objective's waiting share over its tail (≤ 0: met)."""
+        rps = perf.request_rate(batch) / ranks
+        return max(
+            seat_wait_survival(budget_s(batch, objective), whole, rps, completion_rps) - tail
+            for objective, tail in objectives
+        )
+
+    if excess(upper) <= 0:
+        return None
+    lo, hi = 0.0, upper
+    for _ in range(_BISECT_STEPS):
+        mid = (lo + hi) / 2.0
+        if excess(mid) <= 0:
+            lo = mid
+        else:
+            hi = mid
+        if hi - lo < 1e-3 * hi:
+            break
+    batch = max(lo, 1e-6)
+    rps = perf.request_rate(batch)
+
+    def over(o: tuple[float, float]) -> float:
+        return seat_wait_survival(budget_s(hi, o[0]), whole, rps / ranks, completion_rps) - o[1]
+
+    objective, tail = max(objectives, key=over)  # the one the next batch up breaks
+    return KvWait(batch, whole, rps, budget_s(batch, objective), tail)
