@@ -15,6 +15,7 @@ from tokenscale.planning.queueing import (
     mg1_wait_quantile_seconds,
     mg1_wait_seconds,
     residual_survival,
+    seat_wait_survival,
     sum_quantile,
     wait_survival,
 )
@@ -117,3 +118,43 @@ def test_the_wait_stretches_until_the_last_step_is_full() -> None:
     assert got == pytest.approx(w99 + 0.3 + 0.5 * 0.4, rel=1e-3)
     uncapped = sum_quantile(own, rho, s, scv, 0.01, BusyTimes((0.3,), 0.5, (10.0,)))
     assert uncapped == pytest.approx(1.5 * w99 + 0.3, rel=1e-3)
+
+
+def test_a_seat_chain_at_a_steady_holding_time_is_erlang_c() -> None:
+    # two seats, one in use on average (a = λ·S = 1): Erlang C(2, 1) = 1/3; the wait past t
+    # decays at (c − a)/S
+    def steady(k: int) -> float:
+        return k / 4.0
+
+    assert seat_wait_survival(0.0, 2, 0.25, steady) == pytest.approx(1.0 / 3.0)
+    assert seat_wait_survival(2.0, 2, 0.25, steady) == pytest.approx(math.exp(-0.5) / 3.0)
+
+
+def test_a_seat_chain_whose_completions_do_not_grow_with_the_count_is_mm1() -> None:
+    # a replica whose steps slow in proportion to the batch finishes at one rate however many
+    # hold seats: the count in use is M/M/1's, P(N ≥ c) = ρ^c — far above Erlang's at ρ = 0.6
+    def flat(k: int) -> float:
+        return 1.0
+
+    assert seat_wait_survival(0.0, 10, 0.6, flat) == pytest.approx(0.6**10)
+    erlang = seat_wait_survival(0.0, 10, 0.6, lambda k: float(k))
+    assert erlang < 1e-6 < seat_wait_survival(0.0, 10, 0.6, flat)
+
+
+@given(
+    seats=st.integers(1, 400),
+    load=st.floats(0.01, 0.99),
+    slowdown=st.floats(0.0, 1.0),
+    t=st.floats(0.0, 30.0),
+)
+def test_a_seat_wait_grows_with_the_load_and_is_a_probability(
+    seats: int, load: float, slowdown: float, t: float
+) -> None:
+    # completions k/(1 + slowdown·(k − 1)): from Erlang's (0) to a flat rate (1)
+    def rate(k: int) -> float:
+        return k / (1.0 + slowdown * (k - 1))
+
+    top = rate(seats)
+    low = seat_wait_survival(t, seats, load * top * 0.9, rate)
+    high = seat_wait_survival(t, seats, load * top, rate)
+    assert 0.0 <= low <= high <= 1.0

@@ -41,6 +41,9 @@ class KvWait:
     rps: float
     wait_budget_s: float
     tail: float
+    budgets: tuple[tuple[float, float], ...]
+    """(seconds the TTFT objective leaves for a seat, tail share) per objective, at the pool's
+    room: what a fleet's replicas are sized against (:func:`fleet_replicas`)."""
 
     def describe(self, ranks: int) -> str:
         per = "per rank " if ranks > 1 else ""
@@ -110,4 +113,54 @@ def kv_wait_batch(
         return seat_wait_survival(budget_s(hi, o[0]), whole, rps / ranks, completion_rps) - o[1]
 
     objective, tail = max(objectives, key=over)  # the one the next batch up breaks
-    return KvWait(batch, whole, rps, budget_s(batch, objective), tail)
+    budgets = tuple((budget_s(upper, o), share) for o, share in objectives)
+    return KvWait(batch, whole, rps, budget_s(batch, objective), tail, budgets)
+
+
+def fleet_replicas(perf: PerfModel, wait: KvWait, ranks: int, design_rps: float) -> float:
+    """Replicas whose pooled seats keep the TTFT tail from waiting for one at ``design_rps``.
+
+    A load-aware gateway sends each request to the least-loaded replica (the fleet
+    simulator's routing), so a request waits only when every replica's pool is full: the
+    fleet's ``N·c`` seats are one chain, completing at ``N·request_rate(k/N)`` with ``k`` in
+    use (the holders spread evenly). Pooled, the swings are relatively smaller, and a fleet
+    carries more per replica than one replica alone: up to one replica's limit
+    (``wait.rps``) the need is ``λ ÷ wait.rps``; past it the smallest ``N`` (bisected, to
+    0.1 %) whose chain meets every objective. A plain Service's round-robin split is not
+    modelled apart (its arrivals are more regular than a Poisson share, less pooled than
+    this)."""
+    if design_rps <= wait.rps:
+        return design_rps / wait.rps if wait.rps > 0 else 0.0
+
+    def lane_rate(x: int) -> float:
+        return perf.request_rate(float(x * ranks)) / ranks if x > 0 else 0.0
+
+    def met(n: float) -> bool:
+        lanes = n * ranks
+        seats = math.floor(lanes * wait.seats_per_rank)
+
+        def completion_rps(k: int) -> float:
+            x = k / lanes
+            whole = math.floor(x)
+            low = lane_rate(whole)
+            return lanes * (low + (x - whole) * (lane_rate(whole + 1) - low))
+
+        return all(
+            seat_wait_survival(budget, seats, design_rps, completion_rps) <= tail
+            for budget, tail in wait.budgets
+        )
+
+    lo, hi = 1.0, 2.0
+    while not met(hi):
+        lo, hi = hi, hi * 2.0
+        if hi > 1e6:
+            return hi
+    for _ in range(_BISECT_STEPS):
+        mid = (lo + hi) / 2.0
+        if met(mid):
+            hi = mid
+        else:
+            lo = mid
+        if hi - lo < 1e-3 * hi:
+            break
+    return hi

@@ -54,10 +54,11 @@ from tokenscale.planning.formulas import (
 )
 from tokenscale.planning.inputs import bytes_per_param, resident_bytes_per_param
 from tokenscale.planning.knobs import Knobs, choose_knobs
-from tokenscale.planning.kv_wait import KvWait, kv_wait_batch
+from tokenscale.planning.kv_wait import KvWait, fleet_replicas, kv_wait_batch
 from tokenscale.planning.load import (
     LoadPoint,
     at_load,
+    batch_at_rate,
     closed_loop,
     concurrency_batch,
     curve,
@@ -261,6 +262,9 @@ class _Estimate:
     kv_batch: float
     kv_wait: KvWait | None
     """Where the seat wait, not the room, sets ``kv_batch`` (``planning/kv_wait.py``)."""
+    kv_wait_replicas: float | None
+    """The replicas that seat wait takes at the design rate (``kv_batch`` is what each
+    carries)."""
     concurrency_batch: float
     reasons: list[str]
     warnings: list[str]
@@ -319,7 +323,9 @@ def _estimate(r: Resolved, c: Conditions, layout: Layout) -> _Estimate:
     held_mean = geom.tokens_held(w.input_tokens.mean + w.output_tokens.mean / 2.0)
     held_p99 = geom.tokens_held(min(p99_ctx, float(max_len)))
     reserve = max(0.0, held_p99 - held_mean) * lanes  # a P99 request may sit on every rank
-    kv_batch, kv_wait = _kv_batch(r, c, perf, capacity, held_mean, reserve, lanes, op.batch)
+    kv_batch, kv_wait, kv_wait_replicas = _kv_batch(
+        r, c, perf, capacity, held_mean, reserve, lanes, op.batch
+    )
     if capacity > 0 and kv_batch < 1:
         reasons.append(
             f"one P99 request needs {held_p99:,.0f} KV tokens; with it a replica's "
@@ -344,6 +350,7 @@ def _estimate(r: Resolved, c: Conditions, layout: Layout) -> _Estimate:
         reserve=reserve,
         kv_batch=kv_batch,
         kv_wait=kv_wait,
+        kv_wait_replicas=kv_wait_replicas,
         concurrency_batch=concurrency_batch(perf, float(op.safe_concurrency)),
         reasons=reasons,
         warnings=warnings,
@@ -359,20 +366,25 @@ def _kv_batch(
     reserve: float,
     lanes: int,
     op_batch: float,
-) -> tuple[float, KvWait | None]:
+) -> tuple[float, KvWait | None, float | None]:
     """The batch the KV pool holds: its room at the target utilisation, less one P99 request,
-    over a mean request's tokens — or less, where at that batch the TTFT tail would wait for a
-    seat (``planning/kv_wait.py``; then also the reason)."""
+    over a mean request's tokens — or less, where at the room's batch the TTFT tail would wait
+    for a seat: the batch each replica carries when the fleet is sized so that it does not
+    (``planning/kv_wait.py``; then also the reason and the replicas it takes)."""
     room = (capacity * r.spec.assumptions.kv_target_utilization - reserve) / held_mean
     if room < 1:
-        return room, None
+        return room, None, None
     seats = capacity / lanes / held_mean
-    wait = kv_wait_batch(
-        perf, r.spec.slo, seats, lanes, min(room, op_batch), c.workload.input_tokens.mean
-    )
-    if wait is None or wait.batch < 1:
-        return room, None
-    return wait.batch, wait
+    w = c.workload
+    wait = kv_wait_batch(perf, r.spec.slo, seats, lanes, min(room, op_batch), w.input_tokens.mean)
+    design_rps = w.rps.design_rps
+    if wait is None or wait.batch < 1 or design_rps <= 0:
+        return room, None, None
+    need = fleet_replicas(perf, wait, lanes, design_rps)
+    batch = batch_at_rate(perf, design_rps / need, min(room, op_batch))
+    if batch is None or batch >= min(room, op_batch):
+        return room, None, None
+    return batch, wait, need
 
 
 def _knobs(r: Resolved, c: Conditions, lanes: int, perf_for: Callable[[int], PerfModel]) -> Knobs:
@@ -519,9 +531,21 @@ def _size(e: _Estimate, r: Resolved, c: Conditions, measured: MeasuredPoint | No
             kv_tokens_reserve=e.reserve,
             kv_capacity_tokens=e.capacity_tokens,
             kv_target_utilization=r.spec.assumptions.kv_target_utilization,
-            kv_wait=e.kv_wait.describe(kv_lanes(e.layout)) if e.kv_wait is not None else None,
+            kv_wait=_kv_wait_note(e),
         ),
         r.spec.scaling,
+    )
+
+
+def _kv_wait_note(e: _Estimate) -> str | None:
+    """Why the KV constraint's batch is below the pool's room, when it is."""
+    if e.kv_wait is None or e.kv_wait_replicas is None:
+        return None
+    need = e.kv_wait_replicas
+    return e.kv_wait.describe(kv_lanes(e.layout)) + (
+        f"; behind a load-aware gateway the fleet's seats pool: {need:,.2f} replicas keep it"
+        if need > 1
+        else ""
     )
 
 

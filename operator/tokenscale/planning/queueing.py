@@ -250,14 +250,36 @@ def seat_wait_survival(
     if full_rate <= arrival_rps:
         return 1.0
     log_lam = math.log(arrival_rps)
-    logs = [0.0]
-    for k in range(1, seats + 1):
-        logs.append(logs[-1] + log_lam - math.log(completion_rps(k)))
+
+    def step(k: int) -> float:
+        """log π(k) − log π(k − 1)."""
+        return log_lam - math.log(completion_rps(k))
+
+    # the chain's mode (completions first outpace arrivals there); the weights fall away from
+    # it on both sides, so the sum starts where they are below e^−40 of it (a pool of
+    # thousands of seats costs the states near its mode and its top, not all of them)
+    lo, hi = 0, seats
+    while lo < hi:
+        mid = (lo + hi) // 2
+        if completion_rps(mid + 1) >= arrival_rps:
+            hi = mid
+        else:
+            lo = mid + 1
+    mode = lo
+    total, log_w = 1.0, 0.0
+    for k in range(mode, 0, -1):
+        log_w -= step(k)
+        if log_w < -40.0:
+            break
+        total += math.exp(log_w)
+    log_w = 0.0
+    for k in range(mode + 1, seats + 1):
+        log_w += step(k)
+        total += math.exp(log_w)
     # states ≥ seats: π(seats) / (1 − λ/μ(seats)), a geometric tail
-    logs[-1] -= math.log1p(-arrival_rps / full_rate)
-    top = max(logs)
-    weights = [math.exp(x - top) for x in logs]
-    waits = weights[-1] / sum(weights)
+    top = math.exp(log_w) if seats > mode else 1.0
+    beyond = top * arrival_rps / full_rate / (1.0 - arrival_rps / full_rate)
+    waits = (top + beyond) / (total + beyond)
     return waits * math.exp(-(full_rate - arrival_rps) * max(t, 0.0))
 
 
