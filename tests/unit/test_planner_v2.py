@@ -365,7 +365,8 @@ def test_a_pool_of_few_long_requests_is_sized_where_no_prompt_waits_for_a_seat()
     plan = plan_at(r, Conditions(workload=spec.workload, knee="slo"), 1)
     kv = next(c for c in plan.constraints if c.name == "kv")
     assert plan.binding_constraint == "kv"
-    assert "wait" in kv.formula and "seat" in kv.formula
+    assert "wait" in kv.formula
+    assert "seat" in kv.formula
     perf = perf_at(r, Conditions(workload=spec.workload), 1, plan.max_num_batched_tokens)
     planned_rps = plan.design_rps / plan.sized.needed
     room_rps = perf.request_rate(plan.concurrency_limits.kv_mean_context)

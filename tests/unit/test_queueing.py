@@ -137,7 +137,7 @@ def test_a_seat_chain_whose_completions_do_not_grow_with_the_count_is_mm1() -> N
         return 1.0
 
     assert seat_wait_survival(0.0, 10, 0.6, flat) == pytest.approx(0.6**10)
-    erlang = seat_wait_survival(0.0, 10, 0.6, lambda k: float(k))
+    erlang = seat_wait_survival(0.0, 10, 0.6, float)
     assert erlang < 1e-6 < seat_wait_survival(0.0, 10, 0.6, flat)
 
 
