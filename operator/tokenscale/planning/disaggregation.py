@@ -42,6 +42,7 @@ from dataclasses import dataclass
 from tokenscale.api.scaling import Scaling
 from tokenscale.api.slo import Slo
 from tokenscale.api.workload import Workload
+from tokenscale.planning.bisect import last_true
 from tokenscale.planning.formulas import GB
 from tokenscale.planning.load import Z_P99
 from tokenscale.planning.operating_point import Z_P95
@@ -419,14 +420,7 @@ def _highest_utilization(ok: Callable[[float], bool]) -> tuple[float, str]:
         return PREFILL_MAX_UTILIZATION, "prefill utilization cap"
     if not ok(1e-4):
         return 1e-4, "TTFT/E2E SLO"
-    lo, hi = 1e-4, PREFILL_MAX_UTILIZATION
-    for _ in range(_BISECT):
-        mid = (lo + hi) / 2.0
-        if ok(mid):
-            lo = mid
-        else:
-            hi = mid
-    return lo, "TTFT/E2E SLO"
+    return last_true(ok, 1e-4, PREFILL_MAX_UTILIZATION, _BISECT, 0.0), "TTFT/E2E SLO"
 
 
 def _prefill_sizing(sizing: Sizing, lam: float, rho: float, t_mean: float) -> Sizing:

@@ -26,6 +26,7 @@ import math
 from dataclasses import dataclass
 
 from tokenscale.api.slo import Slo
+from tokenscale.planning.bisect import first_true, last_true
 from tokenscale.planning.performance import PerfModel
 from tokenscale.planning.queueing import seat_wait_survival
 
@@ -97,22 +98,15 @@ def kv_wait_batch(
 
     if excess(upper) <= 0:
         return None
-    lo, hi = 0.0, upper
-    for _ in range(_BISECT_STEPS):
-        mid = (lo + hi) / 2.0
-        if excess(mid) <= 0:
-            lo = mid
-        else:
-            hi = mid
-        if hi - lo < 1e-3 * hi:
-            break
-    batch = max(lo, 1e-6)
-    rps = perf.request_rate(batch)
+    batch = max(last_true(lambda b: excess(b) <= 0, 0.0, upper, _BISECT_STEPS, 1e-3), 1e-6)
+    above = min(upper, batch * (1 + 1e-3))  # a batch the wait does not allow
+    rps_above = perf.request_rate(above) / ranks
 
     def over(o: tuple[float, float]) -> float:
-        return seat_wait_survival(budget_s(hi, o[0]), whole, rps / ranks, completion_rps) - o[1]
+        return seat_wait_survival(budget_s(above, o[0]), whole, rps_above, completion_rps) - o[1]
 
     objective, tail = max(objectives, key=over)  # the one the next batch up breaks
+    rps = perf.request_rate(batch)
     budgets = tuple((budget_s(upper, o), share) for o, share in objectives)
     return KvWait(batch, whole, rps, budget_s(batch, objective), tail, budgets)
 
@@ -155,12 +149,4 @@ def fleet_replicas(perf: PerfModel, wait: KvWait, ranks: int, design_rps: float)
         lo, hi = hi, hi * 2.0
         if hi > 1e6:
             return hi
-    for _ in range(_BISECT_STEPS):
-        mid = (lo + hi) / 2.0
-        if met(mid):
-            hi = mid
-        else:
-            lo = mid
-        if hi - lo < 1e-3 * hi:
-            break
-    return hi
+    return first_true(met, lo, hi, _BISECT_STEPS, 1e-3)
