@@ -297,6 +297,32 @@ def test_auto_tp_counts_min_replicas_before_breaking_a_tie_on_needed_gpus() -> N
     assert chosen.gpus_total == 2
 
 
+def _lognormal_prompts(
+    prompts: tuple[float, float, int], out: int, seed: int, service: dict[str, Any]
+) -> tuple[list[tuple[int, int]], InferenceServiceSpec]:
+    """4,000 lognormal prompts through (mean, P99), cut at the third figure, with ``out``-token
+    answers; and a spec of ``service`` (model, hardware, rps, context, slo) stating their mean
+    and P99."""
+    mean, p99, most = prompts
+    rng = random.Random(seed)
+    sigma = 2.326 - math.sqrt(2.326**2 - 2.0 * math.log(p99 / mean))
+    mu = math.log(mean) - sigma * sigma / 2.0
+    pairs = [(min(most, max(1, round(rng.lognormvariate(mu, sigma)))), out) for _ in range(4000)]
+    ins = sorted(n for n, _ in pairs)
+    spec = make_spec(
+        model=service["model"],
+        hardware=service["hardware"],
+        workload={
+            "rps": {"mean": service["rps"]},
+            "inputTokens": {"mean": round(sum(ins) / len(ins)), "p99": ins[int(0.99 * len(ins))]},
+            "outputTokens": {"mean": out, "p99": out},
+            "maxContextTokens": service["context"],
+        },
+        slo=service["slo"],
+    )
+    return pairs, spec
+
+
 def test_a_prompt_that_waited_shares_its_last_step_with_the_prompts_behind_it() -> None:
     """Qwen2.5-32B on one A100 at TP 2, lognormal prompts (1,000 / P99 4,000 tokens), a
     2,048-token chunk budget, 1.4 req/s. The TTFT P99 is set by short prompts queued behind a
@@ -305,21 +331,17 @@ def test_a_prompt_that_waited_shares_its_last_step_with_the_prompts_behind_it() 
     Without that term the planner's P99 was 17 % below the simulated replica's; with it, within
     12 % (two seeds of 20,000 arrivals pooled: one replay's P99 moves with the few longest
     prompts it draws)."""
-    rng = random.Random(1)
-    sigma = 2.326 - math.sqrt(2.326**2 - 2.0 * math.log(4.0))
-    mu = math.log(1000.0) - sigma * sigma / 2.0
-    pairs = [(min(30000, max(1, round(rng.lognormvariate(mu, sigma)))), 250) for _ in range(4000)]
-    ins = sorted(n for n, _ in pairs)
-    spec = make_spec(
-        model={"name": "Qwen/Qwen2.5-32B-Instruct", "catalog": "qwen2.5-32b"},
-        hardware={"gpu": "A100-SXM-80GB", "tensorParallelSize": 2},
-        workload={
-            "rps": {"mean": 1.4},
-            "inputTokens": {"mean": round(sum(ins) / len(ins)), "p99": ins[int(0.99 * len(ins))]},
-            "outputTokens": {"mean": 250, "p99": 250},
-            "maxContextTokens": 32768,
+    pairs, spec = _lognormal_prompts(
+        (1000.0, 4000.0, 30000),
+        250,
+        1,
+        {
+            "model": {"name": "Qwen/Qwen2.5-32B-Instruct", "catalog": "qwen2.5-32b"},
+            "hardware": {"gpu": "A100-SXM-80GB", "tensorParallelSize": 2},
+            "rps": 1.4,
+            "context": 32768,
+            "slo": {"ttftP99Seconds": 1.0, "tpotP99Seconds": 0.05},
         },
-        slo={"ttftP99Seconds": 1.0, "tpotP99Seconds": 0.05},
     )
     r = resolve(spec)
     plan = plan_at(r, Conditions(workload=spec.workload, knee="slo"), 2)
@@ -345,21 +367,17 @@ def test_a_pool_of_few_long_requests_is_sized_where_no_prompt_waits_for_a_seat()
     and its TTFT P99 is 48 s against the 8 s objective. The planner now sizes at the batch
     where prompts do not wait for a seat (0.84 req/s), and the simulated replica meets the
     objective there (7.7 s)."""
-    rng = random.Random(3)
-    sigma = 2.326 - math.sqrt(2.326**2 - 2.0 * math.log(28000 / 24000))
-    mu = math.log(24000.0) - sigma * sigma / 2.0
-    pairs = [(round(rng.lognormvariate(mu, sigma)), 200) for _ in range(4000)]
-    ins = sorted(n for n, _ in pairs)
-    spec = make_spec(
-        model={"name": "meta-llama/Llama-3.1-8B-Instruct", "catalog": "llama-3.1-8b"},
-        hardware={"gpu": "H100-SXM-80GB", "tensorParallelSize": 1},
-        workload={
-            "rps": {"mean": 1.0},
-            "inputTokens": {"mean": round(sum(ins) / len(ins)), "p99": ins[int(0.99 * len(ins))]},
-            "outputTokens": {"mean": 200, "p99": 200},
-            "maxContextTokens": 65536,
+    pairs, spec = _lognormal_prompts(
+        (24000.0, 28000.0, 65536),
+        200,
+        3,
+        {
+            "model": {"name": "meta-llama/Llama-3.1-8B-Instruct", "catalog": "llama-3.1-8b"},
+            "hardware": {"gpu": "H100-SXM-80GB", "tensorParallelSize": 1},
+            "rps": 1.0,
+            "context": 65536,
+            "slo": {"ttftP99Seconds": 8.0, "tpotP99Seconds": 0.1},
         },
-        slo={"ttftP99Seconds": 8.0, "tpotP99Seconds": 0.1},
     )
     r = resolve(spec)
     plan = plan_at(r, Conditions(workload=spec.workload, knee="slo"), 1)
