@@ -275,6 +275,8 @@ def seat_wait_survival(
     log_w = 0.0
     for k in range(mode + 1, seats + 1):
         log_w += step(k)
+        if log_w < -40.0:  # past the mode the weights only fall: the top is out of reach
+            return 0.0
         total += math.exp(log_w)
     # states ≥ seats: π(seats) / (1 − λ/μ(seats)), a geometric tail
     top = math.exp(log_w) if seats > mode else 1.0
