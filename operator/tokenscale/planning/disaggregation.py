@@ -42,7 +42,7 @@ from dataclasses import dataclass
 from tokenscale.api.scaling import Scaling
 from tokenscale.api.slo import Slo
 from tokenscale.api.workload import Workload
-from tokenscale.planning.bisect import last_true
+from tokenscale.planning.bisect import first_true, last_true
 from tokenscale.planning.formulas import GB
 from tokenscale.planning.load import Z_P99
 from tokenscale.planning.operating_point import Z_P95
@@ -659,14 +659,7 @@ def _decode_batch_at(perf: PerfModel, rps: float, out_mean: float, most: float) 
         return 0.0
     if rps * out_mean * perf.step_seconds(most) >= most:
         return most
-    lo, hi = 0.0, most
-    for _ in range(_BISECT):
-        mid = (lo + hi) / 2.0
-        if rps * out_mean * perf.step_seconds(mid) > mid:
-            lo = mid
-        else:
-            hi = mid
-    return hi
+    return first_true(lambda b: rps * out_mean * perf.step_seconds(b) <= b, 0.0, most, _BISECT, 0.0)
 
 
 @dataclass(frozen=True)

@@ -55,6 +55,12 @@ class KvWait:
         )
 
 
+def _rank_rate(perf: PerfModel, ranks: int, k: int) -> float:
+    """Requests per second one data-parallel rank completes with ``k`` of its seats in use
+    (every rank alike)."""
+    return perf.request_rate(float(k * ranks)) / ranks if k > 0 else 0.0
+
+
 def _objectives(slo: Slo) -> list[tuple[float, float]]:
     """(TTFT objective s, tail share) for each TTFT objective set."""
     out: list[tuple[float, float]] = []
@@ -83,7 +89,7 @@ def kv_wait_batch(
         return None
 
     def completion_rps(k: int) -> float:
-        return perf.request_rate(float(k * ranks)) / ranks
+        return _rank_rate(perf, ranks, k)
 
     def budget_s(batch: float, objective_s: float) -> float:
         return objective_s - perf.ttft_seconds(batch, mean_prompt_tokens)
@@ -126,9 +132,6 @@ def fleet_replicas(perf: PerfModel, wait: KvWait, ranks: int, design_rps: float)
     if design_rps <= wait.rps:
         return design_rps / wait.rps if wait.rps > 0 else 0.0
 
-    def lane_rate(x: int) -> float:
-        return perf.request_rate(float(x * ranks)) / ranks if x > 0 else 0.0
-
     def met(n: float) -> bool:
         lanes = n * ranks
         seats = math.floor(lanes * wait.seats_per_rank)
@@ -136,8 +139,8 @@ def fleet_replicas(perf: PerfModel, wait: KvWait, ranks: int, design_rps: float)
         def completion_rps(k: int) -> float:
             x = k / lanes
             whole = math.floor(x)
-            low = lane_rate(whole)
-            return lanes * (low + (x - whole) * (lane_rate(whole + 1) - low))
+            low = _rank_rate(perf, ranks, whole)
+            return lanes * (low + (x - whole) * (_rank_rate(perf, ranks, whole + 1) - low))
 
         return all(
             seat_wait_survival(budget, seats, design_rps, completion_rps) <= tail

@@ -20,6 +20,7 @@ import math
 from dataclasses import dataclass, replace
 
 from tokenscale.api.workload import TokenDistribution
+from tokenscale.planning.bisect import first_true
 from tokenscale.planning.performance import PerfModel
 from tokenscale.planning.result import CurveStep
 
@@ -62,18 +63,10 @@ def batch_at_rate(
         return 0.0
     if perf.request_rate(max_batch) < rps:
         return None
-    lo, hi = 0.0, max_batch
+    hi = max_batch
     if within is not None and 0.0 < within < max_batch and perf.request_rate(within) >= rps:
         hi = within
-    for _ in range(_BISECT_STEPS):
-        mid = (lo + hi) / 2.0
-        if perf.request_rate(mid) < rps:
-            lo = mid
-        else:
-            hi = mid
-        if hi - lo < 1e-4 * hi:
-            break
-    return hi
+    return first_true(lambda b: perf.request_rate(b) >= rps, 0.0, hi, _BISECT_STEPS, 1e-4)
 
 
 def point_at_batch(

@@ -39,6 +39,7 @@ from functools import lru_cache
 from statistics import NormalDist
 
 from tokenscale.api.workload import TokenDistribution
+from tokenscale.planning.bisect import first_true
 
 #: Skew beyond which the Cornish–Fisher correction is held (it is a first-order expansion).
 MAX_SKEW = 6.0
@@ -100,15 +101,7 @@ def tail_point(
 ) -> float:
     """The least ``x`` in ``[lo, hi]`` with ``exceed(x) ≤ tail`` (``exceed`` falling), by
     bisection to ``rel_tol`` of ``hi`` or ``steps`` halvings; the upper end is returned."""
-    for _ in range(steps):
-        mid = (lo + hi) / 2.0
-        if exceed(mid) > tail:
-            lo = mid
-        else:
-            hi = mid
-        if hi - lo < rel_tol * hi:
-            break
-    return hi
+    return first_true(lambda x: exceed(x) <= tail, lo, hi, steps, rel_tol)
 
 
 def mg1_wait_quantile_seconds(
