@@ -64,12 +64,12 @@ from tokenscale.planning.operating_point import slo_estimates  # noqa: E402
 from tokenscale.planning.planner import perf_at  # noqa: E402
 from tokenscale.planning.resolve import Resolved  # noqa: E402
 from tokenscale.simulation.capacity import (  # noqa: E402
-    WARMUP_FRACTION,
+    p99_checks,
     run_one_replica,
     sustainable_rps,
 )
 from tokenscale.simulation.replica import ReplicaConfig, replica_config  # noqa: E402
-from tokenscale.simulation.trace import parse_trace, percentile  # noqa: E402
+from tokenscale.simulation.trace import parse_trace  # noqa: E402
 
 BLOCK = 512
 L4_EXAMPLE = ROOT / "deploy" / "examples" / "llama-3.1-8b-l4.yaml"
@@ -358,14 +358,7 @@ def _simulated_binding(
     rec = run_one_replica(
         cfg, rate_rps * 1.05, case.pairs, requests, 1, case.prefixes, case.in_order
     )
-    outs = sorted(rec.outcomes, key=lambda o: o.arrival_s)
-    outs = outs[int(len(outs) * WARMUP_FRACTION) :]
-    checks = (
-        ("ttft_p99", slo.ttft_p99_seconds, [o.ttft_s for o in outs]),
-        ("tpot_p99", slo.tpot_p99_seconds, [o.tpot_s for o in outs if o.output_tokens > 1]),
-        ("e2e_p99", slo.e2e_p99_seconds, [o.e2e_s for o in outs]),
-    )
-    ratios = [(name, percentile(v, 0.99) / t) for name, t, v in checks if t and v]
+    ratios = [(name, p99 / target) for name, p99, target in p99_checks(rec, slo) or []]
     return max(ratios, key=lambda r: r[1]) if ratios else ("none", 0.0)
 
 

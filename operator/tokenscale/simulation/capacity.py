@@ -158,20 +158,30 @@ class _Misses:
         return max(self.ttft + waiting, self.tpot, self.e2e) > self.budget
 
 
-def meets_slo(rec: Recorder, slo: Slo, warmup_fraction: float = WARMUP_FRACTION) -> bool:
+def p99_checks(
+    rec: Recorder, slo: Slo, warmup_fraction: float = WARMUP_FRACTION
+) -> list[tuple[str, float, float]] | None:
+    """(name, simulated P99, target) for each P99 objective set, the first ``warmup_fraction``
+    of the requests (by arrival) left out; None when no request is left."""
     outs = sorted(rec.outcomes, key=lambda o: o.arrival_s)
     outs = outs[int(len(outs) * warmup_fraction) :]
     if not outs:
-        return False
+        return None
     checks = (
-        (slo.ttft_p99_seconds, [o.ttft_s for o in outs]),
-        (slo.tpot_p99_seconds, [o.tpot_s for o in outs if o.output_tokens > 1]),
-        (slo.e2e_p99_seconds, [o.e2e_s for o in outs]),
+        ("ttft_p99", slo.ttft_p99_seconds, [o.ttft_s for o in outs]),
+        ("tpot_p99", slo.tpot_p99_seconds, [o.tpot_s for o in outs if o.output_tokens > 1]),
+        ("e2e_p99", slo.e2e_p99_seconds, [o.e2e_s for o in outs]),
     )
-    return all(
-        target is None or not values or percentile(values, 0.99) <= target
-        for target, values in checks
-    )
+    return [
+        (name, percentile(values, 0.99), target)
+        for name, target, values in checks
+        if target is not None and values
+    ]
+
+
+def meets_slo(rec: Recorder, slo: Slo, warmup_fraction: float = WARMUP_FRACTION) -> bool:
+    checks = p99_checks(rec, slo, warmup_fraction)
+    return checks is not None and all(p99 <= target for _, p99, target in checks)
 
 
 def sustainable_rps(
