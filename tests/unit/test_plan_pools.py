@@ -27,6 +27,7 @@ from tokenscale.api.crd import build_crd
 from tokenscale.api.manifest import parse_manifests
 from tokenscale.api.status import InferenceServiceStatus
 from tokenscale.cli.app import app
+from tokenscale.cli.plan_figures import duration_text
 from tokenscale.controller.status import plan_summary, status_document
 from tokenscale.planning import plan_service
 from tokenscale.planning.advice import advise
@@ -242,8 +243,8 @@ def test_a_pd_plan_latency_lines_are_the_pools() -> None:
     assert checks["ttft_p99"].estimate_s == prefill.ttft_p99_s
     assert checks["tpot_p99"].estimate_s == decode.tpot_p99_s
     out = " ".join(_cli("plan", str(PD)).split())
-    assert f"TTFT P99 {prefill.ttft_p99_s * 1e3:,.0f} ms" in out
-    assert f"TPOT P99 {decode.tpot_p99_s * 1e3:,.1f} ms" in out
+    assert f"TTFT P99 {duration_text(prefill.ttft_p99_s)}" in out
+    assert f"TPOT P99 {duration_text(decode.tpot_p99_s)}" in out
 
 
 def test_a_pd_short_line_names_the_pools() -> None:

@@ -101,11 +101,13 @@ def _needed(p: Plan) -> float:
     return p.replicas.needed if p.replicas is not None else math.inf
 
 
-def _binds_first(p: Plan) -> tuple[float, float]:
-    """The order in which class plans bind: the replicas needed, then, where two classes need
-    the same (the throughput constraint binds both), the one closest to its own SLO."""
+def _binds_first(p: Plan) -> tuple[float, float, float]:
+    """The order in which class plans bind: the whole replicas needed, then, where two classes
+    need as many (the throughput constraint binds both, its fractional need a knob choice
+    apart), the one closest to its own SLO, then the fractional need."""
     tight = _tightest(list(p.slo_checks))
-    return _needed(p), tight.estimate_s / tight.target_s if tight is not None else 0.0
+    whole = float(p.replicas.with_redundancy) if p.replicas is not None else math.inf
+    return whole, tight.estimate_s / tight.target_s if tight is not None else 0.0, _needed(p)
 
 
 def _tightest(checks: list[SloCheck]) -> SloCheck | None:

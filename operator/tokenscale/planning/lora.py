@@ -468,7 +468,7 @@ class LoraPerfModel(PerfModel):
             return super().mean_prefill_seconds
         hit = self.prefix_cache_hit_rate
         n, cached = self.mean_input_tokens * (1.0 - hit), self.mean_input_tokens * hit
-        return PerfModel._prefill_seconds(self, n, cached)
+        return PerfModel._prefill_seconds(self, n, cached) + self.prefill_spread_seconds
 
 
 def lora_perf(base: PerfModel, setup: LoraSetup) -> LoraPerfModel:

@@ -341,7 +341,7 @@ class LayoutPerfModel(PerfModel):
         latency = self.prefill_seconds(
             self.mean_input_tokens * (1.0 - hit), self.mean_input_tokens * hit
         )
-        return latency / max(self.layout.pp, self.layout.dp)
+        return (latency + self.prefill_spread_seconds) / max(self.layout.pp, self.layout.dp)
 
     def prefill_service_seconds(self, batch: float) -> float:
         """Pipeline- and data-parallel layouts keep the prefill's own busy time per lane
@@ -350,6 +350,13 @@ class LayoutPerfModel(PerfModel):
         if self.layout.pp > 1 or self.layout.dp > 1:
             return self.mean_prefill_seconds
         return super().prefill_service_seconds(batch)
+
+    def prefill_service_scv(self, batch: float) -> float | None:
+        """Those layouts' service is a prefill's compute alone: its spread over the prompts."""
+        if self.prompt_length_scv is None or not (self.layout.pp > 1 or self.layout.dp > 1):
+            return super().prefill_service_scv(batch)
+        _, _, compute, var_c, _ = self._prefill_moments
+        return var_c / (compute * compute) if compute > 0 else 0.0
 
     def pipeline_bubble(self, batch: float) -> float:
         """Idle share of the stages at ``batch`` running sequences: ``1 − m/PP``."""
