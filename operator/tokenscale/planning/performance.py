@@ -122,12 +122,17 @@ class PerfModel:
         """The prompts' ``C²`` (:attr:`prompt_length_scv`, 1 when unknown)."""
         return 1.0 if self.prompt_length_scv is None else self.prompt_length_scv
 
+    @cached_property
+    def prefill_flops_per_s(self) -> float:
+        """The replica's prefill FLOP rate: TP × the peak × ``prefillComputeEfficiency``."""
+        return self.tp * self.flops_per_s * self.assumptions.prefill_compute_efficiency
+
     # -- the spread of prompts: a prefill's cost is not linear in its length -------------------
     @cached_property
     def prompt_grid(self) -> tuple[tuple[float, float], ...]:
         """(prompt tokens, weight) points standing for the prompts: the lognormal with the mean
-        and ``C²`` the planner holds (:attr:`prompt_length_scv`, cut at the longest prompt
-        already), on an even grid in its normal quantile (``z`` from −6 to 8, step 0.25:
+        and ``C²`` the planner holds (:attr:`prompt_length_scv`, whose ``C²`` is already cut at
+        the longest prompt), on an even grid in its normal quantile (``z`` from −6 to 8, step 0.25:
         accurate for the moments of a prefill up to quadratic in the prompt), the points
         rescaled so that their mean is the stated mean. One point at the mean when the spread
         is unknown or nil."""
@@ -150,7 +155,7 @@ class PerfModel:
         and the covariance of the two — what a prefill's service time at any batch is made of
         (:meth:`prefill_service_seconds`, :meth:`prefill_service_scv`)."""
         hit = self.prefix_cache_hit_rate
-        rate = self.tp * self.flops_per_s * self.assumptions.prefill_compute_efficiency
+        rate = self.prefill_flops_per_s
         pts = [
             (n * (1.0 - hit), self.prefill_flops(n * (1.0 - hit), n * hit) / rate, w)
             for n, w in self.prompt_grid
@@ -171,9 +176,7 @@ class PerfModel:
         steps, the weight read, the all-reduces) stays the mean prompt's."""
         hit = self.prefix_cache_hit_rate
         n = self.mean_input_tokens
-        at_mean = self.prefill_flops(n * (1.0 - hit), n * hit) / (
-            self.tp * self.flops_per_s * self.assumptions.prefill_compute_efficiency
-        )
+        at_mean = self.prefill_flops(n * (1.0 - hit), n * hit) / self.prefill_flops_per_s
         return self._prefill_moments[2] - at_mean
 
     # -- prefill -----------------------------------------------------------------------------
@@ -243,9 +246,7 @@ class PerfModel:
     def _prefill_seconds(self, tokens: float, cached: float) -> float:
         if tokens <= 0:
             return 0.0
-        compute = self.prefill_flops(tokens, cached) / (
-            self.tp * self.flops_per_s * self.assumptions.prefill_compute_efficiency
-        )
+        compute = self.prefill_flops(tokens, cached) / self.prefill_flops_per_s
         steps = chunk_count(tokens, self.max_num_batched_tokens) if self.chunked_prefill else 1
         weight_floor = steps * self._weight_read_seconds(1)
         comm = self.allreduce_seconds(tokens) + (steps - 1) * 2 * self.arch.layers * (
@@ -343,9 +344,7 @@ class PerfModel:
             decode_seqs * 2.0 * (self.params.active - self.params.embedding)
             + 4.0 * held * self.arch.layers * self._attention_dim
         ) / self._decode_flops_rate
-        prefill = prefill_flops / (
-            self.tp * self.flops_per_s * self.assumptions.prefill_compute_efficiency
-        )
+        prefill = prefill_flops / self.prefill_flops_per_s
         return (
             max(mem, comp)
             + prefill
@@ -517,12 +516,11 @@ class PerfModel:
     def prefill_service_seconds(self, batch: float) -> float:
         """GPU time a prompt's prefill holds the scheduler at batch B, on average over the
         prompts (:attr:`prompt_grid`): the FLOPs of its chunks, and for every step its chunks
-        fill, that step's decode part (the B decodes'
-        weight and KV reads, all-reduces and overhead, :meth:`step_seconds`), as
-        :meth:`mixed_step_seconds` times a step. A chunk gets the budget the decodes leave
-        (``budget − B`` tokens); a prompt shorter than that shares its step with the next, so
-        the step count is fractional: ``n / (budget − B)``. Without chunked prefill a prompt is
-        one step."""
+        fill, that step's decode part (the B decodes' weight and KV reads, all-reduces and
+        overhead, :meth:`step_seconds`), as :meth:`mixed_step_seconds` times a step. A chunk
+        gets the budget the decodes leave (``budget − B`` tokens); a prompt shorter than that
+        shares its step with the next, so the step count is fractional: ``n / (budget − B)``.
+        Without chunked prefill a prompt is one step."""
         n, _, compute, _, _ = self._prefill_moments
         if n <= 0:
             return 0.0
@@ -726,9 +724,7 @@ class PerfModel:
         the prefill efficiency (the step's weight read is the decode's, already counted)."""
         if chunk_tokens <= 0:
             return 0.0
-        return self.prefill_flops(chunk_tokens) / (
-            self.tp * self.flops_per_s * self.assumptions.prefill_compute_efficiency
-        )
+        return self.prefill_flops(chunk_tokens) / self.prefill_flops_per_s
 
     @cached_property
     def tail_chunk_seconds(self) -> float:
