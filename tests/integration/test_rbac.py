@@ -218,7 +218,15 @@ def test_namespaced_install_cannot_touch_other_namespaces(
             config_file=str(rbac_cluster.kubeconfig(SA_TOKEN, "operator"))
         )
     )
-    assert as_operator.list_namespaced_deployment(mine).items == []
+    # the API server's authorizer sees a new RoleBinding a moment after it is written (its RBAC
+    # cache is an informer): wait until the namespace it grants is readable, then the denial of
+    # the other namespace is RBAC's answer and not the binding's delay (a busy CI machine once
+    # answered 403 on the first read)
+    wait_for(
+        lambda: as_operator.list_namespaced_deployment(mine).items == [],
+        30,
+        "the namespaced Role bound for the operator",
+    )
     with pytest.raises(ApiException) as denied:
         as_operator.list_namespaced_deployment(other)
     assert denied.value.status == 403
