@@ -1,4 +1,4 @@
-"""A prefill's cost over a spread of prompts (PerfModel.prompt_grid, over_prompts,
+"""A prefill's cost over a spread of prompts (PerfModel.prompt_grid, prefill_spread_seconds,
 prefill_service_seconds / prefill_service_scv): attention grows with the square of the prompt,
 so the mean prefill is not the mean prompt's, and the queue's service is wider than the
 prompts."""

@@ -355,8 +355,8 @@ class LayoutPerfModel(PerfModel):
         """Those layouts' service is a prefill's compute alone: its spread over the prompts."""
         if self.prompt_length_scv is None or not (self.layout.pp > 1 or self.layout.dp > 1):
             return super().prefill_service_scv(batch)
-        _, _, compute, var_c, _ = self._prefill_moments
-        return var_c / (compute * compute) if compute > 0 else 0.0
+        m = self._prefill_moments
+        return m.compute_var / (m.compute_s * m.compute_s) if m.compute_s > 0 else 0.0
 
     def pipeline_bubble(self, batch: float) -> float:
         """Idle share of the stages at ``batch`` running sequences: ``1 − m/PP``."""

@@ -26,6 +26,7 @@ decode batch itself (Little's law), ``t_step(B) + B·t_prefill/out``
 import math
 from dataclasses import dataclass
 from functools import cached_property
+from typing import NamedTuple
 
 from tokenscale.api.assumptions import Assumptions
 from tokenscale.api.hardware import GpuSpec
@@ -36,6 +37,7 @@ from tokenscale.planning.memory import KvGeometry
 from tokenscale.planning.queueing import (
     BusyTimes,
     compound_quantile,
+    lognormal_moment_points,
     lognormal_points,
     mg1_wait_quantile_seconds,
     mg1_wait_seconds,
@@ -82,6 +84,17 @@ def peak_flops(gpu: GpuSpec, dtype: WeightDtype) -> tuple[float, str]:
         )
         return gpu.bf16_tflops * 1e12 * WEIGHT_ONLY_GEMM_EFFICIENCY, note
     return gpu.bf16_tflops * 1e12, note
+
+
+class PrefillMoments(NamedTuple):
+    """A prefill over the prompts: the tokens to prefill (mean, variance), its compute time at
+    the prefill efficiency (mean s, variance) and the two's covariance."""
+
+    tokens: float
+    tokens_var: float
+    compute_s: float
+    compute_var: float
+    covariance: float
 
 
 @dataclass(frozen=True)
@@ -132,27 +145,14 @@ class PerfModel:
     def prompt_grid(self) -> tuple[tuple[float, float], ...]:
         """(prompt tokens, weight) points standing for the prompts: the lognormal with the mean
         and ``C²`` the planner holds (:attr:`prompt_length_scv`, whose ``C²`` is already cut at
-        the longest prompt), on an even grid in its normal quantile (``z`` from −6 to 8, step 0.25:
-        accurate for the moments of a prefill up to quadratic in the prompt), the points
-        rescaled so that their mean is the stated mean. One point at the mean when the spread
-        is unknown or nil."""
-        mean, scv = self.mean_input_tokens, self.prompt_length_scv
-        if mean <= 0 or scv is None or scv <= 1e-9:
-            return ((max(mean, 0.0), 1.0),)
-        sigma2 = math.log1p(scv)
-        sigma, mu = math.sqrt(sigma2), math.log(mean) - sigma2 / 2.0
-        zs = [-6.0 + 0.25 * i for i in range(57)]
-        weights = [math.exp(-z * z / 2.0) for z in zs]
-        total = sum(weights)
-        points = [(math.exp(mu + sigma * z), w / total) for z, w in zip(zs, weights, strict=True)]
-        scale = mean / sum(n * w for n, w in points)
-        return tuple((n * scale, w) for n, w in points)
+        the longest prompt; :func:`~tokenscale.planning.queueing.lognormal_moment_points`). One
+        point at the mean when the spread is unknown or nil."""
+        scv = self.prompt_length_scv
+        return lognormal_moment_points(self.mean_input_tokens, 0.0 if scv is None else scv)
 
     @cached_property
-    def _prefill_moments(self) -> tuple[float, float, float, float, float]:
-        """Over the prompts: the mean tokens to prefill ``n̄`` and their variance, the mean
-        compute time ``c̄`` of a prefill (its FLOPs at the prefill efficiency) and its variance,
-        and the covariance of the two — what a prefill's service time at any batch is made of
+    def _prefill_moments(self) -> PrefillMoments:
+        """What a prefill's service time at any batch is made of, over the prompts
         (:meth:`prefill_service_seconds`, :meth:`prefill_service_scv`)."""
         hit = self.prefix_cache_hit_rate
         rate = self.prefill_flops_per_s
@@ -162,10 +162,13 @@ class PerfModel:
         ]
         n_bar = sum(n * w for n, _, w in pts)
         c_bar = sum(c * w for _, c, w in pts)
-        var_n = sum(w * (n - n_bar) ** 2 for n, _, w in pts)
-        var_c = sum(w * (c - c_bar) ** 2 for _, c, w in pts)
-        cov = sum(w * (n - n_bar) * (c - c_bar) for n, c, w in pts)
-        return n_bar, var_n, c_bar, var_c, cov
+        return PrefillMoments(
+            tokens=n_bar,
+            tokens_var=sum(w * (n - n_bar) ** 2 for n, _, w in pts),
+            compute_s=c_bar,
+            compute_var=sum(w * (c - c_bar) ** 2 for _, c, w in pts),
+            covariance=sum(w * (n - n_bar) * (c - c_bar) for n, c, w in pts),
+        )
 
     @cached_property
     def prefill_spread_seconds(self) -> float:
@@ -177,7 +180,7 @@ class PerfModel:
         hit = self.prefix_cache_hit_rate
         n = self.mean_input_tokens
         at_mean = self.prefill_flops(n * (1.0 - hit), n * hit) / self.prefill_flops_per_s
-        return self._prefill_moments[2] - at_mean
+        return self._prefill_moments.compute_s - at_mean
 
     # -- prefill -----------------------------------------------------------------------------
     @cached_property
@@ -521,10 +524,14 @@ class PerfModel:
         gets the budget the decodes leave (``budget − B`` tokens); a prompt shorter than that
         shares its step with the next, so the step count is fractional: ``n / (budget − B)``.
         Without chunked prefill a prompt is one step."""
-        n, _, compute, _, _ = self._prefill_moments
-        if n <= 0:
+        m = self._prefill_moments
+        if m.tokens <= 0:
             return 0.0
-        return n * self._per_token_step_seconds(batch) + self._steps_unchunked(batch) + compute
+        return (
+            m.tokens * self._per_token_step_seconds(batch)
+            + self._steps_unchunked(batch)
+            + m.compute_s
+        )
 
     def _per_token_step_seconds(self, batch: float) -> float:
         """What a chunked prompt's steps cost per prompt token at batch B (its share of a step:
@@ -545,12 +552,13 @@ class PerfModel:
         unknown (the queue then takes M/M/1's exponential)."""
         if self.prompt_length_scv is None:
             return None
-        n, var_n, _, var_c, cov = self._prefill_moments
+        m = self._prefill_moments
         mean = self.prefill_service_seconds(batch)
-        if n <= 0 or mean <= 0:
+        if m.tokens <= 0 or mean <= 0:
             return 0.0
         k = self._per_token_step_seconds(batch)
-        return max(0.0, k * k * var_n + 2.0 * k * cov + var_c) / (mean * mean)
+        spread = k * k * m.tokens_var + 2.0 * k * m.covariance + m.compute_var
+        return max(0.0, spread) / (mean * mean)
 
     def prefill_utilization(self, batch: float) -> float:
         """The share of scheduler steps that carry prefill chunks at batch B (at most 0.99):

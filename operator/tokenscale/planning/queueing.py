@@ -224,6 +224,30 @@ def lognormal_points(mean: float, p99: float) -> tuple[tuple[float, float], ...]
     return tuple((math.exp(mu + sigma * z), w) for z, w in LOGNORMAL_BINS)
 
 
+_MOMENT_Z = tuple(-6.0 + 0.25 * i for i in range(57))
+"""Normal quantiles of :func:`lognormal_moment_points`: even from −6 to 8 (step 0.25), the right
+end far enough out for the moments of a value's square (centred at 4σ in ``z``)."""
+
+
+@lru_cache(maxsize=512)
+def lognormal_moment_points(mean: float, scv: float) -> tuple[tuple[float, float], ...]:
+    """(value, weight) points standing for the lognormal with this mean and ``C²`` for its
+    moments, where :func:`lognormal_points` resolves its tail: an even grid in the normal
+    quantile (accurate for the mean of anything up to quadratic in the value), the points
+    rescaled so that their mean is ``mean``. One point at the mean when ``C²`` is nil."""
+    if mean <= 0 or scv <= 1e-9:
+        return ((max(mean, 0.0), 1.0),)
+    sigma2 = math.log1p(scv)
+    sigma, mu = math.sqrt(sigma2), math.log(mean) - sigma2 / 2.0
+    weights = [math.exp(-z * z / 2.0) for z in _MOMENT_Z]
+    total = sum(weights)
+    points = [
+        (math.exp(mu + sigma * z), w / total) for z, w in zip(_MOMENT_Z, weights, strict=True)
+    ]
+    scale = mean / sum(n * w for n, w in points)
+    return tuple((n * scale, w) for n, w in points)
+
+
 def seat_wait_survival(
     t: float, seats: int, arrival_rps: float, completion_rps: Callable[[int], float]
 ) -> float:
