@@ -13,8 +13,10 @@ Each entry is rebuilt as a spec (model, GPU, weight dtype, prompt and answer len
   at batch 1 + the request overhead: ``requestOverheadSeconds`` + the prompt's tokens ×
   ``requestOverheadPerTokenSeconds``);
 - ``pd_ttft_at_rate_s``: the same at the prefill replica's utilization under the measured rate
-  (``rps × mean prefill seconds``, the planner's own queue term); the row carries that
-  utilization, so an overloaded measurement shows whether the planner saw the overload too;
+  (``rps × prefill_worker_service_seconds``), with the planner's own queue's mean wait (M/G/1,
+  Pollaczek–Khinchine, the prompts' spread; a measured mean TTFT is scored against a mean); the
+  row carries that utilization, so an overloaded measurement shows whether the planner saw the
+  overload too;
 - ``prefill_s`` / ``decode_step_s``: the prefill role's ``prefill_seconds`` of the prompt and
   the decode role's ``step_seconds`` at the entry's ``batch`` (the phase models both pools run);
 - ``itl_ratio`` (excluded: SGLang): the decode pool's step at the batch it settles at, over the
@@ -107,7 +109,7 @@ def _ttft(spec: InferenceServiceSpec, tokens: float, rps: float) -> tuple[float,
     c = forecast_conditions(r)
     tp = int(spec.hardware.tensor_parallel_size)  # type: ignore[arg-type]
     prefill, decode = role_engine(r, c, Layout(tp=tp))
-    rho = rps * prefill.perf.mean_prefill_seconds
+    rho = rps * prefill.perf.prefill_worker_service_seconds
     ttft = prefill_ttft_seconds(
         prefill.perf, rho, tokens, _transfer(spec, tokens), decode.perf.step_seconds(1.0)
     )

@@ -30,13 +30,20 @@ the one the simulated replica misses first 5 % past its sustainable rate (its P9
 target): where the two differ, the planner's rate is bound by another mechanism than the
 simulator's.
 
+``--pd`` instead holds the P/D prefill worker to the simulator: for five shapes (Llama-3.1-8B
+on H100 with chat, code-like and ``pd_scaling``'s long prompts, the prompt tail above,
+identical 1,024-token prompts on an L4), the highest prompt rate at which the planner's TTFT P99
+to the prefill's end (``prefill_ttft_quantile_seconds`` with no transfer or decode step: the
+prefill worker's own queue and prefills) meets the TTFT target, against the simulator's
+bisection for one prefill engine of the plan's (``role_plan``) serving one-token requests.
+
 ``--seeds N`` runs N bisections per shape, each with its own arrivals and draws, and takes
 their median as the simulator's figure (the range printed beside it): the P99 of one replay
 moves with the few longest prompts it happens to draw (docs/accuracy.md, "The simulator's
 figure is a sample").
 
     python benchmarks/planner_vs_simulator.py [--requests 10000] [--seeds 1] [--json]
-        [--prompt-tail]
+        [--prompt-tail | --pd]
 """
 
 import argparse
@@ -59,7 +66,11 @@ from tokenscale.api.inference_service import InferenceServiceSpec  # noqa: E402
 from tokenscale.api.manifest import parse_manifests  # noqa: E402
 from tokenscale.api.slo import Slo  # noqa: E402
 from tokenscale.data import MOONCAKE_SYNTHETIC, bundled_trace  # noqa: E402
-from tokenscale.planning import Conditions, plan_at, resolve  # noqa: E402
+from tokenscale.planning import Conditions, plan_at, plan_service, resolve  # noqa: E402
+from tokenscale.planning.disaggregation import (  # noqa: E402
+    prefill_ttft_quantile_seconds,
+    role_plan,
+)
 from tokenscale.planning.operating_point import slo_estimates  # noqa: E402
 from tokenscale.planning.planner import perf_at  # noqa: E402
 from tokenscale.planning.resolve import Resolved  # noqa: E402
@@ -72,6 +83,8 @@ from tokenscale.simulation.replica import ReplicaConfig, replica_config  # noqa:
 from tokenscale.simulation.trace import parse_trace  # noqa: E402
 
 BLOCK = 512
+LLAMA_8B = "meta-llama/Llama-3.1-8B-Instruct"
+QWEN_32B = "Qwen/Qwen2.5-32B-Instruct"
 L4_EXAMPLE = ROOT / "deploy" / "examples" / "llama-3.1-8b-l4.yaml"
 
 
@@ -446,6 +459,111 @@ def compare(case: Case, requests: int, seeds: int = 1) -> dict[str, object]:
     }
 
 
+@dataclass(frozen=True)
+class PdShape:
+    """A P/D service whose prefill worker is compared (``--pd``)."""
+
+    name: str
+    model: str
+    gpu: str
+    tp: int
+    input_mean: float
+    input_p99: float
+    output_mean: float
+    output_p99: float
+    ttft_s: float
+
+
+PD_SHAPES = (
+    PdShape("chat", LLAMA_8B, "H100-SXM-80GB", 1, 1155, 4142, 211, 601, 0.5),
+    PdShape("code-like (prefill-heavy)", LLAMA_8B, "H100-SXM-80GB", 1, 2048, 7436, 28, 90, 1.0),
+    PdShape(
+        "long prompts (pd_scaling's)", LLAMA_8B, "H100-SXM-80GB", 1, 8000, 16000, 200, 400, 3.0
+    ),
+    PdShape(
+        "prompt tail (Qwen2.5-32B TP 2)", QWEN_32B, "A100-SXM-80GB", 2, 1000, 4000, 250, 750, 1.0
+    ),
+    PdShape(
+        "identical 1,024-token prompts on L4", LLAMA_8B, "L4-24GB", 1, 1024, 1024, 200, 200, 2.0
+    ),
+)
+
+
+def _pd_spec(shape: PdShape) -> InferenceServiceSpec:
+    return InferenceServiceSpec.model_validate(
+        {
+            "model": {"name": shape.model},
+            "hardware": {"gpu": shape.gpu, "tensorParallelSize": shape.tp},
+            "workload": {
+                "rps": {"mean": 10},
+                "inputTokens": {"mean": shape.input_mean, "p99": shape.input_p99},
+                "outputTokens": {"mean": shape.output_mean, "p99": shape.output_p99},
+            },
+            "slo": {"ttftP99Seconds": shape.ttft_s, "tpotP99Seconds": 0.2},
+            "serving": {"disaggregation": "on"},
+        }
+    )
+
+
+def compare_prefill_worker(shape: PdShape, requests: int, seed: int = 1) -> dict[str, object]:
+    """One ``--pd`` row: the prefill worker's rate at the TTFT target, planned and simulated."""
+    started = time.perf_counter()
+    spec = _pd_spec(shape)
+    worker = role_plan(plan_service(spec), "prefill")
+    cfg = replica_config(spec, worker, 16)
+    perf = cfg.perf
+    rng = random.Random(seed)
+    pairs = [(_lognormal(rng, shape.input_mean, shape.input_p99), 1) for _ in range(requests)]
+
+    def meets(rho: float) -> bool:
+        ttft = prefill_ttft_quantile_seconds(
+            perf, rho, shape.input_p99, shape.input_mean, 0.0, 0.0, 0.01
+        )
+        return ttft <= shape.ttft_s
+
+    lo, hi = 0.0, 0.999
+    for _ in range(40):
+        mid = (lo + hi) / 2.0
+        lo, hi = (mid, hi) if meets(mid) else (lo, mid)
+    service = perf.prefill_worker_service_seconds
+    planner = lo / service
+    sim = sustainable_rps(
+        cfg, Slo(ttft_p99_seconds=shape.ttft_s), pairs, planner, requests=4000, seed=seed
+    )
+    err = planner / sim - 1.0 if sim > 0 else math.inf
+    return {
+        "shape": shape.name,
+        "gpu": shape.gpu,
+        "tp": shape.tp,
+        "chunk_budget": worker.max_num_batched_tokens,
+        "service_s": round(service, 4),
+        "planner_rps": round(planner, 3),
+        "planner_utilization": round(lo, 3),
+        "simulator_rps": round(sim, 3),
+        "simulator_utilization": round(sim * service, 3),
+        "error": round(err, 3),
+        "within_10pct": abs(err) <= 0.10,
+        "seconds": round(time.perf_counter() - started, 1),
+    }
+
+
+def _print_pd(rows: list[dict[str, object]]) -> None:
+    for r in rows:
+        print(
+            f"{r['shape']:<40} {r['gpu']:<14} TP {r['tp']} chunk {r['chunk_budget']:>6}  "
+            f"service {float(str(r['service_s'])) * 1e3:6.1f} ms  planner "
+            f"{r['planner_rps']:>7.3f} (utilization {r['planner_utilization']:.2f})  simulator "
+            f"{r['simulator_rps']:>7.3f} ({r['simulator_utilization']:.2f})  error "
+            f"{r['error']:+.1%}  {'ok' if r['within_10pct'] else 'MISS'}  ({r['seconds']} s)",
+            flush=True,
+        )
+    errors = [abs(float(str(r["error"]))) for r in rows]
+    print(
+        f"prefill workers: mean |error| {sum(errors) / len(errors):.1%}, worst {max(errors):.1%}; "
+        f"{sum(bool(r['within_10pct']) for r in rows)}/{len(rows)} within 10 %"
+    )
+
+
 def _slo_text(pair: object) -> str:
     name, ratio = cast(list[object], pair)
     return f"{name} {float(str(ratio)):.2f} × SLO"
@@ -471,7 +589,17 @@ def main() -> int:
     ap.add_argument(
         "--prompt-tail", action="store_true", help="the lognormal prompt-tail shape instead"
     )
+    ap.add_argument(
+        "--pd", action="store_true", help="the P/D prefill worker against the simulator instead"
+    )
     args = ap.parse_args()
+    if args.pd:
+        pd_rows = [compare_prefill_worker(shape, 20_000) for shape in PD_SHAPES]
+        if args.json:
+            print(json.dumps({"rows": pd_rows}, indent=2))
+        else:
+            _print_pd(pd_rows)
+        return 0
     if args.prompt_tail:
         tail = prompt_tail(args.requests)
         if args.json:

@@ -163,8 +163,12 @@ def test_ttft_is_queue_prefill_transfer_and_first_step() -> None:
     assert perf.request_overhead_seconds(16_000) == pytest.approx(
         a.request_overhead_seconds + 16_000 * a.request_overhead_per_token_seconds
     )
+    # the queue is one pool's (M/G/1, Pollaczek–Khinchine) with no decode in its steps:
+    # ρ/(1−ρ) = 1 at ρ = 0.5, times the service's (1 + C²)/2
     busy = prefill_ttft_seconds(perf, 0.5, 16_000, 0.05, 0.01)
-    assert busy == pytest.approx(idle + perf.mean_prefill_seconds)  # ρ/(1−ρ) = 1
+    service, scv = perf.prefill_service_seconds(0.0), perf.prefill_service_scv(0.0)
+    assert scv is not None
+    assert busy == pytest.approx(idle + service * (1.0 + scv) / 2.0)
 
 
 def test_the_plan_meets_the_slos_it_was_sized_for() -> None:

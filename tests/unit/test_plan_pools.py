@@ -309,8 +309,8 @@ def test_check_judges_a_pd_pairs_rollout_capacity_per_pool() -> None:
     assert f"prefill: {d.prefill.replicas} replica(s) for a need of " in item["why"]
     assert f"{d.prefill.replicas_needed:.2f}" in item["why"]
     assert f"decode: {d.decode.replicas} replica(s) for a need of " in item["why"]
-    assert p.replicas is not None
-    assert f"{p.replicas.total} replica(s)" not in item["why"]
+    assert p.replicas is not None  # the aggregated alternative's count and need, not named
+    assert f"{p.replicas.total} replica(s) for a need of {p.replicas.needed:.2f}" not in item["why"]
 
 
 def test_check_names_a_mix_pools() -> None:
@@ -323,15 +323,20 @@ def test_check_names_a_mix_pools() -> None:
 
 def test_advice_on_a_pd_plan_compares_the_pools_gpus() -> None:
     """The FP8 advice on a P/D plan said '4 GPUs (4 × TP 1) instead of 6': 6 was the
-    aggregated alternative's count, the plan runs 4 GPUs in two pools."""
+    aggregated alternative's count, the plan runs its GPUs in two pools. The advice names the
+    alternative's own shape: two pools when FP8 runs them too, one when it does not."""
     doc = _doc(PD)
     p = _plan(doc)
+    assert p.role_pools is not None
     s = parse_manifests(yaml.safe_dump(doc))[0]
     lines = [a for a in advise(s.spec, p, s.metadata.name) if a.startswith("FP8 weights")]
     assert lines, "an H100 has FP8 cores and FP8 weights need fewer GPUs here"
+    doc["spec"]["model"]["weightDtype"] = "fp8"
+    fp8 = _plan(doc)
     for line in lines:
         assert f"instead of {p.gpus_total}" in line
-        assert " prefill × TP " in line
+        assert f"{fp8.gpus_total} GPUs" in line
+        assert (" prefill × TP " in line) == (fp8.role_pools is not None)
 
 
 def test_a_pd_markdown_and_wide_view_show_the_pools() -> None:

@@ -23,6 +23,7 @@ from tokenscale.scaling.roles import (
     flow_floor,
     pools,
     prefill_waiting_watermarks,
+    role_rate_per_replica,
     role_signals,
 )
 from tokenscale.scaling.snapshot import Snapshot
@@ -35,7 +36,7 @@ PROMPT, ANSWER = 8000, 200
 
 def _spec(tpot_s: float = 0.03, **scaling: Any) -> InferenceServiceSpec:
     """Llama-3.1-8B on H100, 8k-token prompts and 200-token answers at 20 RPS: ``auto`` runs
-    4 prefill + 4 decode replicas (ratio 1)."""
+    5 prefill + 4 decode replicas (ratio 1.25)."""
     return make_spec(
         hardware={"gpu": "H100-SXM-80GB", "tensorParallelSize": "auto"},
         workload={
@@ -52,6 +53,8 @@ def _spec(tpot_s: float = 0.03, **scaling: Any) -> InferenceServiceSpec:
 
 SPEC = _spec()
 PLAN = plan_service(SPEC)
+P0, D0 = pools(PLAN)[1].replicas, pools(PLAN)[2].replicas
+"""The plan's counts: each role holds there at the spec's rate."""
 
 
 def _snap(at: float, n: int, rps: float, **kw: Any) -> Snapshot:
@@ -82,11 +85,11 @@ def _states(p: int, d: int) -> dict[str, ScalingState]:
     return {"prefill": ScalingState(decided_replicas=p), "decode": ScalingState(decided_replicas=d)}
 
 
-def test_the_plan_runs_two_pools_at_ratio_one() -> None:
+def test_the_plan_runs_two_pools_at_their_ratio() -> None:
     d, prefill, decode = pools(PLAN)
-    assert (prefill.replicas, decode.replicas) == (4, 4)
-    assert d.ratio == 1.0
-    assert band(d.ratio) == (1.0 / RATIO_SLACK, 1.0 * RATIO_SLACK)
+    assert (prefill.replicas, decode.replicas) == (P0, D0) == (5, 4)
+    assert d.ratio == pytest.approx(1.25)
+    assert band(d.ratio) == pytest.approx((1.25 / RATIO_SLACK, 1.25 * RATIO_SLACK))
 
 
 def test_prefill_scales_on_its_own_queue_and_prompt_load_while_decode_holds() -> None:
@@ -136,18 +139,18 @@ def test_the_queue_the_prefill_plan_allows_is_not_pressure() -> None:
 
 def test_decode_scales_on_kv_and_tpot_while_prefill_holds() -> None:
     stepper = Stepper(SPEC, PLAN, 15.0)
-    prefill = _snap(1000.0, 4, 10.0)
-    decode = _snap(1000.0, 4, 10.0, kv_usage_max=0.97, tpot_p99_s=0.06, running=70.0)
-    step = stepper.step_roles(_states(4, 4), _both(1000.0, prefill, decode), 1000.0)
+    prefill = _snap(1000.0, P0, 10.0)
+    decode = _snap(1000.0, D0, 10.0, kv_usage_max=0.97, tpot_p99_s=0.06, running=70.0)
+    step = stepper.step_roles(_states(P0, D0), _both(1000.0, prefill, decode), 1000.0)
     assert step.decision is not None
     p, d = step.decision.prefill, step.decision.decode
-    assert d.replicas > 4, d.reason
+    assert d.replicas > D0, d.reason
     assert {s.name for s in d.signals if s.level == "high"} == {
         "kv_usage",
         "tpot_p99_s",
         "running_per_replica",
     }
-    assert p.replicas == 4, p.reason
+    assert p.replicas == P0, p.reason
 
 
 def test_the_prefill_signal_is_ttft_less_the_planned_transfer() -> None:
@@ -233,13 +236,13 @@ def test_the_band_raises_the_lagging_role_when_the_other_jumps() -> None:
 
 def test_a_blind_role_holds_and_the_other_still_moves() -> None:
     stepper = Stepper(SPEC, PLAN, 15.0)
-    decode = _snap(1000.0, 4, 10.0, kv_usage_max=0.97)
+    decode = _snap(1000.0, D0, 10.0, kv_usage_max=0.97)
     top = decode.model_copy(update={"roles": {"decode": decode}})
-    step = stepper.step_roles(_states(4, 4), Observation(1000.0, top), 1000.0)
+    step = stepper.step_roles(_states(P0, D0), Observation(1000.0, top), 1000.0)
     assert step.decision is not None
     assert step.decision.prefill.cause == Cause.BLIND
-    assert step.decision.prefill.replicas == 4
-    assert step.decision.decode.replicas > 4
+    assert step.decision.prefill.replicas == P0
+    assert step.decision.decode.replicas > D0
 
 
 def test_the_same_observation_is_decided_once() -> None:
@@ -433,7 +436,6 @@ def test_a_backlogged_prefill_pool_raises_decode_in_the_same_decision() -> None:
     for the burst), decode is not raised to that: it stays at what the spec's rate needs."""
     spec = _l4_playground_spec()
     plan = plan_service(spec)
-    _, prefill_pool, decode_pool = pools(plan)
     stepper = Stepper(spec, plan, 15.0)
     lengths: dict[str, Any] = {"prompt_tps": 0.6 * 3000, "output_tokens_mean": 150.0}
     for waiting, kv, want in ((25.0, 0.81, True), (0.0, 0.81, False), (25.0, 0.3, False)):
@@ -445,10 +447,11 @@ def test_a_backlogged_prefill_pool_raises_decode_in_the_same_decision() -> None:
         p, d = step.decision.prefill, step.decision.decode
         if want:
             assert p.replicas == 2, p.reason
+            # each role's planned rate at the lengths its snapshot reads (workloadSource max)
             fed = math.ceil(
                 2
-                * binding_rps_per_replica(prefill_pool, spec)
-                / binding_rps_per_replica(decode_pool, spec)
+                * role_rate_per_replica("prefill", prefill, spec, plan)
+                / role_rate_per_replica("decode", decode, spec, plan)
                 - 1e-9
             )
             assert d.replicas == min(fed, spec.scaling.max_replicas) > 2, d.reason

@@ -11,6 +11,7 @@ from tokenscale.controller.roles import RolesMade, decide_roles_for
 from tokenscale.controller.status import read_status, status_document
 from tokenscale.planning import plan_service
 from tokenscale.scaling.cause import Cause
+from tokenscale.scaling.roles import pools
 from tokenscale.scaling.stepper import Observation
 
 SERVICE = InferenceService.model_validate({"metadata": {"name": "pd"}, "spec": SPEC.model_dump()})
@@ -41,9 +42,10 @@ def _written(made: RolesMade, replicas: int) -> InferenceServiceStatus:
 
 def test_no_metrics_source_runs_each_role_at_its_planned_count() -> None:
     made = decide_roles_for(SERVICE, PLAN, InferenceServiceStatus(), None, None, {})
-    assert made.counts == {"prefill": 4, "decode": 4}
+    _, prefill, decode = pools(PLAN)
+    assert made.counts == {"prefill": prefill.replicas, "decode": decode.replicas}
     assert made.decisions["prefill"].cause == Cause.PLAN
-    assert made.combined.replicas == 8
+    assert made.combined.replicas == prefill.replicas + decode.replicas
 
 
 def test_memory_round_trips_and_an_observation_is_decided_once() -> None:

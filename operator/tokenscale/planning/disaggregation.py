@@ -2,16 +2,20 @@
 whether two pools need fewer GPUs than one.
 
 **Prefill worker** (a vLLM engine that only prefills, ``--kv-transfer-config`` producer side):
-prompts queue and are prefilled one after another, so a worker at utilization ``ρ`` serves
-``ρ / t_prefill(mean)`` prompts per second. A prompt's TTFT is
+prompts queue and are prefilled in steps of up to the chunk budget, so a worker at utilization
+``ρ`` serves ``ρ / s`` prompts per second, ``s`` a prompt's service (its chunks' FLOPs and its
+share of the steps' weight reads, over the prompts: ``prefill_worker_service_seconds``). Its
+queue is one pool's at batch 0 (``PerfModel.prefill_worker_*``: the M/G/1 of ``queueing.py``
+with the prefill's own service and spread over the prompts, no decode riding along its steps,
+and the prompts that arrive while one waits sharing its last step). A prompt's TTFT is
 
-``TTFT = ρ/(1−ρ)·t_prefill(mean) + t_prefill(prompt) + t_transfer(prompt) + t_step_decode(B_d)
+``TTFT = wait + t_prefill(prompt) + t_transfer(prompt) + t_step_decode(B_d)
 + requestOverheadSeconds + prompt × requestOverheadPerTokenSeconds``
 
-(the queue allowance is M/M/1's mean; the aggregated planner's is M/G/1, ``queueing.py``, which
-equals it when no prompt P99 is stated — not yet carried over here), with no
-decode riding along its chunks. The operating utilization is the largest ``ρ ≤``
-:data:`PREFILL_MAX_UTILIZATION` whose TTFT (P99 prompt against the P99 target, P95 against P95)
+its mean with the Pollaczek–Khinchine wait (:func:`prefill_ttft_seconds`), a percentile with
+the percentile of the prompts' own prefills and the wait together
+(:func:`prefill_ttft_quantile_seconds`). The operating utilization is the largest ``ρ ≤``
+:data:`PREFILL_MAX_UTILIZATION` whose TTFT (P99 against the P99 target, P95 against P95)
 and E2E (TTFT + P99 answer × the decode pool's mean TPOT) meet the SLOs.
 
 **KV transfer**: ``kvTransferLatencySeconds + KV bytes per token × tokens held(prompt) /
@@ -326,18 +330,39 @@ def prefill_ttft_seconds(
     transfer_s: float,
     first_step_s: float,
 ) -> float:
-    """TTFT of a ``prompt_tokens`` prompt at a prefill worker running at ``utilization``
-    (module docstring): queue + its own prefill + the KV transfer + the first decode step."""
-    t_mean = perf.mean_prefill_seconds
-    rho = min(max(utilization, 0.0), 0.999)
+    """Mean TTFT of a ``prompt_tokens`` prompt at a prefill worker running at ``utilization``
+    (module docstring): the queue's mean wait + its own prefill + the KV transfer + the first
+    decode step + the request overhead."""
     hit = perf.prefix_cache_hit_rate
     own = perf.prefill_seconds(prompt_tokens * (1.0 - hit), prompt_tokens * hit)
     return (
-        rho / (1.0 - rho) * t_mean
+        perf.prefill_worker_wait_seconds(utilization)
         + own
         + transfer_s
         + first_step_s
         + perf.request_overhead_seconds(prompt_tokens)
+    )
+
+
+def prefill_ttft_quantile_seconds(
+    perf: PerfModel,
+    utilization: float,
+    prompt_tokens: float,
+    mean_prompt_tokens: float,
+    transfer_s: float,
+    first_step_s: float,
+    tail: float,
+) -> float:
+    """The TTFT only a share ``tail`` of requests exceed (0.01: the P99), ``prompt_tokens``
+    being the prompts' percentile there: the prefill worker's own prefill and queue at
+    ``utilization`` (:meth:`PerfModel.prefill_worker_ttft_quantile_seconds`, the request
+    overhead included), then that prompt's KV transfer and the first decode step."""
+    return (
+        perf.prefill_worker_ttft_quantile_seconds(
+            utilization, prompt_tokens, mean_prompt_tokens, tail
+        )
+        + transfer_s
+        + first_step_s
     )
 
 
@@ -357,9 +382,14 @@ def _plan_prefill(
     in95 = w.input_tokens.p95 or w.input_tokens.mean
     t99, t95 = transfer(in99), transfer(in95)
 
+    def ttft(rho: float, prompt: float, transfer_s: float, tail: float) -> float:
+        return prefill_ttft_quantile_seconds(
+            perf, rho, prompt, w.input_tokens.mean, transfer_s, first_step_s, tail
+        )
+
     def ok(rho: float) -> bool:
-        ttft99 = prefill_ttft_seconds(perf, rho, in99, t99, first_step_s)
-        ttft95 = prefill_ttft_seconds(perf, rho, in95, t95, first_step_s)
+        ttft99 = ttft(rho, in99, t99, 0.01)
+        ttft95 = ttft(rho, in95, t95, 0.05)
         checks = (
             (slo.ttft_p99_seconds, ttft99),
             (slo.ttft_p95_seconds, ttft95),
@@ -375,9 +405,9 @@ def _plan_prefill(
     if not ok(rho):
         reasons.append(
             f"TTFT SLO unreachable even idle: a P99 prompt's prefill + KV transfer + first "
-            f"decode step take {prefill_ttft_seconds(perf, 0.0, in99, t99, first_step_s):.3f}s"
+            f"decode step take {ttft(0.0, in99, t99, 0.01):.3f}s"
         )
-    t_mean = max(perf.mean_prefill_seconds, 1e-9)
+    t_mean = max(perf.prefill_worker_service_seconds, 1e-9)
     held_prompt = _held(perf, w.input_tokens.mean)
     lanes = kv_lanes(engine.layout)
     reserve = max(0.0, _held(perf, in99) - held_prompt) * lanes
@@ -408,7 +438,7 @@ def _plan_prefill(
         utilization=rho,
         limited_by=limited_by,
         sizing=sizing,
-        ttft_p99_s=prefill_ttft_seconds(perf, rho, in99, t99, first_step_s),
+        ttft_p99_s=ttft(rho, in99, t99, 0.01),
         reasons=tuple(reasons),
     )
 
@@ -568,7 +598,7 @@ def role_pool(
 def pools(pair: PoolPair) -> tuple[RolePool, RolePool]:
     """The prefill and decode pools of ``pair`` as the plan reports them."""
     p, d = pair.prefill, pair.decode
-    t_mean = max(p.engine.perf.mean_prefill_seconds, 1e-9)
+    t_mean = max(p.engine.perf.prefill_worker_service_seconds, 1e-9)
     prefill = role_pool(
         "prefill", p.engine, p.sizing, p.utilization / t_mean, p.utilization, p.limited_by
     )
@@ -672,16 +702,23 @@ class PairAtLoad:
 
 
 def pair_at_load(pair: PoolPair, w: Workload, prefill_rps: float, decode_rps: float) -> PairAtLoad:
-    """TTFT P99 of a P99 prompt at a prefill replica's share (its utilization ``rps ×
-    t_prefill(mean)``), TPOT P99 at a decode replica's share (the batch that share keeps), E2E
-    P99 of the two (module docstring's formulas, at the load instead of the operating point)."""
+    """TTFT P99 at a prefill replica's share (its utilization ``rps × service``, the P99 of the
+    prompts' own prefills and the wait together), TPOT P99 at a decode replica's share (the
+    batch that share keeps), E2E P99 of the two (module docstring's formulas, at the load
+    instead of the operating point)."""
     p, d = pair.prefill, pair.decode
     out_mean = max(w.output_tokens.mean, 1.0)
     batch = _decode_batch_at(d.engine.perf, decode_rps, out_mean, d.batch)
     step = d.engine.perf.step_seconds(max(batch, 1.0))
-    rho = min(prefill_rps * p.engine.perf.mean_prefill_seconds, p.utilization)
-    ttft = prefill_ttft_seconds(
-        p.engine.perf, rho, w.input_tokens.p99_or_mean, pair.transfer_p99_s, step
+    rho = min(prefill_rps * p.engine.perf.prefill_worker_service_seconds, p.utilization)
+    ttft = prefill_ttft_quantile_seconds(
+        p.engine.perf,
+        rho,
+        w.input_tokens.p99_or_mean,
+        w.input_tokens.mean,
+        pair.transfer_p99_s,
+        step,
+        0.01,
     )
     return PairAtLoad(
         ttft_p99_s=ttft,

@@ -667,20 +667,7 @@ class PerfModel:
     def _ttft_quantile(
         self, batch: float, prompt_tokens: float, mean_prompt_tokens: float, tail: float
     ) -> float:
-        at_mean = self.own_ttft_seconds(batch, mean_prompt_tokens)
-        at_tail = self.own_ttft_seconds(batch, prompt_tokens)
-        span = prompt_tokens - mean_prompt_tokens
-        floor = self.assumptions.request_overhead_seconds
-        if span <= 0 or at_tail <= at_mean:
-            own: tuple[tuple[float, float], ...] = ((max(at_mean, at_tail), 1.0),)
-            sizes: tuple[float, ...] = (max(prompt_tokens, mean_prompt_tokens),)
-        else:
-            slope = (at_tail - at_mean) / span
-            points = lognormal_points(mean_prompt_tokens, prompt_tokens)
-            own = tuple(
-                (max(floor, at_mean + slope * (n - mean_prompt_tokens)), w) for n, w in points
-            )
-            sizes = tuple(n for n, _ in points)
+        own, sizes = self._own_ttft_points(batch, prompt_tokens, mean_prompt_tokens)
         rho = self.prefill_utilization(batch) if batch > 0 else 0.0
         s = self.prefill_service_seconds(batch) if batch > 0 else 0.0
         return sum_quantile(
@@ -689,7 +676,64 @@ class PerfModel:
             s,
             self.prefill_service_scv(batch),
             tail,
-            self._busy_times(batch, own, sizes, rho),
+            self._busy_times(batch, own, sizes, rho, self.request_rate(batch)),
+        )
+
+    def _own_ttft_points(
+        self, batch: float, prompt_tokens: float, mean_prompt_tokens: float
+    ) -> tuple[tuple[tuple[float, float], ...], tuple[float, ...]]:
+        """The prompts' own TTFTs at batch B as (seconds, weight) points, and their lengths:
+        the lognormal through the mean and ``prompt_tokens`` (its tail percentile), each one's
+        own TTFT interpolated between the mean prompt's and the tail prompt's
+        (:meth:`own_ttft_seconds`), never under the request overhead."""
+        at_mean = self.own_ttft_seconds(batch, mean_prompt_tokens)
+        at_tail = self.own_ttft_seconds(batch, prompt_tokens)
+        span = prompt_tokens - mean_prompt_tokens
+        if span <= 0 or at_tail <= at_mean:
+            return ((max(at_mean, at_tail), 1.0),), (max(prompt_tokens, mean_prompt_tokens),)
+        floor = self.assumptions.request_overhead_seconds
+        slope = (at_tail - at_mean) / span
+        points = lognormal_points(mean_prompt_tokens, prompt_tokens)
+        own = tuple((max(floor, at_mean + slope * (n - mean_prompt_tokens)), w) for n, w in points)
+        return own, tuple(n for n, _ in points)
+
+    # -- a prefill worker (P/D): the same queue with no decode riding along --------------------
+    @cached_property
+    def prefill_worker_service_seconds(self) -> float:
+        """A prefill-only worker's (P/D) service per prompt: :meth:`prefill_service_seconds` at
+        batch 0 (a prompt's chunk FLOPs, and each step's weight read shared by the tokens that
+        fill it); its utilization is the prompt rate times this."""
+        return self.prefill_service_seconds(0.0)
+
+    def prefill_worker_wait_seconds(self, utilization: float) -> float:
+        """Mean wait at a prefill-only worker (P/D) running at ``utilization``: the M/G/1 of
+        :meth:`queue_wait_seconds` with no decodes in its steps (service
+        :attr:`prefill_worker_service_seconds`, ``C²`` :meth:`prefill_service_scv` at 0)."""
+        scv = self.prefill_service_scv(0.0)
+        return mg1_wait_seconds(
+            _worker_rho(utilization),
+            self.prefill_worker_service_seconds,
+            1.0 if scv is None else scv,
+        )
+
+    def prefill_worker_ttft_quantile_seconds(
+        self, utilization: float, prompt_tokens: float, mean_prompt_tokens: float, tail: float
+    ) -> float:
+        """The TTFT (to the prefill's end) only a share ``tail`` of prompts exceed at a
+        prefill-only worker running at ``utilization``: the prompts' own prefills at batch 0
+        and the wait of :meth:`prefill_worker_wait_seconds`' queue, added as for one pool
+        (:func:`sum_quantile`)."""
+        own, sizes = self._own_ttft_points(0.0, prompt_tokens, mean_prompt_tokens)
+        rho = _worker_rho(utilization)
+        service = self.prefill_worker_service_seconds
+        rate = rho / service if service > 0 else 0.0
+        return sum_quantile(
+            own,
+            rho,
+            service,
+            self.prefill_service_scv(0.0),
+            tail,
+            self._busy_times(0.0, own, sizes, rho, rate),
         )
 
     def _busy_times(
@@ -698,6 +742,7 @@ class PerfModel:
         own: tuple[tuple[float, float], ...],
         sizes: tuple[float, ...],
         rho: float,
+        rate_rps: float,
     ) -> BusyTimes | None:
         """What the prompts that found the prefill queue busy take (:class:`BusyTimes`): prompts
         arrive behind a waiting prompt at ``λ`` per second, each ``n̄`` tokens, and the scheduler
@@ -705,7 +750,7 @@ class PerfModel:
         its finish moves by their chunk time, ``λ·n̄·∂t_step/∂token`` per second it waited,
         until that step is full. Its steps before the last are its own full chunks (at least
         its own time alone). None without chunked prefill or a queue."""
-        if not self.chunked_prefill or batch <= 0 or rho <= 0:
+        if not self.chunked_prefill or rho <= 0:
             return None
         free = max(1, self.max_num_batched_tokens - math.ceil(batch))
 
@@ -714,7 +759,7 @@ class PerfModel:
 
         per_token = (step(free) - step(0.0)) / free
         hit = 1.0 - self.prefix_cache_hit_rate
-        arriving = self.request_rate(batch) * self.mean_input_tokens * hit
+        arriving = rate_rps * self.mean_input_tokens * hit
         seconds: list[float] = []
         caps: list[float] = []
         for (alone, _), n_prompt in zip(own, sizes, strict=True):
@@ -736,11 +781,26 @@ class PerfModel:
 
     @cached_property
     def tail_chunk_seconds(self) -> float:
-        """The chunk a tail request's decode steps share: a P99 prompt, capped by the budget."""
-        tokens = self.tail_input_tokens or self.mean_input_tokens
-        tokens *= 1.0 - self.prefix_cache_hit_rate
-        cap = self.max_num_batched_tokens if self.chunked_prefill else tokens
-        return self.chunk_seconds(min(tokens, float(cap)))
+        """The chunk a tail request's decode steps share: a P99 prompt's, capped by the budget,
+        attending to the context a chunk has before it on average. A prompt of ``n`` tokens
+        brings ``n / budget`` chunks whose context runs from 0 to ``n``: over the prompts, a
+        chunk's mean context is ``E[n²] / (2·E[n]) = (1 + C²)·n̄/2`` less half a chunk (at most
+        the P99 prompt's last chunk's) — a long prompt's late chunks cost more than its first."""
+        hit = 1.0 - self.prefix_cache_hit_rate
+        tokens = (self.tail_input_tokens or self.mean_input_tokens) * hit
+        cap = float(self.max_num_batched_tokens) if self.chunked_prefill else tokens
+        chunk = min(tokens, cap)
+        if chunk <= 0:
+            return 0.0
+        spread = 1.0 + (self.prompt_length_scv or 0.0)
+        context = min(spread * self.mean_input_tokens * hit / 2.0 - chunk / 2.0, tokens - chunk)
+        flops = self.prefill_flops(chunk, max(context, 0.0))
+        return flops / self.prefill_flops_per_s
+
+
+def _worker_rho(utilization: float) -> float:
+    """A prefill worker's utilization, kept inside the queue's stable range."""
+    return min(max(utilization, 0.0), 0.999)
 
 
 def weight_read_efficiency(dtype: WeightDtype) -> float:
