@@ -518,9 +518,10 @@ class PerfModel:
 
     def prefill_service_seconds(self, batch: float) -> float:
         """GPU time a prompt's prefill holds the scheduler at batch B, on average over the
-        prompts (:attr:`prompt_grid`): the FLOPs of its chunks, and for every step its chunks
-        fill, that step's decode part (the B decodes' weight and KV reads, all-reduces and
-        overhead, :meth:`step_seconds`), as :meth:`mixed_step_seconds` times a step. A chunk
+        prompts (:attr:`prompt_grid`): the FLOPs of its chunks and its tokens' all-reduces, and
+        for every step its chunks fill, that step's decode part (the B decodes' weight and KV
+        reads, all-reduces and overhead, :meth:`step_seconds`), as :meth:`mixed_step_seconds`
+        times a step. A chunk
         gets the budget the decodes leave (``budget − B`` tokens); a prompt shorter than that
         shares its step with the next, so the step count is fractional: ``n / (budget − B)``.
         Without chunked prefill a prompt is one step."""
@@ -534,11 +535,21 @@ class PerfModel:
         )
 
     def _per_token_step_seconds(self, batch: float) -> float:
-        """What a chunked prompt's steps cost per prompt token at batch B (its share of a step:
-        ``t_step(B) / (budget − B)``); 0 without chunked prefill."""
+        """What a prompt's steps cost per prompt token at batch B beyond its FLOPs: its share of
+        a chunked step (``t_step(B) / (budget − B)``; none without chunked prefill) and its
+        tokens' all-reduces (a step's all-reduce payload grows with the tokens it carries,
+        :meth:`mixed_step_seconds`)."""
+        comm = self._allreduce_per_token_seconds
         if not self.chunked_prefill:
-            return 0.0
-        return self.step_seconds(max(batch, 0.0)) / max(1.0, self.max_num_batched_tokens - batch)
+            return comm
+        share = self.step_seconds(max(batch, 0.0)) / max(1.0, self.max_num_batched_tokens - batch)
+        return share + comm
+
+    @cached_property
+    def _allreduce_per_token_seconds(self) -> float:
+        """The all-reduces' time per token a step carries (their bandwidth part: the latency is
+        the step's, :meth:`step_seconds`); 0 at TP 1."""
+        return self.allreduce_seconds(1.0) - self.allreduce_seconds(0.0)
 
     def _steps_unchunked(self, batch: float) -> float:
         """Without chunked prefill a prompt is one step, whatever its length."""
