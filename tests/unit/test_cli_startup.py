@@ -84,8 +84,9 @@ def test_the_probe_sees_what_a_command_loads() -> None:
 
 def test_the_operator_loads_no_scipy_numpy_or_matplotlib() -> None:
     """What ``tokenscale run`` imports (the reconcile and decision paths) keeps the operator's
-    resident set free of SciPy (27 MB), NumPy (16 MB) and matplotlib: a service with adapters
-    or a GPU mix loads them when it is planned (docs/scale-out.md)."""
+    resident set free of SciPy (27 MB), NumPy (16 MB) and matplotlib until a service needs them
+    (adapters or a GPU mix: SciPy and NumPy; prompts with a stated P99: NumPy, for the prefill
+    queue's wait tail) and is planned (docs/scale-out.md)."""
     probe = (
         "import sys\n"
         "import tokenscale.cli.app\n"
