@@ -1,7 +1,7 @@
 """Closed forms for the prefill queue and the prefill work a decoding request shares its steps
 with: M/G/1 waits (Pollaczek–Khinchine), a compound Poisson quantile, lognormal spreads.
 
-Closed forms, and one memoized grid (the wait's tail, a few milliseconds per load and spread):
+Closed forms, and one memoized grid (the wait's tail, about 0.3 ms per load and spread):
 the operating point's searches ask for these at every batch they probe.
 
 - **Wait, mean** (Pollaczek–Khinchine): ``W = ρ/(1−ρ) · s · (1 + C²)/2`` for Poisson arrivals,
@@ -35,6 +35,7 @@ the operating point's searches ask for these at every batch they probe.
 """
 
 import math
+from array import array
 from collections.abc import Callable
 from dataclasses import dataclass
 from functools import lru_cache
@@ -132,20 +133,24 @@ _WAIT_LEFT = 1e-7
 """The wait's mass past the grid that :func:`_wait_table` accepts (else it widens the grid)."""
 
 
-@lru_cache(maxsize=4096)
-def _wait_table(rho: float, scv: float) -> tuple[float, tuple[float, ...]]:
-    """(grid step, ``P(W > k·step)`` for k = 0 … N−1) of the M/G/1 wait in units of the mean
-    service (the wait scales with it), exactly up to the grid: ``P(W ≤ t) = (1−ρ)·Σₖ ρᵏ·
-    P(R₁ + … + Rₖ ≤ t)`` (Beneš), ``R`` the residual of one service (:func:`residual`),
-    discretised to the nearest grid point and summed in one FFT: the transform of the wait is
-    ``(1−ρ) / (1 − ρ·R̂)``. The grid spans a power of two past 30 P-K means and doubles until
-    less than :data:`_WAIT_LEFT` of the wait lies past it. ``scv`` comes rounded to three
-    significant figures (the residual's grid is then shared by the queues of one workload)."""
+@lru_cache(maxsize=1024)
+def _wait_table(rho: float, scv: float) -> "tuple[float, array[float]]":
+    """(grid step, ``P(W > (k + ½)·step)`` for k = 0 … N−1) of the M/G/1 wait in units of the
+    mean service (the wait scales with it; 32 KB a table), exactly up to the grid:
+    ``P(W ≤ t) = (1−ρ)·Σₖ ρᵏ·P(R₁ + … + Rₖ ≤ t)`` (Beneš), ``R`` the residual of one service
+    (:func:`residual`), discretised to the nearest grid point and summed in one FFT: the
+    transform of the wait is ``(1−ρ) / (1 − ρ·R̂)``. The grid spans a power of two past 30 P-K
+    means and past the residual's own reach, and doubles until less than :data:`_WAIT_LEFT` of
+    the wait lies past it. ``scv`` comes rounded to three significant figures (the residual's
+    grid is then shared by the queues of one workload)."""
     import numpy as np  # noqa: PLC0415 (the CLI loads NumPy only when a queue's tail is asked)
 
     n = _WAIT_POINTS
     mean_wait = mg1_wait_seconds(rho, 1.0, scv)
-    octave = math.ceil(math.log2(30.0 * max(mean_wait, (1.0 + scv) / 2.0)))
+    # past the queue's own decay (30 P-K means), and past where one residual alone leaves the
+    # wait less than the mass allowed (the tail of a heavy service is one long residual ahead)
+    reach = residual_quantile(scv, _WAIT_LEFT * (1.0 - rho) / rho)
+    octave = math.ceil(math.log2(max(30.0 * max(mean_wait, (1.0 + scv) / 2.0), reach)))
     for _ in range(16):
         pmf = np.zeros(2 * n)
         pmf[:n] = _residual_pmf(scv, octave)
@@ -155,7 +160,17 @@ def _wait_table(rho: float, scv: float) -> tuple[float, tuple[float, ...]]:
         if 1.0 - float(cdf[-1]) <= _WAIT_LEFT:
             break
         octave += 1
-    return 2.0**octave / n, tuple(np.clip(1.0 - cdf, 0.0, 1.0).tolist())
+    return 2.0**octave / n, array("d", np.clip(1.0 - cdf, 0.0, 1.0).tobytes())
+
+
+def residual_quantile(scv: float, tail: float) -> float:
+    """The ``t`` a unit-mean service's residual exceeds with probability ``tail``
+    (:func:`residual`, by bisection on a doubling bracket)."""
+    survival = residual(1.0, scv)
+    hi = 1.0
+    while survival(hi) > tail and hi < 1e12:
+        hi *= 2.0
+    return tail_point(survival, tail, 0.0, hi, 60, 1e-3)
 
 
 @lru_cache(maxsize=256)
