@@ -521,10 +521,9 @@ class PerfModel:
         prompts (:attr:`prompt_grid`): the FLOPs of its chunks and its tokens' all-reduces, and
         for every step its chunks fill, that step's decode part (the B decodes' weight and KV
         reads, all-reduces and overhead, :meth:`step_seconds`), as :meth:`mixed_step_seconds`
-        times a step. A chunk
-        gets the budget the decodes leave (``budget − B`` tokens); a prompt shorter than that
-        shares its step with the next, so the step count is fractional: ``n / (budget − B)``.
-        Without chunked prefill a prompt is one step."""
+        times a step. A chunk gets the budget the decodes leave (``budget − B`` tokens); a
+        prompt shorter than that shares its step with the next, so the step count is
+        fractional: ``n / (budget − B)``. Without chunked prefill a prompt is one step."""
         m = self._prefill_moments
         if m.tokens <= 0:
             return 0.0
@@ -712,8 +711,8 @@ class PerfModel:
     @cached_property
     def prefill_worker_service_seconds(self) -> float:
         """A prefill-only worker's (P/D) service per prompt: :meth:`prefill_service_seconds` at
-        batch 0 (a prompt's chunk FLOPs, and each step's weight read shared by the tokens that
-        fill it); its utilization is the prompt rate times this."""
+        batch 0 (a prompt's chunk FLOPs and its tokens' all-reduces, and each step's weight read
+        shared by the tokens that fill it); its utilization is the prompt rate times this."""
         return self.prefill_service_seconds(0.0)
 
     def prefill_worker_wait_seconds(self, utilization: float) -> float:
