@@ -67,6 +67,7 @@ from tokenscale.api.manifest import parse_manifests  # noqa: E402
 from tokenscale.api.slo import Slo  # noqa: E402
 from tokenscale.data import MOONCAKE_SYNTHETIC, bundled_trace  # noqa: E402
 from tokenscale.planning import Conditions, plan_at, plan_service, resolve  # noqa: E402
+from tokenscale.planning.bisect import last_true  # noqa: E402
 from tokenscale.planning.disaggregation import (  # noqa: E402
     prefill_ttft_quantile_seconds,
     role_plan,
@@ -521,10 +522,7 @@ def compare_prefill_worker(shape: PdShape, requests: int, seed: int = 1) -> dict
         )
         return ttft <= shape.ttft_s
 
-    lo, hi = 0.0, 0.999
-    for _ in range(40):
-        mid = (lo + hi) / 2.0
-        lo, hi = (mid, hi) if meets(mid) else (lo, mid)
+    lo = last_true(meets, 0.0, 0.999, 40, 1e-6)
     service = perf.prefill_worker_service_seconds
     planner = lo / service
     sim = sustainable_rps(

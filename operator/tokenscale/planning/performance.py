@@ -638,7 +638,10 @@ class PerfModel:
         prompts (:meth:`prefill_service_scv`; 1 when their spread is unknown)."""
         if batch <= 0:
             return 0.0
-        rho = self.prefill_utilization(batch)
+        return self._mean_wait_seconds(batch, self.prefill_utilization(batch))
+
+    def _mean_wait_seconds(self, batch: float, rho: float) -> float:
+        """Pollaczek–Khinchine's mean wait at load ``rho`` for the prefill service at batch B."""
         scv = self.prefill_service_scv(batch)
         return mg1_wait_seconds(
             rho, self.prefill_service_seconds(batch), 1.0 if scv is None else scv
@@ -677,16 +680,41 @@ class PerfModel:
     def _ttft_quantile(
         self, batch: float, prompt_tokens: float, mean_prompt_tokens: float, tail: float
     ) -> float:
+        if batch <= 0:
+            return self._queued_ttft_quantile(
+                batch, 0.0, 0.0, prompt_tokens, mean_prompt_tokens, tail
+            )
+        return self._queued_ttft_quantile(
+            batch,
+            self.prefill_utilization(batch),
+            self.request_rate(batch),
+            prompt_tokens,
+            mean_prompt_tokens,
+            tail,
+        )
+
+    def _queued_ttft_quantile(
+        self,
+        batch: float,
+        rho: float,
+        rate_rps: float,
+        prompt_tokens: float,
+        mean_prompt_tokens: float,
+        tail: float,
+    ) -> float:
+        """The TTFT percentile of :meth:`ttft_quantile_seconds` for a prefill queue at load
+        ``rho`` fed ``rate_rps`` prompts a second: the prompts' own TTFTs at batch B and the
+        wait of the prefill service at B, added (:func:`sum_quantile`), the prompts that arrive
+        while one waits sharing its last step (:meth:`_busy_times`). One pool's queue and a
+        prefill worker's (batch 0) are this one."""
         own, sizes = self._own_ttft_points(batch, prompt_tokens, mean_prompt_tokens)
-        rho = self.prefill_utilization(batch) if batch > 0 else 0.0
-        s = self.prefill_service_seconds(batch) if batch > 0 else 0.0
         return sum_quantile(
             own,
             rho,
-            s,
+            self.prefill_service_seconds(batch) if rho > 0 else 0.0,
             self.prefill_service_scv(batch),
             tail,
-            self._busy_times(batch, own, sizes, rho, self.request_rate(batch)),
+            self._busy_times(batch, own, sizes, rho, rate_rps),
         )
 
     def _own_ttft_points(
@@ -719,32 +747,18 @@ class PerfModel:
         """Mean wait at a prefill-only worker (P/D) running at ``utilization``: the M/G/1 of
         :meth:`queue_wait_seconds` with no decodes in its steps (service
         :attr:`prefill_worker_service_seconds`, ``C²`` :meth:`prefill_service_scv` at 0)."""
-        scv = self.prefill_service_scv(0.0)
-        return mg1_wait_seconds(
-            _worker_rho(utilization),
-            self.prefill_worker_service_seconds,
-            1.0 if scv is None else scv,
-        )
+        return self._mean_wait_seconds(0.0, _worker_rho(utilization))
 
     def prefill_worker_ttft_quantile_seconds(
         self, utilization: float, prompt_tokens: float, mean_prompt_tokens: float, tail: float
     ) -> float:
         """The TTFT (to the prefill's end) only a share ``tail`` of prompts exceed at a
-        prefill-only worker running at ``utilization``: the prompts' own prefills at batch 0
-        and the wait of :meth:`prefill_worker_wait_seconds`' queue, added as for one pool
-        (:func:`sum_quantile`)."""
-        own, sizes = self._own_ttft_points(0.0, prompt_tokens, mean_prompt_tokens)
+        prefill-only worker running at ``utilization``: one pool's queued TTFT at batch 0
+        (:meth:`_queued_ttft_quantile`), the prompts arriving at ``utilization / service``."""
         rho = _worker_rho(utilization)
         service = self.prefill_worker_service_seconds
         rate = rho / service if service > 0 else 0.0
-        return sum_quantile(
-            own,
-            rho,
-            service,
-            self.prefill_service_scv(0.0),
-            tail,
-            self._busy_times(0.0, own, sizes, rho, rate),
-        )
+        return self._queued_ttft_quantile(0.0, rho, rate, prompt_tokens, mean_prompt_tokens, tail)
 
     def _busy_times(
         self,

@@ -74,10 +74,7 @@ def residual(service_s: float, scv: float | None) -> Callable[[float], float]:
         return lambda t: 1.0 if t <= 0 else math.exp(-t * rate)
     if scv <= 1e-9:
         return lambda t: 1.0 if t <= 0 else max(0.0, 1.0 - t / service_s)
-    sigma2 = math.log1p(scv)
-    sigma_root2 = math.sqrt(sigma2) * _ROOT2
-    top = math.log(service_s) + sigma2 / 2.0  # μ + σ²
-    shift = sigma2 / sigma_root2  # σ/√2
+    top, sigma_root2, shift = _lognormal_residual(service_s, scv)
     erfc, log = math.erfc, math.log
 
     def survival(t: float) -> float:
@@ -90,6 +87,14 @@ def residual(service_s: float, scv: float | None) -> Callable[[float], float]:
 
 
 _ROOT2 = math.sqrt(2.0)
+
+
+def _lognormal_residual(service_s: float, scv: float) -> tuple[float, float, float]:
+    """The constants of a lognormal service's residual (:func:`residual_survival`):
+    ``μ + σ²``, ``σ√2`` and ``σ/√2``, so that ``d₁/√2 = (μ + σ² − ln t)/(σ√2)``."""
+    sigma2 = math.log1p(scv)
+    sigma_root2 = math.sqrt(sigma2) * _ROOT2
+    return math.log(service_s) + sigma2 / 2.0, sigma_root2, sigma2 / sigma_root2
 
 
 def wait_survival(t: float, rho: float, service_s: float, scv: float | None) -> float:
@@ -149,7 +154,7 @@ def _wait_table(rho: float, scv: float) -> "tuple[float, array[float]]":
     mean_wait = mg1_wait_seconds(rho, 1.0, scv)
     # past the queue's own decay (30 P-K means), and past where one residual alone leaves the
     # wait less than the mass allowed (the tail of a heavy service is one long residual ahead)
-    reach = residual_quantile(scv, _WAIT_LEFT * (1.0 - rho) / rho)
+    reach = _residual_quantile(scv, _WAIT_LEFT * (1.0 - rho) / rho)
     octave = math.ceil(math.log2(max(30.0 * max(mean_wait, (1.0 + scv) / 2.0), reach)))
     for _ in range(16):
         pmf = np.zeros(2 * n)
@@ -163,7 +168,7 @@ def _wait_table(rho: float, scv: float) -> "tuple[float, array[float]]":
     return 2.0**octave / n, array("d", np.clip(1.0 - cdf, 0.0, 1.0).tobytes())
 
 
-def residual_quantile(scv: float, tail: float) -> float:
+def _residual_quantile(scv: float, tail: float) -> float:
     """The ``t`` a unit-mean service's residual exceeds with probability ``tail``
     (:func:`residual`, by bisection on a doubling bracket)."""
     survival = residual(1.0, scv)
@@ -185,10 +190,8 @@ def _residual_pmf(scv: float, octave: int) -> Any:
     if scv <= 1e-9:
         above = np.clip(1.0 - t, 0.0, 1.0)
     else:
-        sigma2 = math.log1p(scv)
-        sigma_root2 = math.sqrt(sigma2) * _ROOT2
-        d1 = (sigma2 / 2.0 - np.log(t)) / sigma_root2
-        shift = sigma2 / sigma_root2
+        top, sigma_root2, shift = _lognormal_residual(1.0, scv)
+        d1 = (top - np.log(t)) / sigma_root2
         above = np.clip(0.5 * _erfc(np, -d1) - t * 0.5 * _erfc(np, shift - d1), 0.0, 1.0)
     masses = np.empty(n)
     masses[0] = 1.0 - above[0]
